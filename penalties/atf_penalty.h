@@ -1,0 +1,82 @@
+/* atf_penalty.h — the scalar penalty calculus of SPEC §2.
+ *
+ * A penalty is a pair (ω1, ω2) of families; a single spec term sets ω1 and leaves ω2 = `fixed`.
+ * From it follow the joint penalty ω1 ⊕ ω2 (eq. 11), the effective penalty ω̃ (eq. 12), its
+ * derivative, the proximal map of t·ω̃ (by the 1-D reduction in z) and the factor recovery of
+ * eq. 15. All minimisations are global over possibly nonconvex 1-D functions.
+ *
+ * Thread-safe: every function is pure given its arguments. No printing. */
+#ifndef ATF_PENALTY_H
+#define ATF_PENALTY_H
+
+#include <stddef.h>
+
+#include "atf_error.h"
+
+#define ATF_PENALTY_SPECLEN 128
+
+typedef enum {
+    ATF_FAMILY_FIXED = 0, /* χ{1}: 0 at z = 1, +∞ elsewhere            */
+    ATF_FAMILY_SQ,        /* γ (z−1)²                                 */
+    ATF_FAMILY_ABS,       /* γ |z−1|                                  */
+    ATF_FAMILY_POW,       /* γ |z−1|^p, p > 0                          */
+    ATF_FAMILY_ZSQ,       /* γ (z²−1)            (spectral Huber)      */
+    ATF_FAMILY_LOGSQ,     /* γ (ln z)²                                */
+    ATF_FAMILY_NUCLEAR    /* γ z² on z > 0       (nuclear norm limit)  */
+} atf_family;
+
+typedef struct {
+    atf_family family;
+    double p;     /* exponent for ATF_FAMILY_POW, else unused */
+    double scale; /* γ > 0, default 1 */
+} atf_omega;
+
+typedef struct {
+    atf_omega w1; /* left transformation M1 */
+    atf_omega w2; /* right transformation M2; family FIXED for a single term */
+} atf_penalty;
+
+/* Parse a spec string (SPEC §2 grammar: `sq`, `pow:p=1.5,scale=0.1`, `sq + abs`, ...).
+ * Errors (ATF_E_INPUT, message names the spec and the reason): unknown family or key, p ≤ 0,
+ * scale ≤ 0, non-finite numbers, `nuclear` joined with `+`, empty terms. `fixed + ω` equals ω. */
+atf_error atf_penalty_parse(const char *spec, atf_penalty *pen, char *err);
+
+/* Canonical spec string (round-trips through atf_penalty_parse). Returns chars needed. */
+int atf_penalty_format(const atf_penalty *pen, char *buf, size_t len);
+
+/* Default penalty `sq`. */
+atf_penalty atf_penalty_default(void);
+
+/* 1 if ω̃ is convex (fixed, sq, zsq, nuclear, pow with p ≥ 2, and joints of convex-ω̃ terms
+ * where SPEC says so); stationarity then certifies optimality. */
+int atf_penalty_is_convex(const atf_penalty *pen);
+
+/* 1 for the `nuclear` family (nondifferentiable at 0: the solver uses the subdifferential). */
+int atf_penalty_is_nuclear(const atf_penalty *pen);
+
+/* ω(z) of one family (may be +INFINITY). */
+double atf_omega_value(const atf_omega *w, double z);
+
+/* Joint penalty (ω1 ⊕ ω2)(v) for v ≥ 1 (eq. 11); s1, s2 (may be NULL) receive the split
+ * z and v/z with s1·s2 = v. For a single term s1 = v, s2 = 1. */
+double atf_penalty_joint(const atf_penalty *pen, double v, double *s1, double *s2);
+
+/* Effective penalty ω̃(v) = min_{z≥1} (ω1⊕ω2)(z) + v²/z² for v ≥ 0 (eq. 12); z (may be NULL)
+ * receives the argmin. */
+double atf_penalty_value(const atf_penalty *pen, double v, double *z);
+
+/* Derivative ω̃'(v) = 2v / z*² (envelope theorem); for `nuclear` the subgradient 2√γ (v > 0). */
+double atf_penalty_deriv(const atf_penalty *pen, double v);
+
+/* prox_{tω̃}(v) for v ≥ 0, t > 0: v z*²/(z*² + 2t) with z* = argmin_{z≥1} ω(z) + v²/(z²+2t);
+ * z (may be NULL) receives z*. Monotone in v; where the argmin jumps the larger branch is taken. */
+double atf_penalty_prox(const atf_penalty *pen, double v, double t, double *z);
+
+/* Apply the prox to n nonnegative values in place (e.g. singular values). */
+void atf_penalty_prox_many(const atf_penalty *pen, double *v, size_t n, double t);
+
+/* Factor recovery (eq. 15) for a singular value d ≥ 0: s1·s2 = z = argmin of ω̃(d), σ = d/z,
+ * so that ω1(s1) + ω2(s2) + σ² = ω̃(d). Any output pointer may be NULL. */
+void atf_penalty_factors(const atf_penalty *pen, double d, double *s1, double *sigma, double *s2);
+
+#endif

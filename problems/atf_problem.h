@@ -1,0 +1,96 @@
+/* atf_problem.h — tangent-feature constraint problems (SPEC §1, §3, §6).
+ *
+ * A problem holds M = N·C constraint rows (row m = i·C + k: example i, output k), the right-hand
+ * side r and a list of blocks. Each block is a matrix variable B (rows × cols) with its own
+ * penalty and one of three constraint operators A_b: dense, sparse (CSR) or factored
+ * (G_m = h_i δ_mᵀ). Ownership: a problem owns all its arrays; atf_problem_free releases them. */
+#ifndef ATF_PROBLEM_H
+#define ATF_PROBLEM_H
+
+#include <stdint.h>
+
+#include "atf_error.h"
+#include "atf_penalty.h"
+
+#define ATF_NAMELEN 64
+
+typedef enum { ATF_OP_DENSE = 0, ATF_OP_SPARSE, ATF_OP_FACTORED } atf_operator_kind;
+
+/* Per-block structure: `matrix` (spectral penalty on B) or `diagonal` (every entry its own 1×1
+ * block: Σ ω̃(|B_ab|)). The global `full` structure (Theorem 1) is a solver setting. */
+typedef enum { ATF_STRUCT_MATRIX = 0, ATF_STRUCT_DIAGONAL } atf_structure;
+
+typedef struct {
+    char name[ATF_NAMELEN];
+    int index;                /* order of the block (attribute `index`) */
+    int rows, cols;           /* B is rows × cols (P_ℓ × Q_ℓ) */
+    int N, C, M;              /* copies of the problem's sizes, M = N·C */
+    atf_penalty penalty;
+    char penalty_spec[ATF_PENALTY_SPECLEN];
+    atf_structure structure;
+    atf_operator_kind kind;
+    /* dense: J [M × rows·cols] row-major, row m = G_m flattened row-major (entry (a,b) at a·cols+b) */
+    double *J;
+    /* sparse: the same matrix in CSR */
+    int64_t nnz;
+    int64_t *indptr;          /* [M+1] */
+    int64_t *indices;         /* [nnz], column indices in [0, rows·cols) */
+    double *data;             /* [nnz] */
+    /* factored: H [N × rows] (layer inputs), D [M × cols] (cotangents) */
+    double *H;
+    double *D;
+} atf_block;
+
+typedef struct atf_problem {
+    int N, C, M;
+    double *r;                /* [M] right-hand side */
+    double *y;                /* [N × C] targets, optional (NULL) */
+    double *f0;               /* [N × C] initial outputs, optional (NULL) */
+    int *labels;              /* [N] class labels, optional (NULL) */
+    int nblocks;
+    atf_block *blocks;        /* sorted by index */
+    struct atf_problem *test; /* optional held-out split (`/test` group): same block names and
+                                 shapes, its own N, r = y − f0; penalties unused */
+} atf_problem;
+
+/* ---- files (SPEC §6). Every error names the file, the item and the reason. ---- */
+
+/* Read and fully validate a problem file: format/version, every dataset's presence and shape,
+ * positive sizes, finite values, known operator/structure, penalty strings, CSR consistency. */
+atf_error atf_problem_read(const char *path, atf_problem **out, char *err);
+
+/* Write atomically (temporary file in the same directory, then rename). */
+atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err);
+
+void atf_problem_free(atf_problem *prob);
+
+/* Check an in-memory problem as the reader would (used for problems built in code). `what`
+ * names it in messages (e.g. the file name). */
+atf_error atf_problem_validate(const atf_problem *prob, const char *what, char *err);
+
+/* Override every block's penalty and/or structure (NULL / -1 keep the file's). */
+atf_error atf_problem_set_penalty(atf_problem *prob, const char *spec, char *err);
+void atf_problem_set_structure(atf_problem *prob, atf_structure s);
+
+/* Total number of variables Σ rows·cols. */
+int64_t atf_problem_nvars(const atf_problem *prob);
+
+/* ---- constraint operators (SPEC §3). Factored blocks are never materialised. ---- */
+
+/* y[M] = beta·y + A_b vec(B), B rows × cols row-major. */
+void atf_block_apply(const atf_block *b, const double *B, double beta, double *y);
+
+/* B = beta·B + A_bᵀ λ (rows × cols row-major), λ [M]. For factored blocks one GEMM:
+ * Σ_m λ_m h_i δ_mᵀ = Hᵀ Λ D with Λ the N × M spread of λ. */
+void atf_block_adjoint(const atf_block *b, const double *lambda, double beta, double *B);
+
+/* G[M × M] = beta·G + A_b A_bᵀ. Factored: (H Hᵀ expanded to rows) ∘ (D Dᵀ). */
+void atf_block_gram(const atf_block *b, double beta, double *G);
+
+/* Materialise A_b densely as [M × rows·cols] (tests and small problems only). Caller frees. */
+double *atf_block_dense(const atf_block *b);
+
+/* Sum over blocks: y = A vec(B_1..B_L) − r (residual), with Bs[l] the l-th block. */
+void atf_problem_residual(const atf_problem *prob, double *const *Bs, double *res);
+
+#endif

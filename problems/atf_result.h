@@ -1,0 +1,72 @@
+/* atf_result.h — solutions of problem (16) and their files (SPEC §5, §6).
+ *
+ * A result holds per block the solution B, its singular values d (descending) and the Theorem 2
+ * factors s1, σ, s2 (eq. 15), plus the run's status and certificates. The solver fills it; the
+ * file functions read and write it. Ownership: atf_result_free releases everything. */
+#ifndef ATF_RESULT_H
+#define ATF_RESULT_H
+
+#include "atf_error.h"
+#include "atf_problem.h"
+
+typedef enum {
+    ATF_STATUS_SOLVED = 0,
+    ATF_STATUS_MAX_ITERATIONS,
+    ATF_STATUS_INFEASIBLE,
+    ATF_STATUS_INTERRUPTED,
+    ATF_STATUS_NUMERICAL_ERROR
+} atf_status;
+
+/* "solved", "max_iterations", "infeasible", "interrupted", "numerical_error" */
+const char *atf_status_name(atf_status s);
+atf_error atf_status_parse(const char *name, atf_status *s);
+/* The atf_error a status maps to (SOLVED → ATF_OK, MAX_ITERATIONS → ATF_E_MAXITER, ...). */
+atf_error atf_status_error(atf_status s);
+
+typedef struct {
+    char name[ATF_NAMELEN];
+    int rows, cols;
+    char penalty_spec[ATF_PENALTY_SPECLEN];
+    double *B;      /* [rows × cols] row-major */
+    int k;          /* min(rows, cols): length of the four vectors below */
+    double *d;      /* singular values of B, descending */
+    double *s1;     /* left factor singular values (M̂1 = U S1 Uᵀ) */
+    double *sigma;  /* Ŵ singular values, σ = d / (s1 s2) */
+    double *s2;     /* right factor singular values (M̂2 = V S2 Vᵀ) */
+    double *U;      /* [rows × k] left singular vectors of B (optional in files, NULL if absent) */
+    double *V;      /* [cols × k] right singular vectors of B (optional, NULL if absent) */
+} atf_result_block;
+
+typedef struct {
+    atf_status status;
+    char method[32];              /* "admm", "lp", "baseline", ... */
+    char structure[16];           /* "layer", "diagonal" or "full" */
+    double objective;             /* Σ_ℓ Ω̃_ℓ(B_ℓ) */
+    int iterations;
+    double primal_residual;       /* ‖X − Z‖ at exit */
+    double dual_residual;         /* ρ‖Z − Z_prev‖ at exit */
+    double constraint_residual;   /* ‖A vec B − r‖ / ‖r‖ */
+    double stationarity;          /* relative distance of ∇Ω̃(B) from range(Aᵀ) */
+    double ls_residual;           /* least-squares residual ‖A x_ls − r‖/‖r‖ (infeasible runs) */
+    double solve_seconds;
+    double setup_seconds, projection_seconds, prox_seconds, other_seconds;
+    int nblocks;
+    atf_result_block *blocks;
+} atf_result;
+
+/* Allocate a result with blocks shaped like prob's (B zeroed, vectors allocated). */
+atf_result *atf_result_alloc(const atf_problem *prob);
+void atf_result_free(atf_result *res);
+
+/* Fill d, s1, σ, s2 (and U, V) of every block from its B and penalty (SVD + eq. 15). */
+atf_error atf_result_factors(atf_result *res, const atf_problem *prob, char *err);
+
+/* Files: atomic write; the reader validates format, version and shapes. */
+atf_error atf_result_write(const char *path, const atf_result *res, char *err);
+atf_error atf_result_read(const char *path, atf_result **out, char *err);
+
+/* Check that a result fits a problem (same block names and shapes); for --warm and kernels. */
+atf_error atf_result_check(const atf_result *res, const atf_problem *prob, const char *what,
+                           char *err);
+
+#endif

@@ -1,0 +1,73 @@
+/* atf_solver.h — solve problem (16): min Σ_ℓ Ω̃_ℓ(B_ℓ) s.t. Σ_ℓ A_ℓ vec B_ℓ = r (SPEC §4).
+ *
+ * SCS/OSQP style: fill an atf_settings (start from atf_settings_default), create a solver with
+ * atf_solver_init (it validates, reduces factored blocks to their exact subspace cores and
+ * factorises the projection once), call atf_solver_solve as often as wanted, then
+ * atf_solver_free. The solver never prints unless settings.verbose is set (then it writes an
+ * iteration table to settings.log, default stderr). Timings are in the result. */
+#ifndef ATF_SOLVER_H
+#define ATF_SOLVER_H
+
+#include <signal.h>
+#include <stdio.h>
+
+#include "atf_error.h"
+#include "atf_problem.h"
+#include "atf_result.h"
+
+typedef enum {
+    ATF_METHOD_ADMM = 0, /* Douglas–Rachford ADMM with over-relaxation (default)      */
+    ATF_METHOD_LP,       /* exact GLPK LP: diagonal structure + nuclear penalty only  */
+    ATF_METHOD_BASELINE  /* NTK min-norm interpolant (Theorem 1)                     */
+} atf_method;
+
+typedef enum {
+    ATF_GLOBAL_LAYER = 0, /* each block as in the file (matrix or diagonal)     */
+    ATF_GLOBAL_DIAGONAL,  /* every parameter its own 1×1 block (Appendix A.1)   */
+    ATF_GLOBAL_FULL       /* all parameters one vector block (Theorem 1)        */
+} atf_global_structure;
+
+typedef struct {
+    atf_method method;
+    atf_global_structure structure;
+    int max_iter;          /* default 10000 */
+    double eps_abs;        /* default 1e-8 */
+    double eps_rel;        /* default 1e-6 (the --tol value sets this) */
+    double alpha;          /* over-relaxation, default 1.6 */
+    double rho;            /* initial penalty parameter, default 1 (scaled to the data) */
+    int adaptive_rho;      /* residual balancing, default 1 */
+    int reduce;            /* exact subspace reduction of factored blocks, default 1 */
+    int verbose;           /* iteration table on log, default 0 */
+    int log_every;         /* table row every k iterations, default 50 */
+    FILE *log;             /* NULL → stderr */
+    const atf_result *warm;/* optional warm start (same block shapes), not owned */
+    volatile sig_atomic_t *interrupt; /* optional flag: when it becomes nonzero the solver stops
+                                         with status interrupted and returns the last iterate */
+} atf_settings;
+
+atf_settings atf_settings_default(void);
+
+typedef struct atf_solver atf_solver;
+
+/* The problem must outlive the solver. Errors: ATF_E_USAGE (method/structure/penalty
+ * combination refused, e.g. lp without diagonal+nuclear), ATF_E_INPUT, ATF_E_NOMEM,
+ * ATF_E_NUMERICAL. */
+atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_solver **out,
+                          char *err);
+
+/* Solve; *out receives a newly allocated result (caller frees) whenever a result exists, also for
+ * statuses infeasible (the least-squares point), max_iterations and interrupted (last iterate).
+ * The returned atf_error mirrors the status (ATF_OK, ATF_E_INFEASIBLE, ATF_E_MAXITER,
+ * ATF_E_INTERRUPTED) or reports a failure. */
+atf_error atf_solver_solve(atf_solver *solver, atf_result **out, char *err);
+
+void atf_solver_free(atf_solver *solver);
+
+/* Convenience: init + solve + free. */
+atf_error atf_solve(const atf_problem *prob, const atf_settings *set, atf_result **out, char *err);
+
+/* NTK min-norm baseline (Theorem 1): B = Aᵀ(AAᵀ)⁻¹ r, reported with its objective under the
+ * blocks' own penalties, its factors, and its certificates. */
+atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
+
+#endif

@@ -1,9 +1,117 @@
-/* TEMPORARY SCAFFOLD — replaced by the real implementation of `atf penalty`. */
+/* cmd_penalty.c — `atf penalty SPEC`: tabulate a penalty as CSV (SPEC §6).
+ *
+ * Columns: v, ω̃(v), z (argmin of ω̃), prox_{tω̃}(v), and the factor split s1, s2 of z. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "atf_cli.h"
+#include "atf_penalty.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: atf penalty SPEC [--from A] [--to B] [--num K] [--log] [--t T]\n"
+            "\n"
+            "Print CSV with header v,omega_tilde,z,prox,s1,s2 for K values of v from A to B\n"
+            "(defaults 0, 5, 101; --log spaces them geometrically and needs A > 0).\n"
+            "omega_tilde is the effective penalty (eq. 12), z its argmin, prox the proximal\n"
+            "map of t*omega_tilde (step T, default 1), s1*s2 = z the joint-penalty split.\n"
+            "\n"
+            "SPEC: sq | abs | pow:p=P | zsq | logsq | fixed | nuclear, each with optional\n"
+            "      scale=G; two terms joined by '+' form the joint penalty (eq. 11).\n"
+            "      Examples: sq   pow:p=1.5,scale=0.1   sq+abs   zsq:scale=1e-4\n");
+}
+
+typedef struct {
+    const char *spec;
+    double from, to, t;
+    long num;
+    int geometric;
+} penalty_args;
+
+static atf_error parse_args(int argc, char **argv, penalty_args *a, char *err)
+{
+    *a = (penalty_args){NULL, 0.0, 5.0, 1.0, 101, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *opt = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        atf_error e = ATF_OK;
+        if (!strcmp(opt, "--from"))
+            e = atf_cli_double(opt, val, &a->from, err), i++;
+        else if (!strcmp(opt, "--to"))
+            e = atf_cli_double(opt, val, &a->to, err), i++;
+        else if (!strcmp(opt, "--t"))
+            e = atf_cli_double(opt, val, &a->t, err), i++;
+        else if (!strcmp(opt, "--num"))
+            e = atf_cli_int(opt, val, 1, 100000000, &a->num, err), i++;
+        else if (!strcmp(opt, "--log"))
+            a->geometric = 1;
+        else if (opt[0] == '-' && opt[1] != '\0') {
+            atf_errorf(err, "unknown option '%s' (atf penalty --help)", opt);
+            return ATF_E_USAGE;
+        } else if (!a->spec)
+            a->spec = opt;
+        else {
+            atf_errorf(err, "unexpected argument '%s'", opt);
+            return ATF_E_USAGE;
+        }
+        if (e)
+            return e;
+    }
+    if (!a->spec) {
+        atf_errorf(err, "missing SPEC (atf penalty --help)");
+        return ATF_E_USAGE;
+    }
+    if (a->from < 0 || a->to < a->from) {
+        atf_errorf(err, "--from/--to: need 0 <= A <= B, got %g, %g", a->from, a->to);
+        return ATF_E_USAGE;
+    }
+    if (a->geometric && a->from <= 0) {
+        atf_errorf(err, "--log needs --from > 0");
+        return ATF_E_USAGE;
+    }
+    if (a->t <= 0) {
+        atf_errorf(err, "--t: the prox step must be positive, got %g", a->t);
+        return ATF_E_USAGE;
+    }
+    return ATF_OK;
+}
+
+static double grid_point(const penalty_args *a, long j)
+{
+    if (a->num == 1)
+        return a->from;
+    double f = (double)j / (double)(a->num - 1);
+    if (a->geometric)
+        return a->from * pow(a->to / a->from, f);
+    return a->from + f * (a->to - a->from);
+}
 
 int atf_cmd_penalty(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return atf_cli_fail("penalty", ATF_E_USAGE, "SCAFFOLD: not built yet");
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    char err[ATF_ERRLEN] = "";
+    penalty_args a;
+    atf_error e = parse_args(argc, argv, &a, err);
+    if (e)
+        return atf_cli_fail("penalty", e, err);
+    atf_penalty pen;
+    e = atf_penalty_parse(a.spec, &pen, err);
+    if (e)
+        return atf_cli_fail("penalty", e, err);
+
+    printf("v,omega_tilde,z,prox,s1,s2\n");
+    for (long j = 0; j < a.num; j++) {
+        double v = grid_point(&a, j), z = 1.0, s1 = 1.0, s2 = 1.0;
+        double value = atf_penalty_value(&pen, v, &z);
+        double prox = atf_penalty_prox(&pen, v, a.t, NULL);
+        atf_penalty_factors(&pen, v, &s1, NULL, &s2);
+        printf("%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", v, value, z, prox, s1, s2);
+    }
+    return 0;
 }

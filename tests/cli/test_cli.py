@@ -1,0 +1,121 @@
+"""End-to-end tests of the `atf` binary's common contract: help, dispatch, exit codes, and
+`atf penalty` against an independent brute-force computation with numpy/scipy."""
+import csv
+import io
+import os
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+ATF = os.environ.get("ATF", "build/drivers/atf")
+
+
+def run(*args):
+    p = subprocess.run([ATF, *args], capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def omega_tilde_ref(omega, v):
+    """min_{z>=1} omega(z) + v^2/z^2 by a dense log grid, then bounded refinement."""
+    z = np.geomspace(1.0, 1e4, 20001)
+    f = omega(z) + v * v / z**2
+    j = int(np.argmin(f))
+    lo, hi = z[max(j - 1, 0)], z[min(j + 1, len(z) - 1)]
+    if hi <= lo:
+        return f[j]
+    r = minimize_scalar(lambda s: omega(s) + v * v / s**2, bounds=(lo, hi),
+                        method="bounded", options={"xatol": 1e-13})
+    return min(r.fun, f[j])
+
+
+class HelpAndDispatch(unittest.TestCase):
+    def test_top_help(self):
+        code, out, _ = run("--help")
+        self.assertEqual(code, 0)
+        for cmd in ("solve", "baseline", "penalty", "features", "kernel"):
+            self.assertIn(cmd, out)
+
+    def test_no_args_and_unknown(self):
+        self.assertEqual(run()[0], 2)
+        code, _, err = run("frobnicate")
+        self.assertEqual(code, 2)
+        self.assertIn("frobnicate", err)
+
+    def test_every_command_has_help(self):
+        _, out, _ = run("--help")
+        cmds = [l.split()[0] for l in out.splitlines() if l.startswith("  ") and l.split()]
+        self.assertGreaterEqual(len(cmds), 5)
+        for c in cmds:
+            code, text, _ = run(c, "--help")
+            self.assertEqual(code, 0, c)
+            self.assertIn("usage", text.lower(), c)
+
+
+class PenaltyCommand(unittest.TestCase):
+    def table(self, *args):
+        code, out, err = run("penalty", *args)
+        self.assertEqual(code, 0, err)
+        rows = list(csv.reader(io.StringIO(out)))
+        self.assertEqual(rows[0], ["v", "omega_tilde", "z", "prox", "s1", "s2"])
+        return np.array([[float(x) for x in r] for r in rows[1:]])
+
+    def test_sq_matches_brute_force(self):
+        t = self.table("sq", "--from", "0", "--to", "6", "--num", "25")
+        self.assertEqual(t.shape, (25, 6))
+        for v, val, z, prox, s1, s2 in t:
+            ref = omega_tilde_ref(lambda s: (s - 1.0) ** 2, v)
+            self.assertAlmostEqual(val, ref, delta=1e-9 * max(1.0, ref))
+            self.assertAlmostEqual((z - 1) ** 2 + v * v / z**2, val, delta=1e-9 * max(1, val))
+            self.assertAlmostEqual(s1 * s2, z, delta=1e-12 * z)
+            self.assertTrue(0.0 <= prox <= v + 1e-15)
+
+    def test_prox_is_global_minimiser(self):
+        # prox_{t w~}(v) minimises t*w~(d) + (d-v)^2/2; check against a dense grid in d
+        t = self.table("abs", "--from", "0.5", "--to", "8", "--num", "7", "--t", "0.7")
+        omega = lambda s: np.abs(s - 1.0)
+        for v, _, _, prox, _, _ in t:
+            d = np.linspace(0, v, 801)
+            obj = np.array([0.7 * omega_tilde_ref(omega, x) for x in d]) + 0.5 * (d - v) ** 2
+            mine = 0.7 * omega_tilde_ref(omega, prox) + 0.5 * (prox - v) ** 2
+            self.assertLessEqual(mine, obj.min() + 1e-8)
+
+    def test_zsq_closed_form(self):
+        g = 0.25
+        t = self.table("zsq:scale=0.25", "--from", "0", "--to", "3", "--num", "31")
+        for v, val, *_ in t:
+            ref = v * v if v <= np.sqrt(g) else 2 * np.sqrt(g) * v - g
+            self.assertAlmostEqual(val, ref, delta=1e-12 * max(1, ref))
+
+    def test_nuclear_prox_soft_threshold(self):
+        t = self.table("nuclear:scale=4", "--from", "0", "--to", "10", "--num", "11", "--t", "0.5")
+        for v, val, _, prox, *_ in t:
+            self.assertAlmostEqual(val, 4.0 * v, delta=1e-12 * max(1, v))
+            self.assertAlmostEqual(prox, max(v - 2.0, 0.0), delta=1e-12 * max(1, v))
+
+    def test_log_grid(self):
+        t = self.table("sq", "--from", "1e-3", "--to", "1e3", "--num", "7", "--log")
+        np.testing.assert_allclose(t[:, 0], np.geomspace(1e-3, 1e3, 7), rtol=1e-12)
+
+    def test_bad_input(self):
+        for args, word in [
+            (["penalty", "bogus"], "bogus"),
+            (["penalty", "pow:p=-1"], "p"),
+            (["penalty", "sq:scale=0"], "scale"),
+            (["penalty", "nuclear+sq"], "nuclear"),
+            (["penalty", "sq", "--num", "x"], "--num"),
+            (["penalty", "sq", "--from", "0", "--log"], "--log"),
+            (["penalty", "sq", "--t", "0"], "--t"),
+            (["penalty"], "SPEC"),
+        ]:
+            code, out, err = run(*args)
+            self.assertEqual(code, 2, args)
+            self.assertEqual(out, "", args)
+            self.assertEqual(len(err.strip().splitlines()), 1, (args, err))
+            self.assertIn(word, err, args)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

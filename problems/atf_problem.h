@@ -64,6 +64,12 @@ atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err
 
 void atf_problem_free(atf_problem *prob);
 
+/* Allocate a problem of N examples, C outputs and nblocks blocks for filling in code: r zeroed,
+ * blocks zeroed with index = position, N/C/M copies set, penalty `sq`, structure matrix. The
+ * caller sets names, sizes, kind and the operator arrays, which must come from malloc (the
+ * problem owns them). NULL if a size is not positive or memory is short. */
+atf_problem *atf_problem_new(int N, int C, int nblocks);
+
 /* Check an in-memory problem as the reader would (used for problems built in code). `what`
  * names it in messages (e.g. the file name). */
 atf_error atf_problem_validate(const atf_problem *prob, const char *what, char *err);

@@ -1,0 +1,696 @@
+/* h5io.c — private HDF5 helpers of problems/ (see h5io.h). */
+#include "h5io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ misc */
+
+void h5io_quiet_begin(h5io_quiet *q)
+{
+    q->func = NULL;
+    q->data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+void h5io_quiet_end(const h5io_quiet *q)
+{
+    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+}
+
+int h5io_path(char *buf, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, H5IO_PATHLEN, fmt, ap);
+    va_end(ap);
+    return (n < 0 || n >= H5IO_PATHLEN) ? -1 : 0;
+}
+
+void h5io_format_shape(char *buf, size_t len, int rank, const int64_t *dims)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int a = 0; a < rank && used < len; a++) {
+        int n = snprintf(buf + used, len - used, "%s%lld", a ? ", " : "[", (long long)dims[a]);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, rank ? "]" : "[]");
+}
+
+void h5io_format_index(char *buf, size_t len, int rank, const int64_t *dims, int64_t flat)
+{
+    int64_t idx[H5IO_MAXRANK];
+    for (int a = rank - 1; a >= 0; a--) {
+        idx[a] = dims[a] > 0 ? flat % dims[a] : 0;
+        flat = dims[a] > 0 ? flat / dims[a] : 0;
+    }
+    h5io_format_shape(buf, len, rank, idx);
+}
+
+/* ------------------------------------------------------------------ reading */
+
+static hid_t strong_close_fapl(void)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0 && H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+        H5Pclose(fapl);
+        return -1;
+    }
+    return fapl;
+}
+
+atf_error h5io_open_read(const char *path, hid_t *file, char *err)
+{
+    *file = -1;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        atf_errorf(err, "%s: cannot open: %s", path, strerror(errno));
+        return ATF_E_INPUT;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        atf_errorf(err, "%s: cannot open: is a directory", path);
+        return ATF_E_INPUT;
+    }
+    if (st.st_size == 0) {
+        atf_errorf(err, "%s: not an HDF5 file (empty file)", path);
+        return ATF_E_INPUT;
+    }
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        atf_errorf(err, "%s: cannot open: %s", path, strerror(errno));
+        return ATF_E_INPUT;
+    }
+    close(fd);
+    htri_t is_h5 = H5Fis_hdf5(path);
+    if (is_h5 == 0) {
+        atf_errorf(err, "%s: not an HDF5 file (no HDF5 signature)", path);
+        return ATF_E_INPUT;
+    }
+    hid_t fapl = strong_close_fapl();
+    hid_t f = (is_h5 > 0 && fapl >= 0) ? H5Fopen(path, H5F_ACC_RDONLY, fapl) : -1;
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (f < 0) {
+        atf_errorf(err, "%s: cannot open as HDF5 (truncated or corrupt file)", path);
+        return ATF_E_INPUT;
+    }
+    *file = f;
+    return ATF_OK;
+}
+
+int h5io_exists(hid_t file, const char *path)
+{
+    char part[H5IO_PATHLEN];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof part)
+        return 0;
+    if (strcmp(path, "/") == 0)
+        return 1;
+    /* H5Lexists fails (rather than answering 0) when an intermediate link is missing. */
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        memcpy(part, path, i);
+        part[i] = '\0';
+        if (H5Lexists(file, part, H5P_DEFAULT) <= 0)
+            return 0;
+    }
+    return 1;
+}
+
+int h5io_attr_exists(hid_t file, const char *obj, const char *name)
+{
+    return h5io_exists(file, obj) && H5Aexists_by_name(file, obj, name, H5P_DEFAULT) > 0;
+}
+
+atf_error h5io_require_group(hid_t file, const char *fname, const char *path, char *err)
+{
+    if (!h5io_exists(file, path)) {
+        atf_errorf(err, "%s: %s: missing (required group)", fname, path);
+        return ATF_E_INPUT;
+    }
+    hid_t g = H5Gopen2(file, path, H5P_DEFAULT);
+    if (g < 0) {
+        atf_errorf(err, "%s: %s: not a group", fname, path);
+        return ATF_E_INPUT;
+    }
+    H5Gclose(g);
+    return ATF_OK;
+}
+
+/* Open a scalar (or one-element) attribute; on failure write the message and return -1. */
+static hid_t open_scalar_attr(hid_t file, const char *fname, const char *obj, const char *name,
+                              char *err)
+{
+    if (!h5io_attr_exists(file, obj, name)) {
+        atf_errorf(err, "%s: %s attribute '%s': missing", fname, obj, name);
+        return -1;
+    }
+    hid_t a = H5Aopen_by_name(file, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) {
+        atf_errorf(err, "%s: %s attribute '%s': cannot open (corrupt file)", fname, obj, name);
+        return -1;
+    }
+    hid_t space = H5Aget_space(a);
+    hssize_t npoints = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    if (space >= 0)
+        H5Sclose(space);
+    if (npoints != 1) {
+        atf_errorf(err, "%s: %s attribute '%s': expected a single value, found %lld", fname, obj,
+                   name, (long long)npoints);
+        H5Aclose(a);
+        return -1;
+    }
+    return a;
+}
+
+static H5T_class_t attr_class(hid_t a)
+{
+    hid_t t = H5Aget_type(a);
+    H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+    if (t >= 0)
+        H5Tclose(t);
+    return c;
+}
+
+atf_error h5io_attr_int(hid_t file, const char *fname, const char *obj, const char *name,
+                        int64_t *v, char *err)
+{
+    hid_t a = open_scalar_attr(file, fname, obj, name, err);
+    if (a < 0)
+        return ATF_E_INPUT;
+    H5T_class_t c = attr_class(a);
+    herr_t st = -1;
+    if (c == H5T_INTEGER) {
+        st = H5Aread(a, H5T_NATIVE_INT64, v);
+    } else if (c == H5T_FLOAT) {
+        double x = NAN;
+        st = H5Aread(a, H5T_NATIVE_DOUBLE, &x);
+        /* h5py users may store sizes as floats: accept exactly integral values only. */
+        if (st >= 0 && !(isfinite(x) && x == floor(x) && fabs(x) < 9.007199254740992e15)) {
+            atf_errorf(err, "%s: %s attribute '%s': expected an integer, found %g", fname, obj,
+                       name, x);
+            H5Aclose(a);
+            return ATF_E_INPUT;
+        }
+        *v = (int64_t)x;
+    } else {
+        atf_errorf(err, "%s: %s attribute '%s': expected an integer, found a non-numeric type",
+                   fname, obj, name);
+        H5Aclose(a);
+        return ATF_E_INPUT;
+    }
+    H5Aclose(a);
+    if (st < 0) {
+        atf_errorf(err, "%s: %s attribute '%s': cannot read (corrupt file)", fname, obj, name);
+        return ATF_E_INPUT;
+    }
+    return ATF_OK;
+}
+
+atf_error h5io_attr_double(hid_t file, const char *fname, const char *obj, const char *name,
+                           double *v, char *err)
+{
+    hid_t a = open_scalar_attr(file, fname, obj, name, err);
+    if (a < 0)
+        return ATF_E_INPUT;
+    H5T_class_t c = attr_class(a);
+    if (c != H5T_INTEGER && c != H5T_FLOAT) {
+        atf_errorf(err, "%s: %s attribute '%s': expected a number, found a non-numeric type",
+                   fname, obj, name);
+        H5Aclose(a);
+        return ATF_E_INPUT;
+    }
+    herr_t st = H5Aread(a, H5T_NATIVE_DOUBLE, v);
+    H5Aclose(a);
+    if (st < 0) {
+        atf_errorf(err, "%s: %s attribute '%s': cannot read (corrupt file)", fname, obj, name);
+        return ATF_E_INPUT;
+    }
+    return ATF_OK;
+}
+
+/* Copy a string read from the file into buf, refusing what does not fit. */
+static atf_error copy_string(const char *s, size_t n, char *buf, size_t len, const char *fname,
+                             const char *obj, const char *name, char *err)
+{
+    if (n >= len) {
+        atf_errorf(err, "%s: %s attribute '%s': string longer than %zu characters", fname, obj,
+                   name, len - 1);
+        return ATF_E_INPUT;
+    }
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return ATF_OK;
+}
+
+static atf_error read_vlen_string(hid_t a, hid_t ftype, char *buf, size_t len, const char *fname,
+                                  const char *obj, const char *name, char *err)
+{
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    char *s = NULL;
+    herr_t st = -1;
+    if (mt >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
+        H5Tset_cset(mt, H5Tget_cset(ftype)) >= 0)
+        st = H5Aread(a, mt, &s);
+    if (mt >= 0)
+        H5Tclose(mt);
+    if (st < 0 || !s) {
+        if (s)
+            H5free_memory(s);
+        atf_errorf(err, "%s: %s attribute '%s': cannot read (corrupt file)", fname, obj, name);
+        return ATF_E_INPUT;
+    }
+    atf_error e = copy_string(s, strlen(s), buf, len, fname, obj, name, err);
+    H5free_memory(s);
+    return e;
+}
+
+static atf_error read_fixed_string(hid_t a, hid_t ftype, char *buf, size_t len,
+                                   const char *fname, const char *obj, const char *name,
+                                   char *err)
+{
+    size_t size = H5Tget_size(ftype);
+    char *tmp = size ? calloc(size + 1, 1) : NULL;
+    if (!tmp) {
+        atf_errorf(err, "%s: %s attribute '%s': cannot read (corrupt file)", fname, obj, name);
+        return size ? ATF_E_NOMEM : ATF_E_INPUT;
+    }
+    hid_t mt = H5Tcopy(ftype);
+    herr_t st = mt >= 0 ? H5Aread(a, mt, tmp) : -1;
+    if (mt >= 0)
+        H5Tclose(mt);
+    if (st < 0) {
+        free(tmp);
+        atf_errorf(err, "%s: %s attribute '%s': cannot read (corrupt file)", fname, obj, name);
+        return ATF_E_INPUT;
+    }
+    size_t n = strnlen(tmp, size);
+    if (H5Tget_strpad(ftype) == H5T_STR_SPACEPAD)
+        while (n > 0 && tmp[n - 1] == ' ')
+            n--;
+    atf_error e = copy_string(tmp, n, buf, len, fname, obj, name, err);
+    free(tmp);
+    return e;
+}
+
+atf_error h5io_attr_string(hid_t file, const char *fname, const char *obj, const char *name,
+                           char *buf, size_t len, char *err)
+{
+    hid_t a = open_scalar_attr(file, fname, obj, name, err);
+    if (a < 0)
+        return ATF_E_INPUT;
+    hid_t ftype = H5Aget_type(a);
+    atf_error e;
+    if (ftype < 0 || H5Tget_class(ftype) != H5T_STRING) {
+        atf_errorf(err, "%s: %s attribute '%s': expected a string", fname, obj, name);
+        e = ATF_E_INPUT;
+    } else if (H5Tis_variable_str(ftype) > 0) {
+        e = read_vlen_string(a, ftype, buf, len, fname, obj, name, err);
+    } else {
+        e = read_fixed_string(a, ftype, buf, len, fname, obj, name, err);
+    }
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    H5Aclose(a);
+    return e;
+}
+
+static const char *class_name(H5T_class_t c)
+{
+    switch (c) {
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_ENUM: return "enum";
+    case H5T_VLEN: return "variable-length";
+    case H5T_ARRAY: return "array";
+    case H5T_BITFIELD: return "bitfield";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_REFERENCE: return "reference";
+    case H5T_TIME: return "time";
+    default: return "unknown";
+    }
+}
+
+/* Open a dataset of integer or float type; on failure write the message and return -1. */
+static hid_t open_numeric(hid_t file, const char *fname, const char *path, H5T_class_t *cls,
+                          char *err)
+{
+    if (!h5io_exists(file, path)) {
+        atf_errorf(err, "%s: %s: missing (required dataset)", fname, path);
+        return -1;
+    }
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    if (d < 0) {
+        atf_errorf(err, "%s: %s: not a dataset", fname, path);
+        return -1;
+    }
+    hid_t t = H5Dget_type(d);
+    H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+    if (t >= 0)
+        H5Tclose(t);
+    if (c != H5T_INTEGER && c != H5T_FLOAT) {
+        atf_errorf(err, "%s: %s: has %s type, expected numbers", fname, path, class_name(c));
+        H5Dclose(d);
+        return -1;
+    }
+    *cls = c;
+    return d;
+}
+
+atf_error h5io_shape(hid_t file, const char *fname, const char *path, int rank, int64_t *dims,
+                     char *err)
+{
+    H5T_class_t cls;
+    hid_t d = open_numeric(file, fname, path, &cls, err);
+    if (d < 0)
+        return ATF_E_INPUT;
+    hid_t space = H5Dget_space(d);
+    int nd = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    hsize_t hd[H5IO_MAXRANK] = {0};
+    if (nd == rank && rank <= H5IO_MAXRANK)
+        H5Sget_simple_extent_dims(space, hd, NULL);
+    if (space >= 0)
+        H5Sclose(space);
+    H5Dclose(d);
+    if (nd < 0) {
+        atf_errorf(err, "%s: %s: cannot read its shape (corrupt file)", fname, path);
+        return ATF_E_INPUT;
+    }
+    if (nd != rank) {
+        atf_errorf(err, "%s: %s: rank %d, expected rank %d", fname, path, nd, rank);
+        return ATF_E_INPUT;
+    }
+    for (int a = 0; a < rank; a++) {
+        if (hd[a] > (hsize_t)INT64_MAX) {
+            atf_errorf(err, "%s: %s: extent too large", fname, path);
+            return ATF_E_INPUT;
+        }
+        dims[a] = (int64_t)hd[a];
+    }
+    return ATF_OK;
+}
+
+atf_error h5io_expect_dim(const char *fname, const char *path, int rank, const int64_t *dims,
+                          int axis, int64_t expected, const char *what, char *err)
+{
+    if (dims[axis] == expected)
+        return ATF_OK;
+    char shape[128];
+    h5io_format_shape(shape, sizeof shape, rank, dims);
+    atf_errorf(err, "%s: %s: shape %s but %s = %lld", fname, path, shape, what,
+               (long long)expected);
+    return ATF_E_INPUT;
+}
+
+/* Number of elements, or -1 if it overflows an allocation of `elsize`-byte values. */
+static int64_t element_count(int rank, const int64_t *dims, size_t elsize)
+{
+    int64_t n = 1;
+    for (int a = 0; a < rank; a++) {
+        if (dims[a] < 0 || (dims[a] > 0 && n > INT64_MAX / dims[a]))
+            return -1;
+        n *= dims[a];
+    }
+    if ((uint64_t)n > SIZE_MAX / elsize)
+        return -1;
+    return n;
+}
+
+/* Read the whole dataset into a fresh buffer of memory type mt. */
+static atf_error read_all(hid_t file, const char *fname, const char *path, hid_t mt,
+                          size_t elsize, int64_t n, void **out, char *err)
+{
+    *out = NULL;
+    void *buf = malloc(n > 0 ? (size_t)n * elsize : 1);
+    if (!buf) {
+        atf_errorf(err, "%s: %s: out of memory for %lld values", fname, path, (long long)n);
+        return ATF_E_NOMEM;
+    }
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    herr_t st = d >= 0 ? 0 : -1;
+    if (d >= 0 && n > 0)
+        st = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    if (d >= 0)
+        H5Dclose(d);
+    if (st < 0) {
+        free(buf);
+        atf_errorf(err, "%s: %s: cannot read data (truncated or corrupt file)", fname, path);
+        return ATF_E_INPUT;
+    }
+    *out = buf;
+    return ATF_OK;
+}
+
+atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int rank,
+                            const int64_t *dims, double **out, char *err)
+{
+    *out = NULL;
+    int64_t n = element_count(rank, dims, sizeof(double));
+    if (n < 0) {
+        atf_errorf(err, "%s: %s: too large to read", fname, path);
+        return ATF_E_INPUT;
+    }
+    void *buf;
+    atf_error e = read_all(file, fname, path, H5T_NATIVE_DOUBLE, sizeof(double), n, &buf, err);
+    if (e)
+        return e;
+    double *x = buf;
+    for (int64_t j = 0; j < n; j++) {
+        if (!isfinite(x[j])) {
+            char where[128];
+            h5io_format_index(where, sizeof where, rank, dims, j);
+            atf_errorf(err, "%s: %s: non-finite value %g at %s", fname, path, x[j], where);
+            free(x);
+            return ATF_E_INPUT;
+        }
+    }
+    *out = x;
+    return ATF_OK;
+}
+
+atf_error h5io_read_int64s(hid_t file, const char *fname, const char *path, int64_t n,
+                           int64_t **out, char *err)
+{
+    *out = NULL;
+    H5T_class_t cls;
+    hid_t d = open_numeric(file, fname, path, &cls, err);
+    if (d < 0)
+        return ATF_E_INPUT;
+    H5Dclose(d);
+    if (cls != H5T_INTEGER) {
+        atf_errorf(err, "%s: %s: has floating-point type, expected integers", fname, path);
+        return ATF_E_INPUT;
+    }
+    if (element_count(1, &n, sizeof(int64_t)) < 0) {
+        atf_errorf(err, "%s: %s: too large to read", fname, path);
+        return ATF_E_INPUT;
+    }
+    void *buf;
+    atf_error e = read_all(file, fname, path, H5T_NATIVE_INT64, sizeof(int64_t), n, &buf, err);
+    if (e)
+        return e;
+    *out = buf;
+    return ATF_OK;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+atf_error h5io_create(h5io_writer *w, const char *path, char *err)
+{
+    w->file = -1;
+    w->tmp_path[0] = '\0';
+    size_t n = strlen(path);
+    if (n == 0 || n + 16 >= sizeof w->tmp_path) {
+        atf_errorf(err, "%s: output path empty or too long", path);
+        return ATF_E_IO;
+    }
+    memcpy(w->final_path, path, n + 1);
+    /* Same directory as the target, so that rename() is atomic. */
+    snprintf(w->tmp_path, sizeof w->tmp_path, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(w->tmp_path);
+    if (fd < 0) {
+        atf_errorf(err, "%s: cannot create a temporary file next to it: %s", path,
+                   strerror(errno));
+        w->tmp_path[0] = '\0';
+        return ATF_E_IO;
+    }
+    fchmod(fd, 0644); /* mkstemp's 0600 is needlessly private for a result file */
+    close(fd);
+    hid_t fapl = strong_close_fapl();
+    w->file = fapl >= 0 ? H5Fcreate(w->tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (w->file < 0) {
+        atf_errorf(err, "%s: cannot create the HDF5 file %s", path, w->tmp_path);
+        unlink(w->tmp_path);
+        w->tmp_path[0] = '\0';
+        return ATF_E_IO;
+    }
+    return ATF_OK;
+}
+
+static int fsync_path(const char *path, int flags)
+{
+    int fd = open(path, flags);
+    if (fd < 0)
+        return -1;
+    int st = fsync(fd);
+    close(fd);
+    return st;
+}
+
+static void sync_parent_dir(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    /* Best effort: some file systems refuse fsync on directories; the rename already happened. */
+    fsync_path(dir, O_RDONLY | O_DIRECTORY);
+}
+
+atf_error h5io_commit(h5io_writer *w, char *err)
+{
+    herr_t st = H5Fclose(w->file);
+    w->file = -1;
+    const char *what = NULL;
+    if (st < 0)
+        what = "close";
+    else if (fsync_path(w->tmp_path, O_RDONLY) != 0)
+        what = "sync";
+    else if (rename(w->tmp_path, w->final_path) != 0)
+        what = "rename";
+    if (what) {
+        int saved = errno;
+        atf_errorf(err, "%s: cannot %s the temporary file %s%s%s", w->final_path, what,
+                   w->tmp_path, st < 0 ? "" : ": ", st < 0 ? "" : strerror(saved));
+        unlink(w->tmp_path);
+        w->tmp_path[0] = '\0';
+        return ATF_E_IO;
+    }
+    w->tmp_path[0] = '\0';
+    sync_parent_dir(w->final_path);
+    return ATF_OK;
+}
+
+void h5io_abort(h5io_writer *w)
+{
+    if (w->file >= 0)
+        H5Fclose(w->file);
+    w->file = -1;
+    if (w->tmp_path[0])
+        unlink(w->tmp_path);
+    w->tmp_path[0] = '\0';
+}
+
+atf_error h5io_write_error(const char *fname, const char *item, char *err)
+{
+    int saved = errno;
+    atf_errorf(err, "%s: cannot write %s%s%s", fname, item, saved ? ": " : "",
+               saved ? strerror(saved) : "");
+    return ATF_E_IO;
+}
+
+int h5io_write_group(hid_t file, const char *path)
+{
+    errno = 0;
+    hid_t g = H5Gcreate2(file, path, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0)
+        return -1;
+    return H5Gclose(g) < 0 ? -1 : 0;
+}
+
+static int write_attr(hid_t file, const char *obj, const char *name, hid_t ftype, hid_t mtype,
+                      const void *v)
+{
+    errno = 0;
+    hid_t space = H5Screate(H5S_SCALAR);
+    if (space < 0)
+        return -1;
+    hid_t a = H5Acreate_by_name(file, obj, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT,
+                                H5P_DEFAULT);
+    herr_t st = a >= 0 ? H5Awrite(a, mtype, v) : -1;
+    if (a >= 0 && H5Aclose(a) < 0)
+        st = -1;
+    H5Sclose(space);
+    return st < 0 ? -1 : 0;
+}
+
+int h5io_write_attr_int(hid_t file, const char *obj, const char *name, int64_t v)
+{
+    return write_attr(file, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+
+int h5io_write_attr_double(hid_t file, const char *obj, const char *name, double v)
+{
+    return write_attr(file, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+
+int h5io_write_attr_string(hid_t file, const char *obj, const char *name, const char *v)
+{
+    /* A variable-length UTF-8 scalar, as h5py stores a Python str. */
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0)
+        return -1;
+    int st = -1;
+    if (H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0)
+        st = write_attr(file, obj, name, t, t, &v);
+    H5Tclose(t);
+    return st;
+}
+
+static int write_dataset(hid_t file, const char *path, int rank, const int64_t *dims,
+                         hid_t ftype, hid_t mtype, const void *data)
+{
+    errno = 0;
+    hsize_t hd[H5IO_MAXRANK];
+    int64_t n = 1;
+    for (int a = 0; a < rank; a++) {
+        hd[a] = (hsize_t)dims[a];
+        n *= dims[a];
+    }
+    hid_t space = H5Screate_simple(rank, hd, NULL);
+    if (space < 0)
+        return -1;
+    hid_t d = H5Dcreate2(file, path, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t st = d >= 0 ? 0 : -1;
+    if (d >= 0 && n > 0)
+        st = H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    if (d >= 0 && H5Dclose(d) < 0)
+        st = -1;
+    H5Sclose(space);
+    return st < 0 ? -1 : 0;
+}
+
+int h5io_write_doubles(hid_t file, const char *path, int rank, const int64_t *dims,
+                       const double *data)
+{
+    return write_dataset(file, path, rank, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data);
+}
+
+int h5io_write_int64s(hid_t file, const char *path, int64_t n, const int64_t *data)
+{
+    return write_dataset(file, path, 1, &n, H5T_STD_I64LE, H5T_NATIVE_INT64, data);
+}
+
+int h5io_write_ints(hid_t file, const char *path, int64_t n, const int *data)
+{
+    return write_dataset(file, path, 1, &n, H5T_STD_I64LE, H5T_NATIVE_INT, data);
+}

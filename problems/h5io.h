@@ -1,0 +1,110 @@
+/* h5io.h — private HDF5 helpers of problems/ (not installed, not part of the API).
+ *
+ * Readers check presence, type class, rank and finiteness and write one-line messages of the
+ * form "FILE: ITEM: reason" into err (ATF_ERRLEN bytes). Items are absolute HDF5 paths; an
+ * attribute is named "PATH attribute 'NAME'". Writers produce what h5py produces by default:
+ * int64 and float64 scalars, variable-length UTF-8 strings, contiguous little-endian arrays.
+ * Files are opened with the "strong" close degree so that closing a file also closes anything
+ * an error path left open. */
+#ifndef ATF_H5IO_H
+#define ATF_H5IO_H
+
+#include <hdf5.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "atf_error.h"
+
+#define H5IO_MAXRANK 4
+#define H5IO_PATHLEN 512
+
+/* HDF5 prints its error stack by default; the library must not. Bracket every public entry
+ * point with quiet/restore so that a caller's own HDF5 error handler is left as it was. */
+typedef struct {
+    H5E_auto2_t func;
+    void *data;
+} h5io_quiet;
+
+void h5io_quiet_begin(h5io_quiet *q);
+void h5io_quiet_end(const h5io_quiet *q);
+
+/* Build "a/b/c"-style paths into a fixed buffer (H5IO_PATHLEN); 0 on success, -1 if too long. */
+int h5io_path(char *buf, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- reading ---- */
+
+/* Open an existing file read-only. Distinguishes missing/unreadable files, files that are not
+ * HDF5 at all and HDF5 files that cannot be opened (truncated or corrupt). */
+atf_error h5io_open_read(const char *path, hid_t *file, char *err);
+
+/* 1 if the link `path` (absolute) exists, checking every component; 0 if not. */
+int h5io_exists(hid_t file, const char *path);
+int h5io_attr_exists(hid_t file, const char *obj, const char *name);
+
+/* Fail with "FILE: PATH: missing" unless the object exists and is a group. */
+atf_error h5io_require_group(hid_t file, const char *fname, const char *path, char *err);
+
+/* Scalar attributes. Integers may be stored as any integer type or as an integral float;
+ * doubles as any float or integer type; strings as variable- or fixed-length ASCII/UTF-8
+ * (a one-element array is accepted as a scalar). `len` is the buffer size of `buf`. */
+atf_error h5io_attr_int(hid_t file, const char *fname, const char *obj, const char *name,
+                        int64_t *v, char *err);
+atf_error h5io_attr_double(hid_t file, const char *fname, const char *obj, const char *name,
+                           double *v, char *err);
+atf_error h5io_attr_string(hid_t file, const char *fname, const char *obj, const char *name,
+                           char *buf, size_t len, char *err);
+
+/* Shape of a numeric dataset: fails unless `path` exists, is a dataset of integer or float
+ * type and has rank `rank`; dims receives the extents. */
+atf_error h5io_shape(hid_t file, const char *fname, const char *path, int rank, int64_t *dims,
+                     char *err);
+
+/* Fail with "FILE: PATH: shape [a, b] but WHAT = expected" unless dims[axis] == expected. */
+atf_error h5io_expect_dim(const char *fname, const char *path, int rank, const int64_t *dims,
+                          int axis, int64_t expected, const char *what, char *err);
+
+/* Read a whole numeric dataset of the given (already checked) shape as doubles and require
+ * every value to be finite (the message names the first bad index). *out is malloc'ed. */
+atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int rank,
+                            const int64_t *dims, double **out, char *err);
+
+/* Read a rank-1 integer dataset of length n as int64 (float types are refused). */
+atf_error h5io_read_int64s(hid_t file, const char *fname, const char *path, int64_t n,
+                           int64_t **out, char *err);
+
+/* ---- writing (atomic: temporary file in the target's directory, then rename) ---- */
+
+typedef struct {
+    hid_t file;
+    char final_path[4096];
+    char tmp_path[4096];
+} h5io_writer;
+
+atf_error h5io_create(h5io_writer *w, const char *path, char *err);
+/* Close, fsync and rename over the target. On failure the temporary is removed. */
+atf_error h5io_commit(h5io_writer *w, char *err);
+/* Close and remove the temporary (any error path). */
+void h5io_abort(h5io_writer *w);
+
+/* Each returns 0 on success and -1 on an HDF5 failure; the caller reports with h5io_write_error. */
+int h5io_write_group(hid_t file, const char *path);
+int h5io_write_attr_int(hid_t file, const char *obj, const char *name, int64_t v);
+int h5io_write_attr_double(hid_t file, const char *obj, const char *name, double v);
+int h5io_write_attr_string(hid_t file, const char *obj, const char *name, const char *v);
+int h5io_write_doubles(hid_t file, const char *path, int rank, const int64_t *dims,
+                       const double *data);
+int h5io_write_int64s(hid_t file, const char *path, int64_t n, const int64_t *data);
+int h5io_write_ints(hid_t file, const char *path, int64_t n, const int *data);
+
+/* "FILE: cannot write ITEM (reason from errno or HDF5)" as ATF_E_IO. */
+atf_error h5io_write_error(const char *fname, const char *item, char *err);
+
+/* "[3, 2]" for messages; buf holds at least 64 bytes. */
+void h5io_format_index(char *buf, size_t len, int rank, const int64_t *dims, int64_t flat);
+void h5io_format_shape(char *buf, size_t len, int rank, const int64_t *dims);
+
+#endif

@@ -1,0 +1,261 @@
+/* operators.c — the constraint operators A_b of SPEC §3: apply, adjoint, Gram, dense.
+ *
+ * Dense blocks store A_b itself (J, M × n with n = rows·cols); sparse blocks store it in CSR;
+ * factored blocks store H (N × rows) and D (M × cols) with (A_b vec B)_m = h_iᵀ B δ_m for
+ * m = i·C + k. Factored blocks are never expanded: apply is one GEMM (H B) followed by row dot
+ * products, the adjoint is one GEMM Hᵀ (Λ D), and the Gram is the Hadamard product of H Hᵀ
+ * (expanded to rows) with D Dᵀ.
+ *
+ * Scratch space: factored apply/adjoint need N × cols doubles, Gram needs N × N plus a panel.
+ * The functions return void (they run inside solver loops); if scratch cannot be allocated the
+ * output is filled with NaN, which every caller's finiteness check turns into an error. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf_problem.h"
+
+/* Rows of D Dᵀ (or J Jᵀ) computed per GEMM call in the Gram: bounds scratch to PANEL × M. */
+#define GRAM_PANEL 256
+
+static int64_t block_nvars(const atf_block *b)
+{
+    return (int64_t)b->rows * b->cols;
+}
+
+static void fill_nan(double *x, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++)
+        x[j] = NAN;
+}
+
+/* x = beta·x, with beta = 0 meaning "overwrite" (x may be uninitialised or hold NaN). */
+static void scale_or_zero(double *x, int64_t n, double beta)
+{
+    if (beta == 0.0)
+        memset(x, 0, (size_t)n * sizeof *x);
+    else if (beta != 1.0)
+        cblas_dscal((int)n, beta, x, 1);
+}
+
+/* ------------------------------------------------------------------ apply */
+
+static void sparse_apply(const atf_block *b, const double *B, double *y)
+{
+    for (int m = 0; m < b->M; m++) {
+        double s = 0.0;
+        for (int64_t p = b->indptr[m]; p < b->indptr[m + 1]; p++)
+            s += b->data[p] * B[b->indices[p]];
+        y[m] += s;
+    }
+}
+
+static void factored_apply(const atf_block *b, const double *B, double *y)
+{
+    /* T = H B (N × cols); then y_m += ⟨T_i, δ_m⟩. */
+    double *T = malloc((size_t)b->N * (size_t)b->cols * sizeof *T);
+    if (!T) {
+        fill_nan(y, b->M);
+        return;
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b->N, b->cols, b->rows, 1.0, b->H,
+                b->rows, B, b->cols, 0.0, T, b->cols);
+    for (int m = 0; m < b->M; m++)
+        y[m] += cblas_ddot(b->cols, T + (size_t)(m / b->C) * b->cols, 1,
+                           b->D + (size_t)m * b->cols, 1);
+    free(T);
+}
+
+void atf_block_apply(const atf_block *b, const double *B, double beta, double *y)
+{
+    scale_or_zero(y, b->M, beta);
+    switch (b->kind) {
+    case ATF_OP_DENSE:
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, b->M, (int)block_nvars(b), 1.0, b->J,
+                    (int)block_nvars(b), B, 1, 1.0, y, 1);
+        break;
+    case ATF_OP_SPARSE:
+        sparse_apply(b, B, y);
+        break;
+    case ATF_OP_FACTORED:
+        factored_apply(b, B, y);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ adjoint */
+
+static void sparse_adjoint(const atf_block *b, const double *lambda, double *B)
+{
+    for (int m = 0; m < b->M; m++)
+        for (int64_t p = b->indptr[m]; p < b->indptr[m + 1]; p++)
+            B[b->indices[p]] += b->data[p] * lambda[m];
+}
+
+static void factored_adjoint(const atf_block *b, const double *lambda, double *B)
+{
+    /* S = Λ D (N × cols): row i gathers Σ_k λ_{iC+k} δ_{iC+k}; then B += Hᵀ S. */
+    double *S = calloc((size_t)b->N * (size_t)b->cols, sizeof *S);
+    if (!S) {
+        fill_nan(B, block_nvars(b));
+        return;
+    }
+    for (int m = 0; m < b->M; m++)
+        cblas_daxpy(b->cols, lambda[m], b->D + (size_t)m * b->cols, 1,
+                    S + (size_t)(m / b->C) * b->cols, 1);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, b->rows, b->cols, b->N, 1.0, b->H,
+                b->rows, S, b->cols, 1.0, B, b->cols);
+    free(S);
+}
+
+void atf_block_adjoint(const atf_block *b, const double *lambda, double beta, double *B)
+{
+    scale_or_zero(B, block_nvars(b), beta);
+    switch (b->kind) {
+    case ATF_OP_DENSE:
+        cblas_dgemv(CblasRowMajor, CblasTrans, b->M, (int)block_nvars(b), 1.0, b->J,
+                    (int)block_nvars(b), lambda, 1, 1.0, B, 1);
+        break;
+    case ATF_OP_SPARSE:
+        sparse_adjoint(b, lambda, B);
+        break;
+    case ATF_OP_FACTORED:
+        factored_adjoint(b, lambda, B);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ Gram */
+
+/* G[m][m'] and G[m'][m] = beta·G + v; beta = 0 overwrites. */
+static void gram_store(double *G, int M, int m, int mp, double beta, double v)
+{
+    double *a = G + (size_t)m * M + mp;
+    *a = beta == 0.0 ? v : beta * *a + v;
+    if (mp != m) {
+        double *t = G + (size_t)mp * M + m;
+        *t = beta == 0.0 ? v : beta * *t + v;
+    }
+}
+
+/* G = beta·G + W ∘ (X Xᵀ) for X (M × k row-major), with W[m][m'] = HH[i][i'] (upper triangle of
+ * the N × N matrix H Hᵀ, i = m / C) or W = 1 when HH is NULL. The upper triangle of X Xᵀ is
+ * computed in row panels by GEMM and mirrored. Returns -1 if scratch is unavailable. */
+static int gram_panels(const double *X, int M, int k, const double *HH, int N, int C,
+                       double beta, double *G)
+{
+    int R = M < GRAM_PANEL ? M : GRAM_PANEL;
+    double *S = malloc((size_t)R * (size_t)M * sizeof *S);
+    if (!S)
+        return -1;
+    for (int m0 = 0; m0 < M; m0 += R) {
+        int r = M - m0 < R ? M - m0 : R;
+        int width = M - m0;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, width, k, 1.0,
+                    X + (size_t)m0 * k, k, X + (size_t)m0 * k, k, 0.0, S, width);
+        for (int a = 0; a < r; a++) {
+            int m = m0 + a;
+            for (int mp = m; mp < M; mp++) {
+                double v = S[(size_t)a * width + (mp - m0)];
+                if (HH)
+                    v *= HH[(size_t)(m / C) * N + mp / C];
+                gram_store(G, M, m, mp, beta, v);
+            }
+        }
+    }
+    free(S);
+    return 0;
+}
+
+static int sparse_gram(const atf_block *b, double beta, double *G)
+{
+    /* Row m scattered into a dense work vector, dotted with every later sparse row. */
+    double *w = calloc((size_t)block_nvars(b), sizeof *w);
+    if (!w)
+        return -1;
+    for (int m = 0; m < b->M; m++) {
+        for (int64_t p = b->indptr[m]; p < b->indptr[m + 1]; p++)
+            w[b->indices[p]] += b->data[p];
+        for (int mp = m; mp < b->M; mp++) {
+            double s = 0.0;
+            for (int64_t p = b->indptr[mp]; p < b->indptr[mp + 1]; p++)
+                s += b->data[p] * w[b->indices[p]];
+            gram_store(G, b->M, m, mp, beta, s);
+        }
+        for (int64_t p = b->indptr[m]; p < b->indptr[m + 1]; p++)
+            w[b->indices[p]] = 0.0;
+    }
+    free(w);
+    return 0;
+}
+
+static int factored_gram(const atf_block *b, double beta, double *G)
+{
+    double *HH = calloc((size_t)b->N * (size_t)b->N, sizeof *HH);
+    if (!HH)
+        return -1;
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, b->N, b->rows, 1.0, b->H, b->rows, 0.0,
+                HH, b->N);
+    int st = gram_panels(b->D, b->M, b->cols, HH, b->N, b->C, beta, G);
+    free(HH);
+    return st;
+}
+
+void atf_block_gram(const atf_block *b, double beta, double *G)
+{
+    int st = 0;
+    switch (b->kind) {
+    case ATF_OP_DENSE:
+        st = gram_panels(b->J, b->M, (int)block_nvars(b), NULL, b->N, b->C, beta, G);
+        break;
+    case ATF_OP_SPARSE:
+        st = sparse_gram(b, beta, G);
+        break;
+    case ATF_OP_FACTORED:
+        st = factored_gram(b, beta, G);
+        break;
+    }
+    if (st != 0)
+        fill_nan(G, (int64_t)b->M * b->M);
+}
+
+/* ------------------------------------------------------------------ dense, residual */
+
+double *atf_block_dense(const atf_block *b)
+{
+    int64_t n = block_nvars(b);
+    double *A = calloc((size_t)b->M * (size_t)n, sizeof *A);
+    if (!A)
+        return NULL;
+    for (int m = 0; m < b->M; m++) {
+        double *row = A + (size_t)m * n;
+        switch (b->kind) {
+        case ATF_OP_DENSE:
+            memcpy(row, b->J + (size_t)m * n, (size_t)n * sizeof *row);
+            break;
+        case ATF_OP_SPARSE:
+            for (int64_t p = b->indptr[m]; p < b->indptr[m + 1]; p++)
+                row[b->indices[p]] += b->data[p];
+            break;
+        case ATF_OP_FACTORED: {
+            /* G_m = h_i δ_mᵀ flattened row-major: entry (a, c) at a·cols + c. */
+            const double *h = b->H + (size_t)(m / b->C) * b->rows;
+            const double *delta = b->D + (size_t)m * b->cols;
+            for (int a = 0; a < b->rows; a++)
+                for (int c = 0; c < b->cols; c++)
+                    row[(size_t)a * b->cols + c] = h[a] * delta[c];
+            break;
+        }
+        }
+    }
+    return A;
+}
+
+void atf_problem_residual(const atf_problem *prob, double *const *Bs, double *res)
+{
+    for (int m = 0; m < prob->M; m++)
+        res[m] = -prob->r[m];
+    for (int l = 0; l < prob->nblocks; l++)
+        atf_block_apply(&prob->blocks[l], Bs[l], 1.0, res);
+}

@@ -1,0 +1,637 @@
+/* problem_io.c — problem files (SPEC §6): strict reader and atomic writer.
+ *
+ * The reader checks every item as it reads it, so that a message names the first thing that
+ * is wrong: FILE: ITEM: reason. Shapes are checked against the root and block attributes before
+ * any data is read; values are checked for finiteness as they are read; CSR structure and
+ * penalty strings are checked by the same helpers atf_problem_validate uses. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf_problem.h"
+#include "h5io.h"
+#include "problem_internal.h"
+
+#define PROBLEM_FORMAT "atf-problem"
+#define PROBLEM_VERSION 1
+
+typedef struct {
+    hid_t f;
+    const char *fname;
+    char *err;
+} reader;
+
+/* ------------------------------------------------------------------ reading: pieces */
+
+/* A positive size attribute that fits an int. */
+static atf_error read_size(const reader *rd, const char *obj, const char *name, int *out)
+{
+    int64_t v;
+    atf_error e = h5io_attr_int(rd->f, rd->fname, obj, name, &v, rd->err);
+    if (e)
+        return e;
+    if (v <= 0 || v > INT_MAX) {
+        atf_errorf(rd->err, "%s: %s attribute '%s': %lld is not a positive 32-bit size",
+                   rd->fname, obj, name, (long long)v);
+        return ATF_E_INPUT;
+    }
+    *out = (int)v;
+    return ATF_OK;
+}
+
+/* Numeric dataset of rank `rank` whose extents must equal dims (names say what they are). */
+static atf_error read_checked(const reader *rd, const char *path, int rank, const int64_t *dims,
+                              const char *const *dim_names, double **out)
+{
+    int64_t got[H5IO_MAXRANK];
+    atf_error e = h5io_shape(rd->f, rd->fname, path, rank, got, rd->err);
+    for (int a = 0; a < rank && !e; a++)
+        e = h5io_expect_dim(rd->fname, path, rank, got, a, dims[a], dim_names[a], rd->err);
+    if (e)
+        return e;
+    return h5io_read_doubles(rd->f, rd->fname, path, rank, dims, out, rd->err);
+}
+
+/* Optional [N, C] array such as /y or /f0; absent leaves *out NULL. */
+static atf_error read_per_example(const reader *rd, const char *path, int N, int C, int required,
+                                  double **out)
+{
+    *out = NULL;
+    if (!required && !h5io_exists(rd->f, path))
+        return ATF_OK;
+    int64_t dims[2] = {N, C};
+    static const char *const names[2] = {"samples", "outputs"};
+    return read_checked(rd, path, 2, dims, names, out);
+}
+
+static atf_error read_labels(const reader *rd, const char *path, int N, int **out)
+{
+    *out = NULL;
+    if (!h5io_exists(rd->f, path))
+        return ATF_OK;
+    int64_t dims[1];
+    atf_error e = h5io_shape(rd->f, rd->fname, path, 1, dims, rd->err);
+    if (!e)
+        e = h5io_expect_dim(rd->fname, path, 1, dims, 0, N, "samples", rd->err);
+    int64_t *raw = NULL;
+    if (!e)
+        e = h5io_read_int64s(rd->f, rd->fname, path, N, &raw, rd->err);
+    if (e)
+        return e;
+    int *labels = malloc((size_t)N * sizeof *labels);
+    if (!labels) {
+        free(raw);
+        atf_errorf(rd->err, "%s: %s: out of memory", rd->fname, path);
+        return ATF_E_NOMEM;
+    }
+    for (int i = 0; i < N; i++) {
+        if (raw[i] < INT_MIN || raw[i] > INT_MAX) {
+            atf_errorf(rd->err, "%s: %s: value %lld at [%d] does not fit a 32-bit label",
+                       rd->fname, path, (long long)raw[i], i);
+            free(raw);
+            free(labels);
+            return ATF_E_INPUT;
+        }
+        labels[i] = (int)raw[i];
+    }
+    free(raw);
+    *out = labels;
+    return ATF_OK;
+}
+
+static atf_error read_dense(const reader *rd, const char *gpath, atf_block *b)
+{
+    char path[H5IO_PATHLEN];
+    h5io_path(path, "%s/J", gpath);
+    int64_t dims[2] = {b->M, (int64_t)b->rows * b->cols};
+    static const char *const names[2] = {"samples·outputs", "rows·cols"};
+    return read_checked(rd, path, 2, dims, names, &b->J);
+}
+
+static atf_error read_factored(const reader *rd, const char *gpath, atf_block *b)
+{
+    char path[H5IO_PATHLEN];
+    h5io_path(path, "%s/H", gpath);
+    int64_t hd[2] = {b->N, b->rows}, dd[2] = {b->M, b->cols};
+    static const char *const hnames[2] = {"samples", "rows"};
+    static const char *const dnames[2] = {"samples·outputs", "cols"};
+    atf_error e = read_checked(rd, path, 2, hd, hnames, &b->H);
+    if (e)
+        return e;
+    h5io_path(path, "%s/D", gpath);
+    return read_checked(rd, path, 2, dd, dnames, &b->D);
+}
+
+static atf_error read_sparse(const reader *rd, const char *gpath, atf_block *b)
+{
+    char pp[H5IO_PATHLEN], pi[H5IO_PATHLEN], pd[H5IO_PATHLEN];
+    h5io_path(pp, "%s/J_indptr", gpath);
+    h5io_path(pi, "%s/J_indices", gpath);
+    h5io_path(pd, "%s/J_data", gpath);
+    int64_t dp[1], di[1], dd[1];
+    atf_error e = h5io_shape(rd->f, rd->fname, pp, 1, dp, rd->err);
+    if (!e)
+        e = h5io_expect_dim(rd->fname, pp, 1, dp, 0, (int64_t)b->M + 1, "samples·outputs + 1",
+                            rd->err);
+    if (!e)
+        e = h5io_shape(rd->f, rd->fname, pi, 1, di, rd->err);
+    if (!e)
+        e = h5io_shape(rd->f, rd->fname, pd, 1, dd, rd->err);
+    if (!e)
+        e = h5io_expect_dim(rd->fname, pd, 1, dd, 0, di[0], "the length of J_indices", rd->err);
+    if (e)
+        return e;
+    b->nnz = di[0];
+    if ((e = h5io_read_int64s(rd->f, rd->fname, pp, dp[0], &b->indptr, rd->err)) ||
+        (e = h5io_read_int64s(rd->f, rd->fname, pi, di[0], &b->indices, rd->err)) ||
+        (e = h5io_read_doubles(rd->f, rd->fname, pd, 1, dd, &b->data, rd->err)))
+        return e;
+    return atfp_check_csr(rd->fname, gpath, b->M, (int64_t)b->rows * b->cols, b->nnz, b->indptr,
+                          b->indices, rd->err);
+}
+
+/* rows, cols, operator and the operator's datasets of the group gpath; b->N/C/M are set. */
+static atf_error read_operator(const reader *rd, const char *gpath, atf_block *b)
+{
+    atf_error e = h5io_require_group(rd->f, rd->fname, gpath, rd->err);
+    if (!e)
+        e = read_size(rd, gpath, "rows", &b->rows);
+    if (!e)
+        e = read_size(rd, gpath, "cols", &b->cols);
+    if (!e)
+        e = atfp_check_block_size(rd->fname, gpath, b->rows, b->cols, rd->err);
+    char op[32];
+    if (!e)
+        e = h5io_attr_string(rd->f, rd->fname, gpath, "operator", op, sizeof op, rd->err);
+    if (e)
+        return e;
+    if (atfp_operator_parse(op, &b->kind) != 0) {
+        atf_errorf(rd->err, "%s: %s attribute 'operator': unknown operator '%s' (expected dense, "
+                   "sparse or factored)", rd->fname, gpath, op);
+        return ATF_E_INPUT;
+    }
+    switch (b->kind) {
+    case ATF_OP_DENSE: return read_dense(rd, gpath, b);
+    case ATF_OP_SPARSE: return read_sparse(rd, gpath, b);
+    case ATF_OP_FACTORED: return read_factored(rd, gpath, b);
+    }
+    return ATF_E_INPUT;
+}
+
+/* Optional string attribute with a default. */
+static atf_error read_string_or(const reader *rd, const char *obj, const char *name,
+                                const char *dflt, char *buf, size_t len)
+{
+    if (!h5io_attr_exists(rd->f, obj, name)) {
+        snprintf(buf, len, "%s", dflt);
+        return ATF_OK;
+    }
+    return h5io_attr_string(rd->f, rd->fname, obj, name, buf, len, rd->err);
+}
+
+static atf_error read_training_block(const reader *rd, const atf_problem *p, atf_block *b)
+{
+    char gpath[H5IO_PATHLEN];
+    h5io_path(gpath, "/blocks/%s", b->name);
+    b->N = p->N;
+    b->C = p->C;
+    b->M = p->M;
+    int64_t index;
+    atf_error e = h5io_require_group(rd->f, rd->fname, gpath, rd->err);
+    if (!e)
+        e = h5io_attr_int(rd->f, rd->fname, gpath, "index", &index, rd->err);
+    if (e)
+        return e;
+    if (index < INT_MIN || index > INT_MAX) {
+        atf_errorf(rd->err, "%s: %s attribute 'index': %lld does not fit a 32-bit integer",
+                   rd->fname, gpath, (long long)index);
+        return ATF_E_INPUT;
+    }
+    b->index = (int)index;
+    char structure[32];
+    if ((e = read_string_or(rd, gpath, "penalty", "sq", b->penalty_spec,
+                            sizeof b->penalty_spec)) ||
+        (e = atfp_parse_penalty(rd->fname, gpath, b->penalty_spec, &b->penalty, rd->err)) ||
+        (e = read_string_or(rd, gpath, "structure", "matrix", structure, sizeof structure)))
+        return e;
+    if (atfp_structure_parse(structure, &b->structure) != 0) {
+        atf_errorf(rd->err, "%s: %s attribute 'structure': unknown structure '%s' (expected "
+                   "matrix or diagonal)", rd->fname, gpath, structure);
+        return ATF_E_INPUT;
+    }
+    return read_operator(rd, gpath, b);
+}
+
+/* Names of the members of a blocks group, allocated as blocks with only the name set. */
+static atf_error list_blocks(const reader *rd, const char *gpath, atf_block **out, int *count)
+{
+    *out = NULL;
+    *count = 0;
+    atf_error e = h5io_require_group(rd->f, rd->fname, gpath, rd->err);
+    if (e)
+        return e;
+    hid_t g = H5Gopen2(rd->f, gpath, H5P_DEFAULT);
+    H5G_info_t info;
+    if (g < 0 || H5Gget_info(g, &info) < 0) {
+        if (g >= 0)
+            H5Gclose(g);
+        atf_errorf(rd->err, "%s: %s: cannot list its members (corrupt file)", rd->fname, gpath);
+        return ATF_E_INPUT;
+    }
+    if (info.nlinks == 0 || info.nlinks > INT_MAX) {
+        H5Gclose(g);
+        atf_errorf(rd->err, "%s: %s: %s", rd->fname, gpath,
+                   info.nlinks ? "too many blocks" : "no blocks");
+        return ATF_E_INPUT;
+    }
+    atf_block *blocks = calloc(info.nlinks, sizeof *blocks);
+    if (!blocks) {
+        H5Gclose(g);
+        atf_errorf(rd->err, "%s: %s: out of memory", rd->fname, gpath);
+        return ATF_E_NOMEM;
+    }
+    for (hsize_t i = 0; i < info.nlinks && !e; i++) {
+        char name[H5IO_PATHLEN];
+        ssize_t n = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
+                                       H5P_DEFAULT);
+        if (n < 0) {
+            atf_errorf(rd->err, "%s: %s: cannot read member %llu (corrupt file)", rd->fname,
+                       gpath, (unsigned long long)i);
+            e = ATF_E_INPUT;
+        } else if (n >= ATF_NAMELEN) {
+            atf_errorf(rd->err, "%s: %s/%s: block name longer than %d characters", rd->fname,
+                       gpath, name, ATF_NAMELEN - 1);
+            e = ATF_E_INPUT;
+        } else {
+            memcpy(blocks[i].name, name, (size_t)n + 1);
+        }
+    }
+    H5Gclose(g);
+    *out = blocks;
+    *count = (int)info.nlinks;
+    return e;
+}
+
+static int by_index(const void *a, const void *b)
+{
+    int ia = ((const atf_block *)a)->index, ib = ((const atf_block *)b)->index;
+    return (ia > ib) - (ia < ib);
+}
+
+static atf_error read_training_blocks(const reader *rd, atf_problem *p)
+{
+    atf_error e = list_blocks(rd, "/blocks", &p->blocks, &p->nblocks);
+    for (int l = 0; l < p->nblocks && !e; l++)
+        e = read_training_block(rd, p, &p->blocks[l]);
+    if (e)
+        return e;
+    qsort(p->blocks, (size_t)p->nblocks, sizeof *p->blocks, by_index);
+    for (int l = 1; l < p->nblocks; l++) {
+        if (p->blocks[l].index == p->blocks[l - 1].index) {
+            atf_errorf(rd->err, "%s: /blocks/%s attribute 'index': %d is also the index of "
+                       "block %s", rd->fname, p->blocks[l].name, p->blocks[l].index,
+                       p->blocks[l - 1].name);
+            return ATF_E_INPUT;
+        }
+    }
+    return ATF_OK;
+}
+
+/* ------------------------------------------------------------------ reading: test split */
+
+static atf_error read_test_blocks(const reader *rd, const atf_problem *p, atf_problem *t)
+{
+    int count;
+    atf_error e = list_blocks(rd, "/test/blocks", &t->blocks, &count);
+    t->nblocks = count;
+    if (e)
+        return e;
+    for (int l = 0; l < p->nblocks; l++) {
+        char gpath[H5IO_PATHLEN];
+        h5io_path(gpath, "/test/blocks/%s", p->blocks[l].name);
+        if (!h5io_exists(rd->f, gpath)) {
+            atf_errorf(rd->err, "%s: %s: missing (every training block needs its test block)",
+                       rd->fname, gpath);
+            return ATF_E_INPUT;
+        }
+    }
+    if (count != p->nblocks) {
+        atf_errorf(rd->err, "%s: /test/blocks: %d blocks but /blocks has %d", rd->fname, count,
+                   p->nblocks);
+        return ATF_E_INPUT;
+    }
+    /* Same order as the training blocks; every name exists, counts agree, so a permutation. */
+    for (int l = 0; l < p->nblocks; l++) {
+        atf_block *b = &t->blocks[l];
+        const atf_block *tb = &p->blocks[l];
+        memset(b, 0, sizeof *b);
+        memcpy(b->name, tb->name, sizeof b->name);
+        b->index = tb->index;
+        b->penalty = tb->penalty;
+        memcpy(b->penalty_spec, tb->penalty_spec, sizeof b->penalty_spec);
+        b->structure = tb->structure;
+        b->N = t->N;
+        b->C = t->C;
+        b->M = t->M;
+        char gpath[H5IO_PATHLEN];
+        h5io_path(gpath, "/test/blocks/%s", b->name);
+        if ((e = read_operator(rd, gpath, b)))
+            return e;
+        if (b->rows != tb->rows || b->cols != tb->cols) {
+            atf_errorf(rd->err, "%s: %s: rows × cols = %d × %d but /blocks/%s is %d × %d",
+                       rd->fname, gpath, b->rows, b->cols, tb->name, tb->rows, tb->cols);
+            return ATF_E_INPUT;
+        }
+    }
+    return ATF_OK;
+}
+
+static atf_error read_test(const reader *rd, atf_problem *p)
+{
+    if (!h5io_exists(rd->f, "/test"))
+        return ATF_OK;
+    atf_error e = h5io_require_group(rd->f, rd->fname, "/test", rd->err);
+    if (e)
+        return e;
+    atf_problem *t = calloc(1, sizeof *t);
+    if (!t) {
+        atf_errorf(rd->err, "%s: /test: out of memory", rd->fname);
+        return ATF_E_NOMEM;
+    }
+    p->test = t;
+    t->C = p->C;
+    if ((e = read_size(rd, "/test", "samples", &t->N)))
+        return e;
+    if (h5io_attr_exists(rd->f, "/test", "outputs")) {
+        int C;
+        if ((e = read_size(rd, "/test", "outputs", &C)))
+            return e;
+        if (C != p->C) {
+            atf_errorf(rd->err, "%s: /test attribute 'outputs': %d but the root has outputs = %d",
+                       rd->fname, C, p->C);
+            return ATF_E_INPUT;
+        }
+    }
+    if ((int64_t)t->N * t->C > INT_MAX) {
+        atf_errorf(rd->err, "%s: /test: samples·outputs exceeds 2^31 - 1", rd->fname);
+        return ATF_E_INPUT;
+    }
+    t->M = t->N * t->C;
+    if ((e = read_per_example(rd, "/test/y", t->N, t->C, 1, &t->y)) ||
+        (e = read_per_example(rd, "/test/f0", t->N, t->C, 1, &t->f0)) ||
+        (e = read_labels(rd, "/test/labels", t->N, &t->labels)))
+        return e;
+    t->r = malloc((size_t)t->M * sizeof *t->r);
+    if (!t->r) {
+        atf_errorf(rd->err, "%s: /test: out of memory", rd->fname);
+        return ATF_E_NOMEM;
+    }
+    for (int m = 0; m < t->M; m++)
+        t->r[m] = t->y[m] - t->f0[m];
+    return read_test_blocks(rd, p, t);
+}
+
+/* ------------------------------------------------------------------ reading: root */
+
+static atf_error read_header(const reader *rd, atf_problem *p)
+{
+    char format[64];
+    int64_t version;
+    atf_error e = h5io_attr_string(rd->f, rd->fname, "/", "format", format, sizeof format,
+                                   rd->err);
+    if (e)
+        return e;
+    if (strcmp(format, PROBLEM_FORMAT) != 0) {
+        atf_errorf(rd->err, "%s: / attribute 'format': '%s', expected '%s'", rd->fname, format,
+                   PROBLEM_FORMAT);
+        return ATF_E_INPUT;
+    }
+    if ((e = h5io_attr_int(rd->f, rd->fname, "/", "version", &version, rd->err)))
+        return e;
+    if (version != PROBLEM_VERSION) {
+        atf_errorf(rd->err, "%s: / attribute 'version': %lld, this program reads version %d",
+                   rd->fname, (long long)version, PROBLEM_VERSION);
+        return ATF_E_INPUT;
+    }
+    p->C = 1;
+    if ((e = read_size(rd, "/", "samples", &p->N)) ||
+        (h5io_attr_exists(rd->f, "/", "outputs") && (e = read_size(rd, "/", "outputs", &p->C))))
+        return e;
+    if ((int64_t)p->N * p->C > INT_MAX) {
+        atf_errorf(rd->err, "%s: /: samples·outputs = %lld exceeds 2^31 - 1", rd->fname,
+                   (long long)p->N * p->C);
+        return ATF_E_INPUT;
+    }
+    p->M = p->N * p->C;
+    return ATF_OK;
+}
+
+static atf_error read_problem(const reader *rd, atf_problem *p)
+{
+    atf_error e = read_header(rd, p);
+    if (e)
+        return e;
+    int64_t m = p->M;
+    static const char *const rname[1] = {"samples·outputs"};
+    if ((e = read_checked(rd, "/r", 1, &m, rname, &p->r)) ||
+        (e = read_per_example(rd, "/y", p->N, p->C, 0, &p->y)) ||
+        (e = read_per_example(rd, "/f0", p->N, p->C, 0, &p->f0)) ||
+        (e = read_labels(rd, "/labels", p->N, &p->labels)) ||
+        (e = read_training_blocks(rd, p)))
+        return e;
+    return read_test(rd, p);
+}
+
+atf_error atf_problem_read(const char *path, atf_problem **out, char *err)
+{
+    *out = NULL;
+    h5io_quiet q;
+    h5io_quiet_begin(&q);
+    reader rd = {-1, path, err};
+    atf_error e = h5io_open_read(path, &rd.f, err);
+    if (e) {
+        h5io_quiet_end(&q);
+        return e;
+    }
+    atf_problem *p = calloc(1, sizeof *p);
+    if (!p) {
+        atf_errorf(err, "%s: out of memory", path);
+        e = ATF_E_NOMEM;
+    } else {
+        e = read_problem(&rd, p);
+    }
+    H5Fclose(rd.f);
+    h5io_quiet_end(&q);
+    if (e) {
+        atf_problem_free(p);
+        return e;
+    }
+    *out = p;
+    return ATF_OK;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+/* Sticky-error writer: after the first failure every call is a no-op and `failed` names the
+ * item, so the write sequence reads straight through. */
+typedef struct {
+    hid_t f;
+    char failed[H5IO_PATHLEN + 64];
+} wctx;
+
+static void note(wctx *w, int st, const char *item)
+{
+    if (st < 0 && !w->failed[0])
+        snprintf(w->failed, sizeof w->failed, "%s", item);
+}
+
+static void put_group(wctx *w, const char *path)
+{
+    if (!w->failed[0])
+        note(w, h5io_write_group(w->f, path), path);
+}
+
+static void note_attr(wctx *w, int st, const char *obj, const char *name)
+{
+    char item[H5IO_PATHLEN + 64];
+    snprintf(item, sizeof item, "%s attribute '%s'", obj, name);
+    note(w, st, item);
+}
+
+static void put_int(wctx *w, const char *obj, const char *name, int64_t v)
+{
+    if (!w->failed[0])
+        note_attr(w, h5io_write_attr_int(w->f, obj, name, v), obj, name);
+}
+
+static void put_string(wctx *w, const char *obj, const char *name, const char *v)
+{
+    if (!w->failed[0])
+        note_attr(w, h5io_write_attr_string(w->f, obj, name, v), obj, name);
+}
+
+static void put_doubles(wctx *w, const char *path, int rank, const int64_t *dims,
+                        const double *x)
+{
+    if (!w->failed[0])
+        note(w, h5io_write_doubles(w->f, path, rank, dims, x), path);
+}
+
+static void put_operator(wctx *w, const char *gpath, const atf_block *b)
+{
+    char path[H5IO_PATHLEN];
+    put_int(w, gpath, "rows", b->rows);
+    put_int(w, gpath, "cols", b->cols);
+    put_string(w, gpath, "operator", atfp_operator_name(b->kind));
+    switch (b->kind) {
+    case ATF_OP_DENSE: {
+        int64_t dims[2] = {b->M, (int64_t)b->rows * b->cols};
+        h5io_path(path, "%s/J", gpath);
+        put_doubles(w, path, 2, dims, b->J);
+        break;
+    }
+    case ATF_OP_SPARSE:
+        h5io_path(path, "%s/J_indptr", gpath);
+        if (!w->failed[0])
+            note(w, h5io_write_int64s(w->f, path, (int64_t)b->M + 1, b->indptr), path);
+        h5io_path(path, "%s/J_indices", gpath);
+        if (!w->failed[0])
+            note(w, h5io_write_int64s(w->f, path, b->nnz, b->indices), path);
+        h5io_path(path, "%s/J_data", gpath);
+        put_doubles(w, path, 1, &b->nnz, b->data);
+        break;
+    case ATF_OP_FACTORED: {
+        int64_t hd[2] = {b->N, b->rows}, dd[2] = {b->M, b->cols};
+        h5io_path(path, "%s/H", gpath);
+        put_doubles(w, path, 2, hd, b->H);
+        h5io_path(path, "%s/D", gpath);
+        put_doubles(w, path, 2, dd, b->D);
+        break;
+    }
+    }
+}
+
+/* /y, /f0 and /labels of a split under prefix ("" or "/test"). */
+static void put_examples(wctx *w, const char *prefix, const atf_problem *p)
+{
+    char path[H5IO_PATHLEN];
+    int64_t nc[2] = {p->N, p->C};
+    h5io_path(path, "%s/y", prefix);
+    if (p->y)
+        put_doubles(w, path, 2, nc, p->y);
+    h5io_path(path, "%s/f0", prefix);
+    if (p->f0)
+        put_doubles(w, path, 2, nc, p->f0);
+    h5io_path(path, "%s/labels", prefix);
+    if (p->labels && !w->failed[0])
+        note(w, h5io_write_ints(w->f, path, p->N, p->labels), path);
+}
+
+static void put_training_block(wctx *w, const atf_block *b)
+{
+    char gpath[H5IO_PATHLEN], spec[ATF_PENALTY_SPECLEN];
+    h5io_path(gpath, "/blocks/%s", b->name);
+    put_group(w, gpath);
+    put_int(w, gpath, "index", b->index);
+    if (b->penalty_spec[0])
+        snprintf(spec, sizeof spec, "%s", b->penalty_spec);
+    else
+        atf_penalty_format(&b->penalty, spec, sizeof spec);
+    put_string(w, gpath, "penalty", spec);
+    put_string(w, gpath, "structure", atfp_structure_name(b->structure));
+    put_operator(w, gpath, b);
+}
+
+static void put_test(wctx *w, const atf_problem *t)
+{
+    put_group(w, "/test");
+    put_int(w, "/test", "samples", t->N);
+    put_int(w, "/test", "outputs", t->C);
+    put_examples(w, "/test", t);
+    put_group(w, "/test/blocks");
+    for (int l = 0; l < t->nblocks; l++) {
+        char gpath[H5IO_PATHLEN];
+        h5io_path(gpath, "/test/blocks/%s", t->blocks[l].name);
+        put_group(w, gpath);
+        put_operator(w, gpath, &t->blocks[l]);
+    }
+}
+
+static void put_problem(wctx *w, const atf_problem *p)
+{
+    int64_t m = p->M;
+    put_string(w, "/", "format", PROBLEM_FORMAT);
+    put_int(w, "/", "version", PROBLEM_VERSION);
+    put_int(w, "/", "samples", p->N);
+    put_int(w, "/", "outputs", p->C);
+    put_doubles(w, "/r", 1, &m, p->r);
+    put_examples(w, "", p);
+    put_group(w, "/blocks");
+    for (int l = 0; l < p->nblocks; l++)
+        put_training_block(w, &p->blocks[l]);
+    if (p->test)
+        put_test(w, p->test);
+}
+
+atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err)
+{
+    atf_error e = atf_problem_validate(prob, path, err);
+    if (e)
+        return e;
+    h5io_quiet q;
+    h5io_quiet_begin(&q);
+    h5io_writer hw;
+    e = h5io_create(&hw, path, err);
+    if (!e) {
+        wctx w = {hw.file, ""};
+        put_problem(&w, prob);
+        if (w.failed[0]) {
+            e = h5io_write_error(path, w.failed, err);
+            h5io_abort(&hw);
+        } else {
+            e = h5io_commit(&hw, err);
+        }
+    }
+    h5io_quiet_end(&q);
+    return e;
+}

@@ -23,12 +23,25 @@ atf_error atf_status_parse(const char *name, atf_status *s);
 /* The atf_error a status maps to (SOLVED → ATF_OK, MAX_ITERATIONS → ATF_E_MAXITER, ...). */
 atf_error atf_status_error(atf_status s);
 
+/* How a block's factors are laid out (file attribute `factors`):
+ * - SPECTRAL (matrix blocks): k = min(rows, cols) singular values d (descending) of B with U, V.
+ * - ENTRYWISE (diagonal structure: every entry its own 1×1 block): k = rows·cols, d_j = |B_j| in
+ *   row-major entry order (not sorted, so that entry j keeps its own s1_j, σ_j, s2_j); U, V NULL.
+ * - VECTOR (global `full` structure: all parameters one vector block): k = 1, d = ‖(B_1..B_L)‖₂
+ *   over all blocks, and every block repeats the same d, s1, σ, s2; U, V NULL. */
+typedef enum {
+    ATF_FACTORS_SPECTRAL = 0,
+    ATF_FACTORS_ENTRYWISE,
+    ATF_FACTORS_VECTOR
+} atf_factor_layout;
+
 typedef struct {
     char name[ATF_NAMELEN];
     int rows, cols;
     char penalty_spec[ATF_PENALTY_SPECLEN];
     double *B;      /* [rows × cols] row-major */
-    int k;          /* min(rows, cols): length of the four vectors below */
+    atf_factor_layout layout; /* see above; SPECTRAL unless the structure says otherwise */
+    int k;          /* length of the four vectors below: min(rows, cols) for SPECTRAL */
     double *d;      /* singular values of B, descending */
     double *s1;     /* left factor singular values (M̂1 = U S1 Uᵀ) */
     double *sigma;  /* Ŵ singular values, σ = d / (s1 s2) */
@@ -54,14 +67,20 @@ typedef struct {
     atf_result_block *blocks;
 } atf_result;
 
-/* Allocate a result with blocks shaped like prob's (B zeroed, vectors allocated). */
+/* Allocate a result with blocks shaped like prob's (B zeroed, vectors allocated; diagonal-
+ * structure blocks get the ENTRYWISE layout). method "" and structure "layer". NULL on NOMEM. */
 atf_result *atf_result_alloc(const atf_problem *prob);
 void atf_result_free(atf_result *res);
 
-/* Fill d, s1, σ, s2 (and U, V) of every block from its B and penalty (SVD + eq. 15). */
+/* Fill d, s1, σ, s2 (and U, V) of every block from its B and the problem's penalties (thin SVD
+ * + eq. 15). The layout follows res->structure ("full" → VECTOR, "diagonal" → ENTRYWISE) and
+ * each block's structure; vectors are reallocated when k changes. Errors: ATF_E_INPUT if res
+ * does not fit prob, ATF_E_NUMERICAL for non-finite B or an SVD failure, ATF_E_USAGE for
+ * `full` with differing penalties (one vector block has one penalty), ATF_E_NOMEM. */
 atf_error atf_result_factors(atf_result *res, const atf_problem *prob, char *err);
 
-/* Files: atomic write; the reader validates format, version and shapes. */
+/* Files: atomic write; the reader validates format, version, shapes and finiteness of the
+ * arrays (the scalar metrics may be NaN, meaning "not computed"). */
 atf_error atf_result_write(const char *path, const atf_result *res, char *err);
 atf_error atf_result_read(const char *path, atf_result **out, char *err);
 

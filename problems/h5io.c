@@ -600,15 +600,7 @@ void h5io_abort(h5io_writer *w)
     w->tmp_path[0] = '\0';
 }
 
-atf_error h5io_write_error(const char *fname, const char *item, char *err)
-{
-    int saved = errno;
-    atf_errorf(err, "%s: cannot write %s%s%s", fname, item, saved ? ": " : "",
-               saved ? strerror(saved) : "");
-    return ATF_E_IO;
-}
-
-int h5io_write_group(hid_t file, const char *path)
+static int write_group(hid_t file, const char *path)
 {
     errno = 0;
     hid_t g = H5Gcreate2(file, path, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -633,17 +625,17 @@ static int write_attr(hid_t file, const char *obj, const char *name, hid_t ftype
     return st < 0 ? -1 : 0;
 }
 
-int h5io_write_attr_int(hid_t file, const char *obj, const char *name, int64_t v)
+static int write_attr_int(hid_t file, const char *obj, const char *name, int64_t v)
 {
     return write_attr(file, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
 }
 
-int h5io_write_attr_double(hid_t file, const char *obj, const char *name, double v)
+static int write_attr_double(hid_t file, const char *obj, const char *name, double v)
 {
     return write_attr(file, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 
-int h5io_write_attr_string(hid_t file, const char *obj, const char *name, const char *v)
+static int write_attr_string(hid_t file, const char *obj, const char *name, const char *v)
 {
     /* A variable-length UTF-8 scalar, as h5py stores a Python str. */
     hid_t t = H5Tcopy(H5T_C_S1);
@@ -679,18 +671,91 @@ static int write_dataset(hid_t file, const char *path, int rank, const int64_t *
     return st < 0 ? -1 : 0;
 }
 
-int h5io_write_doubles(hid_t file, const char *path, int rank, const int64_t *dims,
+static int write_doubles(hid_t file, const char *path, int rank, const int64_t *dims,
                        const double *data)
 {
     return write_dataset(file, path, rank, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data);
 }
 
-int h5io_write_int64s(hid_t file, const char *path, int64_t n, const int64_t *data)
+static int write_int64s(hid_t file, const char *path, int64_t n, const int64_t *data)
 {
     return write_dataset(file, path, 1, &n, H5T_STD_I64LE, H5T_NATIVE_INT64, data);
 }
 
-int h5io_write_ints(hid_t file, const char *path, int64_t n, const int *data)
+static int write_ints(hid_t file, const char *path, int64_t n, const int *data)
 {
     return write_dataset(file, path, 1, &n, H5T_STD_I64LE, H5T_NATIVE_INT, data);
+}
+
+/* ------------------------------------------------------------------ sticky output */
+
+atf_error h5io_begin(h5io_out *o, const char *path, char *err)
+{
+    o->saved_errno = 0;
+    o->failed[0] = '\0';
+    return h5io_create(&o->w, path, err);
+}
+
+static void note(h5io_out *o, int st, const char *obj, const char *attr)
+{
+    if (st >= 0 || o->failed[0])
+        return;
+    o->saved_errno = errno;
+    if (attr)
+        snprintf(o->failed, sizeof o->failed, "%s attribute '%s'", obj, attr);
+    else
+        snprintf(o->failed, sizeof o->failed, "%s", obj);
+}
+
+void h5io_put_group(h5io_out *o, const char *path)
+{
+    if (!o->failed[0])
+        note(o, write_group(o->w.file, path), path, NULL);
+}
+
+void h5io_put_int(h5io_out *o, const char *obj, const char *name, int64_t v)
+{
+    if (!o->failed[0])
+        note(o, write_attr_int(o->w.file, obj, name, v), obj, name);
+}
+
+void h5io_put_double(h5io_out *o, const char *obj, const char *name, double v)
+{
+    if (!o->failed[0])
+        note(o, write_attr_double(o->w.file, obj, name, v), obj, name);
+}
+
+void h5io_put_string(h5io_out *o, const char *obj, const char *name, const char *v)
+{
+    if (!o->failed[0])
+        note(o, write_attr_string(o->w.file, obj, name, v), obj, name);
+}
+
+void h5io_put_doubles(h5io_out *o, const char *path, int rank, const int64_t *dims,
+                      const double *data)
+{
+    if (!o->failed[0])
+        note(o, write_doubles(o->w.file, path, rank, dims, data), path, NULL);
+}
+
+void h5io_put_int64s(h5io_out *o, const char *path, int64_t n, const int64_t *data)
+{
+    if (!o->failed[0])
+        note(o, write_int64s(o->w.file, path, n, data), path, NULL);
+}
+
+void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data)
+{
+    if (!o->failed[0])
+        note(o, write_ints(o->w.file, path, n, data), path, NULL);
+}
+
+atf_error h5io_finish(h5io_out *o, char *err)
+{
+    if (!o->failed[0])
+        return h5io_commit(&o->w, err);
+    atf_errorf(err, "%s: cannot write %s%s%s", o->w.final_path, o->failed,
+               o->saved_errno ? ": " : "", o->saved_errno ? strerror(o->saved_errno) : "");
+    h5io_abort(&o->w);
+    return ATF_E_IO;
 }

@@ -90,18 +90,28 @@ atf_error h5io_commit(h5io_writer *w, char *err);
 /* Close and remove the temporary (any error path). */
 void h5io_abort(h5io_writer *w);
 
-/* Each returns 0 on success and -1 on an HDF5 failure; the caller reports with h5io_write_error. */
-int h5io_write_group(hid_t file, const char *path);
-int h5io_write_attr_int(hid_t file, const char *obj, const char *name, int64_t v);
-int h5io_write_attr_double(hid_t file, const char *obj, const char *name, double v);
-int h5io_write_attr_string(hid_t file, const char *obj, const char *name, const char *v);
-int h5io_write_doubles(hid_t file, const char *path, int rank, const int64_t *dims,
-                       const double *data);
-int h5io_write_int64s(hid_t file, const char *path, int64_t n, const int64_t *data);
-int h5io_write_ints(hid_t file, const char *path, int64_t n, const int *data);
+/* Sticky-error output: after the first failure every put is a no-op and `failed` names the
+ * item, so that a writer is one straight sequence of puts followed by h5io_finish. Strings are
+ * variable-length UTF-8 scalars, integers int64, numbers float64 (what h5py writes). */
+typedef struct {
+    h5io_writer w;
+    int saved_errno;
+    char failed[H5IO_PATHLEN + 64];
+} h5io_out;
 
-/* "FILE: cannot write ITEM (reason from errno or HDF5)" as ATF_E_IO. */
-atf_error h5io_write_error(const char *fname, const char *item, char *err);
+/* Start writing `path` atomically (errors: ATF_E_IO with the message in err). */
+atf_error h5io_begin(h5io_out *o, const char *path, char *err);
+void h5io_put_group(h5io_out *o, const char *path);
+void h5io_put_int(h5io_out *o, const char *obj, const char *name, int64_t v);
+void h5io_put_double(h5io_out *o, const char *obj, const char *name, double v);
+void h5io_put_string(h5io_out *o, const char *obj, const char *name, const char *v);
+void h5io_put_doubles(h5io_out *o, const char *path, int rank, const int64_t *dims,
+                      const double *data);
+void h5io_put_int64s(h5io_out *o, const char *path, int64_t n, const int64_t *data);
+void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data);
+/* Commit if every put succeeded ("FILE: cannot write ITEM: reason" otherwise); the temporary
+ * is removed on any failure. */
+atf_error h5io_finish(h5io_out *o, char *err);
 
 /* "[3, 2]" for messages; buf holds at least 64 bytes. */
 void h5io_format_index(char *buf, size_t len, int rank, const int64_t *dims, int64_t flat);

@@ -472,145 +472,98 @@ atf_error atf_problem_read(const char *path, atf_problem **out, char *err)
 
 /* ------------------------------------------------------------------ writing */
 
-/* Sticky-error writer: after the first failure every call is a no-op and `failed` names the
- * item, so the write sequence reads straight through. */
-typedef struct {
-    hid_t f;
-    char failed[H5IO_PATHLEN + 64];
-} wctx;
-
-static void note(wctx *w, int st, const char *item)
-{
-    if (st < 0 && !w->failed[0])
-        snprintf(w->failed, sizeof w->failed, "%s", item);
-}
-
-static void put_group(wctx *w, const char *path)
-{
-    if (!w->failed[0])
-        note(w, h5io_write_group(w->f, path), path);
-}
-
-static void note_attr(wctx *w, int st, const char *obj, const char *name)
-{
-    char item[H5IO_PATHLEN + 64];
-    snprintf(item, sizeof item, "%s attribute '%s'", obj, name);
-    note(w, st, item);
-}
-
-static void put_int(wctx *w, const char *obj, const char *name, int64_t v)
-{
-    if (!w->failed[0])
-        note_attr(w, h5io_write_attr_int(w->f, obj, name, v), obj, name);
-}
-
-static void put_string(wctx *w, const char *obj, const char *name, const char *v)
-{
-    if (!w->failed[0])
-        note_attr(w, h5io_write_attr_string(w->f, obj, name, v), obj, name);
-}
-
-static void put_doubles(wctx *w, const char *path, int rank, const int64_t *dims,
-                        const double *x)
-{
-    if (!w->failed[0])
-        note(w, h5io_write_doubles(w->f, path, rank, dims, x), path);
-}
-
-static void put_operator(wctx *w, const char *gpath, const atf_block *b)
+static void put_operator(h5io_out *o, const char *gpath, const atf_block *b)
 {
     char path[H5IO_PATHLEN];
-    put_int(w, gpath, "rows", b->rows);
-    put_int(w, gpath, "cols", b->cols);
-    put_string(w, gpath, "operator", atfp_operator_name(b->kind));
+    h5io_put_int(o, gpath, "rows", b->rows);
+    h5io_put_int(o, gpath, "cols", b->cols);
+    h5io_put_string(o, gpath, "operator", atfp_operator_name(b->kind));
     switch (b->kind) {
     case ATF_OP_DENSE: {
         int64_t dims[2] = {b->M, (int64_t)b->rows * b->cols};
         h5io_path(path, "%s/J", gpath);
-        put_doubles(w, path, 2, dims, b->J);
+        h5io_put_doubles(o, path, 2, dims, b->J);
         break;
     }
     case ATF_OP_SPARSE:
         h5io_path(path, "%s/J_indptr", gpath);
-        if (!w->failed[0])
-            note(w, h5io_write_int64s(w->f, path, (int64_t)b->M + 1, b->indptr), path);
+        h5io_put_int64s(o, path, (int64_t)b->M + 1, b->indptr);
         h5io_path(path, "%s/J_indices", gpath);
-        if (!w->failed[0])
-            note(w, h5io_write_int64s(w->f, path, b->nnz, b->indices), path);
+        h5io_put_int64s(o, path, b->nnz, b->indices);
         h5io_path(path, "%s/J_data", gpath);
-        put_doubles(w, path, 1, &b->nnz, b->data);
+        h5io_put_doubles(o, path, 1, &b->nnz, b->data);
         break;
     case ATF_OP_FACTORED: {
         int64_t hd[2] = {b->N, b->rows}, dd[2] = {b->M, b->cols};
         h5io_path(path, "%s/H", gpath);
-        put_doubles(w, path, 2, hd, b->H);
+        h5io_put_doubles(o, path, 2, hd, b->H);
         h5io_path(path, "%s/D", gpath);
-        put_doubles(w, path, 2, dd, b->D);
+        h5io_put_doubles(o, path, 2, dd, b->D);
         break;
     }
     }
 }
 
 /* /y, /f0 and /labels of a split under prefix ("" or "/test"). */
-static void put_examples(wctx *w, const char *prefix, const atf_problem *p)
+static void put_examples(h5io_out *o, const char *prefix, const atf_problem *p)
 {
     char path[H5IO_PATHLEN];
     int64_t nc[2] = {p->N, p->C};
     h5io_path(path, "%s/y", prefix);
     if (p->y)
-        put_doubles(w, path, 2, nc, p->y);
+        h5io_put_doubles(o, path, 2, nc, p->y);
     h5io_path(path, "%s/f0", prefix);
     if (p->f0)
-        put_doubles(w, path, 2, nc, p->f0);
+        h5io_put_doubles(o, path, 2, nc, p->f0);
     h5io_path(path, "%s/labels", prefix);
-    if (p->labels && !w->failed[0])
-        note(w, h5io_write_ints(w->f, path, p->N, p->labels), path);
+    if (p->labels)
+        h5io_put_ints(o, path, p->N, p->labels);
 }
 
-static void put_training_block(wctx *w, const atf_block *b)
+static void put_training_block(h5io_out *o, const atf_block *b)
 {
     char gpath[H5IO_PATHLEN], spec[ATF_PENALTY_SPECLEN];
     h5io_path(gpath, "/blocks/%s", b->name);
-    put_group(w, gpath);
-    put_int(w, gpath, "index", b->index);
+    h5io_put_group(o, gpath);
+    h5io_put_int(o, gpath, "index", b->index);
     if (b->penalty_spec[0])
         snprintf(spec, sizeof spec, "%s", b->penalty_spec);
     else
         atf_penalty_format(&b->penalty, spec, sizeof spec);
-    put_string(w, gpath, "penalty", spec);
-    put_string(w, gpath, "structure", atfp_structure_name(b->structure));
-    put_operator(w, gpath, b);
+    h5io_put_string(o, gpath, "penalty", spec);
+    h5io_put_string(o, gpath, "structure", atfp_structure_name(b->structure));
+    put_operator(o, gpath, b);
 }
 
-static void put_test(wctx *w, const atf_problem *t)
+static void put_test(h5io_out *o, const atf_problem *t)
 {
-    put_group(w, "/test");
-    put_int(w, "/test", "samples", t->N);
-    put_int(w, "/test", "outputs", t->C);
-    put_examples(w, "/test", t);
-    put_group(w, "/test/blocks");
+    h5io_put_group(o, "/test");
+    h5io_put_int(o, "/test", "samples", t->N);
+    h5io_put_int(o, "/test", "outputs", t->C);
+    put_examples(o, "/test", t);
+    h5io_put_group(o, "/test/blocks");
     for (int l = 0; l < t->nblocks; l++) {
         char gpath[H5IO_PATHLEN];
         h5io_path(gpath, "/test/blocks/%s", t->blocks[l].name);
-        put_group(w, gpath);
-        put_operator(w, gpath, &t->blocks[l]);
+        h5io_put_group(o, gpath);
+        put_operator(o, gpath, &t->blocks[l]);
     }
 }
 
-static void put_problem(wctx *w, const atf_problem *p)
+static void put_problem(h5io_out *o, const atf_problem *p)
 {
     int64_t m = p->M;
-    put_string(w, "/", "format", PROBLEM_FORMAT);
-    put_int(w, "/", "version", PROBLEM_VERSION);
-    put_int(w, "/", "samples", p->N);
-    put_int(w, "/", "outputs", p->C);
-    put_doubles(w, "/r", 1, &m, p->r);
-    put_examples(w, "", p);
-    put_group(w, "/blocks");
+    h5io_put_string(o, "/", "format", PROBLEM_FORMAT);
+    h5io_put_int(o, "/", "version", PROBLEM_VERSION);
+    h5io_put_int(o, "/", "samples", p->N);
+    h5io_put_int(o, "/", "outputs", p->C);
+    h5io_put_doubles(o, "/r", 1, &m, p->r);
+    put_examples(o, "", p);
+    h5io_put_group(o, "/blocks");
     for (int l = 0; l < p->nblocks; l++)
-        put_training_block(w, &p->blocks[l]);
+        put_training_block(o, &p->blocks[l]);
     if (p->test)
-        put_test(w, p->test);
+        put_test(o, p->test);
 }
 
 atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err)
@@ -620,17 +573,11 @@ atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err
         return e;
     h5io_quiet q;
     h5io_quiet_begin(&q);
-    h5io_writer hw;
-    e = h5io_create(&hw, path, err);
+    h5io_out out;
+    e = h5io_begin(&out, path, err);
     if (!e) {
-        wctx w = {hw.file, ""};
-        put_problem(&w, prob);
-        if (w.failed[0]) {
-            e = h5io_write_error(path, w.failed, err);
-            h5io_abort(&hw);
-        } else {
-            e = h5io_commit(&hw, err);
-        }
+        put_problem(&out, prob);
+        e = h5io_finish(&out, err);
     }
     h5io_quiet_end(&q);
     return e;

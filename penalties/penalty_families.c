@@ -1,0 +1,289 @@
+/* penalty_families.c — the seven families ω of SPEC §2 and the quantities the effective-penalty
+ * solver needs from them, all in the offset x = z − 1.
+ *
+ * Notation (docs/penalties.md): k(z) = z ω'(z); for the 1-D problem
+ *     min_{z ≥ 1} ω(z) + v²/(z² + c)      (c = 0: value of ω̃, c = 2t: prox)
+ * the derivative has the sign of h(z) − v² with h(z) = k(z)(z + c/z)²/2, which does not depend
+ * on v. The turning points of h therefore cut [1, ∞) into pieces on which the stationarity
+ * equation has at most one root, and they are computed here per family. */
+#include "penalty_internal.h"
+
+#include <float.h>
+#include <math.h>
+
+static const double LN2 = 0.69314718055994530942;
+
+double pen_omega_x(const atf_omega *w, double x)
+{
+    const double g = w->scale;
+    switch (w->family) {
+    case ATF_FAMILY_FIXED: return x == 0.0 ? 0.0 : INFINITY;
+    case ATF_FAMILY_SQ: return g * x * x;
+    case ATF_FAMILY_ABS: return g * x;
+    case ATF_FAMILY_POW: return g * pow(x, w->p);
+    case ATF_FAMILY_ZSQ: return g * x * (2.0 + x);
+    case ATF_FAMILY_LOGSQ: {
+        double l = log1p(x);
+        return g * l * l;
+    }
+    case ATF_FAMILY_NUCLEAR: return g * (1.0 + x) * (1.0 + x);
+    }
+    return NAN;
+}
+
+double atf_omega_value(const atf_omega *w, double z)
+{
+    const double g = w->scale;
+    if (isnan(z))
+        return z;
+    switch (w->family) {
+    case ATF_FAMILY_FIXED: return z == 1.0 ? 0.0 : INFINITY;
+    case ATF_FAMILY_SQ: return g * (z - 1.0) * (z - 1.0);
+    case ATF_FAMILY_ABS: return g * fabs(z - 1.0);
+    case ATF_FAMILY_POW: return g * pow(fabs(z - 1.0), w->p);
+    case ATF_FAMILY_ZSQ: return g * (z * z - 1.0);
+    case ATF_FAMILY_LOGSQ: {
+        if (!(z > 0.0))
+            return INFINITY;
+        double l = log(z);
+        return g * l * l;
+    }
+    case ATF_FAMILY_NUCLEAR: /* γ z² on z > 0, closed at z = 0 (the factor of d = 0) */
+        return z >= 0.0 ? g * z * z : INFINITY;
+    }
+    return NAN;
+}
+
+double pen_omega_inv_x(const atf_omega *w, double y)
+{
+    const double q = y / w->scale;
+    switch (w->family) {
+    case ATF_FAMILY_FIXED: return 0.0;
+    case ATF_FAMILY_SQ: return sqrt(q);
+    case ATF_FAMILY_ABS: return q;
+    case ATF_FAMILY_POW: return pow(q, 1.0 / w->p);
+    case ATF_FAMILY_ZSQ: return q / (1.0 + sqrt(1.0 + q)); /* root of x(2 + x) = q */
+    case ATF_FAMILY_LOGSQ: return expm1(sqrt(q));
+    case ATF_FAMILY_NUCLEAR: return sqrt(q) > 1.0 ? sqrt(q) - 1.0 : 0.0;
+    }
+    return NAN;
+}
+
+void pen_lnk(const atf_omega *w, double y, double *lnk, double *e)
+{
+    const double x = exp(y), lz = log1p(x), xz = x / (1.0 + x);
+    const double lg = log(w->scale);
+    switch (w->family) {
+    case ATF_FAMILY_SQ: /* k = 2γ x z */
+        *lnk = LN2 + lg + y + lz;
+        *e = 1.0 + xz;
+        return;
+    case ATF_FAMILY_ABS: /* k = γ z */
+        *lnk = lg + lz;
+        *e = xz;
+        return;
+    case ATF_FAMILY_POW: /* k = γ p x^{p−1} z */
+        *lnk = lg + log(w->p) + (w->p - 1.0) * y + lz;
+        *e = (w->p - 1.0) + xz;
+        return;
+    case ATF_FAMILY_ZSQ: /* k = 2γ z² */
+    case ATF_FAMILY_NUCLEAR:
+        *lnk = LN2 + lg + 2.0 * lz;
+        *e = 2.0 * xz;
+        return;
+    case ATF_FAMILY_LOGSQ: /* k = 2γ ln z; ln z / x → 1 as x → 0 */
+        *lnk = LN2 + lg + (x > 0.0 ? log(lz) : y);
+        *e = x > 0.0 ? xz / lz : 1.0;
+        return;
+    case ATF_FAMILY_FIXED:
+        *lnk = INFINITY;
+        *e = 0.0;
+        return;
+    }
+}
+
+double pen_k_at_one(const atf_omega *w)
+{
+    switch (w->family) {
+    case ATF_FAMILY_FIXED: return INFINITY;
+    case ATF_FAMILY_SQ:
+    case ATF_FAMILY_LOGSQ: return 0.0;
+    case ATF_FAMILY_ABS: return w->scale;
+    case ATF_FAMILY_POW: return w->p > 1.0 ? 0.0 : w->p == 1.0 ? w->scale : INFINITY;
+    case ATF_FAMILY_ZSQ:
+    case ATF_FAMILY_NUCLEAR: return 2.0 * w->scale;
+    }
+    return NAN;
+}
+
+int pen_k_monotone(const atf_omega *w)
+{
+    return !(w->family == ATF_FAMILY_POW && w->p < 1.0);
+}
+
+/* ---- turning points ---------------------------------------------------------------------- */
+
+/* A convex function on [0, ∞) that tends to +∞, with its first two derivatives. */
+typedef void (*convex_fn)(const void *ctx, double x, double *f, double *d1, double *d2);
+
+/* Newton on a convex function from a start where f > 0 and the iteration moves monotonically
+ * towards the root (left of the minimum from the left, right of it from the right). */
+static double convex_newton(convex_fn fn, const void *ctx, double x)
+{
+    for (int it = 0; it < 200; ++it) {
+        double f, d1, d2;
+        fn(ctx, x, &f, &d1, &d2);
+        if (!(f > 0.0) || d1 == 0.0)
+            return x;
+        double next = x - f / d1;
+        if (!isfinite(next))
+            return x;
+        if (!(fabs(next - x) > 4.0 * DBL_EPSILON * fabs(x)))
+            return next;
+        x = next;
+    }
+    return x;
+}
+
+/* Root of f' (increasing) for a convex fn with f'(0) < 0: Newton on f' from the right. */
+static double convex_argmin(convex_fn fn, const void *ctx)
+{
+    double x = 1.0, f, d1, d2;
+    for (fn(ctx, x, &f, &d1, &d2); d1 <= 0.0; fn(ctx, x, &f, &d1, &d2))
+        x *= 2.0;
+    for (int it = 0; it < 200; ++it) {
+        fn(ctx, x, &f, &d1, &d2);
+        if (!(d1 > 0.0) || !(d2 > 0.0))
+            return x;
+        double next = x - d1 / d2;
+        if (!isfinite(next))
+            return x;
+        if (!(fabs(next - x) > 4.0 * DBL_EPSILON * fabs(x)))
+            return next;
+        x = next;
+    }
+    return x;
+}
+
+/* A point right of every root (f > 0 there and f increasing). */
+static double convex_right(convex_fn fn, const void *ctx, double from)
+{
+    double x = from > 1.0 ? 2.0 * from : 2.0, f, d1, d2;
+    for (fn(ctx, x, &f, &d1, &d2); !(f > 0.0 && d1 > 0.0); fn(ctx, x, &f, &d1, &d2))
+        x *= 2.0;
+    return x;
+}
+
+/* Roots on x > 0 of a convex fn with fn → +∞; returns the count and the sign just right of 0. */
+static int convex_roots(convex_fn fn, const void *ctx, double roots[2], int *positive_at_zero)
+{
+    double f0, d0, dd0;
+    fn(ctx, 0.0, &f0, &d0, &dd0);
+    if (f0 < 0.0 || (f0 == 0.0 && d0 < 0.0)) { /* one root, where fn climbs through zero */
+        *positive_at_zero = 0;
+        roots[0] = convex_newton(fn, ctx, convex_right(fn, ctx, 1.0));
+        return 1;
+    }
+    *positive_at_zero = 1;
+    if (d0 >= 0.0)
+        return 0;
+    double xm = convex_argmin(fn, ctx), fm, dm, ddm;
+    fn(ctx, xm, &fm, &dm, &ddm);
+    if (!(fm < 0.0))
+        return 0;
+    roots[0] = convex_newton(fn, ctx, 0.0);
+    roots[1] = convex_newton(fn, ctx, convex_right(fn, ctx, xm));
+    return 2;
+}
+
+/* pow (and abs = pow p=1, sq = pow p=2): d ln h / d ln z has the sign of the cubic
+ * (z − 1)(z² + c)·D = (p−1)(1+c) + (3p + (p−2)c) x + 3(p+1) x² + (p+2) x³, convex on x ≥ 0. */
+typedef struct {
+    double a0, a1, a2, a3;
+} cubic;
+
+static void cubic_eval(const void *ctx, double x, double *f, double *d1, double *d2)
+{
+    const cubic *q = ctx;
+    *f = q->a0 + x * (q->a1 + x * (q->a2 + x * q->a3));
+    *d1 = q->a1 + x * (2.0 * q->a2 + x * 3.0 * q->a3);
+    *d2 = 2.0 * q->a2 + 6.0 * q->a3 * x;
+}
+
+/* logsq: with s = ln z the sign of D is that of R(s) = (1 + 2s) e^{2s} + c (1 − 2s), convex
+ * in s; we let the convex solver work in s and convert to x = e^s − 1 afterwards. */
+static void logsq_eval(const void *ctx, double s, double *f, double *d1, double *d2)
+{
+    const double c = *(const double *)ctx, e2 = exp(2.0 * s);
+    *f = (1.0 + 2.0 * s) * e2 + c * (1.0 - 2.0 * s);
+    *d1 = 4.0 * (1.0 + s) * e2 - 2.0 * c;
+    *d2 = (12.0 + 8.0 * s) * e2;
+}
+
+int pen_turning_points(const atf_omega *w, double c, double x_turn[2], int *rising_first)
+{
+    *rising_first = 1;
+    if (w->family == ATF_FAMILY_SQ || w->family == ATF_FAMILY_POW || w->family == ATF_FAMILY_ABS) {
+        const double p = w->family == ATF_FAMILY_SQ ? 2.0 : w->family == ATF_FAMILY_ABS ? 1.0 : w->p;
+        cubic q = {(p - 1.0) * (1.0 + c), 3.0 * p + (p - 2.0) * c, 3.0 * (p + 1.0), p + 2.0};
+        if (q.a0 >= 0.0 && q.a1 >= 0.0) /* all coefficients ≥ 0: h increases on x > 0 */
+            return 0;
+        return convex_roots(cubic_eval, &q, x_turn, rising_first);
+    }
+    if (w->family == ATF_FAMILY_LOGSQ && c > 2.0) { /* R'(0) = 4 − 2c ≥ 0 means no root */
+        int n = convex_roots(logsq_eval, &c, x_turn, rising_first);
+        for (int i = 0; i < n; ++i)
+            x_turn[i] = expm1(x_turn[i]);
+        return n;
+    }
+    return 0; /* fixed, zsq, nuclear; logsq with c ≤ 2 */
+}
+
+/* ---- structural predicates ------------------------------------------------------------- */
+
+/* The exponent a pow-like family behaves like at z → ∞, or 0 for the others. */
+static double pow_exponent(const atf_omega *w)
+{
+    switch (w->family) {
+    case ATF_FAMILY_SQ: return 2.0;
+    case ATF_FAMILY_ABS: return 1.0;
+    case ATF_FAMILY_POW: return w->p;
+    default: return 0.0;
+    }
+}
+
+/* ω̃'(v) = 2v/z*², and along the stationarity curve v/z² = sqrt(k(z)/(2z²)); so ω̃ is convex iff
+ * k(z)/z² = ω'(z)/z is nondecreasing on (1, ∞) (docs/penalties.md, "Convexity"). */
+static int single_is_convex(const atf_omega *w)
+{
+    switch (w->family) {
+    case ATF_FAMILY_FIXED:
+    case ATF_FAMILY_SQ:
+    case ATF_FAMILY_ZSQ:
+    case ATF_FAMILY_NUCLEAR: return 1;
+    case ATF_FAMILY_POW: return w->p >= 2.0;
+    case ATF_FAMILY_ABS:
+    case ATF_FAMILY_LOGSQ: return 0;
+    }
+    return 0;
+}
+
+int atf_penalty_is_convex(const atf_penalty *pen)
+{
+    if (pen->w2.family == ATF_FAMILY_FIXED)
+        return single_is_convex(&pen->w1);
+    if (pen->w1.family == ATF_FAMILY_FIXED)
+        return single_is_convex(&pen->w2);
+    /* For a joint, d ln k⊕ / d ln z = 1/(1/ε1 + 1/ε2) with ε_i = d ln k_i / d ln z_i. pow-like
+     * families have ε > p decreasing to p, so the joint is convex iff p1 p2/(p1 + p2) ≥ 2;
+     * zsq (ε = 2), logsq (ε → 0) and abs give ε⊕ < 2 at large z whatever they are joined with. */
+    const double p1 = pow_exponent(&pen->w1), p2 = pow_exponent(&pen->w2);
+    if (p1 <= 1.0 || p2 <= 1.0)
+        return 0;
+    return p1 * p2 / (p1 + p2) >= 2.0;
+}
+
+int atf_penalty_is_nuclear(const atf_penalty *pen)
+{
+    return pen->w1.family == ATF_FAMILY_NUCLEAR || pen->w2.family == ATF_FAMILY_NUCLEAR;
+}

@@ -1,0 +1,93 @@
+/* features.c — the factored problem (16) of an MLP on a task (SPEC §6 `atf features`). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf_tangent.h"
+
+/* A problem over one split: r = y − f0, the Jacobian blocks moved (not copied) into it. */
+static atf_error split_problem(const atf_mlp *m, const atf_dataset *ds, const atf_penalty *pen,
+                               const char *spec, atf_problem **out, char *err)
+{
+    atf_jacobian J;
+    atf_error e = atf_mlp_jacobian(m, ds->N, ds->X, &J, err);
+    if (e)
+        return e;
+    atf_problem *p = calloc(1, sizeof *p);
+    size_t M = (size_t)J.M;
+    if (p) {
+        p->N = J.N;
+        p->C = J.C;
+        p->M = J.M;
+        p->r = malloc(M * sizeof *p->r);
+        p->y = malloc(M * sizeof *p->y);
+        p->blocks = calloc((size_t)J.nblocks, sizeof *p->blocks);
+        if (ds->labels)
+            p->labels = malloc((size_t)ds->N * sizeof *p->labels);
+    }
+    if (!p || !p->r || !p->y || !p->blocks || (ds->labels && !p->labels)) {
+        atf_jacobian_free(&J);
+        atf_problem_free(p);
+        atf_errorf(err, "features: out of memory");
+        return ATF_E_NOMEM;
+    }
+    memcpy(p->y, ds->Y, M * sizeof *p->y);
+    for (size_t i = 0; i < M; i++)
+        p->r[i] = ds->Y[i] - J.f[i];
+    p->f0 = J.f;
+    J.f = NULL;
+    if (ds->labels)
+        memcpy(p->labels, ds->labels, (size_t)ds->N * sizeof *p->labels);
+    p->nblocks = J.nblocks;
+    for (int b = 0; b < J.nblocks; b++) {
+        atf_block *blk = &p->blocks[b];
+        atf_jac_block *jb = &J.blocks[b];
+        snprintf(blk->name, sizeof blk->name, "%s", jb->name);
+        blk->index = b;
+        blk->rows = jb->rows;
+        blk->cols = jb->cols;
+        blk->N = J.N;
+        blk->C = J.C;
+        blk->M = J.M;
+        blk->penalty = *pen;
+        snprintf(blk->penalty_spec, sizeof blk->penalty_spec, "%s", spec);
+        blk->structure = ATF_STRUCT_MATRIX;
+        blk->kind = ATF_OP_FACTORED;
+        blk->H = jb->H;
+        blk->D = jb->D;
+        jb->H = jb->D = NULL;
+    }
+    atf_jacobian_free(&J);
+    *out = p;
+    return ATF_OK;
+}
+
+atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char *penalty,
+                              atf_problem **out, char *err)
+{
+    *out = NULL;
+    atf_penalty pen;
+    char spec[ATF_PENALTY_SPECLEN];
+    atf_error e = atf_penalty_parse(penalty ? penalty : "sq", &pen, err);
+    if (e)
+        return e;
+    atf_penalty_format(&pen, spec, sizeof spec);
+    atf_arch arch = m->arch;
+    if ((e = atf_arch_fit_task(&arch, task, err)))
+        return e;
+    atf_problem *p = NULL, *test = NULL;
+    e = split_problem(m, &task->train, &pen, spec, &p, err);
+    if (!e && task->test.N > 0) {
+        e = split_problem(m, &task->test, &pen, spec, &test, err);
+        if (!e)
+            p->test = test;
+    }
+    if (!e)
+        e = atf_problem_validate(p, "features", err);
+    if (e) {
+        atf_problem_free(p);
+        return e;
+    }
+    *out = p;
+    return ATF_OK;
+}

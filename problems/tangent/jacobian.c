@@ -1,0 +1,157 @@
+/* jacobian.c — factored per-layer Jacobians of an MLP and their (cross) Gram matrices.
+ *
+ * ∂f^{(k)}(x_i)/∂W_ℓ[a, b] = c_ℓ h_{ℓ−1,a}(x_i) · δ_{ℓ,b}^{(k)}(x_i), so the Jacobian of block ℓ
+ * is the rank-one matrix h δᵀ per row m = i·C + k. The cotangents δ of all C outputs are pushed
+ * back together as an M × Q matrix (row m starts as e_k), one GEMM per layer. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf_tangent.h"
+#include "mlp_internal.h"
+
+void atf_jacobian_free(atf_jacobian *J)
+{
+    for (int b = 0; J->blocks && b < J->nblocks; b++) {
+        free(J->blocks[b].H);
+        free(J->blocks[b].D);
+    }
+    free(J->blocks);
+    free(J->f);
+    memset(J, 0, sizeof *J);
+}
+
+static atf_error alloc_blocks(const atf_mlp *m, atf_jacobian *J)
+{
+    int L = m->arch.L, nb = m->arch.bias ? 2 * L : L;
+    J->blocks = calloc((size_t)nb, sizeof *J->blocks);
+    if (!J->blocks)
+        return ATF_E_NOMEM;
+    J->nblocks = nb;
+    int b = 0;
+    for (int l = 0; l < L; l++) {
+        for (int isbias = 0; isbias <= (m->arch.bias ? 1 : 0); isbias++, b++) {
+            atf_jac_block *jb = &J->blocks[b];
+            snprintf(jb->name, sizeof jb->name, "%c%d", isbias ? 'b' : 'W', l + 1);
+            jb->layer = l;
+            jb->rows = isbias ? 1 : m->arch.widths[l];
+            jb->cols = m->arch.widths[l + 1];
+            jb->H = malloc((size_t)J->N * jb->rows * sizeof(double));
+            jb->D = malloc((size_t)J->M * jb->cols * sizeof(double));
+            if (!jb->H || !jb->D)
+                return ATF_E_NOMEM;
+        }
+    }
+    return ATF_OK;
+}
+
+/* Fill the blocks of layer l: H = c_l h_l (or ones), D = δ_l. */
+static void fill_layer(const atf_mlp *m, int l, const mlp_cache *c, const double *delta,
+                       atf_jacobian *J)
+{
+    for (int b = 0; b < J->nblocks; b++) {
+        atf_jac_block *jb = &J->blocks[b];
+        if (jb->layer != l)
+            continue;
+        size_t nh = (size_t)J->N * jb->rows;
+        if (jb->name[0] == 'b') {
+            for (size_t i = 0; i < nh; i++)
+                jb->H[i] = 1.0;
+        } else {
+            double s = atf_mlp_scale(m, l);
+            for (size_t i = 0; i < nh; i++)
+                jb->H[i] = s * c->h[l][i];
+        }
+        memcpy(jb->D, delta, (size_t)J->M * jb->cols * sizeof(double));
+    }
+}
+
+atf_error atf_mlp_jacobian(const atf_mlp *m, int N, const double *X, atf_jacobian *J, char *err)
+{
+    memset(J, 0, sizeof *J);
+    int L = m->arch.L, C = m->arch.widths[L];
+    J->N = N;
+    J->C = C;
+    J->M = N * C;
+    mlp_cache c;
+    atf_error e = mlp_forward_cache(m, N, X, &c, err);
+    if (e)
+        return e;
+    J->f = c.out;
+    c.out = NULL;
+    int maxw = 0;
+    for (int l = 0; l <= L; l++)
+        maxw = m->arch.widths[l] > maxw ? m->arch.widths[l] : maxw;
+    double *delta = malloc((size_t)J->M * maxw * sizeof *delta);
+    double *prev = malloc((size_t)J->M * maxw * sizeof *prev);
+    if (!delta || !prev || alloc_blocks(m, J)) {
+        free(delta);
+        free(prev);
+        mlp_cache_free(&c);
+        atf_jacobian_free(J);
+        atf_errorf(err, "Jacobian: out of memory for %d examples", N);
+        return ATF_E_NOMEM;
+    }
+    memset(delta, 0, (size_t)J->M * C * sizeof *delta);
+    for (int m_row = 0; m_row < J->M; m_row++)
+        delta[(size_t)m_row * C + m_row % C] = 1.0;
+    for (int l = L - 1; l >= 0; l--) {
+        fill_layer(m, l, &c, delta, J);
+        if (l > 0) {
+            mlp_backprop_layer(m, l, J->M, C, delta, c.h[l], prev);
+            double *t = delta;
+            delta = prev;
+            prev = t;
+        }
+    }
+    free(delta);
+    free(prev);
+    mlp_cache_free(&c);
+    return ATF_OK;
+}
+
+/* Full symmetric n × n product A Aᵀ (SYRK on the upper triangle, then mirrored). */
+static void gram_sym(int n, int k, const double *A, double *G)
+{
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, n, k, 1.0, A, k, 0.0, G, n);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            G[(size_t)i * n + j] = G[(size_t)j * n + i];
+}
+
+static void gram_cross(int n, int k, const double *A, const double *B, double *G)
+{
+    if (A == B)
+        gram_sym(n, k, A, G);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0, A, k, B, k, 0.0, G, n);
+}
+
+atf_error atf_factored_gram(int N, int C, int P, int Q, const double *H1, const double *H2,
+                            const double *D1, const double *D2, double alpha, double *G,
+                            double *work)
+{
+    int M = N * C;
+    double *own = NULL;
+    if (!work) {
+        work = own = malloc(((size_t)N * N + (size_t)M * M) * sizeof *work);
+        if (!own)
+            return ATF_E_NOMEM;
+    }
+    double *HH = work, *DD = work + (size_t)N * N;
+    gram_cross(N, P, H1, H2, HH);
+    gram_cross(M, Q, D1, D2, DD);
+    for (int a = 0; a < M; a++) {
+        const double *hh = HH + (size_t)(a / C) * N;
+        const double *dd = DD + (size_t)a * M;
+        double *g = G + (size_t)a * M;
+        for (int ib = 0, b = 0; ib < N; ib++) {
+            double h = alpha * hh[ib];
+            for (int k = 0; k < C; k++, b++)
+                g[b] += h * dd[b];
+        }
+    }
+    free(own);
+    return ATF_OK;
+}

@@ -1,0 +1,492 @@
+/* test_roundtrip.c — problem and result files written and read back bit-exactly, factor
+ * recovery, validation of in-memory objects and the atomic-write guarantee.
+ *
+ * Usage: test_roundtrip DIR (a scratch directory; files are created and removed there). */
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atf_problem.h"
+#include "atf_result.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                           \
+            fprintf(stderr, __VA_ARGS__);                                                  \
+            fprintf(stderr, "\n");                                                         \
+            failures++;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
+static double uniform(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 2685821657736338717ULL) >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+static double *random_array(size_t n)
+{
+    double *x = malloc(n * sizeof *x);
+    for (size_t j = 0; j < n; j++)
+        x[j] = uniform();
+    return x;
+}
+
+static int same_bits(const void *a, const void *b, size_t bytes)
+{
+    if (!a || !b)
+        return a == b;
+    return memcmp(a, b, bytes) == 0;
+}
+
+/* ---------------------------------------------------------------- building problems */
+
+static void set_block(atf_block *b, const char *name, int index, int rows, int cols,
+                      atf_operator_kind kind, const char *penalty)
+{
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->index = index;
+    b->rows = rows;
+    b->cols = cols;
+    b->kind = kind;
+    if (penalty) {
+        snprintf(b->penalty_spec, sizeof b->penalty_spec, "%s", penalty);
+        atf_penalty_parse(penalty, &b->penalty, NULL);
+    }
+}
+
+/* Operator arrays of the block's kind for its N, C, M. */
+static void fill_operator(atf_block *b)
+{
+    int64_t n = (int64_t)b->rows * b->cols;
+    switch (b->kind) {
+    case ATF_OP_DENSE:
+        b->J = random_array((size_t)(b->M * n));
+        break;
+    case ATF_OP_FACTORED:
+        b->H = random_array((size_t)b->N * b->rows);
+        b->D = random_array((size_t)b->M * b->cols);
+        break;
+    case ATF_OP_SPARSE:
+        b->indptr = malloc((size_t)(b->M + 1) * sizeof *b->indptr);
+        b->indices = malloc((size_t)b->M * 2 * sizeof *b->indices);
+        b->data = random_array((size_t)b->M * 2);
+        b->nnz = 0;
+        b->indptr[0] = 0;
+        for (int m = 0; m < b->M; m++) {
+            for (int q = 0; q < (m % 3); q++) /* 0, 1 or 2 entries per row */
+                b->indices[b->nnz++] = (m * 7 + q * 5) % n;
+            b->indptr[m + 1] = b->nnz;
+        }
+        break;
+    }
+}
+
+static atf_problem *make_problem(int N, int C, int Nt)
+{
+    atf_problem *p = atf_problem_new(N, C, 3);
+    for (int m = 0; m < p->M; m++)
+        p->r[m] = uniform();
+    p->y = random_array((size_t)p->M);
+    p->f0 = random_array((size_t)p->M);
+    p->labels = malloc((size_t)N * sizeof *p->labels);
+    for (int i = 0; i < N; i++)
+        p->labels[i] = (i * 37) % 10 - 3;
+    set_block(&p->blocks[0], "W1", 0, 4, 3, ATF_OP_FACTORED, "sq+abs");
+    set_block(&p->blocks[1], "dense_block", 5, 2, 3, ATF_OP_DENSE, "pow:p=1.5,scale=0.25");
+    set_block(&p->blocks[2], "sp", 9, 3, 3, ATF_OP_SPARSE, "nuclear");
+    p->blocks[2].structure = ATF_STRUCT_DIAGONAL;
+    for (int l = 0; l < 3; l++)
+        fill_operator(&p->blocks[l]);
+    if (Nt > 0) {
+        atf_problem *t = atf_problem_new(Nt, C, 3);
+        t->y = random_array((size_t)t->M);
+        t->f0 = random_array((size_t)t->M);
+        for (int m = 0; m < t->M; m++)
+            t->r[m] = t->y[m] - t->f0[m];
+        t->labels = malloc((size_t)Nt * sizeof *t->labels);
+        for (int i = 0; i < Nt; i++)
+            t->labels[i] = i % 2;
+        for (int l = 0; l < 3; l++) {
+            const atf_block *b = &p->blocks[l];
+            /* the reader gives test blocks the training block's penalty and structure */
+            set_block(&t->blocks[l], b->name, b->index, b->rows, b->cols, b->kind,
+                      b->penalty_spec);
+            t->blocks[l].structure = b->structure;
+            fill_operator(&t->blocks[l]);
+        }
+        p->test = t;
+    }
+    return p;
+}
+
+/* ---------------------------------------------------------------- comparisons */
+
+static void compare_operator(const char *ctx, const atf_block *a, const atf_block *b)
+{
+    size_t n = (size_t)a->rows * a->cols, d = sizeof(double);
+    CHECK(a->kind == b->kind && a->rows == b->rows && a->cols == b->cols, "%s: kind/shape", ctx);
+    CHECK(a->N == b->N && a->C == b->C && a->M == b->M, "%s: sizes", ctx);
+    if (a->kind != b->kind)
+        return;
+    switch (a->kind) {
+    case ATF_OP_DENSE:
+        CHECK(same_bits(a->J, b->J, (size_t)a->M * n * d), "%s: J differs", ctx);
+        break;
+    case ATF_OP_FACTORED:
+        CHECK(same_bits(a->H, b->H, (size_t)a->N * a->rows * d), "%s: H differs", ctx);
+        CHECK(same_bits(a->D, b->D, (size_t)a->M * a->cols * d), "%s: D differs", ctx);
+        break;
+    case ATF_OP_SPARSE:
+        CHECK(a->nnz == b->nnz, "%s: nnz", ctx);
+        if (a->nnz != b->nnz)
+            return;
+        CHECK(same_bits(a->indptr, b->indptr, (size_t)(a->M + 1) * sizeof(int64_t)),
+              "%s: indptr differs", ctx);
+        CHECK(!a->nnz || same_bits(a->indices, b->indices, (size_t)a->nnz * sizeof(int64_t)),
+              "%s: indices differ", ctx);
+        CHECK(!a->nnz || same_bits(a->data, b->data, (size_t)a->nnz * d), "%s: data differs",
+              ctx);
+        break;
+    }
+}
+
+static void compare_split(const char *ctx, const atf_problem *a, const atf_problem *b)
+{
+    CHECK(a->N == b->N && a->C == b->C && a->M == b->M, "%s: sizes", ctx);
+    CHECK(a->nblocks == b->nblocks, "%s: nblocks", ctx);
+    if (a->N != b->N || a->C != b->C || a->nblocks != b->nblocks)
+        return;
+    size_t d = sizeof(double);
+    CHECK(same_bits(a->r, b->r, (size_t)a->M * d), "%s: r differs", ctx);
+    CHECK(same_bits(a->y, b->y, (size_t)a->M * d), "%s: y differs", ctx);
+    CHECK(same_bits(a->f0, b->f0, (size_t)a->M * d), "%s: f0 differs", ctx);
+    CHECK(same_bits(a->labels, b->labels, (size_t)a->N * sizeof(int)), "%s: labels", ctx);
+    for (int l = 0; l < a->nblocks; l++) {
+        const atf_block *x = &a->blocks[l], *y = &b->blocks[l];
+        char bctx[128];
+        snprintf(bctx, sizeof bctx, "%s block %s", ctx, x->name);
+        CHECK(strcmp(x->name, y->name) == 0, "%s: name %s", bctx, y->name);
+        CHECK(x->index == y->index, "%s: index", bctx);
+        CHECK(x->structure == y->structure, "%s: structure", bctx);
+        CHECK(strcmp(x->penalty_spec, y->penalty_spec) == 0, "%s: penalty '%s'", bctx,
+              y->penalty_spec);
+        compare_operator(bctx, x, y);
+    }
+}
+
+static int count_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_problem_roundtrip(const char *dir, int C)
+{
+    char path[4096], err[ATF_ERRLEN];
+    snprintf(path, sizeof path, "%s/roundtrip_C%d.h5", dir, C);
+    atf_problem *p = make_problem(7, C, 4);
+    atf_error e = atf_problem_validate(p, "built", err);
+    CHECK(e == ATF_OK, "validate built problem: %s", err);
+    e = atf_problem_write(path, p, err);
+    CHECK(e == ATF_OK, "write: %s", err);
+    atf_problem *q = NULL;
+    e = atf_problem_read(path, &q, err);
+    CHECK(e == ATF_OK && q, "read back: %s", err);
+    if (q) {
+        compare_split("problem", p, q);
+        CHECK(q->test != NULL, "test split lost");
+        if (q->test)
+            compare_split("test split", p->test, q->test);
+        CHECK(atf_problem_nvars(q) == 12 + 6 + 9, "nvars %lld", (long long)atf_problem_nvars(q));
+    }
+    atf_problem_free(q);
+    atf_problem_free(p);
+    unlink(path);
+}
+
+static void test_validation(void)
+{
+    char err[ATF_ERRLEN];
+    atf_problem *p = make_problem(5, 2, 0);
+    /* Each mutation must be refused with a message naming the item. */
+    p->blocks[0].H[7] = NAN;
+    CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "/blocks/W1/H") &&
+              strstr(err, "[1, 3]"), "NaN in H: %s", err);
+    p->blocks[0].H[7] = 0.5;
+    p->blocks[2].indptr[3] = 100;
+    CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "J_indptr"),
+          "CSR: %s", err);
+    p->blocks[2].indptr[3] = 3; /* rows hold 0, 1, 2, 0, 1, 2, ... entries */
+    CHECK(atf_problem_validate(p, "mem", err) == ATF_OK, "restored CSR refused: %s", err);
+    p->blocks[2].indices[1] = 9;
+    CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "J_indices") &&
+              strstr(err, "value 9 at [1]"), "column out of range: %s", err);
+    p->blocks[2].indices[1] = 8;
+    p->blocks[2].nnz--;
+    CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "nnz"),
+          "indptr end vs nnz: %s", err);
+    p->blocks[2].nnz++;
+    atf_problem_free(p);
+
+    p = make_problem(5, 2, 0);
+    snprintf(p->blocks[1].penalty_spec, ATF_PENALTY_SPECLEN, "pow:p=-1");
+    CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "penalty"),
+          "bad penalty: %s", err);
+    snprintf(p->blocks[1].penalty_spec, ATF_PENALTY_SPECLEN, "sq");
+    p->blocks[1].index = 0;
+    CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "index"),
+          "index order: %s", err);
+    p->blocks[1].index = 5;
+    snprintf(p->blocks[1].name, ATF_NAMELEN, "W1");
+    CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "duplicate"),
+          "duplicate name: %s", err);
+    snprintf(p->blocks[1].name, ATF_NAMELEN, "a/b");
+    CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT, "slash in name: %s", err);
+    atf_problem_free(p);
+
+    /* overrides */
+    p = make_problem(3, 1, 0);
+    CHECK(atf_problem_set_penalty(p, "zsq:scale=2", err) == ATF_OK, "set_penalty: %s", err);
+    for (int l = 0; l < p->nblocks; l++)
+        CHECK(strcmp(p->blocks[l].penalty_spec, "zsq:scale=2") == 0 &&
+                  p->blocks[l].penalty.w1.family == ATF_FAMILY_ZSQ &&
+                  p->blocks[l].penalty.w1.scale == 2.0, "penalty override of block %d", l);
+    CHECK(atf_problem_set_penalty(p, "nonsense", err) != ATF_OK, "bad override accepted");
+    CHECK(strcmp(p->blocks[0].penalty_spec, "zsq:scale=2") == 0, "failed override changed spec");
+    atf_problem_set_structure(p, ATF_STRUCT_DIAGONAL);
+    for (int l = 0; l < p->nblocks; l++)
+        CHECK(p->blocks[l].structure == ATF_STRUCT_DIAGONAL, "structure override");
+    atf_problem_set_structure(p, (atf_structure)-1);
+    CHECK(p->blocks[0].structure == ATF_STRUCT_DIAGONAL, "structure -1 must keep");
+    atf_problem_free(p);
+}
+
+static void test_atomic(const char *dir)
+{
+    char path[4096], err[ATF_ERRLEN];
+    snprintf(path, sizeof path, "%s/atomic.h5", dir);
+    atf_problem *p = make_problem(4, 1, 0);
+    CHECK(atf_problem_write(path, p, err) == ATF_OK, "write: %s", err);
+    struct stat before, after;
+    stat(path, &before);
+
+    /* An invalid problem is refused before anything is created: the old file stays. */
+    p->r[0] = INFINITY;
+    CHECK(atf_problem_write(path, p, err) == ATF_E_INPUT && strstr(err, "/r"), "inf r: %s", err);
+    p->r[0] = 0.0;
+    stat(path, &after);
+    CHECK(before.st_ino == after.st_ino && before.st_size == after.st_size,
+          "refused write touched the file");
+
+    /* rename onto a directory fails after the HDF5 file was written: no temporary remains. */
+    atf_error e_dir;
+    char sub[4096];
+    snprintf(sub, sizeof sub, "%s/occupied", dir);
+    mkdir(sub, 0755);
+    snprintf(path, sizeof path, "%.4000s/inner", sub);
+    unlink(path); /* a leftover of an interrupted run */
+    CHECK(mkdir(path, 0755) == 0, "cannot create the directory %s", path);
+    e_dir = atf_problem_write(path, p, err);
+    CHECK(e_dir == ATF_E_IO && strstr(err, "inner"),
+          "write onto a directory: %d %s", (int)e_dir, err);
+    CHECK(count_temporaries(sub) == 0, "temporary file left behind in %s", sub);
+    rmdir(path);
+    rmdir(sub);
+
+    /* A missing directory: ATF_E_IO naming the path. */
+    snprintf(path, sizeof path, "%s/no/such/dir/x.h5", dir);
+    CHECK(atf_problem_write(path, p, err) == ATF_E_IO && strstr(err, "no/such"), "%s", err);
+    CHECK(count_temporaries(dir) == 0, "temporary file left behind in %s", dir);
+    atf_problem_free(p);
+    snprintf(path, sizeof path, "%s/atomic.h5", dir);
+    unlink(path);
+}
+
+/* ---------------------------------------------------------------- results */
+
+/* ‖B − U diag(d) Vᵀ‖ / ‖B‖ and the eq. 15 identities per factor. */
+static void check_spectral(const atf_result_block *rb, const atf_penalty *pen)
+{
+    int m = rb->rows, n = rb->cols, k = rb->k;
+    CHECK(k == (m < n ? m : n) && rb->U && rb->V, "%s: spectral layout", rb->name);
+    if (!rb->U || !rb->V)
+        return;
+    double num = 0, den = 0;
+    for (int a = 0; a < m; a++)
+        for (int c = 0; c < n; c++) {
+            double s = 0;
+            for (int j = 0; j < k; j++)
+                s += rb->U[a * k + j] * rb->d[j] * rb->V[c * k + j];
+            num += (s - rb->B[a * n + c]) * (s - rb->B[a * n + c]);
+            den += rb->B[a * n + c] * rb->B[a * n + c];
+        }
+    CHECK(sqrt(num) <= 1e-12 * sqrt(den), "%s: U d V^T != B (%g)", rb->name, sqrt(num / den));
+    for (int j = 0; j < k; j++) {
+        CHECK(j == 0 || rb->d[j] <= rb->d[j - 1], "%s: d not descending", rb->name);
+        double lhs = atf_omega_value(&pen->w1, rb->s1[j]) + atf_omega_value(&pen->w2, rb->s2[j]) +
+                     rb->sigma[j] * rb->sigma[j];
+        double rhs = atf_penalty_value(pen, rb->d[j], NULL);
+        CHECK(fabs(lhs - rhs) <= 1e-9 * fmax(1, rhs), "%s: eq. 15 at d=%g: %g vs %g", rb->name,
+              rb->d[j], lhs, rhs);
+        CHECK(fabs(rb->s1[j] * rb->sigma[j] * rb->s2[j] - rb->d[j]) <= 1e-9 * fmax(1, rb->d[j]),
+              "%s: s1 sigma s2 != d", rb->name);
+    }
+}
+
+static void compare_results(const atf_result *a, const atf_result *b)
+{
+    CHECK(a->status == b->status && strcmp(a->method, b->method) == 0 &&
+              strcmp(a->structure, b->structure) == 0 && a->iterations == b->iterations,
+          "result header differs");
+    CHECK(same_bits(&a->objective, &b->objective, sizeof(double)) &&
+              same_bits(&a->primal_residual, &b->primal_residual, sizeof(double)) &&
+              same_bits(&a->dual_residual, &b->dual_residual, sizeof(double)) &&
+              same_bits(&a->constraint_residual, &b->constraint_residual, sizeof(double)) &&
+              same_bits(&a->stationarity, &b->stationarity, sizeof(double)) &&
+              same_bits(&a->ls_residual, &b->ls_residual, sizeof(double)) &&
+              same_bits(&a->solve_seconds, &b->solve_seconds, sizeof(double)) &&
+              same_bits(&a->setup_seconds, &b->setup_seconds, sizeof(double)) &&
+              same_bits(&a->projection_seconds, &b->projection_seconds, sizeof(double)) &&
+              same_bits(&a->prox_seconds, &b->prox_seconds, sizeof(double)) &&
+              same_bits(&a->other_seconds, &b->other_seconds, sizeof(double)),
+          "result metrics differ");
+    CHECK(a->nblocks == b->nblocks, "nblocks");
+    for (int l = 0; l < a->nblocks && l < b->nblocks; l++) {
+        const atf_result_block *x = &a->blocks[l], *y = &b->blocks[l];
+        size_t d = sizeof(double), n = (size_t)x->rows * x->cols, k = (size_t)x->k;
+        CHECK(strcmp(x->name, y->name) == 0 && x->rows == y->rows && x->cols == y->cols &&
+                  x->k == y->k && x->layout == y->layout &&
+                  strcmp(x->penalty_spec, y->penalty_spec) == 0, "block %d header", l);
+        if (x->k != y->k || x->rows != y->rows || x->cols != y->cols)
+            continue;
+        CHECK(same_bits(x->B, y->B, n * d) && same_bits(x->d, y->d, k * d) &&
+                  same_bits(x->s1, y->s1, k * d) && same_bits(x->sigma, y->sigma, k * d) &&
+                  same_bits(x->s2, y->s2, k * d), "block %s arrays differ", x->name);
+        CHECK(same_bits(x->U, y->U, x->rows * k * d) && same_bits(x->V, y->V, x->cols * k * d),
+              "block %s U/V differ", x->name);
+    }
+}
+
+static void test_results(const char *dir)
+{
+    char path[4096], err[ATF_ERRLEN];
+    snprintf(path, sizeof path, "%s/result.h5", dir);
+    atf_problem *p = make_problem(5, 2, 0);
+    atf_result *res = atf_result_alloc(p);
+    CHECK(res && res->nblocks == 3, "alloc");
+    CHECK(res->blocks[2].layout == ATF_FACTORS_ENTRYWISE && res->blocks[2].k == 9,
+          "diagonal block alloc layout");
+    for (int l = 0; l < res->nblocks; l++)
+        for (int j = 0; j < res->blocks[l].rows * res->blocks[l].cols; j++)
+            res->blocks[l].B[j] = 3 * uniform();
+    res->status = ATF_STATUS_MAX_ITERATIONS;
+    snprintf(res->method, sizeof res->method, "admm");
+    res->iterations = 123;
+    res->objective = 1.25;
+    res->primal_residual = 1e-9;
+    res->dual_residual = 2e-9;
+    res->constraint_residual = 3e-15;
+    res->stationarity = 4e-7;
+    res->solve_seconds = 0.5; /* ls_residual stays NaN: "not computed" must round-trip */
+    CHECK(atf_result_factors(res, p, err) == ATF_OK, "factors: %s", err);
+    check_spectral(&res->blocks[0], &p->blocks[0].penalty);
+    check_spectral(&res->blocks[1], &p->blocks[1].penalty);
+    const atf_result_block *dg = &res->blocks[2];
+    CHECK(dg->layout == ATF_FACTORS_ENTRYWISE && !dg->U && !dg->V, "entrywise layout");
+    for (int j = 0; j < dg->k; j++)
+        CHECK(dg->d[j] == fabs(dg->B[j]), "entrywise d[%d]", j);
+
+    CHECK(atf_result_write(path, res, err) == ATF_OK, "write result: %s", err);
+    atf_result *back = NULL;
+    CHECK(atf_result_read(path, &back, err) == ATF_OK, "read result: %s", err);
+    if (back) {
+        compare_results(res, back);
+        CHECK(isnan(back->ls_residual), "NaN metric lost");
+        CHECK(atf_result_check(back, p, "back", err) == ATF_OK, "check: %s", err);
+    }
+    atf_result_free(back);
+
+    /* structure full: one vector block, same d = ‖β‖ in every block */
+    snprintf(res->structure, sizeof res->structure, "full");
+    CHECK(atf_result_factors(res, p, err) == ATF_E_USAGE, "full with mixed penalties: %s", err);
+    atf_problem_set_penalty(p, "sq", err);
+    CHECK(atf_result_factors(res, p, err) == ATF_OK, "full factors: %s", err);
+    double ss = 0;
+    for (int l = 0; l < res->nblocks; l++)
+        for (int j = 0; j < res->blocks[l].rows * res->blocks[l].cols; j++)
+            ss += res->blocks[l].B[j] * res->blocks[l].B[j];
+    for (int l = 0; l < res->nblocks; l++)
+        CHECK(res->blocks[l].k == 1 && res->blocks[l].layout == ATF_FACTORS_VECTOR &&
+                  fabs(res->blocks[l].d[0] - sqrt(ss)) <= 1e-12 * sqrt(ss), "vector block %d", l);
+    CHECK(atf_result_write(path, res, err) == ATF_OK, "write vector result: %s", err);
+    CHECK(atf_result_read(path, &back, err) == ATF_OK, "read vector result: %s", err);
+    if (back)
+        compare_results(res, back);
+    atf_result_free(back);
+
+    /* mismatches */
+    snprintf(res->blocks[1].name, ATF_NAMELEN, "other");
+    CHECK(atf_result_check(res, p, "res.h5", err) == ATF_E_INPUT && strstr(err, "other") &&
+              strstr(err, "dense_block"), "name mismatch: %s", err);
+    CHECK(atf_result_factors(res, p, err) == ATF_E_INPUT, "factors on a mismatch");
+    snprintf(res->blocks[1].name, ATF_NAMELEN, "dense_block");
+    res->blocks[1].B[0] = NAN;
+    CHECK(atf_result_factors(res, p, err) == ATF_E_NUMERICAL && strstr(err, "dense_block"),
+          "NaN B: %s", err);
+    CHECK(atf_result_write(path, res, err) == ATF_E_INPUT && strstr(err, "/blocks/dense_block/B"),
+          "writing NaN B: %s", err);
+
+    atf_result_free(res);
+    atf_problem_free(p);
+    unlink(path);
+
+    CHECK(strcmp(atf_status_name(ATF_STATUS_NUMERICAL_ERROR), "numerical_error") == 0, "name");
+    atf_status s;
+    CHECK(atf_status_parse("infeasible", &s) == ATF_OK && s == ATF_STATUS_INFEASIBLE, "parse");
+    CHECK(atf_status_parse("done", &s) == ATF_E_INPUT, "parse bad");
+    CHECK(atf_status_error(ATF_STATUS_SOLVED) == ATF_OK &&
+              atf_status_error(ATF_STATUS_MAX_ITERATIONS) == ATF_E_MAXITER &&
+              atf_status_error(ATF_STATUS_INTERRUPTED) == ATF_E_INTERRUPTED, "status errors");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_roundtrip SCRATCH_DIR\n");
+        return 2;
+    }
+    char dir[4000];
+    snprintf(dir, sizeof dir, "%s/roundtrip_scratch", argv[1]);
+    mkdir(dir, 0755);
+    test_problem_roundtrip(dir, 1);
+    test_problem_roundtrip(dir, 3);
+    test_validation();
+    test_atomic(dir);
+    test_results(dir);
+    rmdir(dir);
+    if (failures) {
+        fprintf(stderr, "%d round-trip checks failed\n", failures);
+        return 1;
+    }
+    printf("roundtrip: all checks passed\n");
+    return 0;
+}

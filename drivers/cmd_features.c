@@ -1,9 +1,159 @@
-/* TEMPORARY SCAFFOLD — replaced by the real implementation of `atf features`. */
+/* cmd_features.c — `atf features`: data + an MLP → a factored atf-problem file (SPEC §6). */
+#include <stdio.h>
+#include <string.h>
+
 #include "atf_cli.h"
+#include "atf_problem.h"
+#include "atf_tangent.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: atf features --data SRC -o PROBLEM.h5 [options]\n"
+        "\n"
+        "Writes the tangent-feature problem (16) of an MLP at its weights: factored blocks W1..WL\n"
+        "(and b1..bL with --bias) with H = layer inputs and D = df/da, r = y - f0, /y, /f0,\n"
+        "/labels and the held-out split as /test.\n"
+        "\n"
+        "data:\n"
+        "  --data SRC           synthetic[:d=16,r=2,noise=0] | mnist[:DIR] (default data/mnist,\n"
+        "                       see scripts/fetch_mnist.sh) | fashion-mnist[:DIR] | FILE.h5\n"
+        "  --classes 2,3        keep these classes (label order: first -> -1, second -> +1)\n"
+        "  --n-train N --n-test N   sizes (default 500 / 500; HDF5 file: all / 0)\n"
+        "  --data-seed S        sampling / synthetic seed (default 1)\n"
+        "  --standardize | --no-standardize   per-image zero mean, unit variance\n"
+        "                       (default on for mnist and fashion-mnist)\n"
+        "  --targets T          labels | given | teacher | teacher-sign (default: labels when\n"
+        "                       the data has labels only, else given)\n"
+        "  --teacher-seed S     seed of the independent teacher network (default 99991)\n"
+        "network:\n"
+        "  --mlp MLP.h5         use this network, or create one with:\n"
+        "  --widths 784,128,128,1   layer widths (default D,128,128,C)\n"
+        "  --seed S             initialisation seed (default 1)\n"
+        "  --bias               layers have biases (default: none, as in the paper)\n"
+        "  --param P            standard | ntk (default standard)\n"
+        "output:\n"
+        "  -o PROBLEM.h5        the problem file (written atomically)\n"
+        "  --penalty SPEC       penalty of every block (default sq)\n"
+        "  --save-mlp MLP.h5    also save the network\n"
+        "  --json               print the summary as one line of JSON\n");
+}
+
+typedef struct {
+    atf_data_options data;
+    atf_net_options net;
+    const char *out, *penalty, *save_mlp;
+    int json;
+} features_args;
+
+static int parse_args(int argc, char **argv, features_args *a, char *err)
+{
+    for (int i = 1; i < argc; i++) {
+        int used = 0;
+        if (atf_tangent_arg(argc, argv, &i, &a->data, &a->net, &used, err))
+            return -1;
+        if (used)
+            continue;
+        const char *opt = argv[i];
+        const char **target = !strcmp(opt, "-o") ? &a->out
+                              : !strcmp(opt, "--penalty") ? &a->penalty
+                              : !strcmp(opt, "--save-mlp") ? &a->save_mlp : NULL;
+        if (target) {
+            if (i + 1 >= argc) {
+                atf_errorf(err, "%s needs a value", opt);
+                return -1;
+            }
+            *target = argv[++i];
+        } else if (!strcmp(opt, "--json")) {
+            a->json = 1;
+        } else {
+            atf_errorf(err, "unknown option or argument '%s' (atf features --help)", opt);
+            return -1;
+        }
+    }
+    if (!a->out) {
+        atf_errorf(err, "missing -o PROBLEM.h5");
+        return -1;
+    }
+    return 0;
+}
+
+static void print_summary(const features_args *a, const atf_task *t, const atf_mlp *m,
+                          const atf_problem *p)
+{
+    char classes[256] = "";
+    for (int j = 0, n = 0; j < t->nclasses && n < (int)sizeof classes - 16; j++)
+        n += snprintf(classes + n, sizeof classes - n, "%s%d", j ? "," : "", t->classes[j]);
+    char widths[256] = "";
+    for (int l = 0, n = 0; l <= m->arch.L; l++)
+        n += snprintf(widths + n, sizeof widths - n, "%s%d", l ? "," : "", m->arch.widths[l]);
+    if (a->json) {
+        printf("{\"status\":\"ok\",\"output\":\"%s\",\"source\":\"%s\",\"classes\":[%s],"
+               "\"n_train\":%d,\"n_test\":%d,\"outputs\":%d,\"rows\":%d,\"blocks\":%d,"
+               "\"parameters\":%lld,\"widths\":[%s],\"targets\":\"%s\"", a->out, t->source_name,
+               classes, t->train.N, t->test.N, p->C, p->M, p->nblocks,
+               (long long)atf_mlp_nparams(m), widths, atf_targets_name(t->targets));
+        if (t->teacher_accuracy == t->teacher_accuracy)
+            printf(",\"teacher_accuracy\":%.6f", t->teacher_accuracy);
+        printf("}\n");
+        return;
+    }
+    printf("features: %s%s%s%s: %d train + %d test examples, %d output%s, MLP %s (%s%s, %lld "
+           "parameters), %d blocks, targets %s",
+           t->source_name, t->nclasses ? " classes " : "", classes, "", t->train.N, t->test.N,
+           p->C, p->C == 1 ? "" : "s", widths, atf_param_name(m->arch.param),
+           m->arch.bias ? ", bias" : "", (long long)atf_mlp_nparams(m), p->nblocks,
+           atf_targets_name(t->targets));
+    if (t->teacher_accuracy == t->teacher_accuracy)
+        printf(" (teacher accuracy %.1f%%)", 100.0 * t->teacher_accuracy);
+    printf(" -> %s\n", a->out);
+}
+
+static int run(features_args *a)
+{
+    char err[ATF_ERRLEN] = "";
+    atf_arch arch;
+    atf_task task;
+    atf_mlp *m = NULL;
+    atf_problem *p = NULL;
+    int teacher = a->data.targets == ATF_TARGETS_TEACHER ||
+                  a->data.targets == ATF_TARGETS_TEACHER_SIGN;
+    if (teacher && !a->net.mlp_path[0] && a->net.seed == a->data.teacher_seed)
+        return atf_cli_fail("features", ATF_E_USAGE,
+                            "--seed equals --teacher-seed: the teacher must be an independent "
+                            "network");
+    atf_error e = atf_net_arch(&a->net, &arch, err);
+    if (e)
+        return atf_cli_fail("features", e, err);
+    if ((e = atf_task_load(&a->data, &arch, &task, err)))
+        return atf_cli_fail("features", e, err);
+    e = atf_net_build(&a->net, &task, &m, err);
+    if (!e)
+        e = atf_tangent_problem(m, &task, a->penalty, &p, err);
+    if (!e)
+        e = atf_problem_write(a->out, p, err);
+    if (!e && a->save_mlp)
+        e = atf_mlp_write(a->save_mlp, m, err);
+    if (!e)
+        print_summary(a, &task, m, p);
+    atf_problem_free(p);
+    atf_mlp_free(m);
+    atf_task_free(&task);
+    return e ? atf_cli_fail("features", e, err) : 0;
+}
 
 int atf_cmd_features(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return atf_cli_fail("features", ATF_E_USAGE, "SCAFFOLD: not built yet");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    }
+    features_args a = {atf_data_options_default(), atf_net_options_default(), NULL, NULL, NULL,
+                       0};
+    char err[ATF_ERRLEN] = "";
+    if (parse_args(argc, argv, &a, err))
+        return atf_cli_fail("features", ATF_E_USAGE, err);
+    return run(&a);
 }

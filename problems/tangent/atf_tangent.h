@@ -226,6 +226,38 @@ void atf_task_free(atf_task *task);
 /* Check that arch fits the task (input width D, output width C), filling zero end widths. */
 atf_error atf_arch_fit_task(atf_arch *arch, const atf_task *task, char *err);
 
+/* Network options shared by the commands: read a network (--mlp) or create one from
+ * --widths (default: hidden widths 128,128 with the ends taken from the data), --seed (default
+ * 1), --bias and --param (standard|ntk). */
+typedef struct {
+    char mlp_path[ATF_PATHLEN];  /* non-empty: read this network */
+    int have_widths;
+    atf_arch arch;
+    uint64_t seed;
+    int seed_given;
+} atf_net_options;
+
+atf_net_options atf_net_options_default(void);
+
+/* Set one option by name (mlp, widths, seed, bias ("1"/"0"), param); *used as for
+ * atf_data_option. */
+atf_error atf_net_option(atf_net_options *o, const char *name, const char *value, int *used,
+                         char *err);
+
+/* The architecture the options describe (reads the --mlp file if given); end widths may be 0
+ * (taken from the data by atf_arch_fit_task). */
+atf_error atf_net_arch(const atf_net_options *o, atf_arch *arch, char *err);
+
+/* The network for a task: read (and checked against the task) or created from the seed. */
+atf_error atf_net_build(const atf_net_options *o, const atf_task *task, atf_mlp **out, char *err);
+
+/* Command-line helper of the tangent commands: if argv[*i] is a data or network option
+ * (--NAME VALUE for the names above, or one of the flags --bias, --standardize,
+ * --no-standardize), apply it, advance *i past its value and set *used = 1; otherwise
+ * *used = 0 and nothing changes. d or n may be NULL to accept only the other kind. */
+atf_error atf_tangent_arg(int argc, char **argv, int *i, atf_data_options *d, atf_net_options *n,
+                          int *used, char *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Training: minibatch SGD with (PyTorch-style) momentum v ← μv + g, θ ← θ − η_e v, cosine
  * schedule η_e = η (1 + cos(π e / E)) / 2 per epoch e = 0..E−1, on the squared loss

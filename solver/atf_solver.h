@@ -70,4 +70,15 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, atf_result
  * blocks' own penalties, its factors, and its certificates. */
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
 
+/* ---- reporting (formatting only: the library never prints) ----
+ * One-line JSON object with status, method, structure, objective, iterations, primal_residual,
+ * dual_residual, constraint_residual, stationarity, ls_residual, seconds and the time split
+ * (setup/projection/prox/other_seconds); non-finite numbers become null. Returns the length
+ * snprintf would need (as snprintf). */
+int atf_result_json(const atf_result *res, char *buf, size_t len);
+
+/* Short human summary (a few lines, newline-terminated): status, objective, residuals,
+ * certificate and time. Returns the length snprintf would need. */
+int atf_result_summary(const atf_result *res, char *buf, size_t len);
+
 #endif

@@ -1,0 +1,248 @@
+/* admm.c — the ADMM (Douglas–Rachford) loop of SPEC §4 and its iteration table.
+ *
+ *   X⁺ = Π(Z − U);  X̂ = αX⁺ + (1−α)Z;  Z⁺ = prox_{Ω̃/ρ}(X̂ + U);  U⁺ = U + X̂ − Z⁺
+ *
+ * Stopping as in Boyd et al. / OSQP: ‖X − Z‖ ≤ ε_abs√n + ε_rel·max(‖X‖, ‖Z‖) and
+ * ρ‖Z − Z_prev‖ ≤ ε_abs√n + ε_rel·‖ρU‖. ρ is rebalanced (OSQP's rule) from the two normalised
+ * residuals, at most every RHO_PERIOD iterations and only when it would change by more than
+ * RHO_FACTOR; the scaled dual U is rescaled so that ρU is unchanged. The projection does not
+ * depend on ρ, so nothing is refactorised.
+ *
+ * Start: Z0 is the warm start or the least-squares (NTK min-norm) point, and U0 is the part of
+ * ∇Ω̃(Z0)/ρ in range(Aᵀ) — the value U takes at a fixed point (there ρU ∈ ∂Ω̃(Z) and
+ * U ∈ range(Aᵀ)), so a start near the solution is not spoiled by a zero dual. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+#define RHO_PERIOD 50   /* iterations between two changes of ρ, at least */
+#define RHO_FACTOR 5.0  /* ρ changes only by more than this factor */
+#define RHO_RANGE 1e6   /* ρ stays within [ρ0/RHO_RANGE, ρ0·RHO_RANGE] */
+#define IN_LOOP_REFINE_CHOLMOD 2 /* refinement passes per projection for CHOLMOD (β bias) */
+
+typedef struct {
+    double *z, *u, *w, *zprev;
+    double rho;
+    double pri, dual, eps_pri, eps_dual;
+    int iter;
+    double start;
+} admm_state;
+
+static double nrm(const double *a, size_t n)
+{
+    return n ? cblas_dnrm2((int)n, a, 1) : 0.0;
+}
+
+static double dist(const double *a, const double *b, size_t n)
+{
+    double d2 = 0.0;
+    for (size_t i = 0; i < n; i++)
+        d2 += (a[i] - b[i]) * (a[i] - b[i]);
+    return sqrt(d2);
+}
+
+static FILE *log_stream(const atf_solver *s)
+{
+    return s->set.log ? s->set.log : stderr;
+}
+
+static const char *projection_name(atf_proj_kind k)
+{
+    switch (k) {
+    case ATF_PROJ_CHOLESKY: return "dense Cholesky";
+    case ATF_PROJ_EIGEN: return "eigendecomposition (rank-deficient)";
+    case ATF_PROJ_CHOLMOD: return "CHOLMOD";
+    }
+    return "?";
+}
+
+static void log_header(const atf_solver *s)
+{
+    FILE *f = log_stream(s);
+    fprintf(f, "atf admm: %d blocks, %zu variables (%lld before reduction), %d constraints, "
+               "structure %s\n",
+            s->nvars, s->n, (long long)s->n_orig, s->prob->M,
+            atf_sv_structure_name(s->set.structure));
+    fprintf(f, "atf admm: projection by %s, rank %d; rho0 %.3e, alpha %.2f, eps_abs %.1e, "
+               "eps_rel %.1e, max_iter %d\n",
+            projection_name(s->proj.kind), s->proj.rank, s->rho0, s->set.alpha, s->set.eps_abs,
+            s->set.eps_rel, s->set.max_iter);
+    fprintf(f, "%8s %14s %10s %10s %10s %10s %9s\n", "iter", "objective", "pri res", "dual res",
+            "constr(Z)", "rho", "time(s)");
+}
+
+static void log_row(atf_solver *s, const admm_state *st)
+{
+    double obj = atf_sv_prox_objective(s, st->z);
+    double cres = atf_sv_constraint_norm(s, st->z, s->prob->r);
+    if (s->rnorm > 0.0)
+        cres /= s->rnorm;
+    fprintf(log_stream(s), "%8d %14.7e %10.3e %10.3e %10.3e %10.3e %9.3f\n", st->iter, obj,
+            st->pri, st->dual, cres, st->rho, atf_sv_now() - st->start);
+}
+
+static void log_summary(const atf_solver *s, const atf_result *res, const admm_state *st)
+{
+    fprintf(log_stream(s),
+            "atf admm: %s after %d iterations: pri res %.3e (tol %.3e), dual res %.3e "
+            "(tol %.3e), %.3f s (projection %.3f s, prox %.3f s)\n",
+            atf_status_name(res->status), st->iter, st->pri, st->eps_pri, st->dual,
+            st->eps_dual, atf_sv_now() - st->start, s->t.projection, s->t.prox);
+}
+
+/* U0 = P ∇Ω̃(Z0) / ρ (P the projection onto range(Aᵀ)); w is scratch. */
+static void initial_dual(atf_solver *s, admm_state *st)
+{
+    size_t n = s->n;
+    atf_sv_gradient(s, st->z, st->u, 0.0);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(st->u[i])) {
+            memset(st->u, 0, n * sizeof *st->u);
+            return;
+        }
+    memcpy(st->w, st->u, n * sizeof *st->w);
+    atf_sv_project(s, st->w, NULL, 0); /* w = G − P G */
+    for (size_t i = 0; i < n; i++)
+        st->u[i] = (st->u[i] - st->w[i]) / st->rho;
+}
+
+static void project_timed(atf_solver *s, double *v, int refine)
+{
+    double t0 = atf_sv_now();
+    atf_sv_project(s, v, s->prob->r, refine);
+    s->t.projection += atf_sv_now() - t0;
+}
+
+/* One iteration; x receives X⁺. */
+static void iterate(atf_solver *s, admm_state *st, double *x)
+{
+    size_t n = s->n;
+    double alpha = s->set.alpha;
+    int refine = s->proj.kind == ATF_PROJ_CHOLMOD ? IN_LOOP_REFINE_CHOLMOD : 0;
+    for (size_t i = 0; i < n; i++)
+        x[i] = st->z[i] - st->u[i];
+    project_timed(s, x, refine);
+    for (size_t i = 0; i < n; i++) /* w = X̂ + U */
+        st->w[i] = alpha * x[i] + (1.0 - alpha) * st->z[i] + st->u[i];
+    double *tmp = st->zprev;
+    st->zprev = st->z;
+    st->z = tmp;
+    double t0 = atf_sv_now();
+    atf_sv_prox(s, st->w, st->z, st->rho);
+    s->t.prox += atf_sv_now() - t0;
+    for (size_t i = 0; i < n; i++) /* U⁺ = U + X̂ − Z⁺ = w − Z⁺ */
+        st->u[i] = st->w[i] - st->z[i];
+}
+
+static void residuals(const atf_solver *s, admm_state *st, const double *x)
+{
+    size_t n = s->n;
+    double root_n = sqrt((double)n);
+    st->pri = dist(x, st->z, n);
+    st->dual = st->rho * dist(st->z, st->zprev, n);
+    double scale_pri = fmax(nrm(x, n), nrm(st->z, n));
+    double scale_dual = st->rho * nrm(st->u, n);
+    st->eps_pri = s->set.eps_abs * root_n + s->set.eps_rel * scale_pri;
+    st->eps_dual = s->set.eps_abs * root_n + s->set.eps_rel * scale_dual;
+}
+
+/* OSQP-style balancing: ρ ← ρ·√(pri_rel / dual_rel). Returns 1 if ρ changed. */
+static int rebalance(const atf_solver *s, admm_state *st, const double *x)
+{
+    size_t n = s->n;
+    double scale_pri = fmax(nrm(x, n), nrm(st->z, n));
+    double scale_dual = st->rho * nrm(st->u, n);
+    if (!(scale_pri > 0.0) || !(scale_dual > 0.0) || !(st->dual > 0.0) || !(st->pri > 0.0))
+        return 0;
+    double ratio = sqrt((st->pri / scale_pri) / (st->dual / scale_dual));
+    double rho_new = fmin(s->rho0 * RHO_RANGE, fmax(s->rho0 / RHO_RANGE, st->rho * ratio));
+    if (!(rho_new > RHO_FACTOR * st->rho || rho_new < st->rho / RHO_FACTOR))
+        return 0;
+    cblas_dscal((int)n, st->rho / rho_new, st->u, 1);
+    st->rho = rho_new;
+    return 1;
+}
+
+static int finite_all(const double *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(a[i]))
+            return 0;
+    return 1;
+}
+
+static atf_status run(atf_solver *s, admm_state *st, double *x)
+{
+    const atf_settings *set = &s->set;
+    int last_change = 0;
+    for (st->iter = 1; st->iter <= set->max_iter; st->iter++) {
+        if (set->interrupt && *set->interrupt) {
+            st->iter--;
+            return ATF_STATUS_INTERRUPTED;
+        }
+        iterate(s, st, x);
+        residuals(s, st, x);
+        if (!isfinite(st->pri) || !isfinite(st->dual))
+            return ATF_STATUS_NUMERICAL_ERROR;
+        int done = st->pri <= st->eps_pri && st->dual <= st->eps_dual;
+        if (set->verbose && (done || st->iter == 1 || st->iter % set->log_every == 0 ||
+                             st->iter == set->max_iter))
+            log_row(s, st);
+        if (done)
+            return ATF_STATUS_SOLVED;
+        if (set->adaptive_rho && st->iter - last_change >= RHO_PERIOD && rebalance(s, st, x))
+            last_change = st->iter;
+    }
+    st->iter = set->max_iter;
+    return ATF_STATUS_MAX_ITERATIONS;
+}
+
+atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
+{
+    size_t n = s->n, bytes = (n ? n : 1) * sizeof(double);
+    admm_state st = {.rho = s->rho0, .start = atf_sv_now()};
+    st.z = malloc(bytes), st.u = malloc(bytes), st.w = malloc(bytes), st.zprev = malloc(bytes);
+    atf_error e = ATF_OK;
+    if (!st.z || !st.u || !st.w || !st.zprev) {
+        atf_errorf(err, "admm: out of memory for %zu variables", n);
+        e = ATF_E_NOMEM;
+        goto done;
+    }
+    memcpy(st.z, s->warm ? s->warm : s->x_ls, n * sizeof *st.z);
+    memcpy(x, st.z, n * sizeof *x); /* the iterate returned if stopped before iteration 1 */
+    project_timed(s, x, 1);
+    initial_dual(s, &st);
+    if (s->set.verbose)
+        log_header(s);
+    res->status = run(s, &st, x);
+    if (res->status == ATF_STATUS_NUMERICAL_ERROR || !finite_all(x, n)) {
+        res->status = ATF_STATUS_NUMERICAL_ERROR;
+        memcpy(x, s->x_ls, n * sizeof *x); /* never hand out NaN: fall back to a feasible point */
+    } else {
+        project_timed(s, x, 3); /* polish: feasibility to machine precision */
+    }
+    res->iterations = st.iter;
+    res->primal_residual = st.pri;
+    res->dual_residual = st.dual;
+    if (res->status != ATF_STATUS_NUMERICAL_ERROR) {
+        /* dual candidate P(ρU) ∈ range(Aᵀ); singular values of X below the distance to Z
+         * (Weyl) are zero in Z, hence treated as zero in the nuclear certificate */
+        for (size_t i = 0; i < n; i++)
+            st.w[i] = st.u[i];
+        atf_sv_project(s, st.w, NULL, 1);
+        for (size_t i = 0; i < n; i++)
+            st.w[i] = st.rho * (st.u[i] - st.w[i]);
+        double tau = 2.0 * st.pri + 1e-12 * nrm(x, n);
+        res->stationarity = atf_sv_stationarity(s, x, st.w, tau);
+    } else {
+        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
+    }
+    if (s->set.verbose)
+        log_summary(s, res, &st);
+done:
+    free(st.z), free(st.u), free(st.w), free(st.zprev);
+    return e;
+}

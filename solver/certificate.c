@@ -1,0 +1,260 @@
+/* certificate.c — first-order optimality certificates that need no reference solution.
+ *
+ * A feasible B is a KKT point of min Ω̃(B) s.t. A vec B = r iff some subgradient of Ω̃ at B lies
+ * in range(Aᵀ). For differentiable ω̃ the gradient is unique, G = Σ U diag(ω̃'(σ)) Vᵀ per block
+ * (entrywise ω̃'(|B_ab|) sign B_ab for diagonal blocks, ω̃'(‖β‖) β/‖β‖ for the full vector),
+ * and the certificate is its relative distance from range(Aᵀ): ‖G − P G‖/‖G‖ with
+ * P = Aᵀ(AAᵀ)⁺A. `nuclear` is not differentiable at 0, so there the certificate is the
+ * relative distance of a candidate Y ∈ range(Aᵀ) (the ADMM dual ρU projected onto range(Aᵀ),
+ * or the LP duals Aᵀλ) from the subdifferential 2√γ·∂‖B‖_*: {2√γ(U_r V_rᵀ + W) : U_rᵀW = 0,
+ * W V_r = 0, ‖W‖₂ ≤ 1}. All of it is computed on the cores, which is exact: B = Q_c C Q_rᵀ has
+ * the singular vectors of C rotated by Q_c, Q_r, and range(Aᵀ) lies in that subspace. */
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+static double dot(const double *a, const double *b, size_t n)
+{
+    return n ? cblas_ddot((int)n, a, 1, b, 1) : 0.0;
+}
+
+static double nrm(const double *a, size_t n)
+{
+    return n ? cblas_dnrm2((int)n, a, 1) : 0.0;
+}
+
+int atf_sv_any_nuclear(const atf_solver *s)
+{
+    if (s->set.structure == ATF_GLOBAL_FULL)
+        return atf_penalty_is_nuclear(&s->full_pen);
+    for (int l = 0; l < s->nvars; l++)
+        if (atf_penalty_is_nuclear(&s->vars[l].pen))
+            return 1;
+    return 0;
+}
+
+/* ω̃'(v), with the nuclear subgradient taken as 0 on values at most tau (treated as zero). */
+static double deriv(const atf_penalty *pen, double v, double tau)
+{
+    if (atf_penalty_is_nuclear(pen) && !(v > tau))
+        return 0.0;
+    return v > 0.0 ? atf_penalty_deriv(pen, v) : 0.0;
+}
+
+static void norm_gradient(const atf_penalty *pen, const double *x, double *g, size_t n,
+                          double tau)
+{
+    double nx = nrm(x, n);
+    double scale = nx > 0.0 ? deriv(pen, nx, tau) / nx : 0.0;
+    for (size_t i = 0; i < n; i++)
+        g[i] = scale * x[i];
+}
+
+/* Gᵀ = V diag(ω̃'(σ)) Uᵀ (column-major view of the row-major G). */
+static int spectral_gradient(atf_sv_var *v, const double *x, double *g, double tau)
+{
+    int info = atf_sv_svd(v, x);
+    if (info != 0)
+        return info;
+    for (int j = 0; j < v->k; j++)
+        cblas_dscal(v->cols, deriv(&v->pen, v->s[j], tau), v->u + (size_t)j * (size_t)v->cols,
+                    1);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, v->cols, v->rows, v->k, 1.0, v->u,
+                v->cols, v->vt, v->k, 0.0, g, v->cols);
+    return 0;
+}
+
+double atf_sv_gradient(atf_solver *s, const double *x, double *g, double tau_abs)
+{
+    if (s->set.structure == ATF_GLOBAL_FULL) {
+        norm_gradient(&s->full_pen, x, g, s->n, tau_abs);
+        return nrm(g, s->n);
+    }
+    for (int l = 0; l < s->nvars; l++) {
+        atf_sv_var *v = &s->vars[l];
+        const double *xv = x + v->off;
+        double *gv = g + v->off;
+        if (v->kind == ATF_SV_ENTRYWISE) {
+            for (size_t i = 0; i < v->len; i++)
+                gv[i] = copysign(deriv(&v->pen, fabs(xv[i]), tau_abs), xv[i]);
+        } else if (v->k <= 1) {
+            norm_gradient(&v->pen, xv, gv, v->len, tau_abs);
+        } else if (spectral_gradient(v, xv, gv, tau_abs) != 0) {
+            return NAN;
+        }
+    }
+    return nrm(g, s->n);
+}
+
+/* ---- distance from the nuclear subdifferential ---- */
+
+static double pos(double a)
+{
+    return a > 0.0 ? a : 0.0;
+}
+
+/* dist² of y from c·∂‖·‖₂ at x (a vector, or the whole `full` vector). */
+static double norm_dist2(const double *x, const double *y, size_t n, double c, double tau)
+{
+    double nx = nrm(x, n);
+    if (!(nx > tau)) {
+        double excess = pos(nrm(y, n) - c);
+        return excess * excess;
+    }
+    double d2 = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = y[i] - c * x[i] / nx;
+        d2 += d * d;
+    }
+    return d2;
+}
+
+static double entrywise_dist2(const double *x, const double *y, size_t n, double c, double tau)
+{
+    double d2 = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs(x[i]) > tau ? y[i] - copysign(c, x[i]) : pos(fabs(y[i]) - c);
+        d2 += d * d;
+    }
+    return d2;
+}
+
+/* dist² of Y from c·∂‖·‖_* at X = U diag(σ) Vᵀ, with r = #{σ_j > tau}: split Y in X's singular
+ * bases; the block on (U_r, V_r) must equal c·I, the off-diagonal blocks must vanish, and the
+ * block Ŷ = (I − U_rU_rᵀ) Y (I − V_rV_rᵀ) must have spectral norm ≤ c (its distance to that
+ * ball clips its singular values at c). Column-major views: Ỹ = Yᵀ (cols × rows), V_r the first
+ * r columns of v->u, U_rᵀ the first r rows of v->vt. Returns NaN on failure. */
+static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, double c,
+                             double tau)
+{
+    if (atf_sv_svd(v, x) != 0)
+        return NAN;
+    int m = v->cols, n = v->rows, k = v->k, r = 0;
+    while (r < k && v->s[r] > tau)
+        r++;
+    double *W = malloc(v->len * sizeof *W);
+    double *A1 = malloc((size_t)m * (size_t)(r ? r : 1) * sizeof *A1);  /* Yᵀ U_r   (m × r) */
+    double *A2 = malloc((size_t)(r ? r : 1) * (size_t)n * sizeof *A2);  /* V_rᵀ Yᵀ  (r × n) */
+    double *Y11 = malloc((size_t)(r ? r * r : 1) * sizeof *Y11);        /* V_rᵀ Yᵀ U_r */
+    double *T = malloc((size_t)m * (size_t)(r ? r : 1) * sizeof *T);
+    double *sv = malloc((size_t)k * sizeof *sv);
+    double d2 = NAN;
+    if (!W || !A1 || !A2 || !Y11 || !T || !sv)
+        goto done;
+    memcpy(W, y, v->len * sizeof *W);
+    double inner = 0.0;
+    if (r > 0) {
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, m, r, n, 1.0, y, m, v->vt, k, 0.0,
+                    A1, m);
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, r, n, m, 1.0, v->u, m, y, m, 0.0,
+                    A2, r);
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, r, r, m, 1.0, v->u, m, A1, m, 0.0,
+                    Y11, r);
+        double y11 = nrm(Y11, (size_t)r * (size_t)r), trace = 0.0;
+        for (int j = 0; j < r; j++)
+            trace += Y11[(size_t)j * (size_t)r + (size_t)j];
+        double a1 = nrm(A1, (size_t)m * (size_t)r), a2 = nrm(A2, (size_t)r * (size_t)n);
+        inner = pos(y11 * y11 - 2.0 * c * trace + c * c * r) + pos(a1 * a1 - y11 * y11) +
+                pos(a2 * a2 - y11 * y11);
+        /* Ŷᵀ = Ỹ − V_r A2 − A1 U_rᵀ + V_r Y11ᵀ U_rᵀ */
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, r, -1.0, v->u, m, A2, r,
+                    1.0, W, m);
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, r, r, 1.0, v->u, m, Y11, r,
+                    0.0, T, m);
+        cblas_daxpy(m * r, -1.0, A1, 1, T, 1);
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, r, 1.0, T, m, v->vt, k,
+                    1.0, W, m);
+    }
+    if (LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', m, n, W, m, sv, NULL, 1, NULL, 1) != 0)
+        goto done;
+    double outer = 0.0;
+    for (int j = 0; j < k; j++)
+        outer += pos(sv[j] - c) * pos(sv[j] - c);
+    d2 = inner + outer;
+done:
+    free(W), free(A1), free(A2), free(Y11), free(T), free(sv);
+    return d2;
+}
+
+/* Σ over blocks of dist²(y_ℓ, ∂Ω̃_ℓ(x_ℓ)); smooth blocks contribute ‖y_ℓ − ∇_ℓ‖² with g the
+ * gradient already computed. */
+static double subdifferential_dist2(atf_solver *s, const double *x, const double *y,
+                                    const double *g, double tau)
+{
+    if (s->set.structure == ATF_GLOBAL_FULL)
+        return norm_dist2(x, y, s->n, atf_penalty_deriv(&s->full_pen, 1.0), tau);
+    double d2 = 0.0;
+    for (int l = 0; l < s->nvars; l++) {
+        atf_sv_var *v = &s->vars[l];
+        const double *xv = x + v->off, *yv = y + v->off, *gv = g + v->off;
+        if (!atf_penalty_is_nuclear(&v->pen)) {
+            for (size_t i = 0; i < v->len; i++)
+                d2 += (yv[i] - gv[i]) * (yv[i] - gv[i]);
+            continue;
+        }
+        double c = atf_penalty_deriv(&v->pen, 1.0); /* 2√γ */
+        if (v->kind == ATF_SV_ENTRYWISE)
+            d2 += entrywise_dist2(xv, yv, v->len, c, tau);
+        else if (v->k <= 1)
+            d2 += norm_dist2(xv, yv, v->len, c, tau);
+        else
+            d2 += spectral_dist2(v, xv, yv, c, tau);
+    }
+    return d2;
+}
+
+double atf_sv_stationarity(atf_solver *s, const double *x, const double *y, double tau_abs)
+{
+    size_t n = s->n;
+    double *g = malloc((n ? n : 1) * sizeof *g);
+    double *h = malloc((n ? n : 1) * sizeof *h);
+    double result = NAN;
+    if (!g || !h)
+        goto done;
+    double gnorm = atf_sv_gradient(s, x, g, tau_abs);
+    if (!isfinite(gnorm))
+        goto done;
+    if (!atf_sv_any_nuclear(s)) {
+        if (gnorm == 0.0) {
+            result = 0.0;
+            goto done;
+        }
+        memcpy(h, g, n * sizeof *h);
+        atf_sv_project(s, h, NULL, 1); /* h = G − P G */
+        result = nrm(h, n) / gnorm;
+        goto done;
+    }
+    if (!y) { /* candidate P G */
+        memcpy(h, g, n * sizeof *h);
+        atf_sv_project(s, h, NULL, 1);
+        for (size_t i = 0; i < n; i++)
+            h[i] = g[i] - h[i];
+        y = h;
+    }
+    double ynorm = nrm(y, n), d2 = subdifferential_dist2(s, x, y, g, tau_abs);
+    double scale = fmax(ynorm, gnorm);
+    result = scale > 0.0 ? sqrt(d2) / scale : sqrt(d2);
+done:
+    free(g), free(h);
+    return result;
+}
+
+/* Used by admm.c for ρ0; kept here with the other gradient code. */
+double atf_sv_rho_scale(atf_solver *s)
+{
+    size_t n = s->n;
+    double *g = malloc((n ? n : 1) * sizeof *g);
+    double scale = 2.0; /* ω̃(v) = v² + o(v²): curvature 2 at the origin */
+    if (g) {
+        atf_sv_gradient(s, s->x_ls, g, 0.0);
+        double num = dot(g, s->x_ls, n), den = dot(s->x_ls, s->x_ls, n);
+        if (num > 0.0 && den > 0.0 && isfinite(num / den))
+            scale = num / den;
+    }
+    free(g);
+    return scale;
+}

@@ -1,0 +1,202 @@
+/* lp.c — the exact LP method for the diagonal structure with the `nuclear` penalty.
+ *
+ * With 1×1 blocks the nuclear penalty is a weighted ℓ1 norm, Σ_ℓ 2√γ_ℓ Σ|x|, so problem (16)
+ * is basis pursuit: min wᵀ(x⁺ + x⁻) s.t. A(x⁺ − x⁻) = r, x± ≥ 0. GLPK's simplex solves it and,
+ * for modest sizes, glp_exact re-solves it from that basis in rational arithmetic. The row
+ * duals λ give the optimality certificate Aᵀλ ∈ ∂(w‖x‖₁) (reduced costs w ∓ Aᵀλ ≥ 0, zero on
+ * the basic columns). Constraint rows are materialised (atf_block_dense for factored blocks),
+ * so this is an independent check of ADMM for problems of modest size, not a large-scale
+ * method. */
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+/* glp_exact (rational arithmetic) only below this many matrix entries. */
+#define EXACT_MAX_NONZEROS 200000
+
+static int is_entrywise(const atf_sv_var *v)
+{
+    return v->kind == ATF_SV_ENTRYWISE || (v->rows == 1 && v->cols == 1);
+}
+
+atf_error atf_sv_lp_check(const atf_solver *s, char *err)
+{
+    if (s->set.structure == ATF_GLOBAL_FULL) {
+        atf_errorf(err, "method lp solves only the diagonal structure with the nuclear penalty "
+                        "(l1 basis pursuit), not the full structure");
+        return ATF_E_USAGE;
+    }
+    for (int l = 0; l < s->nvars; l++) {
+        const atf_sv_var *v = &s->vars[l];
+        if (!is_entrywise(v)) {
+            atf_errorf(err, "method lp solves only the diagonal structure with the nuclear "
+                            "penalty (l1 basis pursuit): block %s has structure matrix "
+                            "(use --structure diagonal)", v->orig->name);
+            return ATF_E_USAGE;
+        }
+        if (!atf_penalty_is_nuclear(&v->pen)) {
+            atf_errorf(err, "method lp solves only the diagonal structure with the nuclear "
+                            "penalty (l1 basis pursuit): block %s has penalty '%s' "
+                            "(use --penalty nuclear)", v->orig->name, v->orig->penalty_spec);
+            return ATF_E_USAGE;
+        }
+    }
+    return ATF_OK;
+}
+
+typedef struct {
+    int *ia, *ja;
+    double *ar;
+    size_t ne, cap;
+} triplets;
+
+static int push(triplets *t, int row, int col, double a)
+{
+    if (t->ne + 1 >= t->cap) { /* GLPK's arrays are 1-based: slot 0 stays unused */
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        int *ia = realloc(t->ia, cap * sizeof *ia);
+        if (ia)
+            t->ia = ia;
+        int *ja = realloc(t->ja, cap * sizeof *ja);
+        if (ja)
+            t->ja = ja;
+        double *ar = realloc(t->ar, cap * sizeof *ar);
+        if (ar)
+            t->ar = ar;
+        if (!ia || !ja || !ar)
+            return -1;
+        t->cap = cap;
+    }
+    t->ne++;
+    t->ia[t->ne] = row;
+    t->ja[t->ne] = col;
+    t->ar[t->ne] = a;
+    return 0;
+}
+
+/* Columns j (x⁺) and n + j (x⁻) for every nonzero a_mj of the var's rows. */
+static int load_var(const atf_sv_var *v, int M, int n, triplets *t)
+{
+    const atf_block *b = &v->op;
+    int base = (int)v->off;
+    if (b->kind == ATF_OP_SPARSE) {
+        for (int m = 0; m < M; m++)
+            for (int64_t k = b->indptr[m]; k < b->indptr[m + 1]; k++) {
+                int j = base + (int)b->indices[k];
+                if (push(t, m + 1, j + 1, b->data[k]) || push(t, m + 1, n + j + 1, -b->data[k]))
+                    return -1;
+            }
+        return 0;
+    }
+    double *dense = b->kind == ATF_OP_DENSE ? b->J : atf_block_dense(b);
+    if (!dense)
+        return -1;
+    int rc = 0;
+    for (int m = 0; m < M && !rc; m++)
+        for (size_t c = 0; c < v->len && !rc; c++) {
+            double a = dense[(size_t)m * v->len + c];
+            if (a != 0.0) {
+                int j = base + (int)c;
+                rc = push(t, m + 1, j + 1, a) || push(t, m + 1, n + j + 1, -a);
+            }
+        }
+    if (dense != b->J)
+        free(dense);
+    return rc;
+}
+
+static glp_prob *build_lp(const atf_solver *s, triplets *t)
+{
+    int M = s->prob->M, n = (int)s->n;
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_rows(lp, M);
+    for (int m = 0; m < M; m++)
+        glp_set_row_bnds(lp, m + 1, GLP_FX, s->prob->r[m], s->prob->r[m]);
+    glp_add_cols(lp, 2 * n);
+    for (int l = 0; l < s->nvars; l++) {
+        const atf_sv_var *v = &s->vars[l];
+        double w = atf_penalty_deriv(&v->pen, 1.0); /* 2√γ */
+        for (size_t c = 0; c < v->len; c++) {
+            int j = (int)(v->off + c);
+            glp_set_col_bnds(lp, j + 1, GLP_LO, 0.0, 0.0);
+            glp_set_col_bnds(lp, n + j + 1, GLP_LO, 0.0, 0.0);
+            glp_set_obj_coef(lp, j + 1, w);
+            glp_set_obj_coef(lp, n + j + 1, w);
+        }
+    }
+    for (int l = 0; l < s->nvars; l++)
+        if (load_var(&s->vars[l], M, n, t)) {
+            glp_delete_prob(lp);
+            return NULL;
+        }
+    glp_load_matrix(lp, (int)t->ne, t->ia, t->ja, t->ar);
+    return lp;
+}
+
+atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err)
+{
+    int M = s->prob->M, n = (int)s->n;
+    if (s->n > (size_t)(1 << 29)) {
+        atf_errorf(err, "method lp: %zu variables are too many for GLPK", s->n);
+        return ATF_E_USAGE;
+    }
+    triplets t = {0};
+    glp_prob *lp = build_lp(s, &t);
+    if (!lp) {
+        free(t.ia), free(t.ja), free(t.ar);
+        atf_errorf(err, "method lp: out of memory materialising the %d constraint rows", M);
+        return ATF_E_NOMEM;
+    }
+    size_t ne = t.ne;
+    free(t.ia), free(t.ja), free(t.ar);
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    int rc = glp_simplex(lp, &parm);
+    if (rc == 0 && glp_get_status(lp) == GLP_OPT && ne <= EXACT_MAX_NONZEROS)
+        (void)glp_exact(lp, &parm); /* if it fails, the simplex status and point stand */
+    int status = glp_get_status(lp);
+    res->iterations = glp_get_it_cnt(lp);
+    if (rc != 0 || (status != GLP_OPT && status != GLP_NOFEAS)) {
+        glp_delete_prob(lp);
+        res->status = ATF_STATUS_NUMERICAL_ERROR;
+        memcpy(x, s->x_ls, s->n * sizeof *x);
+        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
+        return ATF_OK;
+    }
+    if (status == GLP_NOFEAS) {
+        glp_delete_prob(lp);
+        res->status = ATF_STATUS_INFEASIBLE;
+        memcpy(x, s->x_ls, s->n * sizeof *x);
+        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
+        return ATF_OK;
+    }
+    for (int j = 0; j < n; j++)
+        x[j] = glp_get_col_prim(lp, j + 1) - glp_get_col_prim(lp, n + j + 1);
+    double *y = calloc((size_t)(n ? n : 1), sizeof *y);
+    double *lambda = malloc((size_t)M * sizeof *lambda);
+    if (!y || !lambda) {
+        free(y), free(lambda);
+        glp_delete_prob(lp);
+        atf_errorf(err, "method lp: out of memory for the dual certificate");
+        return ATF_E_NOMEM;
+    }
+    for (int m = 0; m < M; m++)
+        lambda[m] = glp_get_row_dual(lp, m + 1);
+    glp_delete_prob(lp);
+    for (int l = 0; l < s->nvars; l++) /* y = Aᵀλ */
+        atf_block_adjoint(&s->vars[l].op, lambda, 1.0, y + s->vars[l].off);
+    double xmax = 0.0;
+    for (int j = 0; j < n; j++)
+        xmax = fmax(xmax, fabs(x[j]));
+    res->status = ATF_STATUS_SOLVED;
+    res->primal_residual = 0.0;
+    res->dual_residual = 0.0;
+    res->stationarity = atf_sv_stationarity(s, x, y, 1e-12 * xmax);
+    free(y), free(lambda);
+    return ATF_OK;
+}

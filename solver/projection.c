@@ -1,0 +1,355 @@
+/* projection.c — Euclidean projection onto {A vec X = r}, factorised once.
+ *
+ * Π(V) = V − Aᵀ(AAᵀ)⁺(A vec V − r) does not involve ρ, so AAᵀ is factorised a single time at
+ * setup, whatever ρ does later. Three factorisations, tried in this order:
+ *  - all blocks sparse: CHOLMOD factors AAᵀ + βI straight from the sparse A (AAᵀ is never
+ *    formed); a tiny β keeps the factorisation defined, iterative refinement removes its bias;
+ *  - otherwise the dense Gram Σ_ℓ A_ℓA_ℓᵀ (Hadamard form for factored blocks) and dpotrf;
+ *  - if the Gram is singular or too ill-conditioned (dpotrf fails, or its condition estimate is
+ *    below M·ε, or the full-rank paths cannot reproduce r), an eigendecomposition with a
+ *    relative cutoff gives the pseudo-inverse; consistency of the constraints is then decided
+ *    from the residual of the least-squares point Aᵀ(AAᵀ)⁺r. */
+#include <cblas.h>
+#include <float.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+/* Relative LS residual that the full-rank paths must reach on r to be trusted (√ε): above it
+ * the factorisation is not accurate enough and the rank-revealing path takes over. */
+#define FULL_RANK_CHECK 1.5e-8
+/* CHOLMOD regularisation β relative to the largest diagonal entry of AAᵀ. */
+#define CHOLMOD_BETA_REL 1e-13
+/* Bounds of the consistency tolerance of the eigen path (see eigen_feas_tol). */
+#define FEAS_TOL_MIN 1e-10
+#define FEAS_TOL_MAX 1e-2
+
+static double norm2(const double *x, size_t n)
+{
+    return n ? cblas_dnrm2((int)n, x, 1) : 0.0;
+}
+
+/* y = A v − r (r may be NULL). */
+static void stacked_residual(atf_solver *s, const double *v, const double *r, double *y)
+{
+    int M = s->prob->M;
+    memset(y, 0, (size_t)M * sizeof *y);
+    for (int l = 0; l < s->nvars; l++)
+        atf_block_apply(&s->vars[l].op, v + s->vars[l].off, 1.0, y);
+    if (r)
+        cblas_daxpy(M, -1.0, r, 1, y, 1);
+}
+
+/* v ← v − Aᵀλ (λ is negated in place). */
+static void stacked_adjoint_sub(atf_solver *s, double *lambda, double *v)
+{
+    cblas_dscal(s->prob->M, -1.0, lambda, 1);
+    for (int l = 0; l < s->nvars; l++)
+        atf_block_adjoint(&s->vars[l].op, lambda, 1.0, v + s->vars[l].off);
+}
+
+/* λ = (AAᵀ)⁺ b. */
+static void gram_solve(atf_sv_proj *p, const double *b, double *lambda)
+{
+    int M = p->M;
+    switch (p->kind) {
+    case ATF_PROJ_CHOLESKY:
+        memcpy(lambda, b, (size_t)M * sizeof *lambda);
+        LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', M, 1, p->gram, M, lambda, M);
+        break;
+    case ATF_PROJ_EIGEN: /* V diag(winv) Vᵀ b */
+        cblas_dgemv(CblasColMajor, CblasTrans, M, M, 1.0, p->gram, M, b, 1, 0.0, p->t, 1);
+        for (int i = 0; i < M; i++)
+            p->t[i] *= p->winv[i];
+        cblas_dgemv(CblasColMajor, CblasNoTrans, M, M, 1.0, p->gram, M, p->t, 1, 0.0, lambda,
+                    1);
+        break;
+    case ATF_PROJ_CHOLMOD:
+        memcpy(p->rhs->x, b, (size_t)M * sizeof *lambda);
+        if (cholmod_l_solve2(CHOLMOD_A, p->F, p->rhs, NULL, &p->sol, NULL, &p->ws_y, &p->ws_e,
+                             &p->cc))
+            memcpy(lambda, p->sol->x, (size_t)M * sizeof *lambda);
+        else /* only on allocation failure inside CHOLMOD; leave v unchanged */
+            memset(lambda, 0, (size_t)M * sizeof *lambda);
+        break;
+    }
+}
+
+void atf_sv_project(atf_solver *s, double *v, const double *r, int refine)
+{
+    atf_sv_proj *p = &s->proj;
+    double previous = INFINITY;
+    for (int pass = 0; pass <= refine; pass++) {
+        stacked_residual(s, v, r, p->s);
+        if (refine > 0) { /* refinement stops once rounding dominates */
+            double now = norm2(p->s, (size_t)p->M);
+            if (now == 0.0 || now > 0.5 * previous)
+                break;
+            previous = now;
+        }
+        gram_solve(p, p->s, p->lambda);
+        stacked_adjoint_sub(s, p->lambda, v);
+    }
+}
+
+double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r)
+{
+    stacked_residual(s, v, r, s->proj.s);
+    return norm2(s->proj.s, (size_t)s->prob->M);
+}
+
+/* ---- factorisations ---- */
+
+static atf_error dense_gram(atf_solver *s, char *err)
+{
+    int M = s->prob->M;
+    atf_sv_proj *p = &s->proj;
+    if (!p->gram)
+        p->gram = malloc((size_t)M * (size_t)M * sizeof *p->gram);
+    if (!p->gram) {
+        atf_errorf(err, "projection: out of memory for the %d × %d Gram matrix", M, M);
+        return ATF_E_NOMEM;
+    }
+    memset(p->gram, 0, (size_t)M * (size_t)M * sizeof *p->gram);
+    for (int l = 0; l < s->nvars; l++)
+        atf_block_gram(&s->vars[l].op, 1.0, p->gram);
+    for (size_t i = 0; i < (size_t)M * (size_t)M; i++)
+        if (!isfinite(p->gram[i])) {
+            atf_errorf(err, "projection: the Gram matrix AAᵀ has non-finite entries");
+            return ATF_E_NUMERICAL;
+        }
+    return ATF_OK;
+}
+
+/* Cholesky of the dense Gram. Returns 1 if it succeeded and is well enough conditioned. */
+static int try_cholesky(atf_sv_proj *p)
+{
+    int M = p->M;
+    double anorm = LAPACKE_dlansy(LAPACK_COL_MAJOR, '1', 'L', M, p->gram, M);
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', M, p->gram, M) != 0)
+        return 0;
+    double rcond = 0.0;
+    if (LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', M, p->gram, M, anorm, &rcond) != 0)
+        return 0;
+    p->kind = ATF_PROJ_CHOLESKY;
+    p->rank = M;
+    return rcond > (double)M * DBL_EPSILON;
+}
+
+/* Consistency tolerance of the eigen path. For a consistent r = A x0 with x0 the min-norm
+ * solution, the part of r on a dropped eigenvector u is |uᵀA x0| ≤ ‖Aᵀu‖‖x0‖ with
+ * ‖Aᵀu‖² = uᵀ(AAᵀ)u ≲ 2·cutoff·λ_max (dropped eigenvalue plus the eigensolver's backward error)
+ * and ‖x0‖ ≤ ‖r‖/√λ_min,kept. Hence a consistent problem has relative LS residual at most
+ * √(n_dropped · 2·cutoff · λ_max/λ_min,kept); ten times that bound (clamped to
+ * [1e-10, 1e-2]) separates rounding from a genuine inconsistency. */
+static double eigen_feas_tol(double cutoff, double kappa_kept, int ndrop)
+{
+    double tol = 10.0 * sqrt((double)ndrop * 2.0 * cutoff * kappa_kept);
+    return fmin(FEAS_TOL_MAX, fmax(FEAS_TOL_MIN, tol));
+}
+
+static atf_error eigen_factor(atf_sv_proj *p, char *err)
+{
+    int M = p->M;
+    double *w = malloc((size_t)M * sizeof *w);
+    if (!p->winv)
+        p->winv = malloc((size_t)M * sizeof *p->winv);
+    if (!w || !p->winv) {
+        free(w);
+        atf_errorf(err, "projection: out of memory for the eigendecomposition");
+        return ATF_E_NOMEM;
+    }
+    lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', M, p->gram, M, w);
+    if (info != 0) {
+        free(w);
+        atf_errorf(err, "projection: eigendecomposition of AAᵀ failed (info %d)", (int)info);
+        return ATF_E_NUMERICAL;
+    }
+    /* dsyevd is backward stable: eigenvalues below about M·ε·λ_max cannot be told from 0. */
+    double lmax = fmax(w[M - 1], 0.0);
+    p->cutoff = (double)(M > 10 ? M : 10) * DBL_EPSILON;
+    double lmin_kept = lmax;
+    p->rank = 0;
+    for (int i = 0; i < M; i++) {
+        int keep = lmax > 0.0 && w[i] > p->cutoff * lmax;
+        p->winv[i] = keep ? 1.0 / w[i] : 0.0;
+        if (keep) {
+            p->rank++;
+            lmin_kept = fmin(lmin_kept, w[i]);
+        }
+    }
+    free(w);
+    p->kind = ATF_PROJ_EIGEN;
+    p->feas_tol = eigen_feas_tol(p->cutoff, lmax > 0.0 ? lmax / lmin_kept : 1.0, M - p->rank);
+    return ATF_OK;
+}
+
+static atf_error dense_setup(atf_solver *s, char *err)
+{
+    atf_sv_proj *p = &s->proj;
+    atf_error e = dense_gram(s, err);
+    if (e != ATF_OK)
+        return e;
+    if (try_cholesky(p))
+        return ATF_OK;
+    e = dense_gram(s, err); /* dpotrf overwrote it */
+    if (e != ATF_OK)
+        return e;
+    return eigen_factor(p, err);
+}
+
+static void cholmod_release(atf_sv_proj *p)
+{
+    if (!p->cc_started)
+        return;
+    cholmod_l_free_sparse(&p->A, &p->cc);
+    cholmod_l_free_factor(&p->F, &p->cc);
+    cholmod_l_free_dense(&p->rhs, &p->cc);
+    cholmod_l_free_dense(&p->sol, &p->cc);
+    cholmod_l_free_dense(&p->ws_y, &p->cc);
+    cholmod_l_free_dense(&p->ws_e, &p->cc);
+    cholmod_l_finish(&p->cc);
+    p->cc_started = 0;
+}
+
+/* A (M × n) goes to CHOLMOD as triplets (duplicate CSR entries are summed by the conversion),
+ * and CHOLMOD factors AAᵀ + βI from it. Returns ATF_OK with kind CHOLMOD, or ATF_OK with
+ * cc_started == 0 when CHOLMOD declines (not positive definite), leaving the choice to the dense
+ * path. */
+static atf_error cholmod_setup(atf_solver *s, char *err)
+{
+    atf_sv_proj *p = &s->proj;
+    int M = s->prob->M;
+    int64_t nnz = 0;
+    for (int l = 0; l < s->nvars; l++)
+        nnz += s->vars[l].op.nnz;
+    cholmod_l_start(&p->cc);
+    p->cc_started = 1;
+    p->cc.print = 0;
+    cholmod_triplet *T = cholmod_l_allocate_triplet((size_t)M, s->n, (size_t)(nnz > 0 ? nnz : 1),
+                                                    0, CHOLMOD_REAL, &p->cc);
+    if (!T)
+        goto nomem;
+    SuiteSparse_long *ti = T->i, *tj = T->j;
+    double *tx = T->x, maxdiag = 0.0;
+    size_t pos = 0;
+    for (int m = 0; m < M; m++) {
+        double diag = 0.0;
+        for (int l = 0; l < s->nvars; l++) {
+            const atf_block *b = &s->vars[l].op;
+            for (int64_t k = b->indptr[m]; k < b->indptr[m + 1]; k++) {
+                ti[pos] = m;
+                tj[pos] = (SuiteSparse_long)(b->indices[k] + (int64_t)s->vars[l].off);
+                tx[pos++] = b->data[k];
+                diag += b->data[k] * b->data[k];
+            }
+        }
+        maxdiag = fmax(maxdiag, diag);
+    }
+    T->nnz = pos;
+    p->A = cholmod_l_triplet_to_sparse(T, pos, &p->cc);
+    cholmod_l_free_triplet(&T, &p->cc);
+    if (!p->A)
+        goto nomem;
+    p->beta = CHOLMOD_BETA_REL * (maxdiag > 0.0 ? maxdiag : 1.0);
+    p->F = cholmod_l_analyze(p->A, &p->cc);
+    if (!p->F)
+        goto nomem;
+    double beta[2] = {p->beta, 0.0};
+    if (!cholmod_l_factorize_p(p->A, beta, NULL, 0, p->F, &p->cc) ||
+        p->cc.status != CHOLMOD_OK || p->F->minor < p->F->n) {
+        if (p->cc.status == CHOLMOD_OUT_OF_MEMORY)
+            goto nomem;
+        cholmod_release(p); /* not positive definite: the dense path decides */
+        return ATF_OK;
+    }
+    p->rhs = cholmod_l_allocate_dense((size_t)M, 1, (size_t)M, CHOLMOD_REAL, &p->cc);
+    if (!p->rhs)
+        goto nomem;
+    p->kind = ATF_PROJ_CHOLMOD;
+    p->rank = M;
+    return ATF_OK;
+nomem:
+    cholmod_release(p);
+    atf_errorf(err, "projection: CHOLMOD ran out of memory factorising AAᵀ (M = %d, nnz = %lld)",
+               M, (long long)nnz);
+    return ATF_E_NOMEM;
+}
+
+/* Least-squares point x_ls = Aᵀ(AAᵀ)⁺r with refinement, and its relative residual. */
+static double least_squares_point(atf_solver *s)
+{
+    memset(s->x_ls, 0, s->n * sizeof *s->x_ls);
+    atf_sv_project(s, s->x_ls, s->prob->r, 4);
+    double res = atf_sv_constraint_norm(s, s->x_ls, s->prob->r);
+    return s->rnorm > 0.0 ? res / s->rnorm : res;
+}
+
+static int all_sparse(const atf_solver *s)
+{
+    for (int l = 0; l < s->nvars; l++)
+        if (s->vars[l].op.kind != ATF_OP_SPARSE)
+            return 0;
+    return 1;
+}
+
+atf_error atf_sv_proj_setup(atf_solver *s, char *err)
+{
+    atf_sv_proj *p = &s->proj;
+    int M = s->prob->M;
+    p->M = M;
+    p->s = malloc((size_t)M * sizeof *p->s);
+    p->lambda = malloc((size_t)M * sizeof *p->lambda);
+    p->t = malloc((size_t)M * sizeof *p->t);
+    s->x_ls = malloc((s->n ? s->n : 1) * sizeof *s->x_ls);
+    if (!p->s || !p->lambda || !p->t || !s->x_ls) {
+        atf_errorf(err, "projection: out of memory (M = %d, n = %zu)", M, s->n);
+        return ATF_E_NOMEM;
+    }
+    s->rnorm = norm2(s->prob->r, (size_t)M);
+    p->feas_tol = FULL_RANK_CHECK;
+    double ls = INFINITY;
+    if (all_sparse(s)) {
+        atf_error e = cholmod_setup(s, err);
+        if (e != ATF_OK)
+            return e;
+        if (p->cc_started) {
+            ls = least_squares_point(s);
+            if (ls > FULL_RANK_CHECK) { /* refinement did not converge: AAᵀ (nearly) singular */
+                cholmod_release(p);
+                ls = INFINITY;
+            }
+        }
+    }
+    if (!p->cc_started) {
+        atf_error e = dense_setup(s, err);
+        if (e != ATF_OK)
+            return e;
+        ls = least_squares_point(s);
+        if (p->kind == ATF_PROJ_CHOLESKY && ls > FULL_RANK_CHECK) {
+            e = dense_gram(s, err);
+            if (e == ATF_OK)
+                e = eigen_factor(p, err);
+            if (e != ATF_OK)
+                return e;
+            ls = least_squares_point(s);
+        }
+    }
+    s->ls_residual = ls;
+    if (!isfinite(ls)) {
+        atf_errorf(err, "projection: the least-squares point is not finite");
+        return ATF_E_NUMERICAL;
+    }
+    s->consistent = s->ls_residual <= p->feas_tol;
+    return ATF_OK;
+}
+
+void atf_sv_proj_free(atf_sv_proj *p)
+{
+    cholmod_release(p);
+    free(p->gram), free(p->winv), free(p->s), free(p->lambda), free(p->t);
+    p->gram = p->winv = p->s = p->lambda = p->t = NULL;
+}

@@ -1,0 +1,258 @@
+/* solver.c — atf_solver_init / atf_solver_solve / atf_solver_free and the result assembly.
+ *
+ * init does everything that does not depend on the run: settings and problem validation, the
+ * method/structure check, the cores of the exact subspace reduction, the single factorisation
+ * of AAᵀ with the least-squares point and the consistency decision, the warm start mapped into
+ * the cores, and the data-scaled initial ρ. solve runs the method and fills a result with the
+ * blocks expanded back to their original shapes, certificates, timings and Theorem 2 factors. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+static int find_result_block(const atf_result *res, const char *name, int hint)
+{
+    if (hint < res->nblocks && !strcmp(res->blocks[hint].name, name))
+        return hint;
+    for (int i = 0; i < res->nblocks; i++)
+        if (!strcmp(res->blocks[i].name, name))
+            return i;
+    return -1;
+}
+
+static atf_error map_warm_start(atf_solver *s, char *err)
+{
+    const atf_result *warm = s->set.warm;
+    atf_error e = atf_result_check(warm, s->prob, "warm start", err);
+    if (e != ATF_OK)
+        return e;
+    s->warm = malloc((s->n ? s->n : 1) * sizeof *s->warm);
+    if (!s->warm) {
+        atf_errorf(err, "warm start: out of memory");
+        return ATF_E_NOMEM;
+    }
+    for (int l = 0; l < s->nvars; l++) {
+        const atf_sv_var *v = &s->vars[l];
+        int i = find_result_block(warm, v->orig->name, l);
+        if (i < 0 || warm->blocks[i].rows != v->orig->rows ||
+            warm->blocks[i].cols != v->orig->cols) {
+            atf_errorf(err, "warm start: block %s missing or of another shape", v->orig->name);
+            return ATF_E_INPUT;
+        }
+        if (atf_sv_restrict(v, warm->blocks[i].B, s->warm + v->off) != 0) {
+            atf_errorf(err, "warm start: out of memory");
+            return ATF_E_NOMEM;
+        }
+    }
+    for (size_t i = 0; i < s->n; i++)
+        if (!isfinite(s->warm[i])) {
+            atf_errorf(err, "warm start: non-finite values in B");
+            return ATF_E_INPUT;
+        }
+    return ATF_OK;
+}
+
+static atf_error setup(atf_solver *s, char *err)
+{
+    atf_error e = atf_sv_vars_build(s, err);
+    if (e == ATF_OK && s->set.method == ATF_METHOD_LP)
+        e = atf_sv_lp_check(s, err);
+    if (e == ATF_OK)
+        e = atf_sv_prox_alloc(s, err);
+    if (e == ATF_OK)
+        e = atf_sv_proj_setup(s, err);
+    if (e == ATF_OK && s->set.warm)
+        e = map_warm_start(s, err);
+    if (e == ATF_OK && s->set.method == ATF_METHOD_ADMM)
+        s->rho0 = s->set.rho * atf_sv_rho_scale(s);
+    return e;
+}
+
+atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_solver **out,
+                          char *err)
+{
+    double t0 = atf_sv_now();
+    if (!out || !prob) {
+        atf_errorf(err, "atf_solver_init: problem and output pointer are required");
+        return ATF_E_USAGE;
+    }
+    *out = NULL;
+    atf_settings settings = set ? *set : atf_settings_default();
+    atf_error e = atf_sv_settings_check(&settings, err);
+    if (e != ATF_OK)
+        return e;
+    e = atf_problem_validate(prob, "problem", err);
+    if (e != ATF_OK)
+        return e;
+    atf_solver *s = calloc(1, sizeof *s);
+    if (!s) {
+        atf_errorf(err, "solver: out of memory");
+        return ATF_E_NOMEM;
+    }
+    s->prob = prob;
+    s->set = settings;
+    e = setup(s, err);
+    if (e != ATF_OK) {
+        atf_solver_free(s);
+        return e;
+    }
+    s->t.setup = atf_sv_now() - t0;
+    *out = s;
+    return ATF_OK;
+}
+
+void atf_solver_free(atf_solver *s)
+{
+    if (!s)
+        return;
+    atf_sv_vars_free(s);
+    atf_sv_proj_free(&s->proj);
+    free(s->x_ls), free(s->warm);
+    free(s);
+}
+
+static const char *method_name(atf_method m)
+{
+    switch (m) {
+    case ATF_METHOD_ADMM: return "admm";
+    case ATF_METHOD_LP: return "lp";
+    case ATF_METHOD_BASELINE: return "baseline";
+    }
+    return "unknown";
+}
+
+/* The least-squares point, reported as it is (baseline, or an infeasible problem). */
+static void least_squares_result(atf_solver *s, atf_result *res, double *x, atf_status status)
+{
+    memcpy(x, s->x_ls, s->n * sizeof *x);
+    res->status = status;
+    res->iterations = 0;
+    res->primal_residual = 0.0;
+    res->dual_residual = 0.0;
+    double xn = s->n ? cblas_dnrm2((int)s->n, x, 1) : 0.0;
+    res->stationarity = atf_sv_stationarity(s, x, NULL, 1e-12 * xn);
+}
+
+atf_error atf_sv_finish(atf_solver *s, atf_result *res, const double *x, char *err)
+{
+    const atf_problem *prob = s->prob;
+    double **Bs = malloc((size_t)prob->nblocks * sizeof *Bs);
+    double *resid = malloc((size_t)prob->M * sizeof *resid);
+    if (!Bs || !resid) {
+        free(Bs), free(resid);
+        atf_errorf(err, "result: out of memory");
+        return ATF_E_NOMEM;
+    }
+    for (int l = 0; l < s->nvars; l++) {
+        Bs[l] = res->blocks[l].B;
+        if (atf_sv_expand(&s->vars[l], x + s->vars[l].off, Bs[l]) != 0) {
+            free(Bs), free(resid);
+            atf_errorf(err, "result: out of memory expanding block %s", s->vars[l].orig->name);
+            return ATF_E_NOMEM;
+        }
+    }
+    res->objective = atf_sv_objective(s, x);
+    atf_problem_residual(prob, Bs, resid);
+    double cres = cblas_dnrm2(prob->M, resid, 1);
+    res->constraint_residual = s->rnorm > 0.0 ? cres / s->rnorm : cres;
+    res->ls_residual = s->ls_residual;
+    free(Bs), free(resid);
+    return atf_result_factors(res, prob, err);
+}
+
+static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err)
+{
+    if (!s->consistent) { /* r ∉ range(A): report the least-squares point */
+        least_squares_result(s, res, x, ATF_STATUS_INFEASIBLE);
+        return ATF_OK;
+    }
+    switch (s->set.method) {
+    case ATF_METHOD_ADMM: return atf_sv_admm(s, res, x, err);
+    case ATF_METHOD_LP: return atf_sv_lp(s, res, x, err);
+    case ATF_METHOD_BASELINE:
+        least_squares_result(s, res, x, ATF_STATUS_SOLVED);
+        return ATF_OK;
+    }
+    atf_errorf(err, "solver: unknown method");
+    return ATF_E_USAGE;
+}
+
+static void status_message(const atf_solver *s, const atf_result *res, char *err)
+{
+    switch (res->status) {
+    case ATF_STATUS_SOLVED: break;
+    case ATF_STATUS_INFEASIBLE:
+        atf_errorf(err, "the constraints are inconsistent (r is not in the range of A): relative "
+                        "least-squares residual %.3e above the tolerance %.1e; the "
+                        "least-squares point is returned", s->ls_residual, s->proj.feas_tol);
+        break;
+    case ATF_STATUS_MAX_ITERATIONS:
+        atf_errorf(err, "%s stopped at the iteration limit %d (primal residual %.3e, dual "
+                        "residual %.3e); the last iterate is returned", res->method,
+                   res->iterations, res->primal_residual, res->dual_residual);
+        break;
+    case ATF_STATUS_INTERRUPTED:
+        atf_errorf(err, "%s interrupted after %d iterations; the last iterate is returned",
+                   res->method, res->iterations);
+        break;
+    case ATF_STATUS_NUMERICAL_ERROR:
+        atf_errorf(err, "%s broke down numerically after %d iterations; the least-squares point "
+                        "is returned", res->method, res->iterations);
+        break;
+    }
+}
+
+atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
+{
+    if (!s || !out) {
+        atf_errorf(err, "atf_solver_solve: solver and output pointer are required");
+        return ATF_E_USAGE;
+    }
+    *out = NULL;
+    double t0 = atf_sv_now();
+    s->t.projection = s->t.prox = 0.0;
+    atf_result *res = atf_result_alloc(s->prob);
+    double *x = malloc((s->n ? s->n : 1) * sizeof *x);
+    if (!res || !x) {
+        atf_result_free(res), free(x);
+        atf_errorf(err, "solver: out of memory for the result");
+        return ATF_E_NOMEM;
+    }
+    snprintf(res->method, sizeof res->method, "%s", method_name(s->set.method));
+    snprintf(res->structure, sizeof res->structure, "%s",
+             atf_sv_structure_name(s->set.structure));
+    atf_error e = run_method(s, res, x, err);
+    if (e == ATF_OK)
+        e = atf_sv_finish(s, res, x, err);
+    free(x);
+    if (e != ATF_OK) {
+        atf_result_free(res);
+        return e;
+    }
+    res->setup_seconds = s->t.setup;
+    res->projection_seconds = s->t.projection;
+    res->prox_seconds = s->t.prox;
+    res->solve_seconds = s->t.setup + (atf_sv_now() - t0);
+    res->other_seconds = fmax(0.0, res->solve_seconds - res->setup_seconds -
+                                        res->projection_seconds - res->prox_seconds);
+    *out = res;
+    e = atf_status_error(res->status);
+    status_message(s, res, err);
+    return e;
+}
+
+atf_error atf_solve(const atf_problem *prob, const atf_settings *set, atf_result **out,
+                    char *err)
+{
+    atf_solver *s = NULL;
+    if (out)
+        *out = NULL;
+    atf_error e = atf_solver_init(prob, set, &s, err);
+    if (e != ATF_OK)
+        return e;
+    e = atf_solver_solve(s, out, err);
+    atf_solver_free(s);
+    return e;
+}

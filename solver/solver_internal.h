@@ -1,0 +1,149 @@
+/* solver_internal.h — private to solver/: the stacked variable, the projection and the
+ * helpers the solver files share. Not installed, not part of the API.
+ *
+ * The ADMM variable is the concatenation of one "var" per problem block. A var is the block's
+ * core: for a factored block that is reduced (SPEC §3) it is C with B = Q_c C Q_rᵀ, otherwise
+ * B itself. Its operator `op` is an ordinary atf_block (a reduced copy for reduced blocks, a
+ * shallow copy of the problem's block otherwise), so the problems/ operators serve both. */
+#ifndef ATF_SOLVER_INTERNAL_H
+#define ATF_SOLVER_INTERNAL_H
+
+#include <cholmod.h>
+#include <stddef.h>
+
+#include "atf_solver.h"
+
+/* How a var's penalty acts on it. */
+typedef enum {
+    ATF_SV_SPECTRAL = 0, /* Σ_j ω̃(σ_j(C)) — prox on singular values            */
+    ATF_SV_ENTRYWISE,    /* Σ_ab ω̃(|C_ab|) — diagonal structure              */
+    ATF_SV_GLOBAL_NORM   /* part of the `full` vector: ω̃(‖all vars‖₂)       */
+} atf_sv_kind;
+
+typedef struct {
+    const atf_block *orig; /* the problem's block (shape rows_orig × cols_orig) */
+    atf_block op;          /* operator on the core; shares arrays with orig unless reduced */
+    double *Hred, *Dred;   /* owned reduced factors (H Q_c, D Q_r) or NULL */
+    double *Qct;           /* Q_cᵀ [rows × orig rows] row-major, NULL = identity */
+    double *Qrt;           /* Q_rᵀ [cols × orig cols] row-major, NULL = identity */
+    int rows, cols;        /* core shape */
+    size_t off, len;       /* position and length (rows·cols) in the stacked vector */
+    atf_sv_kind kind;
+    atf_penalty pen;
+    /* SVD workspace (spectral matrix vars): the row-major core is read as its column-major
+     * transpose, so dgesdd returns V (cols × k) in `u` and Uᵀ (k × rows) in `vt`. */
+    int k;                 /* min(rows, cols) */
+    double *a, *s, *u, *vt, *work;
+    int lwork, *iwork;
+    double *s_prox;        /* singular values after the last prox (objective for the log) */
+} atf_sv_var;
+
+typedef enum {
+    ATF_PROJ_CHOLESKY = 0, /* dense Gram, dpotrf                                  */
+    ATF_PROJ_EIGEN,        /* dense Gram, dsyevd with relative cutoff (rank-deficient) */
+    ATF_PROJ_CHOLMOD       /* all-sparse: CHOLMOD factor of AAᵀ + βI from A itself */
+} atf_proj_kind;
+
+typedef struct {
+    atf_proj_kind kind;
+    int M;
+    double *gram;          /* Cholesky factor (lower, col-major) or eigenvectors [M × M] */
+    double *winv;          /* eigen: 1/λ on the kept spectrum, 0 on the dropped one */
+    int rank;              /* numerical rank of AAᵀ */
+    double cutoff;         /* eigen: relative eigenvalue cutoff used */
+    double feas_tol;       /* relative LS residual above which r ∉ range(A) */
+    double *s, *lambda, *t; /* workspace [M] */
+    /* CHOLMOD */
+    cholmod_common cc;
+    int cc_started;
+    cholmod_sparse *A;
+    cholmod_factor *F;
+    cholmod_dense *rhs, *sol, *ws_y, *ws_e;
+    double beta;
+} atf_sv_proj;
+
+typedef struct {
+    double setup, projection, prox;
+} atf_sv_times;
+
+struct atf_solver {
+    const atf_problem *prob;
+    atf_settings set;
+    int nvars;
+    atf_sv_var *vars;
+    size_t n;              /* length of the stacked (reduced) variable */
+    int64_t n_orig;        /* Σ rows·cols of the problem */
+    atf_penalty full_pen;  /* penalty of the `full` structure */
+    atf_sv_proj proj;
+    double rnorm;          /* ‖r‖ */
+    double *x_ls;          /* min-norm least-squares point Aᵀ(AAᵀ)⁺r (stacked) */
+    double ls_residual;    /* ‖A x_ls − r‖ / ‖r‖ */
+    int consistent;        /* r ∈ range(A) up to feas_tol */
+    double *warm;          /* warm start mapped into the cores (stacked), or NULL */
+    double rho0;           /* initial ρ: settings.rho × the data scale (atf_sv_rho_scale) */
+    atf_sv_times t;
+};
+
+/* ---- settings.c ---- */
+atf_error atf_sv_settings_check(const atf_settings *set, char *err);
+const char *atf_sv_structure_name(atf_global_structure s);
+
+/* ---- time ---- */
+double atf_sv_now(void);
+
+/* ---- reduction.c ---- */
+/* Build the vars (cores and their operators) of prob under the settings. */
+atf_error atf_sv_vars_build(atf_solver *s, char *err);
+void atf_sv_vars_free(atf_solver *s);
+/* B (orig shape) of var v from its core C; C from B. 0 on success, -1 out of memory. */
+int atf_sv_expand(const atf_sv_var *v, const double *C, double *B);
+int atf_sv_restrict(const atf_sv_var *v, const double *B, double *C);
+
+/* ---- projection.c ---- */
+/* Factorise AAᵀ once; compute the least-squares point and decide consistency. */
+atf_error atf_sv_proj_setup(atf_solver *s, char *err);
+void atf_sv_proj_free(atf_sv_proj *p);
+/* v ← Π(v) = v − Aᵀ(AAᵀ)⁺(A v − r) with `refine` extra correction steps (0: one solve);
+ * with r = NULL the projection onto null(A), so v − Π(v) is the part in range(Aᵀ). */
+void atf_sv_project(atf_solver *s, double *v, const double *r, int refine);
+/* ‖A v − r‖ (absolute) with workspace proj.s. */
+double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r);
+
+/* ---- block_prox.c ---- */
+/* Workspace for the SVDs of spectral matrix vars. */
+atf_error atf_sv_prox_alloc(atf_solver *s, char *err);
+/* z ← prox_{Ω̃/ρ}(w), blockwise; w is left intact. */
+void atf_sv_prox(atf_solver *s, const double *w, double *z, double rho);
+/* Thin SVD of the core C of var v into v->s (descending), v->u, v->vt; 0 on success. */
+int atf_sv_svd(atf_sv_var *v, const double *C);
+/* Objective Σ Ω̃ of the stacked point x (SVDs of every spectral var). */
+double atf_sv_objective(atf_solver *s, const double *x);
+/* Objective of z from the singular values kept by the last prox (cheap, for the log). */
+double atf_sv_prox_objective(atf_solver *s, const double *z);
+
+/* ---- certificate.c ---- */
+/* Gradient ∇Ω̃(x) (nuclear: the subgradient 2√γ U_r V_rᵀ with the rank cut at `tau_rel`
+ * relative to the largest singular value and `tau_abs`) into g; returns its norm. */
+double atf_sv_gradient(atf_solver *s, const double *x, double *g, double tau_abs);
+/* Stationarity certificate at x: for smooth penalties ‖G − P G‖/‖G‖ (P the projection onto
+ * range(Aᵀ)); when a block is `nuclear`, the relative distance of the candidate y (which must
+ * lie in range(Aᵀ)) from ∂Ω̃(x). y = NULL uses P G. tau_abs: singular values (or entries) of
+ * x at most tau_abs count as zero. */
+double atf_sv_stationarity(atf_solver *s, const double *x, const double *y, double tau_abs);
+int atf_sv_any_nuclear(const atf_solver *s);
+
+/* Data-scaled initial ρ: ⟨∇Ω̃(B0), B0⟩ / ‖B0‖² at the least-squares point (2 if undefined). */
+double atf_sv_rho_scale(atf_solver *s);
+
+/* ---- admm.c ---- */
+atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err);
+
+/* ---- lp.c ---- */
+atf_error atf_sv_lp_check(const atf_solver *s, char *err);
+atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err);
+
+/* ---- solver.c ---- */
+/* Fill the result's blocks from the stacked x, then objective, constraint residual, factors. */
+atf_error atf_sv_finish(atf_solver *s, atf_result *res, const double *x, char *err);
+
+#endif

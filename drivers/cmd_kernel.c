@@ -1,9 +1,210 @@
-/* TEMPORARY SCAFFOLD — replaced by the real implementation of `atf kernel`. */
+/* cmd_kernel.c — `atf kernel`: NTK, adapted, eq. 17, Theorem 1, label, final and path-averaged
+ * kernels of a problem (and networks) with their cosine and centered alignments (SPEC §5). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "atf_cli.h"
+#include "atf_result.h"
+#include "atf_tangent.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: atf kernel PROBLEM.h5 [RESULT.h5] -o KERNELS.h5 [--mlp0 MLP0.h5] [--mlp MLP.h5]\n"
+        "                  [--path-points T] [--path-method auto|materialize|hadamard] [--json]\n"
+        "\n"
+        "Kernels over the problem's M = N*C training rows:\n"
+        "  K0            the NTK at theta0 (sum over blocks of Hadamard Grams)\n"
+        "  adapted       with RESULT: the exact adapted kernel of eq. 7, K = sum_l\n"
+        "                (H M1^2 H^T) o (D M2^2 D^T), M1^2 = I + U diag(s1^2 - 1) U^T\n"
+        "  paper17       with RESULT: eq. 17 as printed in the paper (drops cross terms; equals\n"
+        "                eq. 7 only for vector blocks) - for comparison\n"
+        "  theorem1      with RESULT: K0 + (s^2 - 1) |beta|^-2 K_label (Theorem 1, eq. 9)\n"
+        "  label         (y - f0)(y - f0)^T\n"
+        "  final         with --mlp: the NTK of the trained network\n"
+        "  path_average  with --mlp0 and --mlp: the path-averaged kernel (eq. 2) over T points\n"
+        "                (default 50, as in the paper's Appendix B.1)\n"
+        "The network inputs are taken from the problem's block W1; --mlp0 must reproduce /f0.\n"
+        "\n"
+        "Prints the cosine similarity <K,K'>/(|K||K'|) (the paper's Figure 1 number) and the\n"
+        "centered kernel alignment between all pairs, and per layer against the label kernel.\n"
+        "  -o KERNELS.h5   /K0, /adapted, ... and /alignment/{cosine,cka,layer_*} (atomic)\n"
+        "  --json          the tables as one JSON line on stdout\n");
+}
+
+static void print_matrix_json(const char *key, int rows, int cols, const double *v)
+{
+    printf("\"%s\":[", key);
+    for (int a = 0; a < rows; a++) {
+        printf("%s[", a ? "," : "");
+        for (int b = 0; b < cols; b++) {
+            double x = v[a * cols + b];
+            if (isfinite(x))
+                printf("%s%.8g", b ? "," : "", x);
+            else
+                printf("%snull", b ? "," : "");
+        }
+        printf("]");
+    }
+    printf("]");
+}
+
+static void print_json(const atf_kernel_report *r)
+{
+    printf("{\"status\":\"ok\",\"rows\":%d,\"kernels\":[", r->M);
+    for (int j = 0; j < r->nkernels; j++)
+        printf("%s\"%s\"", j ? "," : "", r->names[j]);
+    printf("],\"blocks\":[");
+    for (int b = 0; b < r->nblocks; b++)
+        printf("%s\"%s\"", b ? "," : "", r->blocks[b]);
+    printf("],");
+    print_matrix_json("cosine", r->nkernels, r->nkernels, r->cosine);
+    printf(",");
+    print_matrix_json("cka", r->nkernels, r->nkernels, r->cka);
+    printf(",");
+    print_matrix_json("layer_cosine_label", r->nblocks, r->nkernels, r->layer_cosine);
+    printf(",");
+    print_matrix_json("layer_cka_label", r->nblocks, r->nkernels, r->layer_cka);
+    if (isfinite(r->theorem1_s))
+        printf(",\"theorem1_s\":%.10g", r->theorem1_s);
+    printf("}\n");
+}
+
+static void print_table(const char *title, int rows, char (*row_names)[16], const char *const *rn,
+                        const atf_kernel_report *r, const double *v)
+{
+    printf("\n%s\n%-14s", title, "");
+    for (int j = 0; j < r->nkernels; j++)
+        printf(" %12s", r->names[j]);
+    printf("\n");
+    for (int a = 0; a < rows; a++) {
+        printf("%-14s", row_names ? row_names[a] : rn[a]);
+        for (int j = 0; j < r->nkernels; j++) {
+            double x = v[a * r->nkernels + j];
+            if (isfinite(x))
+                printf(" %12.4f", x);
+            else
+                printf(" %12s", "-");
+        }
+        printf("\n");
+    }
+}
+
+static void print_text(const atf_kernel_report *r, const char *out)
+{
+    printf("kernel: %d rows, kernels:", r->M);
+    for (int j = 0; j < r->nkernels; j++)
+        printf(" %s", r->names[j]);
+    printf(" -> %s\n", out);
+    if (isfinite(r->theorem1_s))
+        printf("theorem 1: s = %.6g\n", r->theorem1_s);
+    print_table("cosine similarity <K,K'>/(|K||K'|)", r->nkernels, (char(*)[16])r->names, NULL, r,
+                r->cosine);
+    print_table("centered kernel alignment (Cortes et al. 2012)", r->nkernels,
+                (char(*)[16])r->names, NULL, r, r->cka);
+    const char *rn[256];
+    int nb = r->nblocks < 256 ? r->nblocks : 256;
+    for (int b = 0; b < nb; b++)
+        rn[b] = r->blocks[b];
+    print_table("per layer: cosine similarity of the layer's part with the label kernel", nb, NULL,
+                rn, r, r->layer_cosine);
+    print_table("per layer: centered alignment with the label kernel", nb, NULL, rn, r,
+                r->layer_cka);
+}
+
+typedef struct {
+    const char *pos[2], *out, *mlp0, *mlp;
+    int npos, json;
+    long T;
+    atf_path_method method;
+} kernel_args;
+
+static int parse_args(int argc, char **argv, kernel_args *a, char *err)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *opt = argv[i];
+        int takes_value = !strcmp(opt, "-o") || !strcmp(opt, "--mlp0") || !strcmp(opt, "--mlp") ||
+                          !strcmp(opt, "--path-points") || !strcmp(opt, "--path-method");
+        if (takes_value && i + 1 >= argc) {
+            atf_errorf(err, "%s needs a value", opt);
+            return -1;
+        }
+        if (!strcmp(opt, "-o"))
+            a->out = argv[++i];
+        else if (!strcmp(opt, "--mlp0"))
+            a->mlp0 = argv[++i];
+        else if (!strcmp(opt, "--mlp"))
+            a->mlp = argv[++i];
+        else if (!strcmp(opt, "--path-points")) {
+            if (atf_cli_int(opt, argv[++i], 1, 100000, &a->T, err))
+                return -1;
+        } else if (!strcmp(opt, "--path-method")) {
+            if (atf_path_method_parse(argv[++i], &a->method, err))
+                return -1;
+        } else if (!strcmp(opt, "--json"))
+            a->json = 1;
+        else if (opt[0] != '-' && a->npos < 2)
+            a->pos[a->npos++] = opt;
+        else {
+            atf_errorf(err, "unknown option or argument '%s' (atf kernel --help)", opt);
+            return -1;
+        }
+    }
+    if (a->npos < 1 || !a->out) {
+        atf_errorf(err, "expected PROBLEM.h5 [RESULT.h5] -o KERNELS.h5");
+        return -1;
+    }
+    return 0;
+}
+
+static atf_error load(const kernel_args *a, atf_problem **p, atf_result **res, atf_mlp **m0,
+                      atf_mlp **m, char *err)
+{
+    atf_error e = atf_problem_read(a->pos[0], p, err);
+    if (!e && a->npos == 2)
+        e = atf_result_read(a->pos[1], res, err);
+    if (!e && a->mlp0)
+        e = atf_mlp_read(a->mlp0, m0, err);
+    if (!e && a->mlp)
+        e = atf_mlp_read(a->mlp, m, err);
+    return e;
+}
 
 int atf_cmd_kernel(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return atf_cli_fail("kernel", ATF_E_USAGE, "SCAFFOLD: not built yet");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    }
+    kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.T = 50;
+    char err[ATF_ERRLEN] = "";
+    if (parse_args(argc, argv, &a, err))
+        return atf_cli_fail("kernel", ATF_E_USAGE, err);
+    atf_problem *p = NULL;
+    atf_result *res = NULL;
+    atf_mlp *m0 = NULL, *m = NULL;
+    atf_kernel_report r;
+    atf_error e = load(&a, &p, &res, &m0, &m, err);
+    if (!e) {
+        atf_kernel_inputs in = {p, res, m0, m, (int)a.T, a.method};
+        e = atf_kernel_report_compute(&in, &r, err);
+    }
+    if (!e) {
+        e = atf_kernel_report_write(a.out, &r, err);
+        if (!e && a.json)
+            print_json(&r);
+        else if (!e)
+            print_text(&r, a.out);
+        atf_kernel_report_free(&r);
+    }
+    atf_problem_free(p);
+    atf_result_free(res);
+    atf_mlp_free(m0);
+    atf_mlp_free(m);
+    return e ? atf_cli_fail("kernel", e, err) : 0;
 }

@@ -312,6 +312,35 @@ atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char
                               atf_problem **out, char *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Predictions: f(x) = f0(x) + Σ_ℓ A_ℓ(x) vec B_ℓ for a solution, or a network's outputs.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int N, C;
+    double *f;          /* [N × C] predictions */
+    double *y;          /* [N × C] targets */
+    int *labels;        /* [N] class indices or NULL */
+    double mse;         /* mean over N·C entries of (f − y)² */
+    double error;       /* sign (C = 1) or argmax (C > 1) disagreement with y */
+    double class_error; /* disagreement with the labels (NaN without labels) */
+} atf_split_eval;
+
+typedef struct {
+    atf_split_eval train, test; /* test.N = 0 when there is no test split */
+} atf_predictions;
+
+/* Predictions of a result (any method) on the problem's training rows and its /test split. */
+atf_error atf_predict_result(const atf_problem *p, const atf_result *res, atf_predictions *out,
+                             char *err);
+/* Predictions of a network on a task's train and test sets. */
+atf_error atf_predict_mlp(const atf_mlp *m, const atf_task *task, atf_predictions *out,
+                          char *err);
+void atf_predictions_free(atf_predictions *pr);
+/* HDF5: /train/f, /train/y, (/train/labels), same under /test, metrics as group attributes
+ * (mse, error, class_error); root attribute format = "atf-predictions". Atomic. */
+atf_error atf_predictions_write(const char *path, const atf_predictions *pr, char *err);
+
+/* ---------------------------------------------------------------------------------------------
  * Kernels (SPEC §5). All kernels are M × M over the rows m = i·C + k of a problem. `K` outputs
  * are accumulated (K += ...) so per-block kernels can be summed; zero them first.
  * ------------------------------------------------------------------------------------------- */
@@ -366,5 +395,46 @@ atf_error atf_kernel_path_average(const atf_mlp *m0, const atf_mlp *m1, int N, c
 
 /* The flop estimates used by AUTO for one block (exposed for tests and docs). */
 double atf_path_cost(atf_path_method method, int N, int C, int P, int Q, int T);
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernel reports (`atf kernel`): every kernel available from the inputs and their alignments.
+ * Kernels, in this order when present: K0 (NTK at θ0), adapted (eq. 7), paper17 (eq. 17 as
+ * printed: K0 + Σ_j (s1²s2² − 1) g_j g_jᵀ), theorem1, label ((f − f0)(f − f0)ᵀ with f − f0 = r),
+ * final (NTK of the trained network), path_average.
+ * ------------------------------------------------------------------------------------------- */
+
+#define ATF_MAX_KERNELS 8
+
+typedef struct {
+    const atf_problem *problem; /* required */
+    atf_result *result;         /* optional; U, V are filled by atf_result_factors if absent */
+    const atf_mlp *mlp0;        /* optional: the network the problem was built from */
+    const atf_mlp *mlp;         /* optional: the trained network (final and path kernels) */
+    int path_points;            /* T for the path average (default 50 when 0) */
+    atf_path_method path_method;
+} atf_kernel_inputs;
+
+typedef struct {
+    int M, nkernels, nblocks;
+    char names[ATF_MAX_KERNELS][16];
+    double *K[ATF_MAX_KERNELS];  /* [M × M] */
+    char (*blocks)[ATF_NAMELEN]; /* [nblocks] */
+    double *cosine, *cka;        /* [nkernels × nkernels] */
+    double *layer_cosine;        /* [nblocks × nkernels]: block ℓ's part of kernel j against the
+                                    label kernel (NaN for kernels without per-block parts) */
+    double *layer_cka;
+    double theorem1_s;           /* s of Theorem 1 (NaN without a result) */
+    double f0_check;             /* max |f_θ0(X) − f0| when mlp0 is given, else NaN */
+} atf_kernel_report;
+
+/* The inputs X of the networks are recovered from the problem's block W1 (H = c_1 X); with
+ * mlp0 the function checks that f_θ0(X) reproduces the problem's /f0. */
+atf_error atf_kernel_report_compute(const atf_kernel_inputs *in, atf_kernel_report *out,
+                                    char *err);
+/* HDF5: one dataset per kernel (/K0, /adapted, ...), /alignment/cosine, /alignment/cka and
+ * /alignment/layer_cosine_label, /alignment/layer_cka_label with attributes `kernels` and
+ * `blocks` (comma-separated names); root attribute format = "atf-kernels". Atomic. */
+atf_error atf_kernel_report_write(const char *path, const atf_kernel_report *r, char *err);
+void atf_kernel_report_free(atf_kernel_report *r);
 
 #endif

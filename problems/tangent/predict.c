@@ -1,0 +1,159 @@
+/* predict.c — predictions and errors of solutions and networks, and their files. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf_tangent.h"
+#include "th5.h"
+
+static double mean_squared(size_t n, const double *f, const double *y)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (f[i] - y[i]) * (f[i] - y[i]);
+    return n ? s / (double)n : NAN;
+}
+
+static void fill_metrics(atf_split_eval *s)
+{
+    s->mse = mean_squared((size_t)s->N * s->C, s->f, s->y);
+    s->error = atf_prediction_error(s->N, s->C, s->f, s->y);
+    s->class_error = atf_prediction_class_error(s->N, s->C, s->f, s->labels);
+}
+
+/* Allocate f, y (copied) and labels (copied when given). */
+static atf_error split_alloc(atf_split_eval *s, int N, int C, const double *y, const int *labels,
+                             char *err)
+{
+    memset(s, 0, sizeof *s);
+    s->N = N;
+    s->C = C;
+    size_t n = (size_t)(N > 0 ? N : 1) * C;
+    s->f = calloc(n, sizeof *s->f);
+    s->y = malloc(n * sizeof *s->y);
+    s->labels = labels ? malloc((size_t)(N > 0 ? N : 1) * sizeof *s->labels) : NULL;
+    if (!s->f || !s->y || (labels && !s->labels)) {
+        atf_errorf(err, "predict: out of memory");
+        return ATF_E_NOMEM;
+    }
+    if (y)
+        memcpy(s->y, y, (size_t)N * C * sizeof *s->y);
+    if (labels)
+        memcpy(s->labels, labels, (size_t)N * sizeof *s->labels);
+    return ATF_OK;
+}
+
+/* f = f0 + Σ_ℓ A_ℓ vec B_ℓ over one split (the test split shares the result's B). */
+static atf_error predict_split(const atf_problem *p, const atf_result *res, const char *what,
+                               atf_split_eval *s, char *err)
+{
+    if (!p->y || !p->f0) {
+        atf_errorf(err, "%s: /y and /f0 are needed for predictions", what);
+        return ATF_E_INPUT;
+    }
+    atf_error e = split_alloc(s, p->N, p->C, p->y, p->labels, err);
+    if (e)
+        return e;
+    for (int l = 0; l < p->nblocks; l++)
+        atf_block_apply(&p->blocks[l], res->blocks[l].B, 1.0, s->f);
+    for (int m = 0; m < p->M; m++)
+        s->f[m] += p->f0[m];
+    fill_metrics(s);
+    return ATF_OK;
+}
+
+atf_error atf_predict_result(const atf_problem *p, const atf_result *res, atf_predictions *out,
+                             char *err)
+{
+    memset(out, 0, sizeof *out);
+    atf_error e = atf_result_check(res, p, "result", err);
+    if (!e)
+        e = predict_split(p, res, "problem", &out->train, err);
+    if (!e && p->test)
+        e = predict_split(p->test, res, "problem /test", &out->test, err);
+    if (e)
+        atf_predictions_free(out);
+    return e;
+}
+
+static atf_error predict_net_split(const atf_mlp *m, const atf_dataset *ds, atf_split_eval *s,
+                                   char *err)
+{
+    int C = m->arch.widths[m->arch.L];
+    atf_error e = split_alloc(s, ds->N, C, ds->Y, ds->labels, err);
+    if (!e && ds->N > 0)
+        e = atf_mlp_forward(m, ds->N, ds->X, s->f, err);
+    if (!e)
+        fill_metrics(s);
+    return e;
+}
+
+atf_error atf_predict_mlp(const atf_mlp *m, const atf_task *task, atf_predictions *out,
+                          char *err)
+{
+    memset(out, 0, sizeof *out);
+    atf_arch arch = m->arch;
+    atf_error e = atf_arch_fit_task(&arch, task, err);
+    if (!e)
+        e = predict_net_split(m, &task->train, &out->train, err);
+    if (!e && task->test.N > 0)
+        e = predict_net_split(m, &task->test, &out->test, err);
+    if (e)
+        atf_predictions_free(out);
+    return e;
+}
+
+static void split_free(atf_split_eval *s)
+{
+    free(s->f);
+    free(s->y);
+    free(s->labels);
+    memset(s, 0, sizeof *s);
+}
+
+void atf_predictions_free(atf_predictions *pr)
+{
+    split_free(&pr->train);
+    split_free(&pr->test);
+}
+
+static int write_split(hid_t f, const char *group, const atf_split_eval *s)
+{
+    char path[64];
+    int64_t dims[2] = {s->N, s->C};
+    int bad = th5_write_group(f, group);
+    snprintf(path, sizeof path, "%s/f", group);
+    bad = bad || th5_write_doubles(f, path, 2, dims, s->f);
+    snprintf(path, sizeof path, "%s/y", group);
+    bad = bad || th5_write_doubles(f, path, 2, dims, s->y);
+    snprintf(path, sizeof path, "%s/labels", group);
+    if (!bad && s->labels)
+        bad = th5_write_ints(f, path, s->N, s->labels);
+    return bad || th5_write_attr_int(f, group, "samples", s->N) ||
+           th5_write_attr_double(f, group, "mse", s->mse) ||
+           th5_write_attr_double(f, group, "error", s->error) ||
+           th5_write_attr_double(f, group, "class_error", s->class_error);
+}
+
+atf_error atf_predictions_write(const char *path, const atf_predictions *pr, char *err)
+{
+    th5_quiet q;
+    th5_quiet_begin(&q);
+    th5_writer w;
+    atf_error e = th5_create(&w, path, err);
+    if (!e) {
+        int bad = th5_write_attr_string(w.file, "/", "format", "atf-predictions") ||
+                  th5_write_attr_int(w.file, "/", "version", 1) ||
+                  write_split(w.file, "/train", &pr->train) ||
+                  (pr->test.N > 0 && write_split(w.file, "/test", &pr->test));
+        if (bad) {
+            th5_abort(&w);
+            atf_errorf(err, "%s: cannot write the predictions", path);
+            e = ATF_E_IO;
+        } else {
+            e = th5_commit(&w, err);
+        }
+    }
+    th5_quiet_end(&q);
+    return e;
+}

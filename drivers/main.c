@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "atf_cli.h"
+#include "experiment.h"
 
 typedef struct {
     const char *name;
@@ -18,6 +19,8 @@ static const atf_command commands[] = {
     {"train", atf_cmd_train, "train an MLP by SGD with momentum and save it"},
     {"predict", atf_cmd_predict, "test predictions and errors of a solution or baseline"},
     {"kernel", atf_cmd_kernel, "NTK, adapted and label kernels and their alignment"},
+    {"experiment", atf_cmd_experiment, "the paper's experiments: alignment, penalties, samples"},
+    {"sweep", atf_cmd_sweep, "penalty x scale x structure ablations on a problem file"},
     {"demo", atf_cmd_demo, "built-in example: adaptive vs NTK min-norm (no download)"},
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
@@ -30,7 +33,7 @@ static void usage(FILE *out)
             "atf solves the structured regression of the adaptive tangent feature theory\n"
             "(LeJeune & Alemohammad, arXiv 2308.15478, eq. 16).\n\ncommands:\n");
     for (size_t i = 0; i < ncommands; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nexit codes: 0 solved, 2 bad input or usage, 3 infeasible,\n"
                  "            4 iteration limit (result written), 130 interrupted (last iterate written)\n");
 }

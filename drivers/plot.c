@@ -1,0 +1,472 @@
+/* plot.c — render atf_plot_figure descriptions with PLplot to SVG and PNG.
+ *
+ * PLplot keeps global state per stream, so each output file gets a fresh stream that is ended
+ * before the next one starts; the drawing code is the same for both devices. Log axes are drawn
+ * the PLplot way: the data are plotted as log10 values and the box options add "l". */
+#include "plot.h"
+
+#include <float.h>
+#include <math.h>
+#include <plplot.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Okabe–Ito palette (colour-blind safe); cmap0 indices 2.. are used for series. */
+static const int palette[8][3] = {
+    {0, 114, 178},  /* blue */
+    {213, 94, 0},   /* vermillion */
+    {0, 158, 115},  /* green */
+    {204, 121, 167},/* purple */
+    {230, 159, 0},  /* orange */
+    {86, 180, 233}, /* sky */
+    {0, 0, 0},      /* black */
+    {240, 228, 66}, /* yellow */
+};
+enum { COL_BG = 0, COL_FG = 1, COL_GRID = 10, COL_SERIES0 = 2 };
+
+/* Hershey glyphs for markers: circle, cross, square, triangle, plus. */
+static const char *const markers[] = {"", "#(840)", "#(846)", "#(841)", "#(842)", "#(845)"};
+
+static void setup_colours(void)
+{
+    plscmap0n(16);
+    plscol0(COL_BG, 255, 255, 255);
+    plscol0(COL_FG, 0, 0, 0);
+    for (int i = 0; i < 8; i++)
+        plscol0(COL_SERIES0 + i, palette[i][0], palette[i][1], palette[i][2]);
+    plscol0(COL_GRID, 200, 200, 200);
+}
+
+static void set_colormap(int diverging)
+{
+    if (diverging) {
+        PLFLT pos[3] = {0.0, 0.5, 1.0};
+        PLFLT r[3] = {0.13, 1.0, 0.70}, g[3] = {0.40, 1.0, 0.09}, b[3] = {0.67, 1.0, 0.17};
+        plscmap1l(1, 3, pos, r, g, b, NULL);
+    } else { /* viridis, sampled at five points */
+        PLFLT pos[5] = {0.0, 0.25, 0.5, 0.75, 1.0};
+        PLFLT r[5] = {0.267, 0.231, 0.128, 0.369, 0.993};
+        PLFLT g[5] = {0.005, 0.322, 0.567, 0.789, 0.906};
+        PLFLT b[5] = {0.329, 0.546, 0.551, 0.383, 0.144};
+        plscmap1l(1, 5, pos, r, g, b, NULL);
+    }
+}
+
+static double axis_value(double v, int logscale)
+{
+    return logscale ? log10(v) : v;
+}
+
+static int usable(double v, int logscale)
+{
+    return isfinite(v) && (!logscale || v > 0);
+}
+
+/* Data range of the series on one axis (x if which == 0, else y with error bars). */
+static void series_range(const atf_plot_panel *p, int which, double *lo, double *hi)
+{
+    int logscale = which ? p->logy : p->logx;
+    *lo = DBL_MAX;
+    *hi = -DBL_MAX;
+    for (int s = 0; s < p->nseries; s++) {
+        const atf_plot_series *ser = &p->series[s];
+        for (int i = 0; i < ser->n; i++) {
+            double v = which ? ser->y[i] : ser->x[i];
+            double e = which && ser->yerr ? fabs(ser->yerr[i]) : 0.0;
+            double cand[2] = {v - e, v + e};
+            for (int c = 0; c < 2; c++) {
+                double w = cand[c];
+                if (logscale && w <= 0)
+                    w = v; /* an error bar reaching below 0 must not break a log axis */
+                if (!usable(w, logscale))
+                    continue;
+                *lo = fmin(*lo, axis_value(w, logscale));
+                *hi = fmax(*hi, axis_value(w, logscale));
+            }
+        }
+    }
+    if (*lo > *hi) {
+        *lo = 0;
+        *hi = 1;
+    }
+    if (*hi - *lo < 1e-12 * fmax(1.0, fabs(*hi))) {
+        *lo -= 0.5 * fmax(1e-3, fabs(*lo));
+        *hi += 0.5 * fmax(1e-3, fabs(*hi));
+    }
+}
+
+static void panel_limits(const atf_plot_panel *p, double lim[4])
+{
+    series_range(p, 0, &lim[0], &lim[1]);
+    series_range(p, 1, &lim[2], &lim[3]);
+    if (p->fixed_x) {
+        lim[0] = axis_value(p->xmin, p->logx);
+        lim[1] = axis_value(p->xmax, p->logx);
+    } else if (!p->logx) {
+        double pad = 0.03 * (lim[1] - lim[0]);
+        lim[0] -= pad, lim[1] += pad;
+    } else {
+        lim[0] -= 0.05, lim[1] += 0.05;
+    }
+    if (p->fixed_y) {
+        lim[2] = axis_value(p->ymin, p->logy);
+        lim[3] = axis_value(p->ymax, p->logy);
+    } else {
+        double pad = 0.06 * (lim[3] - lim[2]);
+        lim[2] -= pad, lim[3] += pad;
+    }
+}
+
+static void draw_series(const atf_plot_panel *p, const atf_plot_series *s)
+{
+    double *x = malloc(sizeof(double) * (size_t)(s->n > 0 ? s->n : 1));
+    double *y = malloc(sizeof(double) * (size_t)(s->n > 0 ? s->n : 1));
+    double *lo = malloc(sizeof(double) * (size_t)(s->n > 0 ? s->n : 1));
+    double *hi = malloc(sizeof(double) * (size_t)(s->n > 0 ? s->n : 1));
+    if (!x || !y || !lo || !hi)
+        goto done;
+    int k = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (!usable(s->x[i], p->logx) || !usable(s->y[i], p->logy))
+            continue;
+        x[k] = axis_value(s->x[i], p->logx);
+        y[k] = axis_value(s->y[i], p->logy);
+        double e = s->yerr ? fabs(s->yerr[i]) : 0.0;
+        double l = s->y[i] - e, h = s->y[i] + e;
+        lo[k] = usable(l, p->logy) ? axis_value(l, p->logy) : y[k];
+        hi[k] = axis_value(h, p->logy);
+        k++;
+    }
+    plcol0(COL_SERIES0 + (s->color & 7));
+    plwidth(2.0);
+    pllsty(s->dashed == 1 ? 3 : s->dashed == 2 ? 2 : 1);
+    if (!s->no_line && k > 1)
+        plline(k, x, y);
+    pllsty(1);
+    plwidth(1.5);
+    if (s->yerr && k > 0)
+        plerry(k, x, lo, hi);
+    if (s->marker > 0 && s->marker <= 5 && k > 0) {
+        PLFLT def, ht;
+        plgchr(&def, &ht);
+        plschr(0, 0.6 * ht / def);
+        plstring(k, x, y, markers[s->marker]);
+        plschr(0, ht / def);
+    }
+done:
+    free(x), free(y), free(lo), free(hi);
+}
+
+static void legend_position(atf_legend_pos pos, PLINT *flags)
+{
+    switch (pos) {
+    case ATF_LEGEND_TOP_LEFT: *flags = PL_POSITION_TOP | PL_POSITION_LEFT; break;
+    case ATF_LEGEND_BOTTOM_RIGHT: *flags = PL_POSITION_BOTTOM | PL_POSITION_RIGHT; break;
+    case ATF_LEGEND_BOTTOM_LEFT: *flags = PL_POSITION_BOTTOM | PL_POSITION_LEFT; break;
+    default: *flags = PL_POSITION_TOP | PL_POSITION_RIGHT; break;
+    }
+    *flags |= PL_POSITION_INSIDE | PL_POSITION_VIEWPORT;
+}
+
+static void draw_legend(const atf_plot_panel *p)
+{
+    PLINT opt[ATF_PLOT_MAXSERIES], tcol[ATF_PLOT_MAXSERIES], lcol[ATF_PLOT_MAXSERIES],
+        lsty[ATF_PLOT_MAXSERIES], scol[ATF_PLOT_MAXSERIES], snum[ATF_PLOT_MAXSERIES];
+    PLFLT lwid[ATF_PLOT_MAXSERIES], sscale[ATF_PLOT_MAXSERIES];
+    const char *text[ATF_PLOT_MAXSERIES], *sym[ATF_PLOT_MAXSERIES];
+    int n = 0;
+    if (p->legend == ATF_LEGEND_NONE)
+        return;
+    for (int s = 0; s < p->nseries; s++) {
+        const atf_plot_series *ser = &p->series[s];
+        if (!ser->label || !*ser->label)
+            continue;
+        opt[n] = (ser->no_line ? 0 : PL_LEGEND_LINE) | (ser->marker ? PL_LEGEND_SYMBOL : 0);
+        if (!opt[n])
+            opt[n] = PL_LEGEND_LINE;
+        tcol[n] = COL_FG;
+        lcol[n] = scol[n] = COL_SERIES0 + (ser->color & 7);
+        lsty[n] = ser->dashed == 1 ? 3 : ser->dashed == 2 ? 2 : 1;
+        lwid[n] = 2.0;
+        sscale[n] = 0.6;
+        snum[n] = 2;
+        text[n] = ser->label;
+        sym[n] = ser->marker > 0 && ser->marker <= 5 ? markers[ser->marker] : "";
+        n++;
+    }
+    if (!n)
+        return;
+    PLINT pos;
+    legend_position(p->legend, &pos);
+    PLFLT w, h;
+    pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, pos, 0.02, 0.02, 0.06,
+             COL_BG, COL_FG, 1, 0, 0, n, opt, 0.6, 0.75, 1.5, 0.0, tcol, text, NULL, NULL, NULL,
+             NULL, lcol, lsty, lwid, scol, sscale, snum, sym);
+}
+
+/* Viewport of a panel inside its grid cell (normalised page coordinates); heat maps keep room on
+ * the right for the colour bar. */
+typedef struct {
+    double x0, x1, y0, y1;
+} cell;
+
+static void panel_viewport(const cell *c, int heatmap)
+{
+    double w = c->x1 - c->x0, h = c->y1 - c->y0;
+    plvpor(c->x0 + 0.16 * w, c->x1 - (heatmap ? 0.20 : 0.04) * w, c->y0 + 0.17 * h,
+           c->y1 - 0.11 * h);
+}
+
+/* Axis labels and title at fixed distances (in character heights) from the viewport. */
+static void draw_labels(const atf_plot_panel *p, double ylabel_disp)
+{
+    plcol0(COL_FG);
+    if (p->title)
+        plmtex("t", 1.2, 0.5, 0.5, p->title);
+    if (p->xlabel)
+        plmtex("b", 3.3, 0.5, 0.5, p->xlabel);
+    if (p->ylabel)
+        plmtex("l", ylabel_disp, 0.5, 0.5, p->ylabel);
+}
+
+static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
+{
+    double lim[4];
+    panel_limits(p, lim);
+    panel_viewport(c, 0);
+    plwind(lim[0], lim[1], lim[2], lim[3]);
+    /* Log-axis labels (10^k) read badly when rotated: draw them horizontally. */
+    char xopt[16] = "bcnst", yopt[16] = "bcnst";
+    if (p->logx)
+        strcat(xopt, "l");
+    if (p->logy)
+        strcat(yopt, "lv");
+    /* On a log axis the world unit is a decade: label every decade up to six, then thin out. */
+    double xtick = p->logx ? ceil((lim[1] - lim[0]) / 6.0) : 0.0;
+    double ytick = p->logy ? ceil((lim[3] - lim[2]) / 6.0) : 0.0;
+    plcol0(COL_GRID);
+    plwidth(0.5);
+    plbox(p->logx ? "gh" : "g", xtick, 0, p->logy ? "gh" : "g", ytick, 0);
+    plcol0(COL_FG);
+    plwidth(1.0);
+    plbox(xopt, xtick, 0, yopt, ytick, 0);
+    for (int s = 0; s < p->nseries; s++)
+        draw_series(p, &p->series[s]);
+    draw_labels(p, p->logy ? 5.2 : 3.6);
+    draw_legend(p);
+}
+
+static void heat_range(const atf_plot_panel *p, double *lo, double *hi)
+{
+    if (p->fixed_z) {
+        *lo = p->zmin;
+        *hi = p->zmax;
+        return;
+    }
+    *lo = DBL_MAX, *hi = -DBL_MAX;
+    for (long i = 0; i < (long)p->rows * p->cols; i++)
+        if (isfinite(p->z[i])) {
+            *lo = fmin(*lo, p->z[i]);
+            *hi = fmax(*hi, p->z[i]);
+        }
+    if (*lo > *hi)
+        *lo = 0, *hi = 1;
+    if (p->diverging) {
+        double m = fmax(fabs(*lo), fabs(*hi));
+        *lo = -m, *hi = m;
+    }
+    if (*hi <= *lo)
+        *hi = *lo + 1;
+}
+
+enum { HEAT_MAXCELLS = 128 };
+
+/* Mean of the finite values in the fx × fy tile at column x0, row y0. */
+static double pooled(const atf_plot_panel *p, int x0, int y0, int fx, int fy)
+{
+    double sum = 0.0;
+    int n = 0;
+    for (int y = y0; y < y0 + fy && y < p->rows; y++)
+        for (int x = x0; x < x0 + fx && x < p->cols; x++) {
+            double v = p->z[(long)y * p->cols + x];
+            if (isfinite(v))
+                sum += v, n++;
+        }
+    return n ? sum / n : NAN;
+}
+
+static void draw_heatmap_panel(const atf_plot_panel *p, const cell *c)
+{
+    double lo, hi;
+    heat_range(p, &lo, &hi);
+    /* Large maps are average-pooled to at most HEAT_MAXCELLS per side: the SVG device writes one
+     * polygon per cell. PLplot wants idata[ix][iy]: the column index is x. */
+    int fx = (p->cols + HEAT_MAXCELLS - 1) / HEAT_MAXCELLS;
+    int fy = (p->rows + HEAT_MAXCELLS - 1) / HEAT_MAXCELLS;
+    int nx = (p->cols + fx - 1) / fx, ny = (p->rows + fy - 1) / fy;
+    PLFLT **idata = calloc((size_t)nx, sizeof(PLFLT *));
+    if (!idata)
+        return;
+    for (int ix = 0; ix < nx; ix++) {
+        idata[ix] = malloc(sizeof(PLFLT) * (size_t)ny);
+        if (!idata[ix])
+            goto done;
+        for (int iy = 0; iy < ny; iy++)
+            idata[ix][iy] = pooled(p, ix * fx, iy * fy, fx, fy);
+    }
+    set_colormap(p->diverging);
+    panel_viewport(c, 1);
+    plwind(0, p->cols, 0, p->rows);
+    plimagefr((PLFLT_MATRIX)idata, nx, ny, 0, p->cols, 0, p->rows, -DBL_MAX, DBL_MAX, lo, hi,
+              NULL, NULL);
+    plcol0(COL_FG);
+    plbox("bcnst", 0, 0, "bcnstv", 0, 0);
+    draw_labels(p, 4.2);
+
+    PLINT n_values[1] = {2};
+    PLFLT range[2] = {lo, hi};
+    const PLFLT *values[1] = {range};
+    const char *axis_opts[1] = {"bcvtm"};
+    PLFLT ticks[1] = {0.0};
+    PLINT sub_ticks[1] = {0};
+    PLINT label_opts[1] = {PL_COLORBAR_LABEL_BOTTOM};
+    const char *labels[1] = {p->zlabel ? p->zlabel : ""};
+    PLFLT w, h;
+    plcolorbar(&w, &h, PL_COLORBAR_IMAGE,
+               PL_POSITION_RIGHT | PL_POSITION_OUTSIDE | PL_POSITION_VIEWPORT,
+               0.03, 0.0, 0.04, 0.85, COL_BG, COL_FG, 1, 0.0, 1.0, 0, 0.0, 1, label_opts,
+               labels, 1, axis_opts, ticks, sub_ticks, n_values, (PLFLT_MATRIX)values);
+done:
+    for (int ix = 0; ix < nx; ix++)
+        free(idata[ix]);
+    free(idata);
+}
+
+static atf_error check_figure(const atf_plot_figure *fig, char *err)
+{
+    if (fig->ncols < 1 || fig->nrows < 1 || fig->npanels < 1 ||
+        fig->npanels > fig->ncols * fig->nrows || fig->width < 100 || fig->height < 100) {
+        atf_errorf(err, "plot: inconsistent figure (%d panels in %d x %d, %d x %d px)",
+                   fig->npanels, fig->ncols, fig->nrows, fig->width, fig->height);
+        return ATF_E_USAGE;
+    }
+    for (int i = 0; i < fig->npanels; i++) {
+        const atf_plot_panel *p = &fig->panels[i];
+        if (p->kind == ATF_PANEL_HEATMAP && (!p->z || p->rows < 1 || p->cols < 1)) {
+            atf_errorf(err, "plot: panel %d: heat map without data", i);
+            return ATF_E_USAGE;
+        }
+        if (p->kind == ATF_PANEL_LINES && (p->nseries < 0 || p->nseries > ATF_PLOT_MAXSERIES)) {
+            atf_errorf(err, "plot: panel %d: %d series (at most %d)", i, p->nseries,
+                       ATF_PLOT_MAXSERIES);
+            return ATF_E_USAGE;
+        }
+    }
+    return ATF_OK;
+}
+
+static int exit_handler(const char *msg)
+{
+    (void)msg;
+    return 0; /* let PLplot return instead of calling exit(); the missing file reports it */
+}
+
+static void render(const atf_plot_figure *fig, const char *device, const char *path)
+{
+    plsexit(exit_handler);
+    plsdev(device);
+    plsfnam(path);
+    plspage(0, 0, fig->width, fig->height, 0, 0);
+    setup_colours();
+    plinit();
+    plfontld(1);
+    pladv(0);
+    /* The grid is laid out by hand: PLplot's subpages misplace colour bars. */
+    double top = fig->title && *fig->title ? 1.0 - fmin(0.12, 64.0 / fig->height) : 1.0;
+    double cw = 1.0 / fig->ncols, ch = top / fig->nrows;
+    double px = fmin((double)fig->width / fig->ncols, (double)fig->height / fig->nrows);
+    plschr(0, fmin(1.0, fmax(0.6, px / 600.0)));
+    for (int i = 0; i < fig->npanels; i++) {
+        int col = i % fig->ncols, row = i / fig->ncols;
+        cell c = {col * cw, (col + 1) * cw, top - (row + 1) * ch, top - row * ch};
+        if (fig->panels[i].kind == ATF_PANEL_HEATMAP)
+            draw_heatmap_panel(&fig->panels[i], &c);
+        else
+            draw_lines_panel(&fig->panels[i], &c);
+    }
+    if (top < 1.0) {
+        plvpor(0.0, 1.0, top, 1.0);
+        plwind(0, 1, 0, 1);
+        plcol0(COL_FG);
+        plschr(0, fmin(1.2, fmax(0.7, px / 500.0)));
+        plmtex("t", -1.5, 0.5, 0.5, fig->title);
+    }
+    plend();
+}
+
+static int nonempty_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    int ok = fseek(f, 0, SEEK_END) == 0 && ftell(f) > 0;
+    fclose(f);
+    return ok;
+}
+
+int atf_plot_png_available(void)
+{
+    /* The cairo driver is a run-time plugin; asking PLplot for its device list is the test. */
+    const char **menu = NULL, **devs = NULL;
+    int n = 64;
+    menu = malloc(sizeof(char *) * (size_t)n);
+    devs = malloc(sizeof(char *) * (size_t)n);
+    int found = 0;
+    if (menu && devs) {
+        plgFileDevs(&menu, &devs, &n);
+        for (int i = 0; i < n; i++)
+            if (devs[i] && !strcmp(devs[i], "pngcairo"))
+                found = 1;
+    }
+    free(menu);
+    free(devs);
+    return found;
+}
+
+static atf_error render_to(const atf_plot_figure *fig, const char *device, const char *base,
+                           const char *ext, char *err)
+{
+    size_t len = strlen(base) + 32;
+    char *tmp = malloc(len), *final = malloc(len);
+    atf_error e = ATF_OK;
+    if (!tmp || !final) {
+        e = ATF_E_NOMEM;
+        atf_errorf(err, "plot: out of memory");
+        goto done;
+    }
+    snprintf(final, len, "%s.%s", base, ext);
+    snprintf(tmp, len, "%s.tmp%ld.%s", base, (long)getpid(), ext);
+    render(fig, device, tmp);
+    if (!nonempty_file(tmp) || rename(tmp, final) != 0) {
+        remove(tmp);
+        atf_errorf(err, "%s: could not write the figure (PLplot device %s)", final, device);
+        e = ATF_E_IO;
+    }
+done:
+    free(tmp);
+    free(final);
+    return e;
+}
+
+atf_error atf_plot_save(const atf_plot_figure *fig, const char *base, char *err)
+{
+    atf_error e = check_figure(fig, err);
+    if (e)
+        return e;
+    e = render_to(fig, "svg", base, "svg", err);
+    if (!e && atf_plot_png_available())
+        e = render_to(fig, "pngcairo", base, "png", err);
+    return e;
+}

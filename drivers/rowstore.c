@@ -1,0 +1,509 @@
+/* rowstore.c — append-only CSV + JSON-lines tables with per-row fsync and resume. */
+#include "rowstore.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct atf_rowstore {
+    char *csv_path, *jsonl_path;
+    char key_field[ATF_ROW_NAMELEN];
+    FILE *csv, *jsonl;
+    int have_header;
+    atf_row header;   /* column names in names[], values unused */
+    atf_row *rows;
+    int nrows, cap;
+};
+
+/* ---- rows ---- */
+
+void atf_row_clear(atf_row *row)
+{
+    row->nfields = 0;
+}
+
+static int field_index(const atf_row *row, const char *name)
+{
+    for (int i = 0; i < row->nfields; i++)
+        if (!strcmp(row->names[i], name))
+            return i;
+    return -1;
+}
+
+void atf_row_str(atf_row *row, const char *name, const char *value)
+{
+    int i = field_index(row, name);
+    if (i < 0) {
+        if (row->nfields >= ATF_ROW_MAXFIELDS)
+            return;
+        i = row->nfields++;
+        snprintf(row->names[i], ATF_ROW_NAMELEN, "%s", name);
+    }
+    snprintf(row->values[i], ATF_ROW_VALUELEN, "%s", value ? value : "");
+}
+
+void atf_row_num(atf_row *row, const char *name, double value)
+{
+    char buf[64];
+    if (isnan(value))
+        snprintf(buf, sizeof buf, "nan");
+    else if (isinf(value))
+        snprintf(buf, sizeof buf, value > 0 ? "inf" : "-inf");
+    else
+        snprintf(buf, sizeof buf, "%.10g", value);
+    atf_row_str(row, name, buf);
+}
+
+void atf_row_int(atf_row *row, const char *name, long value)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%ld", value);
+    atf_row_str(row, name, buf);
+}
+
+const char *atf_row_get(const atf_row *row, const char *name)
+{
+    int i = field_index(row, name);
+    return i < 0 ? NULL : row->values[i];
+}
+
+double atf_row_getnum(const atf_row *row, const char *name)
+{
+    const char *v = atf_row_get(row, name);
+    if (!v || !*v)
+        return NAN;
+    char *end;
+    double x = strtod(v, &end);
+    return *end ? NAN : x;
+}
+
+/* ---- CSV and JSON text ---- */
+
+static int needs_quotes(const char *s)
+{
+    return strpbrk(s, ",\"\n\r") != NULL;
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!needs_quotes(s)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_line(FILE *f, const atf_row *row, int names)
+{
+    for (int i = 0; i < row->nfields; i++) {
+        if (i)
+            fputc(',', f);
+        csv_field(f, names ? row->names[i] : row->values[i]);
+    }
+    fputc('\n', f);
+}
+
+/* Split one CSV line (without its newline) into out->values; returns the number of fields or -1
+ * for a malformed line (unterminated quote, too many fields). */
+static int csv_split(const char *line, atf_row *out)
+{
+    int n = 0;
+    const char *p = line;
+    for (;;) {
+        if (n >= ATF_ROW_MAXFIELDS)
+            return -1;
+        char *dst = out->values[n];
+        int len = 0;
+        if (*p == '"') {
+            p++;
+            for (;;) {
+                if (!*p)
+                    return -1;
+                if (*p == '"' && p[1] == '"')
+                    p++;
+                else if (*p == '"')
+                    break;
+                if (len < ATF_ROW_VALUELEN - 1)
+                    dst[len++] = *p;
+                p++;
+            }
+            p++;
+        } else {
+            while (*p && *p != ',') {
+                if (len < ATF_ROW_VALUELEN - 1)
+                    dst[len++] = *p;
+                p++;
+            }
+        }
+        dst[len] = '\0';
+        n++;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        return *p ? -1 : n;
+    }
+}
+
+static int is_number(const char *s)
+{
+    if (!*s)
+        return 0;
+    char *end;
+    double x = strtod(s, &end);
+    return !*end && isfinite(x) && strcmp(s, "nan") && strcmp(s, "inf");
+}
+
+static int json_string(char *buf, int len, const char *s)
+{
+    int n = 0;
+#define PUT(c)                                                                                    \
+    do {                                                                                          \
+        if (n + 1 < len)                                                                          \
+            buf[n] = (c);                                                                         \
+        n++;                                                                                      \
+    } while (0)
+    PUT('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            PUT('\\');
+            PUT((char)c);
+        } else if (c < 0x20) {
+            char esc[8];
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            for (char *e = esc; *e; e++)
+                PUT(*e);
+        } else {
+            PUT((char)c);
+        }
+    }
+    PUT('"');
+#undef PUT
+    if (len > 0)
+        buf[n < len ? n : len - 1] = '\0';
+    return n;
+}
+
+int atf_row_json(const atf_row *row, char *buf, int len)
+{
+    int n = 0;
+    char tmp[2 * ATF_ROW_VALUELEN + 16];
+#define APPEND(str)                                                                               \
+    do {                                                                                          \
+        const char *s_ = (str);                                                                   \
+        int l_ = (int)strlen(s_);                                                                 \
+        if (n + l_ < len)                                                                         \
+            memcpy(buf + n, s_, (size_t)l_);                                                      \
+        n += l_;                                                                                  \
+    } while (0)
+    APPEND("{");
+    for (int i = 0; i < row->nfields; i++) {
+        if (i)
+            APPEND(", ");
+        json_string(tmp, sizeof tmp, row->names[i]);
+        APPEND(tmp);
+        APPEND(": ");
+        const char *v = row->values[i];
+        if (is_number(v))
+            APPEND(v);
+        else if (!strcmp(v, "nan") || !strcmp(v, "inf") || !strcmp(v, "-inf"))
+            APPEND("null");
+        else {
+            json_string(tmp, sizeof tmp, v);
+            APPEND(tmp);
+        }
+    }
+    APPEND("}");
+#undef APPEND
+    if (len > 0)
+        buf[n < len ? n : len - 1] = '\0';
+    return n;
+}
+
+/* ---- files ---- */
+
+static atf_error sync_file(FILE *f, const char *path, char *err)
+{
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        atf_errorf(err, "%s: write failed: %s", path, strerror(errno));
+        return ATF_E_IO;
+    }
+    return ATF_OK;
+}
+
+/* Read a whole file (NULL content and ATF_OK if it does not exist). */
+static atf_error slurp(const char *path, char **text, long *size, char *err)
+{
+    *text = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return ATF_OK;
+        atf_errorf(err, "%s: cannot open: %s", path, strerror(errno));
+        return ATF_E_IO;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        fclose(f);
+        atf_errorf(err, "%s: cannot read", path);
+        return ATF_E_IO;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *text = buf;
+    *size = n;
+    return ATF_OK;
+}
+
+static atf_error push_row(atf_rowstore *st, const atf_row *row, char *err)
+{
+    if (st->nrows == st->cap) {
+        int cap = st->cap ? 2 * st->cap : 16;
+        atf_row *r = realloc(st->rows, sizeof(atf_row) * (size_t)cap);
+        if (!r) {
+            atf_errorf(err, "%s: out of memory", st->csv_path);
+            return ATF_E_NOMEM;
+        }
+        st->rows = r;
+        st->cap = cap;
+    }
+    st->rows[st->nrows++] = *row;
+    return ATF_OK;
+}
+
+/* Parse the complete lines of the CSV; cut a torn tail. */
+static atf_error load_csv(atf_rowstore *st, char *err)
+{
+    char *text;
+    long size;
+    atf_error e = slurp(st->csv_path, &text, &size, err);
+    if (e || !text)
+        return e;
+    long complete = size;
+    while (complete > 0 && text[complete - 1] != '\n')
+        complete--;
+    if (complete < size && truncate(st->csv_path, complete) != 0) {
+        atf_errorf(err, "%s: cannot cut the torn last line: %s", st->csv_path, strerror(errno));
+        free(text);
+        return ATF_E_IO;
+    }
+    text[complete] = '\0';
+    int lineno = 0;
+    int key_col = -1;
+    for (char *line = text, *next; *line; line = next) {
+        next = strchr(line, '\n');
+        *next++ = '\0';
+        lineno++;
+        atf_row row;
+        int n = csv_split(line, &row);
+        if (n < 0) {
+            atf_errorf(err, "%s: line %d: malformed CSV", st->csv_path, lineno);
+            e = ATF_E_INPUT;
+            break;
+        }
+        if (lineno == 1) {
+            st->header.nfields = n;
+            for (int i = 0; i < n; i++)
+                snprintf(st->header.names[i], ATF_ROW_NAMELEN, "%s", row.values[i]);
+            st->have_header = 1;
+            key_col = field_index(&st->header, st->key_field);
+            if (key_col < 0) {
+                atf_errorf(err, "%s: header has no '%s' column", st->csv_path, st->key_field);
+                e = ATF_E_INPUT;
+                break;
+            }
+            continue;
+        }
+        if (n != st->header.nfields) {
+            atf_errorf(err, "%s: line %d: %d fields but the header has %d", st->csv_path, lineno,
+                       n, st->header.nfields);
+            e = ATF_E_INPUT;
+            break;
+        }
+        row.nfields = n;
+        for (int i = 0; i < n; i++)
+            memcpy(row.names[i], st->header.names[i], ATF_ROW_NAMELEN);
+        if (atf_rowstore_has(st, row.values[key_col])) {
+            atf_errorf(err, "%s: line %d: duplicate key '%s'", st->csv_path, lineno,
+                       row.values[key_col]);
+            e = ATF_E_INPUT;
+            break;
+        }
+        if ((e = push_row(st, &row, err)))
+            break;
+    }
+    free(text);
+    return e;
+}
+
+/* The JSON lines the CSV implies; rewrite the file atomically unless it already says exactly
+ * that (after a crash between the two appends it lacks the last row). */
+static atf_error sync_jsonl(atf_rowstore *st, char *err)
+{
+    char *text;
+    long size;
+    atf_error e = slurp(st->jsonl_path, &text, &size, err);
+    if (e)
+        return e;
+    size_t cap = 2, n = 0;
+    for (int i = 0; i < st->nrows; i++)
+        cap += (size_t)atf_row_json(&st->rows[i], NULL, 0) + 2;
+    char *want = malloc(cap);
+    if (!want) {
+        free(text);
+        atf_errorf(err, "%s: out of memory", st->jsonl_path);
+        return ATF_E_NOMEM;
+    }
+    want[0] = '\0';
+    for (int i = 0; i < st->nrows; i++) {
+        n += (size_t)atf_row_json(&st->rows[i], want + n, (int)(cap - n));
+        want[n++] = '\n';
+        want[n] = '\0';
+    }
+    int same = text ? !strcmp(text, want) : n == 0;
+    free(text);
+    if (!same) {
+        size_t len = strlen(st->jsonl_path) + 16;
+        char *tmp = malloc(len);
+        FILE *f = tmp ? (snprintf(tmp, len, "%s.tmp", st->jsonl_path), fopen(tmp, "wb")) : NULL;
+        if (!f || fwrite(want, 1, n, f) != n || sync_file(f, tmp, err) ||
+            fclose(f) != 0 || rename(tmp, st->jsonl_path) != 0) {
+            atf_errorf(err, "%s: cannot rewrite: %s", st->jsonl_path, strerror(errno));
+            e = ATF_E_IO;
+        }
+        free(tmp);
+    }
+    free(want);
+    return e;
+}
+
+atf_error atf_rowstore_open(const char *csv_path, const char *jsonl_path, const char *key_field,
+                            atf_rowstore **out, char *err)
+{
+    *out = NULL;
+    atf_rowstore *st = calloc(1, sizeof *st);
+    if (!st) {
+        atf_errorf(err, "%s: out of memory", csv_path);
+        return ATF_E_NOMEM;
+    }
+    st->csv_path = strdup(csv_path);
+    st->jsonl_path = strdup(jsonl_path);
+    snprintf(st->key_field, sizeof st->key_field, "%s", key_field);
+    atf_error e = st->csv_path && st->jsonl_path ? ATF_OK : ATF_E_NOMEM;
+    if (e)
+        atf_errorf(err, "%s: out of memory", csv_path);
+    if (!e)
+        e = load_csv(st, err);
+    if (!e)
+        e = sync_jsonl(st, err);
+    if (!e) {
+        st->csv = fopen(csv_path, "ab");
+        st->jsonl = fopen(jsonl_path, "ab");
+        if (!st->csv || !st->jsonl) {
+            atf_errorf(err, "%s: cannot open for appending: %s", !st->csv ? csv_path : jsonl_path,
+                       strerror(errno));
+            e = ATF_E_IO;
+        }
+    }
+    if (e) {
+        atf_rowstore_close(st);
+        return e;
+    }
+    *out = st;
+    return ATF_OK;
+}
+
+void atf_rowstore_close(atf_rowstore *st)
+{
+    if (!st)
+        return;
+    if (st->csv)
+        fclose(st->csv);
+    if (st->jsonl)
+        fclose(st->jsonl);
+    free(st->csv_path);
+    free(st->jsonl_path);
+    free(st->rows);
+    free(st);
+}
+
+int atf_rowstore_has(const atf_rowstore *st, const char *key)
+{
+    for (int i = 0; i < st->nrows; i++) {
+        const char *k = atf_row_get(&st->rows[i], st->key_field);
+        if (k && !strcmp(k, key))
+            return 1;
+    }
+    return 0;
+}
+
+static atf_error check_columns(const atf_rowstore *st, const atf_row *row, char *err)
+{
+    int same = row->nfields == st->header.nfields;
+    for (int i = 0; same && i < row->nfields; i++)
+        same = !strcmp(row->names[i], st->header.names[i]);
+    if (!same) {
+        atf_errorf(err, "%s: its columns differ from this run's (written by another command or "
+                   "options?): use another output directory", st->csv_path);
+        return ATF_E_INPUT;
+    }
+    return ATF_OK;
+}
+
+atf_error atf_rowstore_append(atf_rowstore *st, const atf_row *row, char *err)
+{
+    const char *key = atf_row_get(row, st->key_field);
+    if (!key) {
+        atf_errorf(err, "%s: row without '%s'", st->csv_path, st->key_field);
+        return ATF_E_INPUT;
+    }
+    if (atf_rowstore_has(st, key)) {
+        atf_errorf(err, "%s: key '%s' already recorded", st->csv_path, key);
+        return ATF_E_INPUT;
+    }
+    atf_error e;
+    if (st->have_header) {
+        if ((e = check_columns(st, row, err)))
+            return e;
+    } else {
+        st->header = *row;
+        st->have_header = 1;
+        csv_line(st->csv, row, 1);
+    }
+    /* CSV first: it is the record; the JSON lines are rebuilt from it after a crash. */
+    csv_line(st->csv, row, 0);
+    if ((e = sync_file(st->csv, st->csv_path, err)))
+        return e;
+    char buf[ATF_ROW_MAXFIELDS * (2 * ATF_ROW_VALUELEN + 2 * ATF_ROW_NAMELEN + 16)];
+    atf_row_json(row, buf, sizeof buf);
+    fputs(buf, st->jsonl);
+    fputc('\n', st->jsonl);
+    if ((e = sync_file(st->jsonl, st->jsonl_path, err)))
+        return e;
+    return push_row(st, row, err);
+}
+
+int atf_rowstore_count(const atf_rowstore *st)
+{
+    return st->nrows;
+}
+
+const atf_row *atf_rowstore_row(const atf_rowstore *st, int i)
+{
+    return i >= 0 && i < st->nrows ? &st->rows[i] : NULL;
+}

@@ -121,6 +121,70 @@ int pen_k_monotone(const atf_omega *w)
     return !(w->family == ATF_FAMILY_POW && w->p < 1.0);
 }
 
+/* Solves ln(γp) + (p−1) y + ln(1 + e^y) = l for y = ln x (pow, p > 1). The left side is convex
+ * and increasing in y, so Newton started right of the root descends monotonically onto it. */
+static double pow_k_inverse_y(double lgp, double p, double l)
+{
+    const double u = l - lgp;
+    /* right of the root: φ(u/(p−1)) = ln(1 + e^y) > 0, and φ(max(u/p, 0) + 1) ≥ p > 0 */
+    double y = fmin(u / (p - 1.0), fmax(u / p, 0.0) + 1.0);
+    for (int it = 0; it < 100; ++it) {
+        const double x = exp(y);
+        const double phi = (p - 1.0) * y + log1p(x) - u, dphi = (p - 1.0) + x / (1.0 + x);
+        if (!(phi > 0.0))
+            return y;
+        const double next = y - phi / dphi;
+        if (!(fabs(next - y) > 2.0 * DBL_EPSILON * (1.0 + fabs(y))))
+            return next;
+        y = next;
+    }
+    return y;
+}
+
+void pen_k_inverse(const atf_omega *w, double l, double *x, double *r)
+{
+    const double lg = log(w->scale);
+    *x = 0.0;
+    *r = 0.0;
+    switch (w->family) {
+    case ATF_FAMILY_SQ: { /* 2γ a x = λ: x(1 + x) = q */
+        const double q = exp(l - LN2 - lg);
+        *x = q < 1e200 ? 2.0 * q / (1.0 + sqrt(1.0 + 4.0 * q)) : sqrt(q);
+        *r = *x / (2.0 * *x + 1.0);
+        return;
+    }
+    case ATF_FAMILY_POW:
+        if (w->p > 1.0) {
+            const double y = pow_k_inverse_y(lg + log(w->p), w->p, l);
+            *x = exp(y);
+            *r = *x / (*x + (w->p - 1.0) * (1.0 + *x));
+            return;
+        }
+        /* p = 1 is abs; p < 1 is not k-monotone and never gets here */
+        /* fall through */
+    case ATF_FAMILY_ABS: /* γ a = λ */
+        if (l >= lg) {
+            *x = expm1(l - lg);
+            *r = 1.0;
+        }
+        return;
+    case ATF_FAMILY_ZSQ: /* 2γ a² = λ */
+    case ATF_FAMILY_NUCLEAR:
+        if (l >= LN2 + lg) {
+            *x = expm1(0.5 * (l - LN2 - lg));
+            *r = 0.5;
+        }
+        return;
+    case ATF_FAMILY_LOGSQ: { /* 2γ ln a = λ */
+        const double s = exp(l - LN2 - lg);
+        *x = expm1(s);
+        *r = s;
+        return;
+    }
+    case ATF_FAMILY_FIXED: return;
+    }
+}
+
 /* ---- turning points ---------------------------------------------------------------------- */
 
 /* A convex function on [0, ∞) that tends to +∞, with its first two derivatives. */

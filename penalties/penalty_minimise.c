@@ -157,3 +157,20 @@ double pen_global_min_scan(pen_fn f, void *ctx, double xmax, int per_decade, dou
     *fmin = best_f;
     return best_x;
 }
+
+double pen_gain(double omega_a, double omega_b, double xa, double xb, double v, double c,
+                double *scale)
+{
+    const double za = 1.0 + xa, zb = 1.0 + xb;
+    /* v²/(za² + c) − v²/(zb² + c), with zb² − za² = (xb − xa)(2 + xa + xb) */
+    const double fit = v * v * ((xb - xa) * (2.0 + xa + xb)) / ((za * za + c) * (zb * zb + c));
+    *scale = fabs(omega_a) + fabs(omega_b) + fabs(fit);
+    return (omega_b - omega_a) - fit;
+}
+
+int pen_prefer_larger(double omega_a, double omega_b, double xa, double xb, double v, double c)
+{
+    double scale;
+    const double gain = pen_gain(omega_a, omega_b, xa, xb, v, c, &scale);
+    return gain <= 8.0 * DBL_EPSILON * scale;
+}

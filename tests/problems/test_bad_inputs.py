@@ -17,6 +17,8 @@ import problem_fixtures as fx  # noqa: E402
 
 TOOL = SCRATCH = None
 HDF5_EXIT_DIAGNOSTIC = "HDF5: infinite loop closing library"
+HDF5_LEAK_ENV = dict(os.environ, LSAN_OPTIONS="suppressions=" + os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "lsan_hdf5.supp") + ":print_suppressions=0")
 N, C, NT = fx.N, fx.C, fx.NT
 M = N * C
 
@@ -258,7 +260,9 @@ class BadInputs(unittest.TestCase):
         """Overwriting a stretch in the middle of the file (data or metadata) is refused or, if
         it only hit array values, read; it never crashes. Known HDF5 1.10 defect: after a failed
         load of a corrupted object header, HDF5's own exit handler may print "HDF5: infinite
-        loop closing library" when the process ends; our message stays the first line."""
+        loop closing library" when the process ends; our message stays the first line. The
+        same defect leaks an allocation inside libhdf5, which sanitizer builds are told to
+        ignore here (lsan_hdf5.supp matches only stacks inside libhdf5)."""
         good = build("corrupt_source", [])
         with open(good, "rb") as f:
             blob = bytearray(f.read())
@@ -269,7 +273,8 @@ class BadInputs(unittest.TestCase):
                 path = os.path.join(SCRATCH, "corrupt.h5")
                 with open(path, "wb") as f:
                     f.write(bad)
-                p = subprocess.run([TOOL, path], capture_output=True, text=True, timeout=60)
+                p = subprocess.run([TOOL, path], capture_output=True, text=True, timeout=60,
+                                   env=HDF5_LEAK_ENV)
                 self.assertIn(p.returncode, (0, 2), p.stderr)
                 first, _, rest = p.stderr.partition("\n")
                 self.assertTrue(rest == "" or rest.startswith(HDF5_EXIT_DIAGNOSTIC), p.stderr)

@@ -153,6 +153,35 @@ class ProblemInterop(unittest.TestCase):
         os.remove(dst)
 
 
+class DocumentedExample(unittest.TestCase):
+    """The h5py example of docs/formats.md writes a problem that atf reads."""
+
+    def test_formats_md_example(self):
+        doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                           "formats.md")
+        with open(doc, encoding="utf-8") as f:
+            text = f.read()
+        marker = "<!-- example: problem -->\n```python\n"
+        self.assertIn(marker, text)
+        code = text.split(marker, 1)[1].split("```", 1)[0]
+        cwd = os.getcwd()
+        os.chdir(SCRATCH)
+        try:
+            exec(compile(code, doc, "exec"), {})
+        finally:
+            os.chdir(cwd)
+        path = os.path.join(SCRATCH, "problem.h5")
+        code, out, err = run(path)
+        self.assertEqual(code, 0, err)
+        s = parse_summary(out)
+        self.assertEqual(s["samples"], "8")
+        self.assertEqual(s["outputs"], "2")
+        self.assertEqual(s["blocks"], [["W1", "0", "factored", "5", "4", "matrix", "sq+sq"],
+                                       ["extra", "1", "dense", "2", "3", "diagonal", "sq"]])
+        self.assertEqual(s["optional"], "y=1 f0=1 labels=1 test=1")
+        os.remove(path)
+
+
 class ResultInterop(unittest.TestCase):
     def test_result_roundtrip(self):
         spec = fx.valid_result_spec()

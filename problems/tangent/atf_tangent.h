@@ -191,7 +191,8 @@ typedef struct {
     int nclasses;              /* 0: every class present, in increasing order */
     int classes[ATF_MAX_CLASSES];
     int n_train, n_test;       /* −1: default (500 / 500; HDF5: all / 0) */
-    uint64_t seed;             /* sampling and synthetic generation, default 1 */
+    uint64_t seed;             /* image sampling and synthetic generation, default 1 (an HDF5
+                                  file keeps its row order: train first, then test) */
     int standardize;           /* −1: default (on for mnist / fashion-mnist, off otherwise) */
     atf_targets targets;
     uint64_t teacher_seed;     /* default 99991 */

@@ -484,8 +484,9 @@ static atf_error split(const atf_data_options *o, const pool *pl, atf_task *task
     }
     int standardize = o->standardize >= 0 ? o->standardize : pl->bytes != NULL;
     if (!e) {
-        /* Synthetic examples are already i.i.d.: keep their order (train first). */
-        if (strcmp(task->source_name, "synthetic") != 0) {
+        /* Image pools are sampled; synthetic examples are already i.i.d. and a user's file
+         * keeps its order (train = first rows, test = the next), so the user controls it. */
+        if (pl->bytes) {
             atf_rng rng;
             atf_rng_seed(&rng, o->seed);
             atf_rng_shuffle(&rng, n, idx);

@@ -210,10 +210,12 @@ atf_error atf_penalty_parse(const char *spec, atf_penalty *pen, char *err)
         skip_spaces(&c);
         if (*c.s == '\0')
             break;
+        if (*c.s == ',')
+            return fail(&c, "unexpected ',' (settings follow ':', e.g. sq:scale=2)");
         if (*c.s != '+') {
             char why[128];
-            snprintf(why, sizeof why, "unexpected character '%c' after a term (expected '+', "
-                     "',' or the end)", *c.s);
+            snprintf(why, sizeof why,
+                     "unexpected character '%c' after a term (expected '+' or the end)", *c.s);
             return fail(&c, why);
         }
         ++c.s;

@@ -1,0 +1,184 @@
+/* test_parse.c — the spec grammar: accepted forms, canonical format round trips, every error
+ * case returning ATF_E_INPUT with a message that quotes the spec and gives the reason, and the
+ * structural predicates (convexity, nuclear). */
+#include "pen_test.h"
+
+#include <string.h>
+
+static int same_omega(const atf_omega *a, const atf_omega *b)
+{
+    return a->family == b->family && a->scale == b->scale &&
+           (a->family != ATF_FAMILY_POW || a->p == b->p);
+}
+
+static int same_penalty(const atf_penalty *a, const atf_penalty *b)
+{
+    return same_omega(&a->w1, &b->w1) && same_omega(&a->w2, &b->w2);
+}
+
+/* parse(spec) succeeds, formats to `canonical`, and the canonical string parses back to the
+ * same penalty and formats to itself. */
+static void check_canonical(const char *spec, const char *canonical)
+{
+    atf_penalty pen, again;
+    char err[ATF_ERRLEN] = "", buf[ATF_PENALTY_SPECLEN], buf2[ATF_PENALTY_SPECLEN];
+    atf_error e = atf_penalty_parse(spec, &pen, err);
+    check(e == ATF_OK, "parse \"%s\" failed: %s", spec, err);
+    if (e != ATF_OK)
+        return;
+    int n = atf_penalty_format(&pen, buf, sizeof buf);
+    check(n == (int)strlen(buf), "format \"%s\" returned %d for \"%s\"", spec, n, buf);
+    check(strcmp(buf, canonical) == 0, "format of \"%s\" is \"%s\", expected \"%s\"", spec, buf,
+          canonical);
+    e = atf_penalty_parse(buf, &again, err);
+    check(e == ATF_OK && same_penalty(&pen, &again), "\"%s\" does not round-trip", buf);
+    atf_penalty_format(&again, buf2, sizeof buf2);
+    check(strcmp(buf, buf2) == 0, "format not idempotent: \"%s\" vs \"%s\"", buf, buf2);
+}
+
+static void check_error(const char *spec, const char *reason)
+{
+    atf_penalty pen = atf_penalty_default();
+    char err[ATF_ERRLEN] = "";
+    atf_error e = atf_penalty_parse(spec, &pen, err);
+    check(e == ATF_E_INPUT, "\"%s\" should fail with ATF_E_INPUT, got %d", spec, (int)e);
+    check(strstr(err, reason) != NULL, "message for \"%s\" lacks \"%s\": %s", spec, reason, err);
+    char quoted[160];
+    snprintf(quoted, sizeof quoted, "\"%s\"", spec);
+    check(strstr(err, quoted) != NULL, "message for \"%s\" does not quote it: %s", spec, err);
+}
+
+static void test_accepted(void)
+{
+    check_canonical("sq", "sq");
+    check_canonical("  sq  ", "sq");
+    check_canonical("sq:scale=1", "sq");
+    check_canonical("sq:scale=0.1", "sq:scale=0.1");
+    check_canonical("abs:scale=2.5", "abs:scale=2.5");
+    check_canonical("pow:p=1.5,scale=0.1", "pow:p=1.5,scale=0.1");
+    check_canonical("pow:scale=0.1,p=1.5", "pow:p=1.5,scale=0.1");
+    check_canonical("pow:p=1e+3", "pow:p=1000");
+    check_canonical("pow:p=2", "pow:p=2");
+    check_canonical("zsq:scale=1e-8", "zsq:scale=1e-08");
+    check_canonical("logsq", "logsq");
+    check_canonical("fixed", "fixed");
+    check_canonical("nuclear:scale=4", "nuclear:scale=4");
+    check_canonical("sq+sq", "sq+sq");
+    check_canonical("sq + abs:scale=2", "sq+abs:scale=2");
+    check_canonical("sq   +abs", "sq+abs");
+    check_canonical("sq+fixed", "sq");
+    check_canonical("fixed+sq", "fixed+sq");
+    check_canonical("fixed+fixed", "fixed");
+    check_canonical("sq+fixed:scale=2", "sq+fixed:scale=2");
+    check_canonical("pow:p=0.1+pow:p=0.30000000000000004", "pow:p=0.1+pow:p=0.30000000000000004");
+    check_canonical("sq:scale=0x1p-3", "sq:scale=0.125");
+
+    /* structure of a single term and of fixed + ω */
+    atf_penalty pen = parse_or_die("abs:scale=3");
+    check(pen.w1.family == ATF_FAMILY_ABS && pen.w1.scale == 3.0, "abs:scale=3 sets w1");
+    check(pen.w2.family == ATF_FAMILY_FIXED, "a single term leaves w2 = fixed");
+    pen = parse_or_die("fixed + pow:p=3");
+    check(pen.w1.family == ATF_FAMILY_FIXED && pen.w2.family == ATF_FAMILY_POW &&
+              pen.w2.p == 3.0,
+          "fixed+pow keeps the order (w1 = fixed, w2 = pow)");
+    atf_penalty def = atf_penalty_default(), sq = parse_or_die("sq");
+    check(same_penalty(&def, &sq), "default penalty is sq");
+}
+
+/* Random round trips: numbers that need all 17 digits survive format/parse exactly. */
+static void test_random_round_trips(void)
+{
+    static const char *const families[] = {"sq", "abs", "zsq", "logsq", "fixed"};
+    unsigned long state = 12345;
+    for (int i = 0; i < 500; ++i) {
+        state = state * 6364136223846793005UL + 1442695040888963407UL;
+        const double scale = ldexp((double)(state >> 11), -53) * 1e3 + 1e-9;
+        state = state * 6364136223846793005UL + 1442695040888963407UL;
+        const double p = ldexp((double)(state >> 11), -53) * 5.0 + 1e-9;
+        atf_penalty pen = {{ATF_FAMILY_POW, p, scale}, {ATF_FAMILY_FIXED, 0.0, 1.0}};
+        if (i % 2)
+            pen.w2 = (atf_omega){ATF_FAMILY_SQ, 0.0, scale * 3.0};
+        if (i % 3 == 0) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "%s", families[i % 5]);
+            pen.w1 = parse_or_die(spec).w1;
+            pen.w1.scale = scale;
+        }
+        char buf[ATF_PENALTY_SPECLEN], err[ATF_ERRLEN];
+        atf_penalty_format(&pen, buf, sizeof buf);
+        atf_penalty back;
+        check(atf_penalty_parse(buf, &back, err) == ATF_OK && same_penalty(&pen, &back),
+              "random round trip failed for \"%s\"", buf);
+    }
+}
+
+static void test_errors(void)
+{
+    check_error("", "empty spec");
+    check_error("   ", "empty spec");
+    check_error("pow", "requires p");
+    check_error("pow:scale=2", "requires p");
+    check_error("pow:p=0", "p must be > 0");
+    check_error("pow:p=-1.5", "p must be > 0");
+    check_error("sq:scale=0", "scale must be > 0");
+    check_error("sq:scale=-2", "scale must be > 0");
+    check_error("sq:scale=nan", "not a finite number");
+    check_error("sq:scale=inf", "not a finite number");
+    check_error("pow:p=1e999", "not a finite number");
+    check_error("square", "unknown family");
+    check_error("Sq", "unknown family");
+    check_error("sq:gamma=1", "unknown key");
+    check_error("sq:p=2", "only pow takes p");
+    check_error("pow:p=2,p=3", "given twice");
+    check_error("sq:scale=1,scale=2", "given twice");
+    check_error("sq:scale=", "needs a number");
+    check_error("sq:scale", "must be followed by '='");
+    check_error("sq:", "empty setting");
+    check_error("sq:scale=2,", "empty setting");
+    check_error("sq:scale=2x", "unexpected character 'x'");
+    check_error("sq,scale=2", "settings follow ':'");
+    check_error("sq+", "empty term");
+    check_error("+sq", "empty term");
+    check_error("sq++abs", "empty term");
+    check_error("sq+abs+zsq", "more than two terms");
+    check_error("nuclear+sq", "nuclear cannot be joined");
+    check_error("sq + nuclear", "nuclear cannot be joined");
+    check_error("fixed+nuclear", "nuclear cannot be joined");
+    check_error("sq abs", "unexpected character 'a'");
+
+    /* NULL spec and NULL err are tolerated */
+    atf_penalty pen;
+    check(atf_penalty_parse(NULL, &pen, NULL) == ATF_E_INPUT, "NULL spec is an input error");
+    check(atf_penalty_parse("pow", &pen, NULL) == ATF_E_INPUT, "NULL err buffer is allowed");
+}
+
+static void test_predicates(void)
+{
+    static const struct {
+        const char *spec;
+        int convex;
+    } table[] = {
+        {"fixed", 1},         {"sq", 1},              {"sq:scale=1e-4", 1},   {"zsq", 1},
+        {"nuclear", 1},       {"pow:p=2", 1},         {"pow:p=3.5", 1},       {"abs", 0},
+        {"logsq", 0},         {"pow:p=1.999", 0},     {"pow:p=0.5", 0},       {"fixed+sq", 1},
+        {"fixed+abs", 0},     {"sq+fixed", 1},        {"sq+sq", 0},           {"sq+abs", 0},
+        {"zsq+zsq", 0},       {"pow:p=4+pow:p=4", 1}, {"pow:p=3+pow:p=6", 1}, {"pow:p=3+pow:p=5", 0},
+        {"sq+pow:p=100", 0},  {"logsq+sq", 0},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
+        atf_penalty pen = parse_or_die(table[i].spec);
+        check(atf_penalty_is_convex(&pen) == table[i].convex, "is_convex(%s) should be %d",
+              table[i].spec, table[i].convex);
+    }
+    atf_penalty nuc = parse_or_die("nuclear:scale=2"), sq = parse_or_die("sq");
+    check(atf_penalty_is_nuclear(&nuc) == 1 && atf_penalty_is_nuclear(&sq) == 0, "is_nuclear");
+}
+
+int main(void)
+{
+    test_accepted();
+    test_random_round_trips();
+    test_errors();
+    test_predicates();
+    return finish("test_parse");
+}

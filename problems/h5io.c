@@ -507,7 +507,7 @@ atf_error h5io_read_int64s(hid_t file, const char *fname, const char *path, int6
 
 /* ------------------------------------------------------------------ writing */
 
-atf_error h5io_create(h5io_writer *w, const char *path, char *err)
+static atf_error create_temporary(h5io_writer *w, const char *path, char *err)
 {
     w->file = -1;
     w->tmp_path[0] = '\0';
@@ -566,7 +566,7 @@ static void sync_parent_dir(const char *path)
     fsync_path(dir, O_RDONLY | O_DIRECTORY);
 }
 
-atf_error h5io_commit(h5io_writer *w, char *err)
+static atf_error commit_temporary(h5io_writer *w, char *err)
 {
     herr_t st = H5Fclose(w->file);
     w->file = -1;
@@ -590,7 +590,7 @@ atf_error h5io_commit(h5io_writer *w, char *err)
     return ATF_OK;
 }
 
-void h5io_abort(h5io_writer *w)
+static void abort_temporary(h5io_writer *w)
 {
     if (w->file >= 0)
         H5Fclose(w->file);
@@ -693,7 +693,7 @@ atf_error h5io_begin(h5io_out *o, const char *path, char *err)
 {
     o->saved_errno = 0;
     o->failed[0] = '\0';
-    return h5io_create(&o->w, path, err);
+    return create_temporary(&o->w, path, err);
 }
 
 static void note(h5io_out *o, int st, const char *obj, const char *attr)
@@ -753,9 +753,9 @@ void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data)
 atf_error h5io_finish(h5io_out *o, char *err)
 {
     if (!o->failed[0])
-        return h5io_commit(&o->w, err);
+        return commit_temporary(&o->w, err);
     atf_errorf(err, "%s: cannot write %s%s%s", o->w.final_path, o->failed,
                o->saved_errno ? ": " : "", o->saved_errno ? strerror(o->saved_errno) : "");
-    h5io_abort(&o->w);
+    abort_temporary(&o->w);
     return ATF_E_IO;
 }

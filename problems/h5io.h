@@ -84,12 +84,6 @@ typedef struct {
     char tmp_path[4096];
 } h5io_writer;
 
-atf_error h5io_create(h5io_writer *w, const char *path, char *err);
-/* Close, fsync and rename over the target. On failure the temporary is removed. */
-atf_error h5io_commit(h5io_writer *w, char *err);
-/* Close and remove the temporary (any error path). */
-void h5io_abort(h5io_writer *w);
-
 /* Sticky-error output: after the first failure every put is a no-op and `failed` names the
  * item, so that a writer is one straight sequence of puts followed by h5io_finish. Strings are
  * variable-length UTF-8 scalars, integers int64, numbers float64 (what h5py writes). */

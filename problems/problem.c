@@ -261,7 +261,7 @@ static atf_error validate_operator(const char *what, const char *path, const atf
 }
 
 static atf_error validate_block(const char *what, const atf_problem *p, const atf_block *b,
-                                int with_penalty, char *err)
+                                char *err)
 {
     atf_error e = atfp_check_name(what, b->name, err);
     if (e)
@@ -280,7 +280,7 @@ static atf_error validate_block(const char *what, const atf_problem *p, const at
                    (int)b->structure);
         return ATF_E_INPUT;
     }
-    if (with_penalty && b->penalty_spec[0]) {
+    if (b->penalty_spec[0]) { /* an empty spec means "use b->penalty as set in code" */
         atf_penalty pen;
         if (strnlen(b->penalty_spec, ATF_PENALTY_SPECLEN) >= ATF_PENALTY_SPECLEN) {
             atf_errorf(err, "%s: %s attribute 'penalty': not terminated", what, path);
@@ -403,7 +403,7 @@ atf_error atf_problem_validate(const atf_problem *prob, const char *what, char *
     if (e)
         return e;
     for (int l = 0; l < prob->nblocks; l++)
-        if ((e = validate_block(what, prob, &prob->blocks[l], 1, err)))
+        if ((e = validate_block(what, prob, &prob->blocks[l], err)))
             return e;
     if ((e = validate_unique(what, prob, err)))
         return e;

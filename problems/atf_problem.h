@@ -84,8 +84,8 @@ int64_t atf_problem_nvars(const atf_problem *prob);
 /* ---- constraint operators (SPEC §3). Factored blocks are never materialised. ----
  * beta = 0 overwrites the output (which may then hold garbage or NaN). Factored blocks use
  * scratch space (N × cols doubles for apply and adjoint; N × N plus a 256 × M panel for the
- * Gram, as do dense blocks for the panel); if it cannot be allocated the output is filled with
- * NaN, which callers' finiteness checks report. */
+ * Gram; dense blocks the panel, sparse ones a rows·cols vector); if it cannot be allocated the
+ * output is filled with NaN, which callers' finiteness checks report. */
 
 /* y[M] = beta·y + A_b vec(B), B rows × cols row-major. */
 void atf_block_apply(const atf_block *b, const double *B, double beta, double *y);

@@ -32,6 +32,8 @@ static void usage(FILE *out)
         "  --seed S             initialisation seed (default 1)\n"
         "  --bias               layers have biases (default: none, as in the paper)\n"
         "  --param P            standard | ntk (default standard)\n"
+        "  --init I             he (He-normal, default) | torch (PyTorch's nn.Linear default,\n"
+        "                       uniform +-1/sqrt(fan_in); standard parameterisation only)\n"
         "output:\n"
         "  -o PROBLEM.h5        the problem file (written atomically)\n"
         "  --penalty SPEC       penalty of every block (default sq)\n"

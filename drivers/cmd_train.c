@@ -18,8 +18,10 @@ static void usage(FILE *out)
         "momentum and a cosine learning-rate schedule (paper B.1: lr 0.1, momentum 0.9) and\n"
         "saves it atomically. Bit-reproducible for given seeds on a given machine.\n"
         "\n"
-        "  --init MLP0.h5      start from this network (else --widths/--seed/--bias/--param\n"
-        "                      as for atf features; default widths D,128,128,C)\n"
+        "  --init MLP0.h5      start from this network (else --widths/--seed/--bias/--param/\n"
+        "                      --init he|torch as for atf features; default widths D,128,128,C;\n"
+        "                      with He-normal weights lr 0.1 can diverge: use --init torch,\n"
+        "                      PyTorch's default initialisation, or a smaller --lr)\n"
         "  --epochs E          default 100       --batch B     default 32\n"
         "  --lr LR             default 0.1       --momentum MU default 0.9\n"
         "  --shuffle-seed S    minibatch order (default 1)\n"
@@ -100,7 +102,8 @@ static int parse_args(int argc, char **argv, train_args *a, char *err)
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i];
         int used = 0;
-        if (!strcmp(opt, "--init") && i + 1 < argc) { /* the starting network, as --mlp */
+        int is_file = i + 1 < argc && strcmp(argv[i + 1], "he") && strcmp(argv[i + 1], "torch");
+        if (!strcmp(opt, "--init") && is_file) { /* the starting network, as --mlp */
             if (atf_net_option(&a->net, "mlp", argv[++i], &used, err))
                 return -1;
             continue;

@@ -101,11 +101,18 @@ void atf_standardize_rows(int N, int D, double *X);
 
 typedef enum { ATF_PARAM_STANDARD = 0, ATF_PARAM_NTK } atf_param;
 
+/* Initial weights: He-normal (default, as above) or PyTorch's nn.Linear default,
+ * W, b ~ U(−1/√P_ℓ, 1/√P_ℓ) (variance 1/(3P_ℓ); standard parameterisation only). With the
+ * latter the paper's SGD settings (lr 0.1, momentum 0.9) are stable on MNIST, as in PyTorch;
+ * with He-normal weights lr 0.1 diverges there (the NTK is about 6× larger). */
+typedef enum { ATF_INIT_HE = 0, ATF_INIT_TORCH } atf_init;
+
 typedef struct {
     int L;                            /* number of weight layers */
     int widths[ATF_MAX_LAYERS + 1];   /* widths[0] input D, widths[L] outputs C */
     int bias;                         /* 1: every layer has a bias */
     atf_param param;
+    atf_init init;                    /* used by atf_mlp_create only (not stored in files) */
 } atf_arch;
 
 /* Parse "784,128,128,1" (at least two positive widths, at most ATF_MAX_LAYERS layers) into
@@ -120,7 +127,7 @@ typedef struct {
     double *b[ATF_MAX_LAYERS];  /* b[l] has widths[l+1] entries, NULL without bias */
 } atf_mlp;
 
-/* He-normal / NTK initialisation from a seed (weights drawn layer by layer, row-major). */
+/* Initialisation from a seed (weights drawn layer by layer, row-major, then the biases). */
 atf_error atf_mlp_create(const atf_arch *arch, uint64_t seed, atf_mlp **out, char *err);
 atf_mlp *atf_mlp_clone(const atf_mlp *m);  /* NULL if out of memory */
 void atf_mlp_free(atf_mlp *m);
@@ -229,7 +236,7 @@ atf_error atf_arch_fit_task(atf_arch *arch, const atf_task *task, char *err);
 
 /* Network options shared by the commands: read a network (--mlp) or create one from
  * --widths (default: hidden widths 128,128 with the ends taken from the data), --seed (default
- * 1), --bias and --param (standard|ntk). */
+ * 1), --bias, --param (standard|ntk) and --init (he|torch). */
 typedef struct {
     char mlp_path[ATF_PATHLEN];  /* non-empty: read this network */
     int have_widths;
@@ -240,7 +247,7 @@ typedef struct {
 
 atf_net_options atf_net_options_default(void);
 
-/* Set one option by name (mlp, widths, seed, bias ("1"/"0"), param); *used as for
+/* Set one option by name (mlp, widths, seed, bias ("1"/"0"), param, init); *used as for
  * atf_data_option. */
 atf_error atf_net_option(atf_net_options *o, const char *name, const char *value, int *used,
                          char *err);

@@ -17,6 +17,7 @@
 #define DEFAULT_MNIST_DIR "data/mnist"
 #define DEFAULT_FASHION_DIR "/usr/share/datasets/fashion-mnist"
 #define DEFAULT_N 500
+#define TEACHER_RCOND 1e-10
 
 /* The examples to choose from: bytes (IDX, scaled by 1/255) or doubles (HDF5, synthetic). */
 typedef struct {
@@ -571,8 +572,10 @@ static atf_error apply_teacher(const atf_mlp *t, atf_task *task, int sign, char 
         int info = -1;
         if (Zcopy && sv) {
             memcpy(Zcopy, Z, (size_t)tr->N * cols * sizeof *Zcopy);
-            info = LAPACKE_dgelsd(LAPACK_ROW_MAJOR, tr->N, cols, C, Zcopy, cols, B, C, sv, -1.0,
-                                  &rank);
+            /* minimum-norm fit; directions with σ < 1e-10 σ_max are dropped, since their huge
+             * coefficients would blow up the test targets without changing the training fit */
+            info = LAPACKE_dgelsd(LAPACK_ROW_MAJOR, tr->N, cols, C, Zcopy, cols, B, C, sv,
+                                  TEACHER_RCOND, &rank);
         }
         free(Zcopy);
         free(sv);

@@ -98,6 +98,10 @@ static atf_error check_arch(const atf_arch *a, char *err)
         atf_errorf(err, "MLP: %d layers (expected 1 to %d)", a->L, ATF_MAX_LAYERS);
         return ATF_E_USAGE;
     }
+    if (a->init == ATF_INIT_TORCH && a->param != ATF_PARAM_STANDARD) {
+        atf_errorf(err, "MLP: --init torch needs --param standard");
+        return ATF_E_USAGE;
+    }
     for (int l = 0; l <= a->L; l++) {
         if (a->widths[l] < 1) {
             atf_errorf(err, "MLP: width %d of layer %d is not positive", a->widths[l], l);
@@ -120,6 +124,18 @@ atf_error atf_mlp_create(const atf_arch *arch, uint64_t seed, atf_mlp **out, cha
     }
     atf_rng rng;
     atf_rng_seed(&rng, seed);
+    if (arch->init == ATF_INIT_TORCH) {
+        for (int l = 0; l < arch->L; l++) {
+            size_t Q = (size_t)arch->widths[l + 1], n = (size_t)arch->widths[l] * Q;
+            double bound = 1.0 / sqrt((double)arch->widths[l]);
+            for (size_t i = 0; i < n; i++)
+                m->W[l][i] = bound * (2.0 * atf_rng_uniform(&rng) - 1.0);
+            for (size_t q = 0; m->b[l] && q < Q; q++)
+                m->b[l][q] = bound * (2.0 * atf_rng_uniform(&rng) - 1.0);
+        }
+        *out = m;
+        return ATF_OK;
+    }
     for (int l = 0; l < arch->L; l++) {
         size_t n = (size_t)arch->widths[l] * arch->widths[l + 1];
         double std = arch->param == ATF_PARAM_NTK ? 1.0

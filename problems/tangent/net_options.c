@@ -53,6 +53,14 @@ atf_error atf_net_option(atf_net_options *o, const char *name, const char *value
     }
     if (!strcmp(name, "param"))
         return atf_param_parse(value, &o->arch.param, err);
+    if (!strcmp(name, "init")) {
+        if (strcmp(value, "he") && strcmp(value, "torch")) {
+            atf_errorf(err, "--init: '%s' unknown (expected he or torch)", value);
+            return ATF_E_USAGE;
+        }
+        o->arch.init = value[0] == 't' ? ATF_INIT_TORCH : ATF_INIT_HE;
+        return ATF_OK;
+    }
     *used = 0;
     return ATF_OK;
 }

@@ -225,6 +225,13 @@ def test_train(tmp):
     run("train", *args, "-o", m2, "--shuffle-seed", 2)
     W3, _, _ = read_mlp(m2)
     assert any(a.tobytes() != b.tobytes() for a, b in zip(W1, W3))
+    # PyTorch's default initialisation: uniform within ±1/√fan_in, biases too
+    run("train", *args, "--init", "torch", "--bias", "--epochs", 1, "-o", m2, "--save-init", m0)
+    W, b, _ = read_mlp(m0)
+    for w, v in zip(W, b):
+        bound = 1 / np.sqrt(w.shape[0])
+        assert np.abs(w).max() <= bound and np.abs(v).max() <= bound
+        assert np.abs(w).max() > 0.8 * bound and abs(w.std() - bound / np.sqrt(3)) < 0.2 * bound
 
 
 # ------------------------------------------------------------------ kernels
@@ -353,6 +360,8 @@ def test_bad(tmp):
     expect_fail(tmp, ["train", "--data", "synthetic:d=4", "--widths", "3,5,1", "-o", out],
                 "input width 3", out)
     expect_fail(tmp, ["predict", prob], "expected PROBLEM.h5 RESULT.h5", out)
+    expect_fail(tmp, ["features", "--data", "synthetic", "--init", "torch", "--param", "ntk",
+                      "-o", out], "--init torch", out)
 
 
 GROUPS = {"autograd": test_autograd, "roundtrip": test_roundtrip, "mnist": test_mnist,

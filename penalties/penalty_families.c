@@ -69,36 +69,66 @@ double pen_omega_inv_x(const atf_omega *w, double y)
     return NAN;
 }
 
-void pen_lnk(const atf_omega *w, double y, double *lnk, double *e)
+double pen_lnk_const(const atf_omega *w)
 {
-    const double x = exp(y), lz = log1p(x), xz = x / (1.0 + x);
     const double lg = log(w->scale);
     switch (w->family) {
+    case ATF_FAMILY_SQ:
+    case ATF_FAMILY_ZSQ:
+    case ATF_FAMILY_NUCLEAR:
+    case ATF_FAMILY_LOGSQ: return LN2 + lg;
+    case ATF_FAMILY_POW: return lg + log(w->p);
+    case ATF_FAMILY_ABS:
+    case ATF_FAMILY_FIXED: return lg;
+    }
+    return NAN;
+}
+
+void pen_lnk(const atf_omega *w, double lnc, double y, double *lnk, double *e)
+{
+    const double x = exp(y), lz = log1p(x), xz = x / (1.0 + x);
+    switch (w->family) {
     case ATF_FAMILY_SQ: /* k = 2γ x z */
-        *lnk = LN2 + lg + y + lz;
+        *lnk = lnc + y + lz;
         *e = 1.0 + xz;
         return;
     case ATF_FAMILY_ABS: /* k = γ z */
-        *lnk = lg + lz;
+        *lnk = lnc + lz;
         *e = xz;
         return;
     case ATF_FAMILY_POW: /* k = γ p x^{p−1} z */
-        *lnk = lg + log(w->p) + (w->p - 1.0) * y + lz;
+        *lnk = lnc + (w->p - 1.0) * y + lz;
         *e = (w->p - 1.0) + xz;
         return;
     case ATF_FAMILY_ZSQ: /* k = 2γ z² */
     case ATF_FAMILY_NUCLEAR:
-        *lnk = LN2 + lg + 2.0 * lz;
+        *lnk = lnc + 2.0 * lz;
         *e = 2.0 * xz;
         return;
     case ATF_FAMILY_LOGSQ: /* k = 2γ ln z; ln z / x → 1 as x → 0 */
-        *lnk = LN2 + lg + (x > 0.0 ? log(lz) : y);
+        *lnk = lnc + (x > 0.0 ? log(lz) : y);
         *e = x > 0.0 ? xz / lz : 1.0;
         return;
     case ATF_FAMILY_FIXED:
         *lnk = INFINITY;
         *e = 0.0;
         return;
+    }
+}
+
+double pen_y_guess(const atf_omega *w, double lnc, double lv2, double c)
+{
+    /* h ≈ k(1+x)(1 + c)²/2 for small x, h ≈ k(1+x) x²/2 for large x (x² ≫ c) */
+    const double small = lv2 + LN2 - 2.0 * log1p(c) - lnc, large = lv2 + LN2 - lnc;
+    switch (w->family) {
+    case ATF_FAMILY_SQ: /* k ≈ 2γ x, resp. 2γ x² */
+    case ATF_FAMILY_LOGSQ: return fmin(small, large / 4.0);
+    case ATF_FAMILY_POW:
+        if (w->p > 1.0) /* k ≈ γ p x^{p−1}, resp. γ p x^p */
+            return fmin(small / (w->p - 1.0), large / (w->p + 2.0));
+        return large / (w->p + 2.0);
+    case ATF_FAMILY_ABS: return large / 3.0; /* k ≈ γ x */
+    default: return 0.0;
     }
 }
 

@@ -21,9 +21,15 @@ double pen_omega_x(const atf_omega *w, double x);
 /* Largest x ≥ 0 with ω(1 + x) ≤ y (y ≥ 0); may be +∞ only through overflow. */
 double pen_omega_inv_x(const atf_omega *w, double y);
 
-/* k(z) = z ω'(z) at z = 1 + x, x = e^y > 0, as ln k and e = d ln k / d ln x.
- * Passing y = ln x (not x) keeps ln k finite when x underflows. */
-void pen_lnk(const atf_omega *w, double y, double *lnk, double *e);
+/* k(z) = z ω'(z) at z = 1 + x, x = e^y > 0, as ln k and e = d ln k / d ln x, with
+ * lnc = pen_lnk_const(w) computed once. Passing y = ln x (not x) keeps ln k finite when x
+ * underflows. */
+double pen_lnk_const(const atf_omega *w);
+void pen_lnk(const atf_omega *w, double lnc, double y, double *lnk, double *e);
+
+/* A first iterate y = ln x for h(1 + x) = v² (lv2 = 2 ln v) from the small- and large-x
+ * asymptotes of h; only a starting point for Newton. */
+double pen_y_guess(const atf_omega *w, double lnc, double lv2, double c);
 
 /* k(1+) = lim_{z↓1} z ω'(z): 0, a positive number, or +∞ (pow with p < 1, fixed). */
 double pen_k_at_one(const atf_omega *w);
@@ -72,6 +78,7 @@ int pen_prefer_larger(double omega_a, double omega_b, double xa, double xb, doub
 typedef struct {
     atf_omega w;
     double c;
+    double lnc;      /* pen_lnk_const(w) */
     double ln_h_one; /* ln h(1+), may be ±∞ */
     int n_turn;
     double x_turn[2];

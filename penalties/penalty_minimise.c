@@ -7,6 +7,7 @@
 #include <math.h>
 
 #define ROOT_TOL (2.0 * DBL_EPSILON)
+#define QUADRATIC_STOP 1e-9
 
 double pen_root_increasing(pen_fdf fdf, void *ctx, double lo, double hi, double y0)
 {
@@ -40,7 +41,10 @@ double pen_root_increasing(pen_fdf fdf, void *ctx, double lo, double hi, double 
         }
         dy_old = dy;
         dy = next - y;
-        if (fabs(dy) <= ROOT_TOL * (1.0 + fabs(y)))
+        /* Newton converges quadratically and f''/f' = O(1) for the functions of logarithms
+         * solved here: after an accepted step below 1e-9 the next one would be below
+         * rounding, so it is not taken */
+        if ((accept && fabs(dy) <= QUADRATIC_STOP) || fabs(dy) <= ROOT_TOL * (1.0 + fabs(y)))
             return next;
         if (bounded && hi - lo <= ROOT_TOL * (1.0 + fabs(lo)))
             return lo + 0.5 * (hi - lo);

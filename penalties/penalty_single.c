@@ -18,6 +18,7 @@ void pen_curve1_init(pen_curve1 *cv, const atf_omega *w, double c)
 {
     cv->w = *w;
     cv->c = c;
+    cv->lnc = pen_lnk_const(w);
     const double k1 = pen_k_at_one(w);
     cv->ln_h_one = k1 == 0.0 ? -INFINITY : log(k1) + 2.0 * log1p(c) - LN2;
     cv->n_turn = pen_turning_points(w, c, cv->x_turn, &cv->rising_first);
@@ -33,7 +34,7 @@ static void psi_fdf(void *ctx, double y, double *f, double *df)
 {
     const psi_ctx *p = ctx;
     double lnk, e;
-    pen_lnk(&p->cv->w, y, &lnk, &e);
+    pen_lnk(&p->cv->w, p->cv->lnc, y, &lnk, &e);
     const double x = exp(y), z = 1.0 + x, cz = p->cv->c / z, cz2 = cz / z;
     *f = lnk + 2.0 * log(z + cz) - LN2 - p->lv2;
     *df = e + (x / z) * 2.0 * (1.0 - cz2) / (1.0 + cz2);
@@ -53,16 +54,19 @@ static double zsq_argmin(const atf_omega *w, double v, double c)
     return um1 > 0.0 ? um1 / (sqrt(1.0 + um1) + 1.0) : 0.0;
 }
 
-/* A first Newton iterate inside the piece (L, R) of x, as y = ln x. */
-static double piece_guess(double L, double R)
+/* A first Newton iterate inside the piece (lo, hi) of y = ln x. */
+static double piece_guess(const psi_ctx *p, double lo, double hi)
 {
-    if (L == 0.0 && isinf(R))
+    const double y = pen_y_guess(&p->cv->w, p->cv->lnc, p->lv2, p->cv->c);
+    if (y > lo && y < hi)
+        return y;
+    if (isinf(lo) && isinf(hi))
         return 0.0;
-    if (L == 0.0)
-        return fmin(0.0, log(R) - 1.0);
-    if (isinf(R))
-        return fmax(0.0, log(L) + 1.0);
-    return 0.5 * (log(L) + log(R));
+    if (isinf(lo))
+        return hi - 1.0;
+    if (isinf(hi))
+        return lo + 1.0;
+    return 0.5 * (lo + hi);
 }
 
 double pen_curve1_argmin(const pen_curve1 *cv, double v)
@@ -89,7 +93,7 @@ double pen_curve1_argmin(const pen_curve1 *cv, double v)
         const double fR = isinf(R) ? INFINITY : psi_at(&p, R);
         if (fL < 0.0 && fR > 0.0) {
             const double lo = L == 0.0 ? -INFINITY : log(L), hi = isinf(R) ? INFINITY : log(R);
-            cand[ncand++] = exp(pen_root_increasing(psi_fdf, &p, lo, hi, piece_guess(L, R)));
+            cand[ncand++] = exp(pen_root_increasing(psi_fdf, &p, lo, hi, piece_guess(&p, lo, hi)));
         }
     }
     if (ncand == 0)

@@ -47,36 +47,47 @@ int atf_penalty_format(const atf_penalty *pen, char *buf, size_t len);
 /* Default penalty `sq`. */
 atf_penalty atf_penalty_default(void);
 
-/* 1 if ω̃ is convex (fixed, sq, zsq, nuclear, pow with p ≥ 2, and joints of convex-ω̃ terms
- * where SPEC says so); stationarity then certifies optimality. */
+/* 1 if ω̃ is convex; stationarity then certifies optimality. Criterion (docs/penalties.md):
+ * ω̃'(v) = 2v/z*² is nondecreasing iff ω'(z)/z is nondecreasing on (1, ∞). Convex: fixed, sq,
+ * zsq, nuclear, pow with p ≥ 2, `fixed + ω` / `ω + fixed` with ω convex, and pow-like joints
+ * (sq = pow 2) with p1 p2/(p1 + p2) ≥ 2 (e.g. pow:p=4+pow:p=4). Not convex: abs, logsq,
+ * pow with p < 2, and every other joint (sq+sq included). */
 int atf_penalty_is_convex(const atf_penalty *pen);
 
 /* 1 for the `nuclear` family (nondifferentiable at 0: the solver uses the subdifferential). */
 int atf_penalty_is_nuclear(const atf_penalty *pen);
 
-/* ω(z) of one family (may be +INFINITY). */
+/* ω(z) of one family (may be +INFINITY). The formulas of SPEC §2 for any z; logsq is +∞ for
+ * z ≤ 0, and nuclear is γ z² on z ≥ 0 (closed at 0, the factor of d = 0) and +∞ below. */
 double atf_omega_value(const atf_omega *w, double z);
 
 /* Joint penalty (ω1 ⊕ ω2)(v) for v ≥ 1 (eq. 11); s1, s2 (may be NULL) receive the split
- * z and v/z with s1·s2 = v. For a single term s1 = v, s2 = 1. */
+ * z and v/z with s1·s2 = v. For a single term s1 = v, s2 = 1; for `fixed + ω` s1 = 1, s2 = v.
+ * Below 1 there is no admissible split: +∞ with s1 = s2 = 1. */
 double atf_penalty_joint(const atf_penalty *pen, double v, double *s1, double *s2);
 
 /* Effective penalty ω̃(v) = min_{z≥1} (ω1⊕ω2)(z) + v²/z² for v ≥ 0 (eq. 12); z (may be NULL)
- * receives the argmin. */
+ * receives the argmin (the larger one on a tie). ω̃ is even: negative v give ω̃(|v|). For
+ * `nuclear`, 2√γ v with z = sqrt(v/√γ) over z > 0 (so z < 1 is possible). */
 double atf_penalty_value(const atf_penalty *pen, double v, double *z);
 
-/* Derivative ω̃'(v) = 2v / z*² (envelope theorem); for `nuclear` the subgradient 2√γ (v > 0). */
+/* Derivative ω̃'(v) = 2v / z*² (envelope theorem), odd in v; for `nuclear` the subgradient
+ * 2√γ (v > 0) and 0, the least-norm subgradient, at v = 0. */
 double atf_penalty_deriv(const atf_penalty *pen, double v);
 
 /* prox_{tω̃}(v) for v ≥ 0, t > 0: v z*²/(z*² + 2t) with z* = argmin_{z≥1} ω(z) + v²/(z²+2t);
- * z (may be NULL) receives z*. Monotone in v; where the argmin jumps the larger branch is taken. */
+ * z (may be NULL) receives z*. Monotone in v; where the argmin jumps the larger branch is taken.
+ * Odd in v. For `nuclear` max(v − 2√γ t, 0) with z* = sqrt(max(v/√γ − 2t, 0)). */
 double atf_penalty_prox(const atf_penalty *pen, double v, double t, double *z);
 
-/* Apply the prox to n nonnegative values in place (e.g. singular values). */
+/* Apply the prox to n values in place (e.g. singular values); the same numbers as n calls of
+ * atf_penalty_prox, but the part of the work that does not depend on v is done once. */
 void atf_penalty_prox_many(const atf_penalty *pen, double *v, size_t n, double t);
 
 /* Factor recovery (eq. 15) for a singular value d ≥ 0: s1·s2 = z = argmin of ω̃(d), σ = d/z,
- * so that ω1(s1) + ω2(s2) + σ² = ω̃(d). Any output pointer may be NULL. */
+ * so that ω1(s1) + ω2(s2) + σ² = ω̃(d). Any output pointer may be NULL. For `nuclear`
+ * s1 = sqrt(d/√γ), s2 = 1, σ = sqrt(d√γ); at d = 0 the infimum is only approached as z → 0
+ * and we return its limit s1 = σ = 0, s2 = 1 (ω(0) = 0, so the identity still holds). */
 void atf_penalty_factors(const atf_penalty *pen, double d, double *s1, double *sigma, double *s2);
 
 #endif

@@ -21,14 +21,22 @@
 #define RHO_PERIOD 50   /* iterations between two changes of ρ, at least */
 #define RHO_FACTOR 5.0  /* ρ changes only by more than this factor */
 #define RHO_RANGE 1e6   /* ρ stays within [ρ0/RHO_RANGE, ρ0·RHO_RANGE] */
+#define STALL_FLAT 1e-3 /* windows whose best merits agree to 0.1% are a cycle or a rest point */
 #define IN_LOOP_REFINE_CHOLMOD 2 /* refinement passes per projection for CHOLMOD (β bias) */
+/* Weak convexity scan: ω̃' on a log grid of WEAK_GRID points over [WEAK_LO·V, WEAK_HI·V]. */
+#define WEAK_GRID 600
+#define WEAK_LO 1e-8
+#define WEAK_HI 4.0
 
 typedef struct {
     double *z, *u, *w, *zprev;
-    double rho;
+    double rho, alpha;
     double pri, dual, eps_pri, eps_dual;
     int iter;
     double start;
+    /* stagnation guard: best merit max(pri/eps_pri, dual/eps_dual) per window of RHO_PERIOD */
+    double window_best, previous_best;
+    int window_start;
 } admm_state;
 
 static double nrm(const double *a, size_t n)
@@ -66,9 +74,10 @@ static void log_header(const atf_solver *s)
                "structure %s\n",
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_sv_structure_name(s->set.structure));
-    fprintf(f, "atf admm: projection by %s, rank %d; rho0 %.3e, alpha %.2f, eps_abs %.1e, "
-               "eps_rel %.1e, max_iter %d\n",
-            projection_name(s->proj.kind), s->proj.rank, s->rho0, s->set.alpha, s->set.eps_abs,
+    fprintf(f, "atf admm: projection by %s, rank %d; rho0 %.3e (floor %.3e), alpha %.2f, "
+               "eps_abs %.1e, eps_rel %.1e, max_iter %d\n",
+            projection_name(s->proj.kind), s->proj.rank, s->rho0, s->rho_min, s->set.alpha,
+            s->set.eps_abs,
             s->set.eps_rel, s->set.max_iter);
     fprintf(f, "%8s %14s %10s %10s %10s %10s %9s\n", "iter", "objective", "pri res", "dual res",
             "constr(Z)", "rho", "time(s)");
@@ -91,6 +100,54 @@ static void log_summary(const atf_solver *s, const atf_result *res, const admm_s
             "(tol %.3e), %.3f s (projection %.3f s, prox %.3f s)\n",
             atf_status_name(res->status), st->iter, st->pri, st->eps_pri, st->dual,
             st->eps_dual, atf_sv_now() - st->start, s->t.projection, s->t.prox);
+}
+
+/* μ = max(0, −inf ω̃'') estimated by finite differences of ω̃' on a log grid up to vmax.
+ * For ρ > μ the prox objective t·ω̃(d) + ½(d − v)² is strongly convex, so the prox is single
+ * valued and continuous; below it the prox jumps and nonconvex ADMM can cycle (observed:
+ * `abs` vector blocks from a cold start 2-cycle at ρ ≈ μ/2 and converge at ρ ≥ 2μ). A concave
+ * kink of ω̃ (e.g. pow with p < 1) shows up as a large μ. */
+static double weak_convexity(const atf_penalty *pen, double vmax)
+{
+    if (atf_penalty_is_convex(pen) || !(vmax > 0.0))
+        return 0.0;
+    double ratio = pow(WEAK_HI / WEAK_LO, 1.0 / WEAK_GRID);
+    double v0 = WEAK_LO * vmax, d0 = atf_penalty_deriv(pen, v0), mu = 0.0;
+    for (int i = 1; i <= WEAK_GRID; i++) {
+        double v1 = v0 * ratio, d1 = atf_penalty_deriv(pen, v1);
+        if (isfinite(d0) && isfinite(d1))
+            mu = fmax(mu, (d0 - d1) / (v1 - v0));
+        v0 = v1;
+        d0 = d1;
+    }
+    return mu;
+}
+
+static int any_nonconvex(const atf_solver *s)
+{
+    if (s->set.structure == ATF_GLOBAL_FULL)
+        return !atf_penalty_is_convex(&s->full_pen);
+    for (int l = 0; l < s->nvars; l++)
+        if (!atf_penalty_is_convex(&s->vars[l].pen))
+            return 1;
+    return 0;
+}
+
+/* Over-relaxation (α > 1) is covered by the convex theory only; with a nonconvex ω̃ it was
+ * seen to turn cold starts into 2-cycles (7 of 72 small random cases at α = 1.6, none at
+ * α = 1 with the ρ floor below), so α is capped at 1 (plain Douglas–Rachford) there. */
+void atf_sv_rho_init(atf_solver *s)
+{
+    /* ‖B0‖_F bounds every singular value, entry and norm of the least-squares point */
+    double vmax = nrm(s->x_ls, s->n), mu = 0.0;
+    if (s->set.structure == ATF_GLOBAL_FULL)
+        mu = weak_convexity(&s->full_pen, vmax);
+    else
+        for (int l = 0; l < s->nvars; l++)
+            mu = fmax(mu, weak_convexity(&s->vars[l].pen, vmax));
+    s->rho_min = s->set.rho * 2.0 * mu;
+    s->rho0 = s->set.rho * atf_sv_rho_scale(s);
+    s->nonconvex = any_nonconvex(s);
 }
 
 /* U0 = P ∇Ω̃(Z0) / ρ (P the projection onto range(Aᵀ)); w is scratch. */
@@ -120,7 +177,7 @@ static void project_timed(atf_solver *s, double *v, int refine)
 static void iterate(atf_solver *s, admm_state *st, double *x)
 {
     size_t n = s->n;
-    double alpha = s->set.alpha;
+    double alpha = st->alpha;
     int refine = s->proj.kind == ATF_PROJ_CHOLMOD ? IN_LOOP_REFINE_CHOLMOD : 0;
     for (size_t i = 0; i < n; i++)
         x[i] = st->z[i] - st->u[i];
@@ -149,6 +206,12 @@ static void residuals(const atf_solver *s, admm_state *st, const double *x)
     st->eps_dual = s->set.eps_abs * root_n + s->set.eps_rel * scale_dual;
 }
 
+static void set_rho(const atf_solver *s, admm_state *st, double rho_new)
+{
+    cblas_dscal((int)s->n, st->rho / rho_new, st->u, 1); /* keep ρU */
+    st->rho = rho_new;
+}
+
 /* OSQP-style balancing: ρ ← ρ·√(pri_rel / dual_rel). Returns 1 if ρ changed. */
 static int rebalance(const atf_solver *s, admm_state *st, const double *x)
 {
@@ -158,11 +221,39 @@ static int rebalance(const atf_solver *s, admm_state *st, const double *x)
     if (!(scale_pri > 0.0) || !(scale_dual > 0.0) || !(st->dual > 0.0) || !(st->pri > 0.0))
         return 0;
     double ratio = sqrt((st->pri / scale_pri) / (st->dual / scale_dual));
-    double rho_new = fmin(s->rho0 * RHO_RANGE, fmax(s->rho0 / RHO_RANGE, st->rho * ratio));
+    /* with a nonconvex ω̃, ρ may fall below ρ0 only down to the weak-convexity bound */
+    double lowest = s->nonconvex ? fmin(s->rho0, s->rho_min) : s->rho0 / RHO_RANGE;
+    double rho_new = fmin(s->rho0 * RHO_RANGE, fmax(lowest, st->rho * ratio));
     if (!(rho_new > RHO_FACTOR * st->rho || rho_new < st->rho / RHO_FACTOR))
         return 0;
-    cblas_dscal((int)n, st->rho / rho_new, st->u, 1);
-    st->rho = rho_new;
+    set_rho(s, st, rho_new);
+    return 1;
+}
+
+/* With a nonconvex ω̃ a small ρ can leave ADMM in a cycle or at a spurious rest point (the
+ * prox jumps where ρ < μ), and over-relaxation makes that likelier. The data-scaled ρ0 and the
+ * given α are kept as long as the residuals move; when the best merit of a whole window equals
+ * the previous window's to 0.1% (a cycle or rest point: the residuals repeat exactly), α drops
+ * to 1 (plain Douglas–Rachford) and ρ grows by RHO_FACTOR towards the weak-convexity bound 2μ
+ * (never beyond it: a large ρ makes ADMM crawl). Windows whose merit grows are not stalls: a
+ * nonconvex run may climb out of a poor basin before it converges (seen at scale 1e-4).
+ * Residual balancing stays free afterwards. Returns 1 if ρ changed. */
+static int guard_stagnation(const atf_solver *s, admm_state *st)
+{
+    double merit = fmax(st->pri / fmax(st->eps_pri, 1e-300), st->dual / fmax(st->eps_dual, 1e-300));
+    st->window_best = fmin(st->window_best, merit);
+    if (st->iter - st->window_start < RHO_PERIOD)
+        return 0;
+    int stalled = fabs(st->window_best - st->previous_best) <= STALL_FLAT * st->previous_best;
+    st->previous_best = st->window_best;
+    st->window_best = INFINITY;
+    st->window_start = st->iter;
+    if (!stalled || !s->nonconvex)
+        return 0;
+    st->alpha = fmin(st->alpha, 1.0);
+    if (st->rho >= s->rho_min)
+        return 0;
+    set_rho(s, st, fmin(s->rho_min, RHO_FACTOR * st->rho));
     return 1;
 }
 
@@ -193,7 +284,10 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
             log_row(s, st);
         if (done)
             return ATF_STATUS_SOLVED;
-        if (set->adaptive_rho && st->iter - last_change >= RHO_PERIOD && rebalance(s, st, x))
+        if (!set->adaptive_rho)
+            continue;
+        if (guard_stagnation(s, st) ||
+            (st->iter - last_change >= RHO_PERIOD && rebalance(s, st, x)))
             last_change = st->iter;
     }
     st->iter = set->max_iter;
@@ -203,7 +297,8 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
 atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
 {
     size_t n = s->n, bytes = (n ? n : 1) * sizeof(double);
-    admm_state st = {.rho = s->rho0, .start = atf_sv_now()};
+    admm_state st = {.rho = s->rho0, .alpha = s->set.alpha, .start = atf_sv_now(), .window_best = INFINITY,
+                     .previous_best = INFINITY};
     st.z = malloc(bytes), st.u = malloc(bytes), st.w = malloc(bytes), st.zprev = malloc(bytes);
     atf_error e = ATF_OK;
     if (!st.z || !st.u || !st.w || !st.zprev) {

@@ -124,10 +124,12 @@ static double entrywise_dist2(const double *x, const double *y, size_t n, double
 }
 
 /* dist² of Y from c·∂‖·‖_* at X = U diag(σ) Vᵀ, with r = #{σ_j > tau}: split Y in X's singular
- * bases; the block on (U_r, V_r) must equal c·I, the off-diagonal blocks must vanish, and the
- * block Ŷ = (I − U_rU_rᵀ) Y (I − V_rV_rᵀ) must have spectral norm ≤ c (its distance to that
- * ball clips its singular values at c). Column-major views: Ỹ = Yᵀ (cols × rows), V_r the first
- * r columns of v->u, U_rᵀ the first r rows of v->vt. Returns NaN on failure. */
+ * bases; the block Y11 on (U_r, V_r) must equal c·I, the off-diagonal blocks Y12, Y21 must
+ * vanish, and Ŷ = (I − U_rU_rᵀ) Y (I − V_rV_rᵀ) must have spectral norm ≤ c (its distance to that
+ * ball clips its singular values at c). Every part is formed explicitly and its norm taken, so
+ * no squared norms are subtracted (that would lose half the digits of a small distance).
+ * Column-major views: Ỹ = Yᵀ (m = cols × n = rows), V_r the first r columns of v->u, U_rᵀ the
+ * first r rows of v->vt; the r × r block computed is Y11ᵀ. Returns NaN on failure. */
 static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, double c,
                              double tau)
 {
@@ -136,11 +138,12 @@ static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, do
     int m = v->cols, n = v->rows, k = v->k, r = 0;
     while (r < k && v->s[r] > tau)
         r++;
+    size_t rr = (size_t)(r ? r : 1);
     double *W = malloc(v->len * sizeof *W);
-    double *A1 = malloc((size_t)m * (size_t)(r ? r : 1) * sizeof *A1);  /* Yᵀ U_r   (m × r) */
-    double *A2 = malloc((size_t)(r ? r : 1) * (size_t)n * sizeof *A2);  /* V_rᵀ Yᵀ  (r × n) */
-    double *Y11 = malloc((size_t)(r ? r * r : 1) * sizeof *Y11);        /* V_rᵀ Yᵀ U_r */
-    double *T = malloc((size_t)m * (size_t)(r ? r : 1) * sizeof *T);
+    double *A1 = malloc((size_t)m * rr * sizeof *A1);  /* Ỹ U_r            (m × r) */
+    double *A2 = malloc(rr * (size_t)n * sizeof *A2);  /* V_rᵀ Ỹ           (r × n) */
+    double *Y11 = malloc(rr * rr * sizeof *Y11);       /* V_rᵀ Ỹ U_r       (r × r) */
+    double *T = malloc((size_t)m * rr * sizeof *T);    /* (I − V_rV_rᵀ) A1 (m × r) */
     double *sv = malloc((size_t)k * sizeof *sv);
     double d2 = NAN;
     if (!W || !A1 || !A2 || !Y11 || !T || !sv)
@@ -154,20 +157,23 @@ static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, do
                     A2, r);
         cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, r, r, m, 1.0, v->u, m, A1, m, 0.0,
                     Y11, r);
-        double y11 = nrm(Y11, (size_t)r * (size_t)r), trace = 0.0;
-        for (int j = 0; j < r; j++)
-            trace += Y11[(size_t)j * (size_t)r + (size_t)j];
-        double a1 = nrm(A1, (size_t)m * (size_t)r), a2 = nrm(A2, (size_t)r * (size_t)n);
-        inner = pos(y11 * y11 - 2.0 * c * trace + c * c * r) + pos(a1 * a1 - y11 * y11) +
-                pos(a2 * a2 - y11 * y11);
-        /* Ŷᵀ = Ỹ − V_r A2 − A1 U_rᵀ + V_r Y11ᵀ U_rᵀ */
+        memcpy(T, A1, (size_t)m * (size_t)r * sizeof *T);
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, r, r, -1.0, v->u, m, Y11, r,
+                    1.0, T, m);
+        double y12 = nrm(T, (size_t)m * (size_t)r);
+        /* Ŷᵀ = Ỹ − V_r A2 − T U_rᵀ, before A2 becomes its own off-diagonal part */
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, r, -1.0, v->u, m, A2, r,
                     1.0, W, m);
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, r, r, 1.0, v->u, m, Y11, r,
-                    0.0, T, m);
-        cblas_daxpy(m * r, -1.0, A1, 1, T, 1);
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, r, 1.0, T, m, v->vt, k,
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, r, -1.0, T, m, v->vt, k,
                     1.0, W, m);
+        /* Y21ᵀ part: A2 − Y11ᵀ U_rᵀ */
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, r, n, r, -1.0, Y11, r, v->vt, k,
+                    1.0, A2, r);
+        double y21 = nrm(A2, (size_t)r * (size_t)n);
+        for (int j = 0; j < r; j++)
+            Y11[(size_t)j * (size_t)r + (size_t)j] -= c;
+        double e11 = nrm(Y11, (size_t)r * (size_t)r);
+        inner = e11 * e11 + y12 * y12 + y21 * y21;
     }
     if (LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', m, n, W, m, sv, NULL, 1, NULL, 1) != 0)
         goto done;

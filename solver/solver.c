@@ -54,9 +54,38 @@ static atf_error map_warm_start(atf_solver *s, char *err)
     return ATF_OK;
 }
 
+static int same_omega(const atf_omega *a, const atf_omega *b)
+{
+    return a->family == b->family && a->scale == b->scale &&
+           (a->family != ATF_FAMILY_POW || a->p == b->p);
+}
+
+/* The `full` structure is one vector block with one penalty (the factors of atf_result_factors
+ * need it too): every block must carry the same one. */
+static atf_error check_full_penalty(const atf_problem *prob, char *err)
+{
+    const atf_block *first = &prob->blocks[0];
+    for (int l = 1; l < prob->nblocks; l++) {
+        const atf_block *b = &prob->blocks[l];
+        if (!same_omega(&first->penalty.w1, &b->penalty.w1) ||
+            !same_omega(&first->penalty.w2, &b->penalty.w2)) {
+            atf_errorf(err, "structure full: blocks %s ('%s') and %s ('%s') have different "
+                            "penalties, but all parameters form one vector block with one penalty "
+                            "(override it with --penalty)", first->name, first->penalty_spec,
+                       b->name, b->penalty_spec);
+            return ATF_E_USAGE;
+        }
+    }
+    return ATF_OK;
+}
+
 static atf_error setup(atf_solver *s, char *err)
 {
-    atf_error e = atf_sv_vars_build(s, err);
+    atf_error e = ATF_OK;
+    if (s->set.structure == ATF_GLOBAL_FULL)
+        e = check_full_penalty(s->prob, err);
+    if (e == ATF_OK)
+        e = atf_sv_vars_build(s, err);
     if (e == ATF_OK && s->set.method == ATF_METHOD_LP)
         e = atf_sv_lp_check(s, err);
     if (e == ATF_OK)
@@ -66,7 +95,7 @@ static atf_error setup(atf_solver *s, char *err)
     if (e == ATF_OK && s->set.warm)
         e = map_warm_start(s, err);
     if (e == ATF_OK && s->set.method == ATF_METHOD_ADMM)
-        s->rho0 = s->set.rho * atf_sv_rho_scale(s);
+        atf_sv_rho_init(s);
     return e;
 }
 

@@ -80,7 +80,9 @@ struct atf_solver {
     double ls_residual;    /* ‖A x_ls − r‖ / ‖r‖ */
     int consistent;        /* r ∈ range(A) up to feas_tol */
     double *warm;          /* warm start mapped into the cores (stacked), or NULL */
-    double rho0;           /* initial ρ: settings.rho × the data scale (atf_sv_rho_scale) */
+    double rho0;           /* initial ρ (atf_sv_rho_init) */
+    double rho_min;        /* floor of ρ from the weak convexity of nonconvex ω̃ (0 if convex) */
+    int nonconvex;         /* some ω̃ is nonconvex */
     atf_sv_times t;
 };
 
@@ -136,6 +138,9 @@ int atf_sv_any_nuclear(const atf_solver *s);
 double atf_sv_rho_scale(atf_solver *s);
 
 /* ---- admm.c ---- */
+/* ρ0 = settings.rho · max(data scale, 2μ) with μ the weak-convexity modulus of the penalties
+ * over the range of the least-squares point's singular values; sets rho0, rho_min and alpha. */
+void atf_sv_rho_init(atf_solver *s);
 atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err);
 
 /* ---- lp.c ---- */

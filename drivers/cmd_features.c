@@ -1,4 +1,5 @@
 /* cmd_features.c — `atf features`: data + an MLP → a factored atf-problem file (SPEC §6). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -95,18 +96,18 @@ static void print_summary(const features_args *a, const atf_task *t, const atf_m
                "\"parameters\":%lld,\"widths\":[%s],\"targets\":\"%s\"", a->out, t->source_name,
                classes, t->train.N, t->test.N, p->C, p->M, p->nblocks,
                (long long)atf_mlp_nparams(m), widths, atf_targets_name(t->targets));
-        if (t->teacher_accuracy == t->teacher_accuracy)
+        if (!isnan(t->teacher_accuracy))
             printf(",\"teacher_accuracy\":%.6f", t->teacher_accuracy);
         printf("}\n");
         return;
     }
-    printf("features: %s%s%s%s: %d train + %d test examples, %d output%s, MLP %s (%s%s, %lld "
+    printf("features: %s%s%s: %d train + %d test examples, %d output%s, MLP %s (%s%s, %lld "
            "parameters), %d blocks, targets %s",
-           t->source_name, t->nclasses ? " classes " : "", classes, "", t->train.N, t->test.N,
+           t->source_name, t->nclasses ? " classes " : "", classes, t->train.N, t->test.N,
            p->C, p->C == 1 ? "" : "s", widths, atf_param_name(m->arch.param),
            m->arch.bias ? ", bias" : "", (long long)atf_mlp_nparams(m), p->nblocks,
            atf_targets_name(t->targets));
-    if (t->teacher_accuracy == t->teacher_accuracy)
+    if (!isnan(t->teacher_accuracy))
         printf(" (teacher accuracy %.1f%%)", 100.0 * t->teacher_accuracy);
     printf(" -> %s\n", a->out);
 }

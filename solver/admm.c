@@ -21,6 +21,8 @@
 #define RHO_PERIOD 50   /* iterations between two changes of ρ, at least */
 #define RHO_FACTOR 5.0  /* ρ changes only by more than this factor */
 #define RHO_RANGE 1e6   /* ρ stays within [ρ0/RHO_RANGE, ρ0·RHO_RANGE] */
+/* Singular values below this fraction of ‖Z0‖ count as zero in the initial dual (nuclear). */
+#define WARM_RANK_CUT 1e-7
 #define STALL_FLAT 1e-3 /* windows whose best merits agree to 0.1% are a cycle or a rest point */
 #define IN_LOOP_REFINE_CHOLMOD 2 /* refinement passes per projection for CHOLMOD (β bias) */
 /* Weak convexity scan: ω̃' on a log grid of WEAK_GRID points over [WEAK_LO·V, WEAK_HI·V]. */
@@ -154,7 +156,7 @@ void atf_sv_rho_init(atf_solver *s)
 static void initial_dual(atf_solver *s, admm_state *st)
 {
     size_t n = s->n;
-    atf_sv_gradient(s, st->z, st->u, 0.0);
+    atf_sv_gradient(s, st->z, st->u, WARM_RANK_CUT * nrm(st->z, n));
     for (size_t i = 0; i < n; i++)
         if (!isfinite(st->u[i])) {
             memset(st->u, 0, n * sizeof *st->u);

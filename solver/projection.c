@@ -21,8 +21,11 @@
 /* Relative LS residual that the full-rank paths must reach on r to be trusted (√ε): above it
  * the factorisation is not accurate enough and the rank-revealing path takes over. */
 #define FULL_RANK_CHECK 1.5e-8
-/* CHOLMOD regularisation β relative to the largest diagonal entry of AAᵀ. */
+/* CHOLMOD regularisation β relative to the largest diagonal entry of AAᵀ, and the smallest
+ * accepted (min diag L / max diag L)²: a pivot within a factor 1000 of β means AAᵀ is singular
+ * to working precision, and the rank-revealing dense path takes over. */
 #define CHOLMOD_BETA_REL 1e-13
+#define CHOLMOD_RCOND_MIN 1e-10
 /* Bounds of the consistency tolerance of the eigen path (see eigen_feas_tol). */
 #define FEAS_TOL_MIN 1e-10
 #define FEAS_TOL_MAX 1e-2
@@ -264,6 +267,10 @@ static atf_error cholmod_setup(atf_solver *s, char *err)
         if (p->cc.status == CHOLMOD_OUT_OF_MEMORY)
             goto nomem;
         cholmod_release(p); /* not positive definite: the dense path decides */
+        return ATF_OK;
+    }
+    if (cholmod_l_rcond(p->F, &p->cc) < CHOLMOD_RCOND_MIN) {
+        cholmod_release(p); /* singular up to β: the dense path decides */
         return ATF_OK;
     }
     p->rhs = cholmod_l_allocate_dense((size_t)M, 1, (size_t)M, CHOLMOD_REAL, &p->cc);

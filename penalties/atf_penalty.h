@@ -63,7 +63,7 @@ double atf_omega_value(const atf_omega *w, double z);
 
 /* Joint penalty (ω1 ⊕ ω2)(v) for v ≥ 1 (eq. 11); s1, s2 (may be NULL) receive the split
  * z and v/z with s1·s2 = v. For a single term s1 = v, s2 = 1; for `fixed + ω` s1 = 1, s2 = v.
- * Below 1 there is no admissible split: +∞ with s1 = s2 = 1. */
+ * Below 1 there is no admissible split: +∞ with s1 = s2 = 1 (except `nuclear`, γ v² for v ≥ 0). */
 double atf_penalty_joint(const atf_penalty *pen, double v, double *s1, double *s2);
 
 /* Effective penalty ω̃(v) = min_{z≥1} (ω1⊕ω2)(z) + v²/z² for v ≥ 0 (eq. 12); z (may be NULL)

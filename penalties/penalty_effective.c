@@ -179,7 +179,10 @@ void atf_penalty_factors(const atf_penalty *pen, double d, double *s1, double *s
 double atf_penalty_joint(const atf_penalty *pen, double v, double *s1, double *s2)
 {
     double a, b, value;
-    if (!(v >= 1.0)) { /* no split a·b = v with a, b ≥ 1 */
+    if (atf_penalty_is_nuclear(pen) && v >= 0.0) { /* γ z² lives on z > 0, not on [1, ∞) */
+        a = v, b = 1.0;
+        value = atf_omega_value(pen->w1.family == ATF_FAMILY_NUCLEAR ? &pen->w1 : &pen->w2, v);
+    } else if (!(v >= 1.0)) { /* no split a·b = v with a, b ≥ 1 */
         a = b = 1.0;
         value = INFINITY;
     } else if (pen->w2.family == ATF_FAMILY_FIXED) {

@@ -121,8 +121,8 @@ double pen_y_guess(const atf_omega *w, double lnc, double lv2, double c)
     /* h ≈ k(1+x)(1 + c)²/2 for small x, h ≈ k(1+x) x²/2 for large x (x² ≫ c) */
     const double small = lv2 + LN2 - 2.0 * log1p(c) - lnc, large = lv2 + LN2 - lnc;
     switch (w->family) {
-    case ATF_FAMILY_SQ: /* k ≈ 2γ x, resp. 2γ x² */
-    case ATF_FAMILY_LOGSQ: return fmin(small, large / 4.0);
+    case ATF_FAMILY_SQ: return fmin(small, large / 4.0);      /* k ≈ 2γ x, resp. 2γ x² */
+    case ATF_FAMILY_LOGSQ: return fmin(small, large / 2.0);   /* k ≈ 2γ x, resp. 2γ ln x */
     case ATF_FAMILY_POW:
         if (w->p > 1.0) /* k ≈ γ p x^{p−1}, resp. γ p x^p */
             return fmin(small / (w->p - 1.0), large / (w->p + 2.0));
@@ -171,21 +171,20 @@ static double pow_k_inverse_y(double lgp, double p, double l)
     return y;
 }
 
-void pen_k_inverse(const atf_omega *w, double l, double *x, double *r)
+void pen_k_inverse(const atf_omega *w, double lnc, double l, double *x, double *r)
 {
-    const double lg = log(w->scale);
     *x = 0.0;
     *r = 0.0;
     switch (w->family) {
     case ATF_FAMILY_SQ: { /* 2γ a x = λ: x(1 + x) = q */
-        const double q = exp(l - LN2 - lg);
+        const double q = exp(l - lnc);
         *x = q < 1e200 ? 2.0 * q / (1.0 + sqrt(1.0 + 4.0 * q)) : sqrt(q);
         *r = *x / (2.0 * *x + 1.0);
         return;
     }
     case ATF_FAMILY_POW:
         if (w->p > 1.0) {
-            const double y = pow_k_inverse_y(lg + log(w->p), w->p, l);
+            const double y = pow_k_inverse_y(lnc, w->p, l);
             *x = exp(y);
             *r = *x / (*x + (w->p - 1.0) * (1.0 + *x));
             return;
@@ -193,20 +192,20 @@ void pen_k_inverse(const atf_omega *w, double l, double *x, double *r)
         /* p = 1 is abs; p < 1 is not k-monotone and never gets here */
         /* fall through */
     case ATF_FAMILY_ABS: /* γ a = λ */
-        if (l >= lg) {
-            *x = expm1(l - lg);
+        if (l >= lnc) {
+            *x = expm1(l - lnc);
             *r = 1.0;
         }
         return;
     case ATF_FAMILY_ZSQ: /* 2γ a² = λ */
     case ATF_FAMILY_NUCLEAR:
-        if (l >= LN2 + lg) {
-            *x = expm1(0.5 * (l - LN2 - lg));
+        if (l >= lnc) {
+            *x = expm1(0.5 * (l - lnc));
             *r = 0.5;
         }
         return;
     case ATF_FAMILY_LOGSQ: { /* 2γ ln a = λ */
-        const double s = exp(l - LN2 - lg);
+        const double s = exp(l - lnc);
         *x = expm1(s);
         *r = s;
         return;
@@ -243,7 +242,8 @@ static double convex_newton(convex_fn fn, const void *ctx, double x)
 static double convex_argmin(convex_fn fn, const void *ctx)
 {
     double x = 1.0, f, d1, d2;
-    for (fn(ctx, x, &f, &d1, &d2); d1 <= 0.0; fn(ctx, x, &f, &d1, &d2))
+    fn(ctx, x, &f, &d1, &d2);
+    for (int it = 0; it < 2000 && d1 <= 0.0; ++it, fn(ctx, x, &f, &d1, &d2))
         x *= 2.0;
     for (int it = 0; it < 200; ++it) {
         fn(ctx, x, &f, &d1, &d2);
@@ -263,7 +263,8 @@ static double convex_argmin(convex_fn fn, const void *ctx)
 static double convex_right(convex_fn fn, const void *ctx, double from)
 {
     double x = from > 1.0 ? 2.0 * from : 2.0, f, d1, d2;
-    for (fn(ctx, x, &f, &d1, &d2); !(f > 0.0 && d1 > 0.0); fn(ctx, x, &f, &d1, &d2))
+    fn(ctx, x, &f, &d1, &d2);
+    for (int it = 0; it < 2000 && !(f > 0.0 && d1 > 0.0); ++it, fn(ctx, x, &f, &d1, &d2))
         x *= 2.0;
     return x;
 }

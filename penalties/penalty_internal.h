@@ -38,8 +38,8 @@ double pen_k_at_one(const atf_omega *w);
 int pen_k_monotone(const atf_omega *w);
 
 /* Inverse of k for a k-monotone family: the offset x of the z ≥ 1 with k(z) = e^l (x = 0
- * while e^l ≤ k(1+)), and r = d ln z / d l (0 there). */
-void pen_k_inverse(const atf_omega *w, double l, double *x, double *r);
+ * while e^l ≤ k(1+)), and r = d ln z / d l (0 there); lnc = pen_lnk_const(w). */
+void pen_k_inverse(const atf_omega *w, double lnc, double l, double *x, double *r);
 
 /* Turning points of h(z) = k(z)(z + c/z)²/2 on x > 0 (at most two), increasing; returns their
  * count and sets *rising_first to 1 if h increases just right of x = 0. */
@@ -97,6 +97,7 @@ double pen_curve1_argmin(const pen_curve1 *cv, double v);
 /* The joint problem parametrised by l = ln λ, λ = k1(a) = k2(b) (both k-monotone). */
 typedef struct {
     atf_omega w1, w2;
+    double lnc1, lnc2; /* pen_lnk_const of each */
     double c;
     double l0;       /* below l0 both factors stay at 1 */
     double ln_h_one; /* ln h(1+) */

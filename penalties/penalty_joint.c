@@ -30,8 +30,8 @@ static jpoint jcurve_at(const pen_jcurve *jc, double l)
 {
     jpoint p;
     double r1, r2;
-    pen_k_inverse(&jc->w1, l, &p.x1, &r1);
-    pen_k_inverse(&jc->w2, l, &p.x2, &r2);
+    pen_k_inverse(&jc->w1, jc->lnc1, l, &p.x1, &r1);
+    pen_k_inverse(&jc->w2, jc->lnc2, l, &p.x2, &r2);
     p.x = p.x1 + p.x2 + p.x1 * p.x2;
     p.B = r1 + r2;
     return p;
@@ -133,6 +133,8 @@ void pen_jcurve_init(pen_jcurve *jc, const atf_omega *w1, const atf_omega *w2, d
 {
     jc->w1 = *w1;
     jc->w2 = *w2;
+    jc->lnc1 = pen_lnk_const(w1);
+    jc->lnc2 = pen_lnk_const(w2);
     jc->c = c;
     const double k1 = fmin(pen_k_at_one(w1), pen_k_at_one(w2));
     jc->l0 = k1 > 0.0 ? log(k1) : -INFINITY;

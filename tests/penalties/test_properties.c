@@ -205,6 +205,29 @@ static void check_closed_forms(void)
         atf_penalty_factors(&nuc, 0.0, &s1, &sigma, &s2);
         check(s1 == 0.0 && sigma == 0.0 && s2 == 1.0, "nuclear factors at d = 0 are (0, 0, 1)");
         check(atf_penalty_deriv(&nuc, 0.0) == 0.0, "nuclear deriv(0) is the least-norm subgradient 0");
+        check(rel_diff(atf_penalty_joint(&nuc, 0.25, &s1, &s2), gamma / 16.0) <= 1e-15 &&
+                  s1 == 0.25 && s2 == 1.0,
+              "nuclear joint is γ v² with s1 = v on v ≥ 0");
+    }
+}
+
+/* ⊕ of a single term and of fixed + ω: the term itself, split (v, 1) resp. (1, v). */
+static void check_single_joint(void)
+{
+    const atf_penalty left = parse_or_die("pow:p=1.5,scale=2"), right = parse_or_die("fixed+pow:p=1.5,scale=2");
+    for (int i = 0; i <= 40; ++i) {
+        const double v = grid_v(i, 40, 0.0, 4.0), expect = 2.0 * pow(v - 1.0, 1.5);
+        double s1, s2;
+        const double a = atf_penalty_joint(&left, v, &s1, &s2);
+        check(rel_diff(a, expect) <= 1e-14 && s1 == v && s2 == 1.0, "single joint at %g", v);
+        const double b = atf_penalty_joint(&right, v, &s1, &s2);
+        check(rel_diff(b, expect) <= 1e-14 && s1 == 1.0 && s2 == v, "fixed+pow joint at %g", v);
+        double f1, sig, f2;
+        atf_penalty_factors(&right, v, &f1, &sig, &f2);
+        check(f1 == 1.0 && f2 >= 1.0, "fixed+pow factors put the adaptation in s2 at %g", v);
+        check(atf_penalty_value(&left, v, NULL) == atf_penalty_value(&right, v, NULL) &&
+                  atf_penalty_prox(&left, v, 3.0, NULL) == atf_penalty_prox(&right, v, 3.0, NULL),
+              "fixed+ω equals ω at %g", v);
     }
 }
 
@@ -297,6 +320,7 @@ int main(void)
         check_symmetry_and_batch(spec, &pen);
     }
     check_closed_forms();
+    check_single_joint();
     check_tails();
     check_extremes();
     return finish("test_properties");

@@ -19,7 +19,7 @@ static void usage(FILE *out)
             "Built-in demo (no download, a few minutes on 2 cores): on the synthetic multi-index\n"
             "task (x in R^16, target g(Ux) with U of rank 2), compares NTK min-norm regression on\n"
             "the tangent features of a random 16-128-128-1 ReLU network (fixed features) with\n"
-            "problem (16) on the same features (adaptive features, penalty zsq:scale=auto) and\n"
+            "problem (16) on the same features (adaptive features, penalty sq:scale=auto) and\n"
             "with the network trained by SGD, at n = 100, 200, 400, 800 (2 seeds, 1000 test\n"
             "points). Prints a Markdown table of test error and relative test MSE and writes\n"
             "DIR/samples.{svg,png}, DIR/samples_summary.csv and the per-run rows (default DIR\n"
@@ -35,7 +35,7 @@ int atf_cmd_demo(int argc, char **argv)
     memcpy(cfg.ns, ns, sizeof ns);
     cfg.nseeds = 2;
     cfg.data.n_test = 1000;
-    cfg.train.epochs = 60;
+    cfg.train.epochs = 100;
     snprintf(cfg.out, sizeof cfg.out, "out/demo");
     cfg.title = "atf demo: synthetic multi-index task (d = 16, r = 2), NTK vs problem (16) vs MLP";
     char err[ATF_ERRLEN] = "";

@@ -75,7 +75,7 @@ static void usage(FILE *out)
             "  --tol EPS          relative tolerance (default 1e-6)\n"
             "  --max-iter N       ADMM iteration limit per run (default 5000)\n"
             "  --auto-fraction Q  scale=auto means sqrt(gamma) = Q x the largest singular value\n"
-            "                     of the baseline solution (default 0.1)\n"
+            "                     of the baseline solution (default 0.3)\n"
             "  --alignment-max M  compute kernel alignments only when M <= this (default 4000)\n");
 }
 
@@ -190,7 +190,7 @@ static atf_error parse_args(int argc, char **argv, sweep_args *a, char *err)
     a->out = "out/sweep";
     a->tol = 1e-6;
     a->max_iter = 5000;
-    a->auto_fraction = 0.1;
+    a->auto_fraction = 0.3;
     a->align_max = 4000;
     atf_error e = parse_families("sq,abs,pow,zsq", a, err);
     if (!e)
@@ -480,8 +480,8 @@ static void sweep_figure(const atf_rowstore *st, const sweep_args *a, const char
     }
     if (!npanels)
         return;
-    atf_plot_figure fig = {"atf sweep: penalty ablations", npanels, 1, 600 * npanels, 500,
-                           npanels, panels};
+    atf_plot_figure fig = {"atf sweep: penalty ablations", npanels, 1, 600 * npanels, 500, npanels,
+                           panels, 0};
     char err[ATF_ERRLEN];
     if (atf_plot_save(&fig, base, err))
         fprintf(stderr, "atf sweep: warning: %s\n", err);

@@ -195,7 +195,7 @@ int atf_experiment_penalties(int argc, char **argv)
             pl->ymax = 1.15 * fmax(top, 1.0);
         }
     }
-    atf_plot_figure fig = {"Effective penalties (paper Fig. 2)", 3, 1, 1800, 560, 3, panels};
+    atf_plot_figure fig = {"Effective penalties (paper Fig. 2)", 3, 1, 1800, 560, 3, panels, 0};
     snprintf(path, sizeof path, "%s/penalties", a.out);
     if (!e)
         e = atf_plot_save(&fig, path, err);

@@ -215,7 +215,7 @@ typedef struct {
 static void panel_viewport(const cell *c, int heatmap)
 {
     double w = c->x1 - c->x0, h = c->y1 - c->y0;
-    plvpor(c->x0 + 0.16 * w, c->x1 - (heatmap ? 0.20 : 0.04) * w, c->y0 + 0.17 * h,
+    plvpor(c->x0 + (heatmap ? 0.14 : 0.16) * w, c->x1 - (heatmap ? 0.24 : 0.04) * w, c->y0 + 0.19 * h,
            c->y1 - 0.11 * h);
 }
 
@@ -226,7 +226,7 @@ static void draw_labels(const atf_plot_panel *p, double ylabel_disp)
     if (p->title)
         plmtex("t", 1.2, 0.5, 0.5, p->title);
     if (p->xlabel)
-        plmtex("b", 3.3, 0.5, 0.5, p->xlabel);
+        plmtex("b", 3.1, 0.5, 0.5, p->xlabel);
     if (p->ylabel)
         plmtex("l", ylabel_disp, 0.5, 0.5, p->ylabel);
 }
@@ -384,10 +384,11 @@ static void render(const atf_plot_figure *fig, const char *device, const char *p
     plfontld(1);
     pladv(0);
     /* The grid is laid out by hand: PLplot's subpages misplace colour bars. */
-    double top = fig->title && *fig->title ? 1.0 - fmin(0.12, 64.0 / fig->height) : 1.0;
+    double top = fig->title && *fig->title ? 1.0 - fmin(0.12, 80.0 / fig->height) : 1.0;
     double cw = 1.0 / fig->ncols, ch = top / fig->nrows;
     double px = fmin((double)fig->width / fig->ncols, (double)fig->height / fig->nrows);
-    plschr(0, fmin(1.0, fmax(0.6, px / 600.0)));
+    double fs = fig->font_scale > 0 ? fig->font_scale : 1.0;
+    plschr(0, fs * fmin(1.0, fmax(0.6, px / 600.0)));
     for (int i = 0; i < fig->npanels; i++) {
         int col = i % fig->ncols, row = i / fig->ncols;
         cell c = {col * cw, (col + 1) * cw, top - (row + 1) * ch, top - row * ch};
@@ -400,8 +401,8 @@ static void render(const atf_plot_figure *fig, const char *device, const char *p
         plvpor(0.0, 1.0, top, 1.0);
         plwind(0, 1, 0, 1);
         plcol0(COL_FG);
-        plschr(0, fmin(1.2, fmax(0.7, px / 500.0)));
-        plmtex("t", -1.5, 0.5, 0.5, fig->title);
+        plschr(0, fmin(1.1, fmax(0.7, px / 550.0)));
+        plmtex("t", -1.6, 0.5, 0.5, fig->title);
     }
     plend();
 }

@@ -59,6 +59,7 @@ typedef struct {
     int width, height;    /* pixels of the PNG (the SVG has the same aspect) */
     int npanels;
     atf_plot_panel *panels;
+    double font_scale;    /* text size multiplier (0 means 1) for dense grids */
 } atf_plot_figure;
 
 /* Render fig to BASE.svg and BASE.png. Errors: ATF_E_USAGE for an inconsistent description,

@@ -14,7 +14,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: atf demo [--out DIR] [--seeds K] [--no-mlp] [--json]\n"
+            "usage: atf demo [--out DIR] [--seeds K] [--ns LIST] [--epochs E] [--no-mlp] [--json]\n"
             "\n"
             "Built-in demo (no download, a few minutes on 2 cores): on the synthetic multi-index\n"
             "task (x in R^16, target g(Ux) with U of rank 2), compares NTK min-norm regression on\n"
@@ -23,7 +23,8 @@ static void usage(FILE *out)
             "with the network trained by SGD, at n = 100, 200, 400, 800 (2 seeds, 1000 test\n"
             "points). Prints a Markdown table of test error and relative test MSE and writes\n"
             "DIR/samples.{svg,png}, DIR/samples_summary.csv and the per-run rows (default DIR\n"
-            "out/demo). The same experiment at any size: atf experiment samples --help.\n");
+            "out/demo). --ns, --seeds and --epochs change the sizes (e.g. for a quick check).\n"
+            "The same experiment with every option: atf experiment samples --help.\n");
 }
 
 int atf_cmd_demo(int argc, char **argv)
@@ -57,6 +58,19 @@ int atf_cmd_demo(int argc, char **argv)
             cfg.nseeds = (int)k;
             for (int s = 0; s < cfg.nseeds; s++)
                 cfg.seeds[s] = (uint64_t)s + 1;
+        } else if (!strcmp(opt, "--ns") && i + 1 < argc) {
+            long v[ATF_SAMPLES_MAXN];
+            int n;
+            if (atf_parse_list(opt, argv[++i], 2, 1 << 24, v, ATF_SAMPLES_MAXN, &n, err))
+                return atf_cli_fail("demo", ATF_E_USAGE, err);
+            for (int k = 0; k < n; k++)
+                cfg.ns[k] = (int)v[k];
+            cfg.nn = n;
+        } else if (!strcmp(opt, "--epochs") && i + 1 < argc) {
+            long k;
+            if (atf_cli_int(opt, argv[++i], 1, 1000000, &k, err))
+                return atf_cli_fail("demo", ATF_E_USAGE, err);
+            cfg.train.epochs = (int)k;
         } else {
             atf_errorf(err, "unknown or incomplete option '%s' (atf demo --help)", opt);
             return atf_cli_fail("demo", ATF_E_USAGE, err);

@@ -61,6 +61,10 @@ atf_error atf_parse_hidden(const char *text, atf_arch *arch, char *err);
 
 /* ---- helpers (experiment_util.c) ---- */
 
+/* Comma-separated integers in [lo, hi], at most max of them, into vals; *n receives the count. */
+atf_error atf_parse_list(const char *opt, const char *text, long lo, long hi, long *vals, int max,
+                         int *n, char *err);
+
 /* mkdir -p. */
 atf_error atf_mkdir_p(const char *path, char *err);
 

@@ -450,33 +450,11 @@ static void usage(FILE *out)
             "                     synthetic data and 0.1 (paper B.1) on images, momentum 0.9)\n");
 }
 
-static atf_error parse_list(const char *opt, const char *text, long lo, long hi, long *vals,
-                            int max, int *n, char *err)
-{
-    *n = 0;
-    char buf[512];
-    if (!text || snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf || !*buf) {
-        atf_errorf(err, "%s: missing or too long list", opt);
-        return ATF_E_USAGE;
-    }
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (*n >= max) {
-            atf_errorf(err, "%s: at most %d values", opt, max);
-            return ATF_E_USAGE;
-        }
-        atf_error e = atf_cli_int(opt, tok, lo, hi, &vals[*n], err);
-        if (e)
-            return e;
-        (*n)++;
-    }
-    return ATF_OK;
-}
-
 atf_error atf_parse_hidden(const char *text, atf_arch *arch, char *err)
 {
     long w[ATF_MAX_LAYERS];
     int n;
-    atf_error e = parse_list("--hidden", text, 1, 1 << 20, w, ATF_MAX_LAYERS - 1, &n, err);
+    atf_error e = atf_parse_list("--hidden", text, 1, 1 << 20, w, ATF_MAX_LAYERS - 1, &n, err);
     if (e)
         return e;
     arch->L = n + 1;
@@ -534,7 +512,7 @@ static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *c
         long v, list[ATF_SAMPLES_MAXN];
         int n;
         if (!strcmp(opt, "--ns")) {
-            e = parse_list(opt, val, 2, 1 << 24, list, ATF_SAMPLES_MAXN, &n, err);
+            e = atf_parse_list(opt, val, 2, 1 << 24, list, ATF_SAMPLES_MAXN, &n, err);
             for (int k = 0; !e && k < n; k++)
                 cfg->ns[k] = (int)list[k];
             if (!e)
@@ -546,7 +524,7 @@ static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *c
             if (!e)
                 cfg->nseeds = (int)v;
         } else if (!strcmp(opt, "--seed-list")) {
-            e = parse_list(opt, val, 0, 1L << 40, list, ATF_SAMPLES_MAXSEEDS, &n, err);
+            e = atf_parse_list(opt, val, 0, 1L << 40, list, ATF_SAMPLES_MAXSEEDS, &n, err);
             for (int k = 0; !e && k < n; k++)
                 cfg->seeds[k] = (uint64_t)list[k];
             if (!e)

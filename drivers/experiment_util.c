@@ -190,6 +190,28 @@ atf_error atf_result_test_metrics(const atf_problem *prob, const atf_result *res
     return ATF_OK;
 }
 
+atf_error atf_parse_list(const char *opt, const char *text, long lo, long hi, long *vals,
+                            int max, int *n, char *err)
+{
+    *n = 0;
+    char buf[512];
+    if (!text || snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf || !*buf) {
+        atf_errorf(err, "%s: missing or too long list", opt);
+        return ATF_E_USAGE;
+    }
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (*n >= max) {
+            atf_errorf(err, "%s: at most %d values", opt, max);
+            return ATF_E_USAGE;
+        }
+        atf_error e = atf_cli_int(opt, tok, lo, hi, &vals[*n], err);
+        if (e)
+            return e;
+        (*n)++;
+    }
+    return ATF_OK;
+}
+
 /* ---- progress ---- */
 
 static void format_duration(double s, char *buf, size_t len)

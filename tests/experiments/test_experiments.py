@@ -1,0 +1,322 @@
+"""End-to-end tests of `atf experiment`, `atf sweep` and `atf demo` at tiny sizes.
+
+Usage: test_experiments.py CASE SCRATCH_DIR   (CASE: penalties, sweep, resume, samples, demo,
+alignment). The atf binary comes from the ATF environment variable. Each case checks that the
+figures are valid SVG/PNG files with content, that the CSV rows are complete and agree with the
+JSON lines, and properties that can fail independently of the code under test (Theorem 1 for
+the `full` structure, K̄ = K0 for a one-point path, resuming without loss or duplication).
+"""
+import csv
+import json
+import math
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+import zlib
+
+import numpy as np
+
+ATF = os.environ["ATF"]
+
+
+def run(args, expect=0, **kw):
+    p = subprocess.run([ATF] + args, capture_output=True, text=True, **kw)
+    if p.returncode != expect:
+        raise AssertionError(f"atf {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
+                             f"stdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
+def check_png(path, min_width=300):
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind = data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert zlib.crc32(kind + body) & 0xFFFFFFFF == crc, f"{path}: bad CRC in {kind}"
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    assert width >= min_width and height >= 100, f"{path}: {width}x{height}"
+    raw = zlib.decompress(idat)
+    # a drawn figure has many distinct byte values; a blank page has one or two
+    assert len(set(raw[:: max(1, len(raw) // 200000)])) > 20, f"{path}: looks blank"
+
+
+def check_svg(path, words=()):
+    root = ET.parse(path).getroot()
+    assert root.tag.endswith("svg"), f"{path}: root is {root.tag}"
+    shapes = [e for e in root.iter() if e.tag.split("}")[-1] in ("polyline", "path", "polygon")]
+    assert len(shapes) > 10, f"{path}: only {len(shapes)} shapes"
+    text = "\n".join("".join(e.itertext()) for e in root.iter() if e.tag.endswith("text"))
+    for w in words:
+        assert w in text, f"{path}: '{w}' not found"
+
+
+def check_figure(base, words=()):
+    check_svg(base + ".svg", words)
+    check_png(base + ".png")
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k, v in r.items():
+            assert v is not None and v != "", f"{path}: empty field {k} in {r}"
+    return rows
+
+
+def check_jsonl_matches(csv_path, jsonl_path):
+    rows = read_rows(csv_path)
+    lines = open(jsonl_path).read().splitlines()
+    assert len(lines) == len(rows), f"{len(lines)} JSON lines but {len(rows)} CSV rows"
+    for r, line in zip(rows, lines):
+        j = json.loads(line)
+        assert list(j) == list(r), "JSON keys differ from CSV columns"
+        for k, v in r.items():
+            if j[k] is None:
+                assert v in ("nan", "inf", "-inf"), (k, v)
+            elif isinstance(j[k], str):
+                assert j[k] == v, (k, j[k], v)
+            else:
+                assert math.isclose(float(v), j[k], rel_tol=1e-12), (k, v, j[k])
+    return rows
+
+
+def make_problem(scratch, name="prob.h5", n=40, widths="6,10,10,1"):
+    path = os.path.join(scratch, name)
+    run(["features", "--data", "synthetic:d=6,r=2", "--n-train", str(n), "--n-test", "60",
+         "--widths", widths, "-o", path])
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+
+def case_penalties(scratch):
+    out = os.path.join(scratch, "pen")
+    p = run(["experiment", "penalties", "--out", out, "--num", "21", "--json"])
+    summary = json.loads(p.stdout)
+    slopes = summary["tail_slopes"]
+    # the closed-form tails of SPEC §2: sq ~ v (slope 1), abs ~ v^(2/3)
+    assert abs(slopes["sq"] - 1.0) < 0.06, slopes
+    assert abs(slopes["abs"] - 2.0 / 3.0) < 0.06, slopes
+    assert slopes["sq+abs"] < slopes["abs"] + 1e-9, slopes
+    rows = read_rows(os.path.join(out, "penalties.csv"))
+    assert len(rows) == 3 * 21
+    for r in rows:
+        v, w, prox = float(r["v"]), float(r["omega_tilde"]), float(r["prox"])
+        assert 0.0 <= w <= v * v + 1e-12, r             # sub-quadratic, 0 at 0
+        assert -1e-12 <= prox <= v + 1e-12, r            # 0 <= prox(v) <= v
+        assert float(r["s1"]) * float(r["s2"]) == float(r["z"]) or \
+            math.isclose(float(r["s1"]) * float(r["s2"]), float(r["z"]), rel_tol=1e-9), r
+    check_figure(os.path.join(out, "penalties"), ["sq+abs", "Effective penalties"])
+    # a custom list; a bad spec is refused with exit 2 and one line
+    run(["experiment", "penalties", "--out", out, "--penalty", "pow:p=1.5,scale=0.1",
+         "--penalty", "zsq:scale=1e-4", "--num", "5"])
+    rows = read_rows(os.path.join(out, "penalties.csv"))
+    assert {r["spec"] for r in rows} == {"pow:p=1.5,scale=0.1", "zsq:scale=1e-4"}
+    bad = run(["experiment", "penalties", "--penalty", "cubic", "--out", out], expect=2)
+    assert len(bad.stderr.strip().splitlines()) == 1 and "cubic" in bad.stderr
+    run(["experiment", "nonsense"], expect=2)
+
+
+def case_sweep(scratch):
+    prob = make_problem(scratch)
+    out = os.path.join(scratch, "sweep")
+    p = run(["sweep", prob, "--out", out, "--families", "sq,abs", "--scales", "1e-2,1,auto",
+             "--structures", "layer,full", "--max-iter", "3000", "--json"])
+    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    assert summary["rows"] == 1 + 2 * 3 * 2 and summary["new_rows"] == summary["rows"]
+    rows = check_jsonl_matches(os.path.join(out, "sweep.csv"), os.path.join(out, "sweep.jsonl"))
+    keys = [r["key"] for r in rows]
+    assert len(set(keys)) == len(keys)
+    base = rows[0]
+    assert base["key"] == "baseline"
+    for r in rows:
+        assert r["status"] in ("solved", "max_iterations"), r
+        assert float(r["constraint_residual"]) < 1e-6, r
+        assert 0.0 <= float(r["test_error"]) <= 1.0
+        for b in ("W1", "W2", "W3"):
+            assert int(r["erank_" + b]) >= 0
+        if r["structure"] == "full":
+            # Theorem 1: every penalty gives the NTK min-norm interpolant
+            assert math.isclose(float(r["test_rel_mse"]), float(base["test_rel_mse"]),
+                                rel_tol=1e-5), (r["key"], r["test_rel_mse"], base["test_rel_mse"])
+            assert all(int(r["erank_" + b]) == 1 for b in ("W1", "W2", "W3"))
+        if r["structure"] == "layer":
+            assert -1.0 <= float(r["align_label"]) <= 1.0
+    auto = [r for r in rows if r["scale"] == "auto"]
+    assert auto and all(float(r["gamma"]) > 0 for r in auto)
+    check_figure(os.path.join(out, "sweep"), ["layer", "full"])
+    # a second run has nothing to do
+    p = run(["sweep", prob, "--out", out, "--families", "sq,abs", "--scales", "1e-2,1,auto",
+             "--structures", "layer,full", "--json"])
+    assert json.loads(p.stdout.strip().splitlines()[-1])["new_rows"] == 0
+    # bad input: exit 2, one line naming the problem
+    bad = run(["sweep", os.path.join(scratch, "missing.h5"), "--out", out], expect=2)
+    assert "missing.h5" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    run(["sweep", prob, "--families", "cubic"], expect=2)
+    run(["sweep", prob, "--scales", "-1"], expect=2)
+    run(["sweep", prob, "--structures", "banded"], expect=2)
+
+
+def case_resume(scratch):
+    prob = make_problem(scratch, "resume.h5", n=60, widths="6,16,16,1")
+    grid = ["--families", "sq,abs,logsq", "--scales", "1e-3,1e-2,1e-1,1", "--structures",
+            "layer,diagonal", "--max-iter", "4000"]
+    ref = os.path.join(scratch, "ref")
+    run(["sweep", prob, "--out", ref, "--quiet"] + grid)
+    expected = read_rows(os.path.join(ref, "sweep.csv"))
+
+    out = os.path.join(scratch, "interrupted")
+    csv_path = os.path.join(out, "sweep.csv")
+    proc = subprocess.Popen([ATF, "sweep", prob, "--out", out, "--quiet"] + grid,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # interrupt once a few rows are recorded
+        if os.path.exists(csv_path) and len(open(csv_path).read().splitlines()) >= 4:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        print("note: the sweep finished before the interrupt landed")
+    else:
+        assert proc.returncode == 130, (proc.returncode, err)
+        assert "resume" in err, err
+    partial = read_rows(csv_path)
+    assert 3 <= len(partial) <= len(expected)
+    # simulate a crash in the middle of the next row as well
+    with open(csv_path, "a") as f:
+        f.write("layer|torn,layer,sq:sca")
+    run(["sweep", prob, "--out", out, "--quiet"] + grid)
+    rows = check_jsonl_matches(csv_path, os.path.join(out, "sweep.jsonl"))
+    keys = [r["key"] for r in rows]
+    assert len(keys) == len(set(keys)), "duplicated rows"
+    assert sorted(keys) == sorted(r["key"] for r in expected), "lost or extra rows"
+    assert rows[:len(partial)] == partial, "recorded rows changed"
+    # deterministic: the same problem and grid give the same solutions
+    by_key = {r["key"]: r for r in expected}
+    for r in rows:
+        if r["status"] == "solved" and by_key[r["key"]]["status"] == "solved" and \
+                r["warm"] == by_key[r["key"]]["warm"]:
+            assert math.isclose(float(r["objective"]), float(by_key[r["key"]]["objective"]),
+                                rel_tol=1e-6, abs_tol=1e-12), r["key"]
+
+
+def case_samples(scratch):
+    out = os.path.join(scratch, "samples")
+    args = ["experiment", "samples", "--data", "synthetic:d=6,r=2", "--ns", "20,40",
+            "--seeds", "2", "--n-test", "80", "--hidden", "12,12", "--epochs", "3",
+            "--out", out]
+    p = run(args)
+    assert "| n |" in p.stdout and "| 40 |" in p.stdout
+    rows = check_jsonl_matches(os.path.join(out, "samples.csv"),
+                               os.path.join(out, "samples.jsonl"))
+    assert len(rows) == 2 * 2 * 3
+    assert {r["method"] for r in rows} == {"ntk", "adaptive", "mlp"}
+    for r in rows:
+        assert 0.0 <= float(r["test_error"]) <= 1.0 and float(r["test_rel_mse"]) >= 0.0
+        if r["method"] != "mlp":
+            assert float(r["train_residual"]) < 1e-6, r   # interpolation
+    summary = read_rows(os.path.join(out, "samples_summary.csv"))
+    assert len(summary) == 2 * 3
+    for s in summary:
+        mine = [float(r["test_rel_mse"]) for r in rows
+                if r["n"] == s["n"] and r["method"] == s["method"]]
+        assert int(s["runs"]) == 2
+        assert math.isclose(float(s["test_rel_mse_mean"]), np.mean(mine), rel_tol=1e-5)
+        assert math.isclose(float(s["test_rel_mse_std"]), np.std(mine, ddof=1), rel_tol=1e-4,
+                            abs_tol=1e-9)
+    check_figure(os.path.join(out, "samples"), ["problem (16)", "NTK"])
+    before = open(os.path.join(out, "samples.csv")).read()
+    p = run(args + ["--json"])
+    assert open(os.path.join(out, "samples.csv")).read() == before   # resumed: nothing re-run
+    assert json.loads(p.stdout)["rows"] == 12
+    run(["experiment", "samples", "--ns", "1"], expect=2)
+    run(["experiment", "samples", "--penalty", "bogus:scale=auto"], expect=2)
+    run(["experiment", "samples", "--data", os.path.join(scratch, "none.h5"), "--ns", "10",
+         "--seeds", "1", "--out", os.path.join(scratch, "s2")], expect=2)
+
+
+def case_demo(scratch):
+    outs = []
+    for k in range(2):
+        out = os.path.join(scratch, f"demo{k}")
+        shutil.rmtree(out, ignore_errors=True)
+        p = run(["demo", "--out", out, "--ns", "30,60", "--seeds", "1", "--epochs", "2"])
+        assert "| 60 |" in p.stdout
+        check_figure(os.path.join(out, "samples"), ["atf demo"])
+        outs.append(read_rows(os.path.join(out, "samples.csv")))
+    assert len(outs[0]) == 2 * 3
+    for a, b in zip(*outs):  # deterministic for its seed (timings aside)
+        for k in a:
+            if k != "seconds":
+                assert a[k] == b[k], (k, a[k], b[k])
+    run(["demo", "--bogus"], expect=2)
+
+
+def make_two_class_data(path, n=90, d=20, seed=5):
+    import h5py
+    rng = np.random.default_rng(seed)
+    labels = np.where(np.arange(n) % 2 == 0, 2, 3)
+    centers = {2: rng.normal(size=d), 3: rng.normal(size=d)}
+    X = np.stack([centers[c] + 1.5 * rng.normal(size=d) for c in labels])
+    with h5py.File(path, "w") as f:
+        f["X"] = X
+        f["Y"] = np.where(labels == 2, -1.0, 1.0)[:, None]
+        f["labels"] = labels.astype(np.int32)
+
+
+def case_alignment(scratch):
+    data = os.path.join(scratch, "two.h5")
+    make_two_class_data(data)
+    out = os.path.join(scratch, "align")
+    common = ["experiment", "alignment", "--data", data, "--classes", "2,3", "--n-train", "50",
+              "--n-test", "40", "--widths", "20,16,16,1", "--epochs", "5", "--max-iter", "3000",
+              "--out", out]
+    p = run(common + ["--path-points", "1", "--json"])
+    s = json.loads(p.stdout.strip().splitlines()[-1])
+    assert 0.0 <= s["teacher_accuracy"] <= 1.0
+    for k in ("y_", "sign_"):
+        for f in ("cos_network_label", "cos_K0_label", "cos_p16_label", "cos_p16_network"):
+            assert -1.0 <= s[k + f] <= 1.0, (k + f, s[k + f])
+        # with one path point the averaged kernel is the NTK at θ0
+        assert abs(s[k + "cos_K0_network"] - 1.0) < 1e-12, s
+    rows = check_jsonl_matches(os.path.join(out, "alignment.csv"),
+                               os.path.join(out, "alignment.jsonl"))
+    assert [r["block"] for r in rows] == ["W1", "W2", "W3", "total"] * 2
+    for r in rows:
+        assert float(r["rel_change_real"]) < 1e-12 and abs(float(r["cos_K0_real"]) - 1) < 1e-12
+    check_figure(os.path.join(out, "alignment_kernels"), ["K0", "label"])
+    check_figure(os.path.join(out, "alignment_residual"), ["sign(y)"])
+    # a real path: the kernel moves, and the summary records it
+    p = run(common + ["--path-points", "4", "--json"])
+    s = json.loads(p.stdout.strip().splitlines()[-1])
+    rows = read_rows(os.path.join(out, "alignment.csv"))
+    assert all(float(r["rel_change_real"]) > 0 for r in rows)
+    run(["experiment", "alignment", "--data", data, "--classes", "2,4", "--out", out], expect=2)
+
+
+CASES = {"penalties": case_penalties, "sweep": case_sweep, "resume": case_resume,
+         "samples": case_samples, "demo": case_demo, "alignment": case_alignment}
+
+if __name__ == "__main__":
+    case, scratch = sys.argv[1], sys.argv[2]
+    scratch = os.path.join(scratch, case)
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    CASES[case](scratch)
+    print(f"{case}: ok")

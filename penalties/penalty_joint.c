@@ -37,7 +37,7 @@ static jpoint jcurve_at(const pen_jcurve *jc, double l)
     return p;
 }
 
-/* c/z² and the slope ψ'(l) at a point of the curve. */
+/* The slope ψ'(l) at a point of the curve. */
 static double jcurve_slope(const pen_jcurve *jc, const jpoint *p)
 {
     const double z = 1.0 + p->x, cz2 = jc->c / z / z;

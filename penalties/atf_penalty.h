@@ -77,7 +77,8 @@ double atf_penalty_deriv(const atf_penalty *pen, double v);
 
 /* prox_{tω̃}(v) for v ≥ 0, t > 0: v z*²/(z*² + 2t) with z* = argmin_{z≥1} ω(z) + v²/(z²+2t);
  * z (may be NULL) receives z*. Monotone in v; where the argmin jumps the larger branch is taken.
- * Odd in v. For `nuclear` max(v − 2√γ t, 0) with z* = sqrt(max(v/√γ − 2t, 0)). */
+ * Odd in v; t ≤ 0 gives the identity. For `nuclear` max(v − 2√γ t, 0) with
+ * z* = sqrt(max(v/√γ − 2t, 0)). */
 double atf_penalty_prox(const atf_penalty *pen, double v, double t, double *z);
 
 /* Apply the prox to n values in place (e.g. singular values); the same numbers as n calls of

@@ -128,6 +128,11 @@ double atf_penalty_prox(const atf_penalty *pen, double v, double t, double *z)
 {
     const double sign = v < 0.0 ? -1.0 : 1.0;
     v = fabs(v);
+    if (!(t > 0.0)) { /* the prox of a zero step is the identity */
+        if (z)
+            *z = 1.0;
+        return sign * v;
+    }
     if (atf_penalty_is_nuclear(pen))
         return sign * nuclear_prox(nuclear_sqrt_gamma(pen), v, t, z);
     const double c = 2.0 * t;
@@ -139,6 +144,8 @@ double atf_penalty_prox(const atf_penalty *pen, double v, double t, double *z)
 
 void atf_penalty_prox_many(const atf_penalty *pen, double *v, size_t n, double t)
 {
+    if (!(t > 0.0))
+        return;
     if (atf_penalty_is_nuclear(pen)) {
         const double r = nuclear_sqrt_gamma(pen);
         for (size_t i = 0; i < n; ++i)

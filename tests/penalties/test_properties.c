@@ -151,6 +151,10 @@ static void check_symmetry_and_batch(const char *spec, const atf_penalty *pen)
     double vals[64], batch[64];
     for (int i = 0; i < 64; ++i)
         vals[i] = batch[i] = (i % 2 ? -1.0 : 1.0) * grid_v(i, 63, -3.0, 3.0);
+    atf_penalty_prox_many(pen, batch, 64, 0.0);
+    for (int i = 0; i < 64; ++i)
+        check(batch[i] == vals[i] && atf_penalty_prox(pen, vals[i], 0.0, NULL) == vals[i],
+              "%s: a zero step is the identity", spec);
     atf_penalty_prox_many(pen, batch, 64, 0.7);
     for (int i = 0; i < 64; ++i) {
         const double v = vals[i];

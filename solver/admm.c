@@ -199,7 +199,9 @@ static void iterate(atf_solver *s, admm_state *st, double *x)
 static void residuals(const atf_solver *s, admm_state *st, const double *x)
 {
     size_t n = s->n;
-    double root_n = sqrt((double)n);
+    /* √n of the original variable count: the reduction is exact (the iterates are the same up
+     * to the rotation by Q_c, Q_r), so the stopping rule must not depend on it either */
+    double root_n = sqrt((double)s->n_orig);
     st->pri = dist(x, st->z, n);
     st->dual = st->rho * dist(st->z, st->zprev, n);
     double scale_pri = fmax(nrm(x, n), nrm(st->z, n));
@@ -299,8 +301,8 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
 atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
 {
     size_t n = s->n, bytes = (n ? n : 1) * sizeof(double);
-    admm_state st = {.rho = s->rho0, .alpha = s->set.alpha, .start = atf_sv_now(), .window_best = INFINITY,
-                     .previous_best = INFINITY};
+    admm_state st = {.rho = s->rho0, .alpha = s->set.alpha, .start = atf_sv_now(),
+                     .window_best = INFINITY, .previous_best = INFINITY};
     st.z = malloc(bytes), st.u = malloc(bytes), st.w = malloc(bytes), st.zprev = malloc(bytes);
     atf_error e = ATF_OK;
     if (!st.z || !st.u || !st.w || !st.zprev) {

@@ -216,7 +216,8 @@ class Certificates(Case):
                 total += np.sum(blk["sigma"] ** 2) + w1 + w2
                 np.testing.assert_allclose(blk["sigma"] * blk["s1"] * blk["s2"], blk["d"],
                                            rtol=1e-9, atol=1e-14)
-            self.assertAlmostEqual(total, js["objective"], delta=1e-8 * js["objective"], msg=penalty)
+            self.assertAlmostEqual(total, js["objective"], delta=1e-8 * js["objective"],
+                                   msg=penalty)
 
 
 if __name__ == "__main__":

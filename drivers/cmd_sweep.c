@@ -34,7 +34,7 @@ typedef struct {
     long max_iter;
     double auto_fraction;
     long align_max;
-    int json, quiet;
+    int json, quiet, center;
 } sweep_args;
 
 typedef struct {
@@ -56,7 +56,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: atf sweep PROBLEM.h5 [--out DIR] [--families LIST] [--p LIST] [--scales LIST]\n"
             "                 [--structures LIST] [--penalty SPEC]... [--tol EPS] [--max-iter N]\n"
-            "                 [--auto-fraction Q] [--alignment-max M] [--quiet] [--json]\n"
+            "                 [--auto-fraction Q] [--alignment-max M] [--center] [--quiet] [--json]\n"
             "\n"
             "Solve problem (16) on PROBLEM.h5 for every penalty family x parameter x structure and\n"
             "record one row per run in DIR/sweep.csv and DIR/sweep.jsonl (default DIR out/sweep):\n"
@@ -76,7 +76,9 @@ static void usage(FILE *out)
             "  --max-iter N       ADMM iteration limit per run (default 5000)\n"
             "  --auto-fraction Q  scale=auto means sqrt(gamma) = Q x the largest singular value\n"
             "                     of the baseline solution (default 0.3)\n"
-            "  --alignment-max M  compute kernel alignments only when M <= this (default 4000)\n");
+            "  --alignment-max M  compute kernel alignments only when M <= this (default 4000)\n"
+            "  --center           drop the initial function: r = y, predictions A vec B\n"
+            "                     (needs /y in the file; f0 := 0 on both splits)\n");
 }
 
 static atf_error split_list(const char *opt, const char *text, char items[][32], int *n, char *err)
@@ -232,6 +234,8 @@ static atf_error parse_args(int argc, char **argv, sweep_args *a, char *err)
                 a->json = 1;
             else if (!strcmp(opt, "--quiet"))
                 a->quiet = 1;
+            else if (!strcmp(opt, "--center"))
+                a->center = 1;
             else if (opt[0] == '-' && opt[1]) {
                 atf_errorf(err, "unknown option '%s' (atf sweep --help)", opt);
                 return ATF_E_USAGE;
@@ -631,6 +635,15 @@ int atf_cmd_sweep(int argc, char **argv)
     snprintf(jsonl, sizeof jsonl, "%s/sweep.jsonl", a.out);
     snprintf(fig, sizeof fig, "%s/sweep", a.out);
     e = atf_problem_read(a.problem, &s.prob, err);
+    if (!e && a.center) {
+        if (!s.prob->f0) {
+            atf_errorf(err, "%s: --center needs /f0 in the problem file", a.problem);
+            e = ATF_E_INPUT;
+        } else {
+            atf_problem_center(s.prob);
+            atf_problem_center(s.prob->test);
+        }
+    }
     if (!e)
         e = atf_mkdir_p(a.out, err);
     if (!e)

@@ -42,6 +42,7 @@ typedef struct {
     int max_iter;
     double tol;
     int train_mlp;                  /* also train the network (0: NTK and problem (16) only) */
+    int center;                     /* f0 := 0 in the linear models (r = y) */
     atf_train_settings train;
     char out[1024];                 /* output directory */
     const char *title;              /* figure title */
@@ -92,6 +93,13 @@ typedef struct {
 
 atf_error atf_result_test_metrics(const atf_problem *prob, const atf_result *res,
                                   atf_test_metrics *out, char *err);
+
+/* Centering: drop the initial function from the linear model of a problem (one split): r = y and
+ * f0 := 0, so predictions are A vec B. With He initialisation f0 is as large as the targets and
+ * acts as noise on every prediction of a linearised model (the trained network can undo it, a
+ * linear model cannot); equivalent to linearising the symmetrised network f_θ − f_θ0. NULL is
+ * allowed. */
+void atf_problem_center(atf_problem *p);
 
 /* Metrics of given predictions F [N × C] on a split with targets y and optional labels. */
 atf_test_metrics atf_metrics_of(int N, int C, const double *F, const double *y, const int *labels);

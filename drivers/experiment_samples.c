@@ -38,6 +38,7 @@ void atf_samples_defaults(atf_samples_config *cfg)
     cfg->max_iter = 3000;
     cfg->tol = 1e-5;
     cfg->train_mlp = 1;
+    cfg->center = 0;
     cfg->train = atf_train_default();
     cfg->train.lr = 0.01; /* the paper's 0.1 (MNIST) makes SGD diverge on the synthetic task */
     snprintf(cfg->out, sizeof cfg->out, "out/samples");
@@ -206,6 +207,10 @@ static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
         e = atf_mlp_create(&arch, seed, &m0, err);
     if (!e)
         e = atf_tangent_problem(m0, &task, "sq", &prob, err);
+    if (!e && cfg->center) {
+        atf_problem_center(prob);
+        atf_problem_center(prob->test);
+    }
     /* The baseline is needed by every method's bookkeeping (scale=auto), so it always runs. */
     double t0 = atf_cli_now();
     if (!e)
@@ -427,7 +432,7 @@ static void usage(FILE *out)
             "          [--seeds K | --seed-list LIST] [--n-test N] [--hidden LIST]\n"
             "          [--penalty SPEC] [--auto-fraction Q] [--structure layer|diagonal|full]\n"
             "          [--tol EPS] [--max-iter N] [--epochs E] [--batch B] [--lr LR]\n"
-            "          [--momentum MU] [--no-mlp] [--out DIR] [--json]\n"
+            "          [--momentum MU] [--center] [--no-mlp] [--out DIR] [--json]\n"
             "\n"
             "Test error against the number of training examples n for three models built on the\n"
             "same random network theta0 (one per seed): the NTK min-norm interpolant (fixed tangent\n"
@@ -446,6 +451,8 @@ static void usage(FILE *out)
             "  --penalty SPEC     problem (16) penalty (default sq:scale=auto); scale=auto sets\n"
             "                     sqrt(gamma) = Q x the largest singular value of the NTK solution\n"
             "  --auto-fraction Q  (default 0.3)\n"
+            "  --center           linear models without the initial function: r = y and\n"
+            "                     predictions A vec B (f0 := 0; the network is trained as is)\n"
             "  --epochs/--batch/--lr/--momentum   SGD for the MLP (default 100, 32, lr 0.01 on\n"
             "                     synthetic data and 0.1 (paper B.1) on images, momentum 0.9)\n");
 }
@@ -492,6 +499,10 @@ static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *c
         }
         if (!strcmp(opt, "--no-mlp")) {
             cfg->train_mlp = 0;
+            continue;
+        }
+        if (!strcmp(opt, "--center")) {
+            cfg->center = 1;
             continue;
         }
         if (opt[0] != '-' || opt[1] != '-') {

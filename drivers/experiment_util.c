@@ -212,6 +212,18 @@ atf_error atf_parse_list(const char *opt, const char *text, long lo, long hi, lo
     return ATF_OK;
 }
 
+void atf_problem_center(atf_problem *p)
+{
+    if (!p)
+        return;
+    for (int m = 0; m < p->M; m++) {
+        double f0 = p->f0 ? p->f0[m] : 0.0;
+        p->r[m] += f0;
+        if (p->f0)
+            p->f0[m] = 0.0;
+    }
+}
+
 /* ---- progress ---- */
 
 static void format_duration(double s, char *buf, size_t len)

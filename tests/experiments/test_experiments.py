@@ -24,6 +24,26 @@ import numpy as np
 ATF = os.environ["ATF"]
 
 
+def combine_lsan_suppressions(scratch):
+    """Under LeakSanitizer, add this folder's suppressions (PLplot's driver loader and the
+    cairo driver's fontconfig, which never free their one-time allocations) to the project's."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    parts = [os.path.join(here, "lsan_plot.supp")]
+    opts = os.environ.get("LSAN_OPTIONS", "")
+    kept = []
+    for o in filter(None, opts.split(":")):
+        if o.startswith("suppressions="):
+            parts.insert(0, o.split("=", 1)[1])
+        else:
+            kept.append(o)
+    path = os.path.join(scratch, "lsan.supp")
+    with open(path, "w") as out:
+        for p in parts:
+            if os.path.exists(p):
+                out.write(open(p).read() + "\n")
+    os.environ["LSAN_OPTIONS"] = ":".join(kept + ["suppressions=" + path])
+
+
 def run(args, expect=0, **kw):
     p = subprocess.run([ATF] + args, capture_output=True, text=True, **kw)
     if p.returncode != expect:
@@ -318,5 +338,6 @@ if __name__ == "__main__":
     scratch = os.path.join(scratch, case)
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
+    combine_lsan_suppressions(scratch)
     CASES[case](scratch)
     print(f"{case}: ok")

@@ -10,8 +10,13 @@
  *
  * Start: Z0 is the warm start or the least-squares (NTK min-norm) point, and U0 is the part of
  * ∇Ω̃(Z0)/ρ in range(Aᵀ) — the value U takes at a fixed point (there ρU ∈ ∂Ω̃(Z) and
- * U ∈ range(Aᵀ)), so a start near the solution is not spoiled by a zero dual. */
+ * U ∈ range(Aᵀ)), so a start near the solution is not spoiled by a zero dual.
+ *
+ * Nonconvex penalties get two safeguards (docs/solver.md §6): ρ never falls below the
+ * weak-convexity bound through balancing, and a stalled run (cycle or rest point) switches to
+ * α = 1 and a larger ρ. */
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,8 +84,7 @@ static void log_header(const atf_solver *s)
     fprintf(f, "atf admm: projection by %s, rank %d; rho0 %.3e (floor %.3e), alpha %.2f, "
                "eps_abs %.1e, eps_rel %.1e, max_iter %d\n",
             projection_name(s->proj.kind), s->proj.rank, s->rho0, s->rho_min, s->set.alpha,
-            s->set.eps_abs,
-            s->set.eps_rel, s->set.max_iter);
+            s->set.eps_abs, s->set.eps_rel, s->set.max_iter);
     fprintf(f, "%8s %14s %10s %10s %10s %10s %9s\n", "iter", "objective", "pri res", "dual res",
             "constr(Z)", "rho", "time(s)");
 }
@@ -135,9 +139,8 @@ static int any_nonconvex(const atf_solver *s)
     return 0;
 }
 
-/* Over-relaxation (α > 1) is covered by the convex theory only; with a nonconvex ω̃ it was
- * seen to turn cold starts into 2-cycles (7 of 72 small random cases at α = 1.6, none at
- * α = 1 with the ρ floor below), so α is capped at 1 (plain Douglas–Rachford) there. */
+/* ρ0 from the data (atf_sv_rho_scale) and, for nonconvex penalties, the weak-convexity bound
+ * 2μ that guard_stagnation and rebalance respect. */
 void atf_sv_rho_init(atf_solver *s)
 {
     /* ‖B0‖_F bounds every singular value, entry and norm of the least-squares point */
@@ -244,7 +247,8 @@ static int rebalance(const atf_solver *s, admm_state *st, const double *x)
  * Residual balancing stays free afterwards. Returns 1 if ρ changed. */
 static int guard_stagnation(const atf_solver *s, admm_state *st)
 {
-    double merit = fmax(st->pri / fmax(st->eps_pri, 1e-300), st->dual / fmax(st->eps_dual, 1e-300));
+    double merit = fmax(st->pri / fmax(st->eps_pri, DBL_MIN),
+                        st->dual / fmax(st->eps_dual, DBL_MIN));
     st->window_best = fmin(st->window_best, merit);
     if (st->iter - st->window_start < RHO_PERIOD)
         return 0;
@@ -298,6 +302,19 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
     return ATF_STATUS_MAX_ITERATIONS;
 }
 
+/* Stationarity at X with the dual candidate P(ρU) ∈ range(Aᵀ) (used for nuclear blocks).
+ * Singular values of X below 2‖X − Z‖ are zero in Z (Weyl), hence treated as zero. */
+static double admm_certificate(atf_solver *s, admm_state *st, const double *x)
+{
+    size_t n = s->n;
+    memcpy(st->w, st->u, n * sizeof *st->w);
+    atf_sv_project(s, st->w, NULL, 1); /* w = U − P U */
+    for (size_t i = 0; i < n; i++)
+        st->w[i] = st->rho * (st->u[i] - st->w[i]);
+    double tau = 2.0 * st->pri + 1e-12 * nrm(x, n);
+    return atf_sv_stationarity(s, x, st->w, tau);
+}
+
 atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
 {
     size_t n = s->n, bytes = (n ? n : 1) * sizeof(double);
@@ -326,19 +343,9 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     res->iterations = st.iter;
     res->primal_residual = st.pri;
     res->dual_residual = st.dual;
-    if (res->status != ATF_STATUS_NUMERICAL_ERROR) {
-        /* dual candidate P(ρU) ∈ range(Aᵀ); singular values of X below the distance to Z
-         * (Weyl) are zero in Z, hence treated as zero in the nuclear certificate */
-        for (size_t i = 0; i < n; i++)
-            st.w[i] = st.u[i];
-        atf_sv_project(s, st.w, NULL, 1);
-        for (size_t i = 0; i < n; i++)
-            st.w[i] = st.rho * (st.u[i] - st.w[i]);
-        double tau = 2.0 * st.pri + 1e-12 * nrm(x, n);
-        res->stationarity = atf_sv_stationarity(s, x, st.w, tau);
-    } else {
-        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
-    }
+    res->stationarity = res->status == ATF_STATUS_NUMERICAL_ERROR
+                            ? atf_sv_stationarity(s, x, NULL, 0.0)
+                            : admm_certificate(s, &st, x);
     if (s->set.verbose)
         log_summary(s, res, &st);
 done:

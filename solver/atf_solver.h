@@ -31,10 +31,12 @@ typedef struct {
     atf_method method;
     atf_global_structure structure;
     int max_iter;          /* default 10000 */
-    double eps_abs;        /* default 1e-8 */
+    double eps_abs;        /* default 1e-8 (multiplies √n, n the number of variables) */
     double eps_rel;        /* default 1e-6 (the --tol value sets this) */
     double alpha;          /* over-relaxation, default 1.6 */
-    double rho;            /* initial penalty parameter, default 1 (scaled to the data) */
+    double rho;            /* multiplier of the data-scaled initial penalty parameter
+                              ρ0 = rho·⟨∇Ω̃(B0), B0⟩/‖B0‖² at the least-squares point B0;
+                              default 1 (docs/solver.md §6) */
     int adaptive_rho;      /* residual balancing, default 1 */
     int reduce;            /* exact subspace reduction of factored blocks, default 1 */
     int verbose;           /* iteration table on log, default 0 */

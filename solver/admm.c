@@ -68,7 +68,7 @@ static const char *projection_name(atf_proj_kind k)
 {
     switch (k) {
     case ATF_PROJ_CHOLESKY: return "dense Cholesky";
-    case ATF_PROJ_EIGEN: return "eigendecomposition (rank-deficient)";
+    case ATF_PROJ_EIGEN: return "eigendecomposition";
     case ATF_PROJ_CHOLMOD: return "CHOLMOD";
     }
     return "?";

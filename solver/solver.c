@@ -12,16 +12,8 @@
 
 #include "solver_internal.h"
 
-static int find_result_block(const atf_result *res, const char *name, int hint)
-{
-    if (hint < res->nblocks && !strcmp(res->blocks[hint].name, name))
-        return hint;
-    for (int i = 0; i < res->nblocks; i++)
-        if (!strcmp(res->blocks[i].name, name))
-            return i;
-    return -1;
-}
-
+/* The warm start's blocks mapped into the cores (C = Q_cᵀ B Q_r). atf_result_check guarantees
+ * the same blocks, in the same order, with the same shapes. */
 static atf_error map_warm_start(atf_solver *s, char *err)
 {
     const atf_result *warm = s->set.warm;
@@ -35,20 +27,14 @@ static atf_error map_warm_start(atf_solver *s, char *err)
     }
     for (int l = 0; l < s->nvars; l++) {
         const atf_sv_var *v = &s->vars[l];
-        int i = find_result_block(warm, v->orig->name, l);
-        if (i < 0 || warm->blocks[i].rows != v->orig->rows ||
-            warm->blocks[i].cols != v->orig->cols) {
-            atf_errorf(err, "warm start: block %s missing or of another shape", v->orig->name);
-            return ATF_E_INPUT;
-        }
-        if (atf_sv_restrict(v, warm->blocks[i].B, s->warm + v->off) != 0) {
+        if (atf_sv_restrict(v, warm->blocks[l].B, s->warm + v->off) != 0) {
             atf_errorf(err, "warm start: out of memory");
             return ATF_E_NOMEM;
         }
     }
     for (size_t i = 0; i < s->n; i++)
         if (!isfinite(s->warm[i])) {
-            atf_errorf(err, "warm start: non-finite values in B");
+            atf_errorf(err, "warm start: non-finite values in /blocks/*/B");
             return ATF_E_INPUT;
         }
     return ATF_OK;
@@ -71,7 +57,7 @@ static atf_error check_full_penalty(const atf_problem *prob, char *err)
             !same_omega(&first->penalty.w2, &b->penalty.w2)) {
             atf_errorf(err, "structure full: blocks %s ('%s') and %s ('%s') have different "
                             "penalties, but all parameters form one vector block with one penalty "
-                            "(override it with --penalty)", first->name, first->penalty_spec,
+                            "(override the penalty of every block)", first->name, first->penalty_spec,
                        b->name, b->penalty_spec);
             return ATF_E_USAGE;
         }
@@ -164,7 +150,9 @@ static void least_squares_result(atf_solver *s, atf_result *res, double *x, atf_
     res->stationarity = atf_sv_stationarity(s, x, NULL, 1e-12 * xn);
 }
 
-atf_error atf_sv_finish(atf_solver *s, atf_result *res, const double *x, char *err)
+/* The result's blocks from the stacked x (expanded out of the cores), then objective,
+ * constraint residual on the original operators, and the Theorem 2 factors. */
+static atf_error finish(atf_solver *s, atf_result *res, const double *x, char *err)
 {
     const atf_problem *prob = s->prob;
     double **Bs = malloc((size_t)prob->nblocks * sizeof *Bs);
@@ -254,7 +242,7 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
              atf_sv_structure_name(s->set.structure));
     atf_error e = run_method(s, res, x, err);
     if (e == ATF_OK)
-        e = atf_sv_finish(s, res, x, err);
+        e = finish(s, res, x, err);
     free(x);
     if (e != ATF_OK) {
         atf_result_free(res);

@@ -147,8 +147,4 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err);
 atf_error atf_sv_lp_check(const atf_solver *s, char *err);
 atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err);
 
-/* ---- solver.c ---- */
-/* Fill the result's blocks from the stacked x, then objective, constraint residual, factors. */
-atf_error atf_sv_finish(atf_solver *s, atf_result *res, const double *x, char *err);
-
 #endif

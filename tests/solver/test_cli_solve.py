@@ -163,7 +163,7 @@ class Cli(unittest.TestCase):
         pfile = problem.write(self.path("mixed.h5"))
         code, _, err = T.run("solve", pfile, "-o", self.path("r.h5"), "--structure", "full")
         self.assertEqual(code, 2)
-        self.assertIn("--penalty", err)
+        self.assertIn("different penalties", err)
         code, js, err = T.solve_json("solve", pfile, "-o", self.path("r.h5"), "--structure",
                                      "full", "--penalty", "abs")
         self.assertEqual(code, 0, err)

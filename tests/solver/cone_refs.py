@@ -97,3 +97,22 @@ def huber_reference(A, r, shapes, gamma):
     x = np.array(sol["x"]).ravel()
     value = float(x[:nB] @ x[:nB] + q @ x)
     return _split(x[:nB] + x[nB:2 * nB], shapes), value
+
+
+def entrywise_huber_reference(A, r, gamma):
+    """min Σ_i ω̃(|x_i|) for zsq with 1×1 blocks (diagonal structure): the scalar Huber function
+    is min_{x = a + u − v, u, v ≥ 0} a² + 2√γ(u + v), so the problem is the QP
+    min ‖a‖² + 2√γ Σ(u + v)  s.t.  A(a + u − v) = r,  u, v ≥ 0  (cvxopt qp). (Splitting x = a + b
+    with −t ≤ b ≤ t instead ends in a singular KKT system near the optimum.)"""
+    n = A.shape[1]
+    nx = 3 * n  # a, u, v
+    Pm = spmatrix(2.0, range(n), range(n), (nx, nx))
+    q = np.zeros(nx)
+    q[n:] = 2.0 * np.sqrt(gamma)
+    G = spmatrix(-1.0, range(2 * n), range(n, 3 * n), (2 * n, nx))
+    h = matrix(0.0, (2 * n, 1))
+    solvers.options.update(OPTIONS)
+    sol = solvers.qp(Pm, matrix(q), G, h, matrix(np.hstack([A, A, -A])), matrix(r))
+    assert sol["status"] == "optimal", sol["status"]
+    x = np.array(sol["x"]).ravel()
+    return x[:n] + x[n:2 * n] - x[2 * n:], float(x[:n] @ x[:n] + q @ x)

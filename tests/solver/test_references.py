@@ -127,6 +127,28 @@ class DiagonalNuclear(Case):
         self.assertAlmostEqual(admm["objective"], lp["objective"], delta=1e-6 * lp["objective"])
         self.assertLess(admm["stationarity"], 1e-6)
 
+    def test_lp_in_every_operator_form(self):
+        rng = np.random.default_rng(20)
+        problem = T.factored_problem(rng, 7, 1, [(5, 4), (4, 1)], penalty="nuclear")
+        values = []
+        for op in ("factored", "dense", "sparse"):
+            js, _, _ = self.solve(problem.with_op(op), "--structure", "diagonal", "--method", "lp")
+            values.append(js["objective"])
+        self.assertAlmostEqual(values[1], values[0], delta=1e-10 * values[0])
+        self.assertAlmostEqual(values[2], values[0], delta=1e-10 * values[0])
+
+    def test_entrywise_huber_against_qp(self):
+        # the diagonal structure with a smooth penalty: entrywise prox of zsq (scalar Huber)
+        rng = np.random.default_rng(29)
+        problem = T.factored_problem(rng, 8, 2, [(5, 4), (4, 2)], penalty="zsq:scale=0.04")
+        ref_x, ref_value = cone_refs.entrywise_huber_reference(problem.A(), problem.r, 0.04)
+        self.assertTrue(np.any(np.abs(ref_x) > 0.3) and np.any(np.abs(ref_x) < 0.1))
+        js, _, blocks = self.solve(problem, "--structure", "diagonal", "--tol", "1e-10")
+        self.assertAlmostEqual(js["objective"], ref_value, delta=1e-6 * ref_value)
+        x = T.stacked(blocks, problem)
+        self.assertLess(np.linalg.norm(x - ref_x), 1e-4 * np.linalg.norm(ref_x))
+        self.assertLess(js["stationarity"], 1e-6)
+
     def test_per_block_diagonal_structure_from_file(self):
         rng = np.random.default_rng(14)
         problem = T.factored_problem(rng, 6, 1, [(4, 3), (3, 1)], penalty="nuclear")

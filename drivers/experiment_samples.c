@@ -429,7 +429,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: atf experiment samples [--data SOURCE] [--classes LIST] [--ns LIST]\n"
-            "          [--seeds K | --seed-list LIST] [--n-test N] [--hidden LIST]\n"
+            "          [--seeds K | --seed-list LIST] [--n-test N] [--hidden LIST] [--init he|torch]\n"
             "          [--penalty SPEC] [--auto-fraction Q] [--structure layer|diagonal|full]\n"
             "          [--tol EPS] [--max-iter N] [--epochs E] [--batch B] [--lr LR]\n"
             "          [--momentum MU] [--center] [--no-mlp] [--out DIR] [--json]\n"
@@ -448,13 +448,15 @@ static void usage(FILE *out)
             "  --seeds K          seeds 1..K (default 3); --seed-list LIST for explicit seeds\n"
             "  --n-test N         test examples (default 1000)\n"
             "  --hidden LIST      hidden widths (default 128,128; mnist: 128,128,128,128)\n"
+            "  --init he|torch    initial weights: He-normal (default for synthetic/HDF5 data) or\n"
+            "                     PyTorch's nn.Linear default (default for mnist, as in the paper)\n"
             "  --penalty SPEC     problem (16) penalty (default sq:scale=auto); scale=auto sets\n"
             "                     sqrt(gamma) = Q x the largest singular value of the NTK solution\n"
             "  --auto-fraction Q  (default 0.3)\n"
             "  --center           linear models without the initial function: r = y and\n"
             "                     predictions A vec B (f0 := 0; the network is trained as is)\n"
-            "  --epochs/--batch/--lr/--momentum   SGD for the MLP (default 100, 32, lr 0.01 on\n"
-            "                     synthetic data and 0.1 (paper B.1) on images, momentum 0.9)\n");
+            "  --epochs/--batch/--lr/--momentum   SGD for the MLP (default 100, 32, lr 0.1\n"
+            "                     (paper B.1) with --init torch and 0.01 with he, momentum 0.9)\n");
 }
 
 atf_error atf_parse_hidden(const char *text, atf_arch *arch, char *err)
@@ -490,7 +492,7 @@ static atf_error parse_structure(const char *text, atf_global_structure *s, char
 static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *cfg, char *err)
 {
     atf_samples_defaults(cfg);
-    int hidden_given = 0, lr_given = 0;
+    int hidden_given = 0, lr_given = 0, init_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(opt, "--json")) {
@@ -540,6 +542,14 @@ static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *c
                 cfg->seeds[k] = (uint64_t)list[k];
             if (!e)
                 cfg->nseeds = n;
+        } else if (!strcmp(opt, "--init")) {
+            if (!strcmp(val, "he") || !strcmp(val, "torch")) {
+                cfg->arch.init = val[0] == 't' ? ATF_INIT_TORCH : ATF_INIT_HE;
+                init_given = 1;
+            } else {
+                atf_errorf(err, "--init: '%s' (expected he or torch)", val);
+                e = ATF_E_USAGE;
+            }
         } else if (!strcmp(opt, "--hidden")) {
             e = atf_parse_hidden(val, &cfg->arch, err);
             hidden_given = 1;
@@ -582,8 +592,10 @@ static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *c
                      !strncmp(cfg->data.source, "fashion-mnist", 13);
     if (image_data && !hidden_given) /* the paper's depth-5, width-128 network */
         atf_parse_hidden("128,128,128,128", &cfg->arch, err);
-    if (image_data && !lr_given) /* paper B.1 */
-        cfg->train.lr = 0.1;
+    if (image_data && !init_given) /* the paper's PyTorch networks */
+        cfg->arch.init = ATF_INIT_TORCH;
+    if (!lr_given) /* paper B.1 with PyTorch's initialisation; He-normal diverges at 0.1 */
+        cfg->train.lr = cfg->arch.init == ATF_INIT_TORCH ? 0.1 : 0.01;
     atf_penalty pen;
     char probe[256];
     if (atf_resolve_auto_scale(cfg->penalty, 1.0, 1.0, probe, sizeof probe, NULL, err) ||

@@ -229,20 +229,29 @@ static void report(const solve_args *a, const atf_result *res)
     }
 }
 
+/* Problem (with the --penalty override) and warm start, each checked; errors name the file. */
+static atf_error load(const solve_args *a, atf_problem **prob, atf_result **warm, char *err)
+{
+    atf_error e = check_output_dir(a->output, err);
+    if (!e)
+        e = atf_problem_read(a->problem, prob, err);
+    if (!e && a->penalty)
+        e = atf_problem_set_penalty(*prob, a->penalty, err);
+    if (!e && a->warm)
+        e = atf_result_read(a->warm, warm, err);
+    if (!e && a->warm)
+        e = atf_result_check(*warm, *prob, a->warm, err);
+    return e;
+}
+
 static int run(const char *cmd, solve_args *a)
 {
     char err[ATF_ERRLEN] = "";
     atf_problem *prob = NULL;
     atf_result *warm = NULL, *res = NULL;
     atf_solver *solver = NULL;
-    atf_error e = check_output_dir(a->output, err);
-    if (!e)
-        e = atf_problem_read(a->problem, &prob, err);
-    if (!e && a->penalty)
-        e = atf_problem_set_penalty(prob, a->penalty, err);
-    if (!e && a->warm)
-        e = atf_result_read(a->warm, &warm, err);
     int code = 0;
+    atf_error e = load(a, &prob, &warm, err);
     if (e) {
         code = atf_cli_fail(cmd, e, err);
         goto done;

@@ -3,7 +3,8 @@
  * Π(V) = V − Aᵀ(AAᵀ)⁺(A vec V − r) does not involve ρ, so AAᵀ is factorised a single time at
  * setup, whatever ρ does later. Three factorisations, tried in this order:
  *  - all blocks sparse: CHOLMOD factors AAᵀ + βI straight from the sparse A (AAᵀ is never
- *    formed); a tiny β keeps the factorisation defined, iterative refinement removes its bias;
+ *    formed); a tiny β keeps the factorisation defined, iterative refinement removes its bias,
+ *    and a singular AAᵀ (tiny pivot, or refinement that cannot reproduce r) goes to the dense path;
  *  - otherwise the dense Gram Σ_ℓ A_ℓA_ℓᵀ (Hadamard form for factored blocks) and dpotrf;
  *  - if the Gram is singular or too ill-conditioned (dpotrf fails, or its condition estimate is
  *    below M·ε, or the full-rank paths cannot reproduce r), an eigendecomposition with a
@@ -220,8 +221,8 @@ static void cholmod_release(atf_sv_proj *p)
 
 /* A (M × n) goes to CHOLMOD as triplets (duplicate CSR entries are summed by the conversion),
  * and CHOLMOD factors AAᵀ + βI from it. Returns ATF_OK with kind CHOLMOD, or ATF_OK with
- * cc_started == 0 when CHOLMOD declines (not positive definite), leaving the choice to the dense
- * path. */
+ * cc_started == 0 when the factor is unusable (not positive definite, or a pivot within
+ * CHOLMOD_RCOND_MIN of β: singular to working precision), leaving the choice to the dense path. */
 static atf_error cholmod_setup(atf_solver *s, char *err)
 {
     atf_sv_proj *p = &s->proj;

@@ -335,7 +335,9 @@ static atf_error samples_figure(const atf_samples_config *cfg, const summary *sm
     atf_plot_panel panels[2];
     memset(panels, 0, sizeof panels);
     const char *ylab[2] = {"test error", "relative test MSE"};
-    const char *titles[2] = {"classification error (mean ± std over seeds)",
+    int labelled = strncmp(cfg->data.source, "synthetic", 9) != 0;
+    const char *titles[2] = {labelled ? "test classification error (mean ± std over seeds)"
+                                      : "sign error of the regression (mean ± std)",
                              "test MSE / Var(y) (mean ± std over seeds)"};
     for (int p = 0; p < 2; p++) {
         atf_plot_panel *pl = &panels[p];

@@ -231,14 +231,67 @@ static void draw_labels(const atf_plot_panel *p, double ylabel_disp)
         plmtex("l", ylabel_disp, 0.5, 0.5, p->ylabel);
 }
 
+/* A log axis spanning fewer than three decades gets few or no PLplot labels (it labels powers of
+ * ten only): label it by hand at 1-2-5 (or 1..9 within one decade) multiples, with grid lines. */
+static int short_log_axis(double lo, double hi)
+{
+    return hi - lo < 3.0;
+}
+
+static void format_tick(double v, char *buf, size_t len)
+{
+    if (v >= 1e-3 && v < 1e5)
+        snprintf(buf, len, "%g", v);
+    else
+        snprintf(buf, len, "%.0e", v);
+}
+
+static void manual_log_labels(int yaxis, double lo, double hi)
+{
+    static const double steps125[] = {1, 2, 5}, steps19[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const double *steps = hi - lo < 1.0 ? steps19 : steps125;
+    int nsteps = hi - lo < 1.0 ? 9 : 3;
+    PLFLT xmin, xmax, ymin, ymax;
+    plgvpw(&xmin, &xmax, &ymin, &ymax);
+    for (int k = (int)floor(lo) - 1; k <= (int)ceil(hi); k++)
+        for (int j = 0; j < nsteps; j++) {
+            double v = steps[j] * pow(10.0, k), w = log10(v);
+            if (w < lo || w > hi)
+                continue;
+            double pos = (w - lo) / (hi - lo);
+            PLFLT gx[2], gy[2];
+            if (yaxis)
+                gx[0] = xmin, gx[1] = xmax, gy[0] = gy[1] = w;
+            else
+                gx[0] = gx[1] = w, gy[0] = ymin, gy[1] = ymax;
+            plcol0(COL_GRID);
+            plwidth(0.5);
+            plline(2, gx, gy);
+            char label[32];
+            format_tick(v, label, sizeof label);
+            plcol0(COL_FG);
+            plwidth(1.0);
+            if (yaxis)
+                plmtex("lv", 0.7, pos, 1.0, label);
+            else
+                plmtex("b", 1.6, pos, 0.5, label);
+        }
+}
+
 static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
 {
     double lim[4];
     panel_limits(p, lim);
     panel_viewport(c, 0);
     plwind(lim[0], lim[1], lim[2], lim[3]);
+    int manual_x = p->logx && short_log_axis(lim[0], lim[1]);
+    int manual_y = p->logy && short_log_axis(lim[2], lim[3]);
     /* Log-axis labels (10^k) read badly when rotated: draw them horizontally. */
-    char xopt[16] = "bcnst", yopt[16] = "bcnst";
+    char xopt[16] = "bcst", yopt[16] = "bcst";
+    if (!manual_x)
+        strcat(xopt, "n");
+    if (!manual_y)
+        strcat(yopt, "n");
     if (p->logx)
         strcat(xopt, "l");
     if (p->logy)
@@ -249,6 +302,10 @@ static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
     plcol0(COL_GRID);
     plwidth(0.5);
     plbox(p->logx ? "gh" : "g", xtick, 0, p->logy ? "gh" : "g", ytick, 0);
+    if (manual_x)
+        manual_log_labels(0, lim[0], lim[1]);
+    if (manual_y)
+        manual_log_labels(1, lim[2], lim[3]);
     plcol0(COL_FG);
     plwidth(1.0);
     plbox(xopt, xtick, 0, yopt, ytick, 0);

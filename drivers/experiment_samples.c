@@ -406,15 +406,28 @@ int atf_samples_run(const atf_samples_config *cfg, const char *cmd)
         e = samples_figure(cfg, &sm, err);
     if (!e) {
         if (cfg->json) {
-            printf("{\"status\": \"done\", \"rows\": %d, \"csv\": \"%s\", \"summary\": "
-                   "\"%s/samples_summary.csv\", \"figure\": \"%s/samples.svg\", \"largest_n\": "
-                   "{\"n\": %d, \"ntk_error\": %.6g, \"adaptive_error\": %.6g, \"mlp_error\": "
-                   "%.6g, \"ntk_rel_mse\": %.6g, \"adaptive_rel_mse\": %.6g, \"mlp_rel_mse\": "
-                   "%.6g}}\n",
-                   atf_rowstore_count(s.store), csv, cfg->out, cfg->out, cfg->ns[cfg->nn - 1],
-                   sm.err_mean[cfg->nn - 1][0], sm.err_mean[cfg->nn - 1][1],
-                   sm.err_mean[cfg->nn - 1][2], sm.mse_mean[cfg->nn - 1][0],
-                   sm.mse_mean[cfg->nn - 1][1], sm.mse_mean[cfg->nn - 1][2]);
+            atf_row sum;
+            char path[1200];
+            int last = cfg->nn - 1;
+            atf_row_clear(&sum);
+            atf_row_str(&sum, "status", "done");
+            atf_row_int(&sum, "rows", atf_rowstore_count(s.store));
+            atf_row_str(&sum, "csv", csv);
+            snprintf(path, sizeof path, "%s/samples_summary.csv", cfg->out);
+            atf_row_str(&sum, "summary", path);
+            snprintf(path, sizeof path, "%s/samples.svg", cfg->out);
+            atf_row_str(&sum, "figure", path);
+            atf_row_int(&sum, "largest_n", cfg->ns[last]);
+            for (int k = 0; k < 3; k++) {
+                char name[64];
+                snprintf(name, sizeof name, "%s_error", methods[k]);
+                atf_row_num(&sum, name, sm.err_mean[last][k]);
+                snprintf(name, sizeof name, "%s_rel_mse", methods[k]);
+                atf_row_num(&sum, name, sm.mse_mean[last][k]);
+            }
+            char buf[8192];
+            atf_row_json(&sum, buf, sizeof buf);
+            printf("%s\n", buf);
         } else {
             print_table(cfg, &sm);
             fprintf(stderr, "%s: rows in %s, summary in %s/samples_summary.csv, figure %s/samples.svg\n",

@@ -16,12 +16,12 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: atf demo [--out DIR] [--seeds K] [--ns LIST] [--epochs E] [--no-mlp] [--json]\n"
             "\n"
-            "Built-in demo (no download, a few minutes on 2 cores): on the synthetic multi-index\n"
+            "Built-in demo (no download, under a minute on 2 cores): on the synthetic multi-index\n"
             "task (x in R^16, target g(Ux) with U of rank 2), compares NTK min-norm regression on\n"
             "the tangent features of a random 16-128-128-1 ReLU network (fixed features) with\n"
             "problem (16) on the same features (adaptive features, penalty sq:scale=auto) and\n"
-            "with the network trained by SGD, at n = 100, 200, 400, 800 (2 seeds, 1000 test\n"
-            "points). Prints a Markdown table of test error and relative test MSE and writes\n"
+            "with the network trained by SGD, at n = 125, 250, 500, 1000, 2000 (3 seeds, 1000\n"
+            "test points). Prints a Markdown table of test error and relative test MSE and writes\n"
             "DIR/samples.{svg,png}, DIR/samples_summary.csv and the per-run rows (default DIR\n"
             "out/demo). --ns, --seeds and --epochs change the sizes (e.g. for a quick check).\n"
             "The same experiment with every option: atf experiment samples --help.\n");
@@ -31,10 +31,10 @@ int atf_cmd_demo(int argc, char **argv)
 {
     static atf_samples_config cfg;
     atf_samples_defaults(&cfg);
-    int ns[] = {100, 200, 400, 800};
-    cfg.nn = 4;
+    int ns[] = {125, 250, 500, 1000, 2000};
+    cfg.nn = 5;
     memcpy(cfg.ns, ns, sizeof ns);
-    cfg.nseeds = 2;
+    cfg.nseeds = 3;
     cfg.data.n_test = 1000;
     cfg.train.epochs = 100;
     snprintf(cfg.out, sizeof cfg.out, "out/demo");

@@ -1,8 +1,9 @@
-/* h5io.c — private HDF5 helpers of problems/ (see h5io.h). */
+/* h5io.c — private HDF5 helpers of problems/ and problems/tangent/ (see h5io.h). */
 #include "h5io.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -175,42 +176,32 @@ static hid_t open_scalar_attr(hid_t file, const char *fname, const char *obj, co
     return a;
 }
 
-static H5T_class_t attr_class(hid_t a)
-{
-    hid_t t = H5Aget_type(a);
-    H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
-    if (t >= 0)
-        H5Tclose(t);
-    return c;
-}
-
-atf_error h5io_attr_int(hid_t file, const char *fname, const char *obj, const char *name,
-                        int64_t *v, char *err)
+/* Open a scalar attribute of integer or float type; otherwise write "expected WHAT" and
+ * return -1. */
+static hid_t open_numeric_attr(hid_t file, const char *fname, const char *obj, const char *name,
+                               const char *what, H5T_class_t *cls, char *err)
 {
     hid_t a = open_scalar_attr(file, fname, obj, name, err);
     if (a < 0)
-        return ATF_E_INPUT;
-    H5T_class_t c = attr_class(a);
-    herr_t st = -1;
-    if (c == H5T_INTEGER) {
-        st = H5Aread(a, H5T_NATIVE_INT64, v);
-    } else if (c == H5T_FLOAT) {
-        double x = NAN;
-        st = H5Aread(a, H5T_NATIVE_DOUBLE, &x);
-        /* h5py users may store sizes as floats: accept exactly integral values only. */
-        if (st >= 0 && !(isfinite(x) && x == floor(x) && fabs(x) < 9.007199254740992e15)) {
-            atf_errorf(err, "%s: %s attribute '%s': expected an integer, found %g", fname, obj,
-                       name, x);
-            H5Aclose(a);
-            return ATF_E_INPUT;
-        }
-        *v = (int64_t)x;
-    } else {
-        atf_errorf(err, "%s: %s attribute '%s': expected an integer, found a non-numeric type",
-                   fname, obj, name);
+        return -1;
+    hid_t t = H5Aget_type(a);
+    *cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+    if (t >= 0)
+        H5Tclose(t);
+    if (*cls != H5T_INTEGER && *cls != H5T_FLOAT) {
+        atf_errorf(err, "%s: %s attribute '%s': expected %s, found a non-numeric type", fname,
+                   obj, name, what);
         H5Aclose(a);
-        return ATF_E_INPUT;
+        return -1;
     }
+    return a;
+}
+
+/* Read the open attribute a as mtype into v and close it. */
+static atf_error read_attr_as(hid_t a, hid_t mtype, void *v, const char *fname, const char *obj,
+                              const char *name, char *err)
+{
+    herr_t st = H5Aread(a, mtype, v);
     H5Aclose(a);
     if (st < 0) {
         atf_errorf(err, "%s: %s attribute '%s': cannot read (corrupt file)", fname, obj, name);
@@ -219,25 +210,52 @@ atf_error h5io_attr_int(hid_t file, const char *fname, const char *obj, const ch
     return ATF_OK;
 }
 
+atf_error h5io_attr_int(hid_t file, const char *fname, const char *obj, const char *name,
+                        int64_t *v, char *err)
+{
+    H5T_class_t c;
+    hid_t a = open_numeric_attr(file, fname, obj, name, "an integer", &c, err);
+    if (a < 0)
+        return ATF_E_INPUT;
+    if (c == H5T_INTEGER)
+        return read_attr_as(a, H5T_NATIVE_INT64, v, fname, obj, name, err);
+    double x = NAN;
+    atf_error e = read_attr_as(a, H5T_NATIVE_DOUBLE, &x, fname, obj, name, err);
+    if (e)
+        return e;
+    /* h5py users may store sizes as floats: accept exactly integral values only. */
+    if (!(isfinite(x) && x == floor(x) && fabs(x) < 9.007199254740992e15)) {
+        atf_errorf(err, "%s: %s attribute '%s': expected an integer, found %g", fname, obj, name,
+                   x);
+        return ATF_E_INPUT;
+    }
+    *v = (int64_t)x;
+    return ATF_OK;
+}
+
 atf_error h5io_attr_double(hid_t file, const char *fname, const char *obj, const char *name,
                            double *v, char *err)
 {
-    hid_t a = open_scalar_attr(file, fname, obj, name, err);
+    H5T_class_t c;
+    hid_t a = open_numeric_attr(file, fname, obj, name, "a number", &c, err);
     if (a < 0)
         return ATF_E_INPUT;
-    H5T_class_t c = attr_class(a);
-    if (c != H5T_INTEGER && c != H5T_FLOAT) {
-        atf_errorf(err, "%s: %s attribute '%s': expected a number, found a non-numeric type",
-                   fname, obj, name);
-        H5Aclose(a);
+    return read_attr_as(a, H5T_NATIVE_DOUBLE, v, fname, obj, name, err);
+}
+
+atf_error h5io_attr_size(hid_t file, const char *fname, const char *obj, const char *name,
+                         int *v, char *err)
+{
+    int64_t x;
+    atf_error e = h5io_attr_int(file, fname, obj, name, &x, err);
+    if (e)
+        return e;
+    if (x <= 0 || x > INT_MAX) {
+        atf_errorf(err, "%s: %s attribute '%s': %lld is not a positive 32-bit size", fname, obj,
+                   name, (long long)x);
         return ATF_E_INPUT;
     }
-    herr_t st = H5Aread(a, H5T_NATIVE_DOUBLE, v);
-    H5Aclose(a);
-    if (st < 0) {
-        atf_errorf(err, "%s: %s attribute '%s': cannot read (corrupt file)", fname, obj, name);
-        return ATF_E_INPUT;
-    }
+    *v = (int)x;
     return ATF_OK;
 }
 
@@ -325,6 +343,42 @@ atf_error h5io_attr_string(hid_t file, const char *fname, const char *obj, const
         H5Tclose(ftype);
     H5Aclose(a);
     return e;
+}
+
+atf_error h5io_attr_string_or(hid_t file, const char *fname, const char *obj, const char *name,
+                              const char *dflt, char *buf, size_t len, char *err)
+{
+    if (h5io_attr_exists(file, obj, name))
+        return h5io_attr_string(file, fname, obj, name, buf, len, err);
+    snprintf(buf, len, "%s", dflt);
+    return ATF_OK;
+}
+
+atf_error h5io_check_format(hid_t file, const char *fname, const char *format, char *err)
+{
+    char got[64];
+    atf_error e = h5io_attr_string(file, fname, "/", "format", got, sizeof got, err);
+    if (e)
+        return e;
+    if (strcmp(got, format) != 0) {
+        atf_errorf(err, "%s: / attribute 'format': '%s', expected '%s'", fname, got, format);
+        return ATF_E_INPUT;
+    }
+    return ATF_OK;
+}
+
+atf_error h5io_check_version(hid_t file, const char *fname, int64_t version, char *err)
+{
+    int64_t got;
+    atf_error e = h5io_attr_int(file, fname, "/", "version", &got, err);
+    if (e)
+        return e;
+    if (got != version) {
+        atf_errorf(err, "%s: / attribute 'version': %lld, this program reads version %lld", fname,
+                   (long long)got, (long long)version);
+        return ATF_E_INPUT;
+    }
+    return ATF_OK;
 }
 
 static const char *class_name(H5T_class_t c)
@@ -480,6 +534,18 @@ atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int
     return ATF_OK;
 }
 
+atf_error h5io_read_checked(hid_t file, const char *fname, const char *path, int rank,
+                            const int64_t *dims, const char *const *dim_names, double **out,
+                            char *err)
+{
+    *out = NULL;
+    int64_t got[H5IO_MAXRANK];
+    atf_error e = h5io_shape(file, fname, path, rank, got, err);
+    for (int a = 0; a < rank && !e; a++)
+        e = h5io_expect_dim(fname, path, rank, got, a, dims[a], dim_names[a], err);
+    return e ? e : h5io_read_doubles(file, fname, path, rank, dims, out, err);
+}
+
 atf_error h5io_read_int64s(hid_t file, const char *fname, const char *path, int64_t n,
                            int64_t **out, char *err)
 {
@@ -505,28 +571,70 @@ atf_error h5io_read_int64s(hid_t file, const char *fname, const char *path, int6
     return ATF_OK;
 }
 
+atf_error h5io_read_ints(hid_t file, const char *fname, const char *path, int64_t n, int **out,
+                         char *err)
+{
+    *out = NULL;
+    int64_t *raw;
+    atf_error e = h5io_read_int64s(file, fname, path, n, &raw, err);
+    if (e)
+        return e;
+    int *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    if (!v) {
+        free(raw);
+        atf_errorf(err, "%s: %s: out of memory for %lld values", fname, path, (long long)n);
+        return ATF_E_NOMEM;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (raw[i] < INT_MIN || raw[i] > INT_MAX) {
+            atf_errorf(err, "%s: %s: value %lld at [%lld] does not fit a 32-bit integer", fname,
+                       path, (long long)raw[i], (long long)i);
+            free(raw);
+            free(v);
+            return ATF_E_INPUT;
+        }
+        v[i] = (int)raw[i];
+    }
+    free(raw);
+    *out = v;
+    return ATF_OK;
+}
+
 /* ------------------------------------------------------------------ writing */
+
+/* Create the temporary like any new file: mode 0666 less the umask (mkstemp's 0600 would
+ * ignore the user's umask, and changing the umask to learn it is not thread-safe). O_EXCL makes
+ * the name ours; the process id and an attempt counter keep concurrent writers of one target
+ * and stale leftovers out of the way without any randomness. */
+static int create_exclusive(char *tmp, size_t len, const char *path)
+{
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(tmp, len, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
 
 static atf_error create_temporary(h5io_writer *w, const char *path, char *err)
 {
     w->file = -1;
     w->tmp_path[0] = '\0';
     size_t n = strlen(path);
-    if (n == 0 || n + 16 >= sizeof w->tmp_path) {
+    if (n == 0 || n + 40 >= sizeof w->tmp_path) {
         atf_errorf(err, "%s: output path empty or too long", path);
         return ATF_E_IO;
     }
     memcpy(w->final_path, path, n + 1);
     /* Same directory as the target, so that rename() is atomic. */
-    snprintf(w->tmp_path, sizeof w->tmp_path, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(w->tmp_path);
+    int fd = create_exclusive(w->tmp_path, sizeof w->tmp_path, path);
     if (fd < 0) {
         atf_errorf(err, "%s: cannot create a temporary file next to it: %s", path,
                    strerror(errno));
         w->tmp_path[0] = '\0';
         return ATF_E_IO;
     }
-    fchmod(fd, 0644); /* mkstemp's 0600 is needlessly private for a result file */
     close(fd);
     hid_t fapl = strong_close_fapl();
     w->file = fapl >= 0 ? H5Fcreate(w->tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
@@ -758,4 +866,34 @@ atf_error h5io_finish(h5io_out *o, char *err)
                o->saved_errno ? ": " : "", o->saved_errno ? strerror(o->saved_errno) : "");
     abort_temporary(&o->w);
     return ATF_E_IO;
+}
+
+/* ------------------------------------------------------------------ whole files */
+
+atf_error h5io_read_file(const char *path, h5io_read_fn read, void *ctx, char *err)
+{
+    h5io_quiet q;
+    h5io_quiet_begin(&q);
+    h5io_reader rd = {-1, path, err};
+    atf_error e = h5io_open_read(path, &rd.f, err);
+    if (!e) {
+        e = read(&rd, ctx);
+        H5Fclose(rd.f);
+    }
+    h5io_quiet_end(&q);
+    return e;
+}
+
+atf_error h5io_write_file(const char *path, h5io_put_fn put, const void *ctx, char *err)
+{
+    h5io_quiet q;
+    h5io_quiet_begin(&q);
+    h5io_out out;
+    atf_error e = h5io_begin(&out, path, err);
+    if (!e) {
+        put(&out, ctx);
+        e = h5io_finish(&out, err);
+    }
+    h5io_quiet_end(&q);
+    return e;
 }

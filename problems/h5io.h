@@ -1,4 +1,5 @@
-/* h5io.h — private HDF5 helpers of problems/ (not installed, not part of the API).
+/* h5io.h — private HDF5 helpers of problems/ and problems/tangent/ (not installed, not part of
+ * the API).
  *
  * Readers check presence, type class, rank and finiteness and write one-line messages of the
  * form "FILE: ITEM: reason" into err (ATF_ERRLEN bytes). Items are absolute HDF5 paths; an
@@ -57,6 +58,17 @@ atf_error h5io_attr_double(hid_t file, const char *fname, const char *obj, const
                            double *v, char *err);
 atf_error h5io_attr_string(hid_t file, const char *fname, const char *obj, const char *name,
                            char *buf, size_t len, char *err);
+/* An optional string attribute: `dflt` when it is absent. */
+atf_error h5io_attr_string_or(hid_t file, const char *fname, const char *obj, const char *name,
+                              const char *dflt, char *buf, size_t len, char *err);
+/* A size: an integer attribute in [1, INT_MAX]. */
+atf_error h5io_attr_size(hid_t file, const char *fname, const char *obj, const char *name,
+                         int *v, char *err);
+
+/* The root attribute 'format' must be the string `format`, 'version' the integer `version`
+ * (MLP files have no version, hence two functions). */
+atf_error h5io_check_format(hid_t file, const char *fname, const char *format, char *err);
+atf_error h5io_check_version(hid_t file, const char *fname, int64_t version, char *err);
 
 /* Shape of a numeric dataset: fails unless `path` exists, is a dataset of integer or float
  * type and has rank `rank`; dims receives the extents. */
@@ -72,9 +84,18 @@ atf_error h5io_expect_dim(const char *fname, const char *path, int rank, const i
 atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int rank,
                             const int64_t *dims, double **out, char *err);
 
-/* Read a rank-1 integer dataset of length n as int64 (float types are refused). */
+/* h5io_shape, h5io_expect_dim on every axis (dim_names[a] says what dims[a] is), then
+ * h5io_read_doubles: an array whose shape the file's attributes fix. */
+atf_error h5io_read_checked(hid_t file, const char *fname, const char *path, int rank,
+                            const int64_t *dims, const char *const *dim_names, double **out,
+                            char *err);
+
+/* Read a rank-1 integer dataset of length n, already checked with h5io_shape (float types are
+ * refused). The int version also refuses values outside the range of int. */
 atf_error h5io_read_int64s(hid_t file, const char *fname, const char *path, int64_t n,
                            int64_t **out, char *err);
+atf_error h5io_read_ints(hid_t file, const char *fname, const char *path, int64_t n, int **out,
+                         char *err);
 
 /* ---- writing (atomic: temporary file in the target's directory, then rename) ---- */
 
@@ -106,6 +127,24 @@ void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data);
 /* Commit if every put succeeded ("FILE: cannot write ITEM: reason" otherwise); the temporary
  * is removed on any failure. */
 atf_error h5io_finish(h5io_out *o, char *err);
+
+/* ---- whole files, with HDF5's error printing off for the whole call ---- */
+
+/* An open file, its name for messages and the caller's error buffer. */
+typedef struct {
+    hid_t f;
+    const char *fname;
+    char *err;
+} h5io_reader;
+
+typedef atf_error (*h5io_read_fn)(const h5io_reader *rd, void *ctx);
+typedef void (*h5io_put_fn)(h5io_out *o, const void *ctx);
+
+/* Open `path` read-only (with h5io_open_read's checks), run `read` on it, close it. */
+atf_error h5io_read_file(const char *path, h5io_read_fn read, void *ctx, char *err);
+
+/* Write `path` atomically: h5io_begin, the puts of `put`, h5io_finish. */
+atf_error h5io_write_file(const char *path, h5io_put_fn put, const void *ctx, char *err);
 
 /* "[3, 2]" for messages; buf holds at least 64 bytes. */
 void h5io_format_index(char *buf, size_t len, int rank, const int64_t *dims, int64_t flat);

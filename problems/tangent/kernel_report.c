@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "atf_tangent.h"
-#include "th5.h"
+#include "h5io.h"
 
 void atf_kernel_report_free(atf_kernel_report *r)
 {
@@ -312,51 +312,54 @@ static void join_names(char *buf, size_t len, int n, const char *names, size_t s
         used += (size_t)snprintf(buf + used, len - used, "%s%s", j ? "," : "", names + j * stride);
 }
 
-static int write_tables(hid_t f, const atf_kernel_report *r)
+/* A report and its kernel and block names joined with commas (the /alignment attributes). */
+typedef struct {
+    const atf_kernel_report *r;
+    char kernels[ATF_MAX_KERNELS * 16 + 16];
+    char *blocks;
+} kernel_file;
+
+static void put_tables(h5io_out *o, const kernel_file *kf)
 {
-    char kernels[ATF_MAX_KERNELS * 16 + 16], *blocks = malloc((size_t)r->nblocks * ATF_NAMELEN + 1);
-    if (!blocks)
-        return -1;
-    join_names(kernels, sizeof kernels, r->nkernels, r->names[0], sizeof r->names[0]);
-    join_names(blocks, (size_t)r->nblocks * ATF_NAMELEN + 1, r->nblocks, r->blocks[0],
-               ATF_NAMELEN);
+    const atf_kernel_report *r = kf->r;
     int64_t kk[2] = {r->nkernels, r->nkernels}, bk[2] = {r->nblocks, r->nkernels};
-    int bad = th5_write_group(f, "/alignment") ||
-              th5_write_attr_string(f, "/alignment", "kernels", kernels) ||
-              th5_write_attr_string(f, "/alignment", "blocks", blocks) ||
-              th5_write_doubles(f, "/alignment/cosine", 2, kk, r->cosine) ||
-              th5_write_doubles(f, "/alignment/cka", 2, kk, r->cka) ||
-              th5_write_doubles(f, "/alignment/layer_cosine_label", 2, bk, r->layer_cosine) ||
-              th5_write_doubles(f, "/alignment/layer_cka_label", 2, bk, r->layer_cka);
-    free(blocks);
-    return bad;
+    h5io_put_group(o, "/alignment");
+    h5io_put_string(o, "/alignment", "kernels", kf->kernels);
+    h5io_put_string(o, "/alignment", "blocks", kf->blocks);
+    h5io_put_doubles(o, "/alignment/cosine", 2, kk, r->cosine);
+    h5io_put_doubles(o, "/alignment/cka", 2, kk, r->cka);
+    h5io_put_doubles(o, "/alignment/layer_cosine_label", 2, bk, r->layer_cosine);
+    h5io_put_doubles(o, "/alignment/layer_cka_label", 2, bk, r->layer_cka);
+}
+
+static void put_kernels(h5io_out *o, const void *ctx)
+{
+    const kernel_file *kf = ctx;
+    const atf_kernel_report *r = kf->r;
+    int64_t dims[2] = {r->M, r->M};
+    h5io_put_string(o, "/", "format", "atf-kernels");
+    h5io_put_int(o, "/", "version", 1);
+    h5io_put_int(o, "/", "rows", r->M);
+    h5io_put_double(o, "/", "theorem1_s", r->theorem1_s);
+    for (int j = 0; j < r->nkernels; j++) {
+        char name[H5IO_PATHLEN];
+        h5io_path(name, "/%s", r->names[j]);
+        h5io_put_doubles(o, name, 2, dims, r->K[j]);
+    }
+    put_tables(o, kf);
 }
 
 atf_error atf_kernel_report_write(const char *path, const atf_kernel_report *r, char *err)
 {
-    th5_quiet q;
-    th5_quiet_begin(&q);
-    th5_writer w;
-    atf_error e = th5_create(&w, path, err);
-    if (!e) {
-        int64_t dims[2] = {r->M, r->M};
-        int bad = th5_write_attr_string(w.file, "/", "format", "atf-kernels") ||
-                  th5_write_attr_int(w.file, "/", "version", 1) ||
-                  th5_write_attr_int(w.file, "/", "rows", r->M) ||
-                  th5_write_attr_double(w.file, "/", "theorem1_s", r->theorem1_s);
-        for (int j = 0; !bad && j < r->nkernels; j++) {
-            char name[32];
-            snprintf(name, sizeof name, "/%s", r->names[j]);
-            bad = th5_write_doubles(w.file, name, 2, dims, r->K[j]);
-        }
-        if (bad || write_tables(w.file, r)) {
-            th5_abort(&w);
-            atf_errorf(err, "%s: cannot write the kernels", path);
-            e = ATF_E_IO;
-        } else {
-            e = th5_commit(&w, err);
-        }
+    kernel_file kf = {.r = r};
+    size_t len = (size_t)r->nblocks * ATF_NAMELEN + 1;
+    if (!(kf.blocks = malloc(len))) {
+        atf_errorf(err, "%s: out of memory for the block names", path);
+        return ATF_E_NOMEM;
     }
-    th5_quiet_end(&q);
+    join_names(kf.kernels, sizeof kf.kernels, r->nkernels, r->names[0], sizeof r->names[0]);
+    join_names(kf.blocks, len, r->nblocks, r->blocks[0], ATF_NAMELEN);
+    atf_error e = h5io_write_file(path, put_kernels, &kf, err);
+    free(kf.blocks);
     return e;
 }

@@ -5,68 +5,85 @@
 #include <string.h>
 
 #include "atf_tangent.h"
-#include "th5.h"
+#include "h5io.h"
 
 /* Names are 0-based (/W0, /W1, ...) as SPEC §6 lists them; 1-based files are accepted too. */
 static int first_index(hid_t f)
 {
-    return th5_exists(f, "/W0") ? 0 : 1;
+    return h5io_exists(f, "/W0") ? 0 : 1;
 }
 
-static atf_error read_layers(hid_t f, const char *path, atf_arch *arch, atf_mlp **out, char *err)
+/* Widths from the shapes of /W0, /W1, ... (consecutive layers must chain). */
+static atf_error read_widths(const h5io_reader *rd, int base, atf_arch *arch)
 {
-    int base = first_index(f);
-    char name[32];
+    char name[H5IO_PATHLEN];
     int L = 0;
     for (;; L++) {
-        snprintf(name, sizeof name, "/W%d", L + base);
-        if (!th5_exists(f, name))
+        h5io_path(name, "/W%d", L + base);
+        if (!h5io_exists(rd->f, name))
             break;
         if (L == ATF_MAX_LAYERS) {
-            atf_errorf(err, "%s: more than %d layers", path, ATF_MAX_LAYERS);
+            atf_errorf(rd->err, "%s: more than %d layers", rd->fname, ATF_MAX_LAYERS);
             return ATF_E_INPUT;
         }
         int64_t d[2];
-        atf_error e = th5_shape(f, path, name, 2, d, err);
+        atf_error e = h5io_shape(rd->f, rd->fname, name, 2, d, rd->err);
         if (e)
             return e;
         if (d[0] < 1 || d[1] < 1 || d[0] > (1 << 24) || d[1] > (1 << 24)) {
-            atf_errorf(err, "%s: %s: shape [%lld, %lld] is empty or too large", path, name,
-                       (long long)d[0], (long long)d[1]);
+            atf_errorf(rd->err, "%s: %s: shape [%lld, %lld] is empty or too large", rd->fname,
+                       name, (long long)d[0], (long long)d[1]);
             return ATF_E_INPUT;
         }
         if (L > 0 && d[0] != arch->widths[L]) {
-            atf_errorf(err, "%s: %s: shape [%lld, %lld] but the previous layer has %d outputs",
-                       path, name, (long long)d[0], (long long)d[1], arch->widths[L]);
+            atf_errorf(rd->err, "%s: %s: shape [%lld, %lld] but the previous layer has %d "
+                       "outputs", rd->fname, name, (long long)d[0], (long long)d[1],
+                       arch->widths[L]);
             return ATF_E_INPUT;
         }
         arch->widths[L] = (int)d[0];
         arch->widths[L + 1] = (int)d[1];
     }
     if (L == 0) {
-        atf_errorf(err, "%s: /W0: missing (no weight matrices)", path);
+        atf_errorf(rd->err, "%s: /W0: missing (no weight matrices)", rd->fname);
         return ATF_E_INPUT;
     }
     arch->L = L;
-    atf_error e = atf_mlp_create(arch, 0, out, err); /* allocation; weights overwritten */
-    for (int l = 0; !e && l < L; l++) {
-        double *w = NULL;
-        snprintf(name, sizeof name, "/W%d", l + base);
-        e = th5_read_doubles(f, path, name, (int64_t)arch->widths[l] * arch->widths[l + 1], &w,
-                             err);
-        if (!e) {
-            free((*out)->W[l]);
-            (*out)->W[l] = w;
-        }
-        snprintf(name, sizeof name, "/b%d", l + base);
-        if (!e && arch->bias) {
-            e = th5_read_doubles(f, path, name, arch->widths[l + 1], &w, err);
-            if (!e) {
-                free((*out)->b[l]);
-                (*out)->b[l] = w;
-            }
-        }
-    }
+    return ATF_OK;
+}
+
+/* Layer l's weights (shape already checked) and, with biases, its bias [Q_l]. */
+static atf_error read_layer(const h5io_reader *rd, int base, int l, atf_mlp *m)
+{
+    char wname[H5IO_PATHLEN], bname[H5IO_PATHLEN], outputs[H5IO_PATHLEN + 16];
+    h5io_path(wname, "/W%d", l + base);
+    int64_t dims[2] = {m->arch.widths[l], m->arch.widths[l + 1]};
+    double *v;
+    atf_error e = h5io_read_doubles(rd->f, rd->fname, wname, 2, dims, &v, rd->err);
+    if (e)
+        return e;
+    free(m->W[l]);
+    m->W[l] = v;
+    if (!m->arch.bias)
+        return ATF_OK;
+    h5io_path(bname, "/b%d", l + base);
+    snprintf(outputs, sizeof outputs, "the outputs of %s", wname);
+    const char *const what[1] = {outputs};
+    if ((e = h5io_read_checked(rd->f, rd->fname, bname, 1, dims + 1, what, &v, rd->err)))
+        return e;
+    free(m->b[l]);
+    m->b[l] = v;
+    return ATF_OK;
+}
+
+static atf_error read_layers(const h5io_reader *rd, atf_arch *arch, atf_mlp **out)
+{
+    int base = first_index(rd->f);
+    atf_error e = read_widths(rd, base, arch);
+    if (!e)
+        e = atf_mlp_create(arch, 0, out, rd->err); /* allocation; weights overwritten */
+    for (int l = 0; !e && l < arch->L; l++)
+        e = read_layer(rd, base, l, *out);
     if (e) {
         atf_mlp_free(*out);
         *out = NULL;
@@ -74,92 +91,67 @@ static atf_error read_layers(hid_t f, const char *path, atf_arch *arch, atf_mlp 
     return e;
 }
 
-static atf_error read_mlp(hid_t f, const char *path, atf_mlp **out, char *err)
+static atf_error read_mlp(const h5io_reader *rd, void *ctx)
 {
     char buf[64];
-    atf_error e = th5_attr_string(f, path, "/", "format", buf, sizeof buf, err);
-    if (!e && strcmp(buf, "atf-mlp") != 0) {
-        atf_errorf(err, "%s: / attribute 'format': '%s' but expected 'atf-mlp'", path, buf);
+    atf_error e = h5io_check_format(rd->f, rd->fname, "atf-mlp", rd->err);
+    if (!e)
+        e = h5io_attr_string_or(rd->f, rd->fname, "/", "activation", "relu", buf, sizeof buf,
+                                rd->err);
+    if (!e && strcmp(buf, "relu") != 0) {
+        atf_errorf(rd->err, "%s: / attribute 'activation': '%s' not supported (only relu)",
+                   rd->fname, buf);
         e = ATF_E_INPUT;
-    }
-    if (!e && th5_attr_exists(f, "/", "activation")) {
-        e = th5_attr_string(f, path, "/", "activation", buf, sizeof buf, err);
-        if (!e && strcmp(buf, "relu") != 0) {
-            atf_errorf(err, "%s: / attribute 'activation': '%s' not supported (only relu)", path,
-                       buf);
-            e = ATF_E_INPUT;
-        }
     }
     atf_arch arch = {0};
     int64_t bias = 0;
-    if (!e && th5_attr_exists(f, "/", "bias"))
-        e = th5_attr_int(f, path, "/", "bias", &bias, err);
+    if (!e && h5io_attr_exists(rd->f, "/", "bias"))
+        e = h5io_attr_int(rd->f, rd->fname, "/", "bias", &bias, rd->err);
     if (!e && bias != 0 && bias != 1) {
-        atf_errorf(err, "%s: / attribute 'bias': %lld (expected 0 or 1)", path, (long long)bias);
+        atf_errorf(rd->err, "%s: / attribute 'bias': %lld (expected 0 or 1)", rd->fname,
+                   (long long)bias);
         e = ATF_E_INPUT;
     }
     arch.bias = (int)bias;
-    arch.param = ATF_PARAM_STANDARD;
-    if (!e && th5_attr_exists(f, "/", "parameterization")) {
-        e = th5_attr_string(f, path, "/", "parameterization", buf, sizeof buf, err);
-        if (!e && atf_param_parse(buf, &arch.param, NULL)) {
-            atf_errorf(err, "%s: / attribute 'parameterization': '%s' (expected standard or ntk)",
-                       path, buf);
-            e = ATF_E_INPUT;
-        }
+    if (!e)
+        e = h5io_attr_string_or(rd->f, rd->fname, "/", "parameterization", "standard", buf,
+                                sizeof buf, rd->err);
+    if (!e && atf_param_parse(buf, &arch.param, NULL)) {
+        atf_errorf(rd->err, "%s: / attribute 'parameterization': '%s' (expected standard or "
+                   "ntk)", rd->fname, buf);
+        e = ATF_E_INPUT;
     }
     if (!e)
-        e = read_layers(f, path, &arch, out, err);
+        e = read_layers(rd, &arch, ctx);
     return e;
 }
 
 atf_error atf_mlp_read(const char *path, atf_mlp **out, char *err)
 {
     *out = NULL;
-    th5_quiet q;
-    th5_quiet_begin(&q);
-    hid_t f;
-    atf_error e = th5_open_read(path, &f, err);
-    if (!e) {
-        e = read_mlp(f, path, out, err);
-        H5Fclose(f);
+    return h5io_read_file(path, read_mlp, out, err);
+}
+
+static void put_mlp(h5io_out *o, const void *ctx)
+{
+    const atf_mlp *m = ctx;
+    h5io_put_string(o, "/", "format", "atf-mlp");
+    h5io_put_int(o, "/", "version", 1);
+    h5io_put_string(o, "/", "activation", "relu");
+    h5io_put_int(o, "/", "bias", m->arch.bias);
+    h5io_put_string(o, "/", "parameterization", atf_param_name(m->arch.param));
+    char name[H5IO_PATHLEN];
+    for (int l = 0; l < m->arch.L; l++) {
+        int64_t dims[2] = {m->arch.widths[l], m->arch.widths[l + 1]};
+        h5io_path(name, "/W%d", l);
+        h5io_put_doubles(o, name, 2, dims, m->W[l]);
+        h5io_path(name, "/b%d", l);
+        if (m->b[l])
+            h5io_put_doubles(o, name, 1, dims + 1, m->b[l]);
     }
-    th5_quiet_end(&q);
-    return e;
 }
 
 atf_error atf_mlp_write(const char *path, const atf_mlp *m, char *err)
 {
-    th5_quiet q;
-    th5_quiet_begin(&q);
-    th5_writer w;
-    atf_error e = th5_create(&w, path, err);
-    if (e) {
-        th5_quiet_end(&q);
-        return e;
-    }
-    hid_t f = w.file;
-    int bad = th5_write_attr_string(f, "/", "format", "atf-mlp") ||
-              th5_write_attr_int(f, "/", "version", 1) ||
-              th5_write_attr_string(f, "/", "activation", "relu") ||
-              th5_write_attr_int(f, "/", "bias", m->arch.bias) ||
-              th5_write_attr_string(f, "/", "parameterization", atf_param_name(m->arch.param));
-    char name[32];
-    for (int l = 0; !bad && l < m->arch.L; l++) {
-        int64_t dims[2] = {m->arch.widths[l], m->arch.widths[l + 1]};
-        snprintf(name, sizeof name, "/W%d", l);
-        bad = th5_write_doubles(f, name, 2, dims, m->W[l]);
-        snprintf(name, sizeof name, "/b%d", l);
-        if (!bad && m->b[l])
-            bad = th5_write_doubles(f, name, 1, dims + 1, m->b[l]);
-    }
-    if (bad) {
-        th5_abort(&w);
-        atf_errorf(err, "%s: cannot write the network", path);
-        e = ATF_E_IO;
-    } else {
-        e = th5_commit(&w, err);
-    }
-    th5_quiet_end(&q);
-    return e;
+    return h5io_write_file(path, put_mlp, m, err);
 }

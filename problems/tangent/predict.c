@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "atf_tangent.h"
-#include "th5.h"
+#include "h5io.h"
 
 static double mean_squared(size_t n, const double *f, const double *y)
 {
@@ -117,43 +117,35 @@ void atf_predictions_free(atf_predictions *pr)
     split_free(&pr->test);
 }
 
-static int write_split(hid_t f, const char *group, const atf_split_eval *s)
+static void put_split(h5io_out *o, const char *group, const atf_split_eval *s)
 {
-    char path[64];
+    char path[H5IO_PATHLEN];
     int64_t dims[2] = {s->N, s->C};
-    int bad = th5_write_group(f, group);
-    snprintf(path, sizeof path, "%s/f", group);
-    bad = bad || th5_write_doubles(f, path, 2, dims, s->f);
-    snprintf(path, sizeof path, "%s/y", group);
-    bad = bad || th5_write_doubles(f, path, 2, dims, s->y);
-    snprintf(path, sizeof path, "%s/labels", group);
-    if (!bad && s->labels)
-        bad = th5_write_ints(f, path, s->N, s->labels);
-    return bad || th5_write_attr_int(f, group, "samples", s->N) ||
-           th5_write_attr_double(f, group, "mse", s->mse) ||
-           th5_write_attr_double(f, group, "error", s->error) ||
-           th5_write_attr_double(f, group, "class_error", s->class_error);
+    h5io_put_group(o, group);
+    h5io_path(path, "%s/f", group);
+    h5io_put_doubles(o, path, 2, dims, s->f);
+    h5io_path(path, "%s/y", group);
+    h5io_put_doubles(o, path, 2, dims, s->y);
+    h5io_path(path, "%s/labels", group);
+    if (s->labels)
+        h5io_put_ints(o, path, s->N, s->labels);
+    h5io_put_int(o, group, "samples", s->N);
+    h5io_put_double(o, group, "mse", s->mse);
+    h5io_put_double(o, group, "error", s->error);
+    h5io_put_double(o, group, "class_error", s->class_error);
+}
+
+static void put_predictions(h5io_out *o, const void *ctx)
+{
+    const atf_predictions *pr = ctx;
+    h5io_put_string(o, "/", "format", "atf-predictions");
+    h5io_put_int(o, "/", "version", 1);
+    put_split(o, "/train", &pr->train);
+    if (pr->test.N > 0)
+        put_split(o, "/test", &pr->test);
 }
 
 atf_error atf_predictions_write(const char *path, const atf_predictions *pr, char *err)
 {
-    th5_quiet q;
-    th5_quiet_begin(&q);
-    th5_writer w;
-    atf_error e = th5_create(&w, path, err);
-    if (!e) {
-        int bad = th5_write_attr_string(w.file, "/", "format", "atf-predictions") ||
-                  th5_write_attr_int(w.file, "/", "version", 1) ||
-                  write_split(w.file, "/train", &pr->train) ||
-                  (pr->test.N > 0 && write_split(w.file, "/test", &pr->test));
-        if (bad) {
-            th5_abort(&w);
-            atf_errorf(err, "%s: cannot write the predictions", path);
-            e = ATF_E_IO;
-        } else {
-            e = th5_commit(&w, err);
-        }
-    }
-    th5_quiet_end(&q);
-    return e;
+    return h5io_write_file(path, put_predictions, pr, err);
 }

@@ -13,7 +13,13 @@
 
 /* ------------------------------------------------------------------ misc */
 
-void h5io_quiet_begin(h5io_quiet *q)
+/* The caller's HDF5 error printer, put back when a whole-file call ends. */
+typedef struct {
+    H5E_auto2_t func;
+    void *data;
+} quiet;
+
+static void quiet_begin(quiet *q)
 {
     q->func = NULL;
     q->data = NULL;
@@ -21,7 +27,7 @@ void h5io_quiet_begin(h5io_quiet *q)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-void h5io_quiet_end(const h5io_quiet *q)
+static void quiet_end(const quiet *q)
 {
     H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
 }
@@ -71,7 +77,7 @@ static hid_t strong_close_fapl(void)
     return fapl;
 }
 
-atf_error h5io_open_read(const char *path, hid_t *file, char *err)
+static atf_error open_read(const char *path, hid_t *file, char *err)
 {
     *file = -1;
     struct stat st;
@@ -797,7 +803,7 @@ static int write_ints(hid_t file, const char *path, int64_t n, const int *data)
 
 /* ------------------------------------------------------------------ sticky output */
 
-atf_error h5io_begin(h5io_out *o, const char *path, char *err)
+static atf_error begin_output(h5io_out *o, const char *path, char *err)
 {
     o->saved_errno = 0;
     o->failed[0] = '\0';
@@ -858,7 +864,8 @@ void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data)
         note(o, write_ints(o->w.file, path, n, data), path, NULL);
 }
 
-atf_error h5io_finish(h5io_out *o, char *err)
+/* Commit if every put succeeded, else remove the temporary. */
+static atf_error finish_output(h5io_out *o, char *err)
 {
     if (!o->failed[0])
         return commit_temporary(&o->w, err);
@@ -872,28 +879,28 @@ atf_error h5io_finish(h5io_out *o, char *err)
 
 atf_error h5io_read_file(const char *path, h5io_read_fn read, void *ctx, char *err)
 {
-    h5io_quiet q;
-    h5io_quiet_begin(&q);
+    quiet q;
+    quiet_begin(&q);
     h5io_reader rd = {-1, path, err};
-    atf_error e = h5io_open_read(path, &rd.f, err);
+    atf_error e = open_read(path, &rd.f, err);
     if (!e) {
         e = read(&rd, ctx);
         H5Fclose(rd.f);
     }
-    h5io_quiet_end(&q);
+    quiet_end(&q);
     return e;
 }
 
 atf_error h5io_write_file(const char *path, h5io_put_fn put, const void *ctx, char *err)
 {
-    h5io_quiet q;
-    h5io_quiet_begin(&q);
+    quiet q;
+    quiet_begin(&q);
     h5io_out out;
-    atf_error e = h5io_begin(&out, path, err);
+    atf_error e = begin_output(&out, path, err);
     if (!e) {
         put(&out, ctx);
-        e = h5io_finish(&out, err);
+        e = finish_output(&out, err);
     }
-    h5io_quiet_end(&q);
+    quiet_end(&q);
     return e;
 }

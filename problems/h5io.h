@@ -19,16 +19,6 @@
 #define H5IO_MAXRANK 4
 #define H5IO_PATHLEN 512
 
-/* HDF5 prints its error stack by default; the library must not. Bracket every public entry
- * point with quiet/restore so that a caller's own HDF5 error handler is left as it was. */
-typedef struct {
-    H5E_auto2_t func;
-    void *data;
-} h5io_quiet;
-
-void h5io_quiet_begin(h5io_quiet *q);
-void h5io_quiet_end(const h5io_quiet *q);
-
 /* Build "a/b/c"-style paths into a fixed buffer (H5IO_PATHLEN); 0 on success, -1 if too long. */
 int h5io_path(char *buf, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -36,11 +26,7 @@ int h5io_path(char *buf, const char *fmt, ...)
 #endif
     ;
 
-/* ---- reading ---- */
-
-/* Open an existing file read-only. Distinguishes missing/unreadable files, files that are not
- * HDF5 at all and HDF5 files that cannot be opened (truncated or corrupt). */
-atf_error h5io_open_read(const char *path, hid_t *file, char *err);
+/* ---- reading (inside h5io_read_file) ---- */
 
 /* 1 if the link `path` (absolute) exists, checking every component; 0 if not. */
 int h5io_exists(hid_t file, const char *path);
@@ -97,7 +83,7 @@ atf_error h5io_read_int64s(hid_t file, const char *fname, const char *path, int6
 atf_error h5io_read_ints(hid_t file, const char *fname, const char *path, int64_t n, int **out,
                          char *err);
 
-/* ---- writing (atomic: temporary file in the target's directory, then rename) ---- */
+/* ---- writing (inside h5io_write_file) ---- */
 
 typedef struct {
     hid_t file;
@@ -106,16 +92,14 @@ typedef struct {
 } h5io_writer;
 
 /* Sticky-error output: after the first failure every put is a no-op and `failed` names the
- * item, so that a writer is one straight sequence of puts followed by h5io_finish. Strings are
- * variable-length UTF-8 scalars, integers int64, numbers float64 (what h5py writes). */
+ * item, so that a writer is one straight sequence of puts. Strings are variable-length UTF-8
+ * scalars, integers int64, numbers float64 (what h5py writes). */
 typedef struct {
     h5io_writer w;
     int saved_errno;
     char failed[H5IO_PATHLEN + 64];
 } h5io_out;
 
-/* Start writing `path` atomically (errors: ATF_E_IO with the message in err). */
-atf_error h5io_begin(h5io_out *o, const char *path, char *err);
 void h5io_put_group(h5io_out *o, const char *path);
 void h5io_put_int(h5io_out *o, const char *obj, const char *name, int64_t v);
 void h5io_put_double(h5io_out *o, const char *obj, const char *name, double v);
@@ -124,11 +108,10 @@ void h5io_put_doubles(h5io_out *o, const char *path, int rank, const int64_t *di
                       const double *data);
 void h5io_put_int64s(h5io_out *o, const char *path, int64_t n, const int64_t *data);
 void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data);
-/* Commit if every put succeeded ("FILE: cannot write ITEM: reason" otherwise); the temporary
- * is removed on any failure. */
-atf_error h5io_finish(h5io_out *o, char *err);
 
-/* ---- whole files, with HDF5's error printing off for the whole call ---- */
+/* ---- whole files ----
+ * HDF5 prints its error stack by default; the library must not. Both calls switch that off
+ * for their duration and restore the caller's own HDF5 error handler afterwards. */
 
 /* An open file, its name for messages and the caller's error buffer. */
 typedef struct {
@@ -140,10 +123,15 @@ typedef struct {
 typedef atf_error (*h5io_read_fn)(const h5io_reader *rd, void *ctx);
 typedef void (*h5io_put_fn)(h5io_out *o, const void *ctx);
 
-/* Open `path` read-only (with h5io_open_read's checks), run `read` on it, close it. */
+/* Open `path` read-only, run `read` on it, close it. Missing or unreadable files, files that
+ * are not HDF5 at all and HDF5 files that cannot be opened (truncated or corrupt) get their
+ * own messages before `read` runs. */
 atf_error h5io_read_file(const char *path, h5io_read_fn read, void *ctx, char *err);
 
-/* Write `path` atomically: h5io_begin, the puts of `put`, h5io_finish. */
+/* Write `path` atomically: the puts of `put` go to a temporary file in the same directory
+ * (created like any new file, with the umask's mode), which is synced and renamed over `path`
+ * only if every put succeeded ("FILE: cannot write ITEM: reason" otherwise, ATF_E_IO); on any
+ * failure the temporary is removed and `path` is untouched. */
 atf_error h5io_write_file(const char *path, h5io_put_fn put, const void *ctx, char *err);
 
 /* "[3, 2]" for messages; buf holds at least 64 bytes. */

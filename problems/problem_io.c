@@ -15,56 +15,21 @@
 #define PROBLEM_FORMAT "atf-problem"
 #define PROBLEM_VERSION 1
 
-typedef struct {
-    hid_t f;
-    const char *fname;
-    char *err;
-} reader;
-
 /* ------------------------------------------------------------------ reading: pieces */
 
-/* A positive size attribute that fits an int. */
-static atf_error read_size(const reader *rd, const char *obj, const char *name, int *out)
-{
-    int64_t v;
-    atf_error e = h5io_attr_int(rd->f, rd->fname, obj, name, &v, rd->err);
-    if (e)
-        return e;
-    if (v <= 0 || v > INT_MAX) {
-        atf_errorf(rd->err, "%s: %s attribute '%s': %lld is not a positive 32-bit size",
-                   rd->fname, obj, name, (long long)v);
-        return ATF_E_INPUT;
-    }
-    *out = (int)v;
-    return ATF_OK;
-}
-
-/* Numeric dataset of rank `rank` whose extents must equal dims (names say what they are). */
-static atf_error read_checked(const reader *rd, const char *path, int rank, const int64_t *dims,
-                              const char *const *dim_names, double **out)
-{
-    int64_t got[H5IO_MAXRANK];
-    atf_error e = h5io_shape(rd->f, rd->fname, path, rank, got, rd->err);
-    for (int a = 0; a < rank && !e; a++)
-        e = h5io_expect_dim(rd->fname, path, rank, got, a, dims[a], dim_names[a], rd->err);
-    if (e)
-        return e;
-    return h5io_read_doubles(rd->f, rd->fname, path, rank, dims, out, rd->err);
-}
-
 /* Optional [N, C] array such as /y or /f0; absent leaves *out NULL. */
-static atf_error read_per_example(const reader *rd, const char *path, int N, int C, int required,
-                                  double **out)
+static atf_error read_per_example(const h5io_reader *rd, const char *path, int N, int C,
+                                  int required, double **out)
 {
     *out = NULL;
     if (!required && !h5io_exists(rd->f, path))
         return ATF_OK;
     int64_t dims[2] = {N, C};
     static const char *const names[2] = {"samples", "outputs"};
-    return read_checked(rd, path, 2, dims, names, out);
+    return h5io_read_checked(rd->f, rd->fname, path, 2, dims, names, out, rd->err);
 }
 
-static atf_error read_labels(const reader *rd, const char *path, int N, int **out)
+static atf_error read_labels(const h5io_reader *rd, const char *path, int N, int **out)
 {
     *out = NULL;
     if (!h5io_exists(rd->f, path))
@@ -73,56 +38,33 @@ static atf_error read_labels(const reader *rd, const char *path, int N, int **ou
     atf_error e = h5io_shape(rd->f, rd->fname, path, 1, dims, rd->err);
     if (!e)
         e = h5io_expect_dim(rd->fname, path, 1, dims, 0, N, "samples", rd->err);
-    int64_t *raw = NULL;
-    if (!e)
-        e = h5io_read_int64s(rd->f, rd->fname, path, N, &raw, rd->err);
-    if (e)
-        return e;
-    int *labels = malloc((size_t)N * sizeof *labels);
-    if (!labels) {
-        free(raw);
-        atf_errorf(rd->err, "%s: %s: out of memory", rd->fname, path);
-        return ATF_E_NOMEM;
-    }
-    for (int i = 0; i < N; i++) {
-        if (raw[i] < INT_MIN || raw[i] > INT_MAX) {
-            atf_errorf(rd->err, "%s: %s: value %lld at [%d] does not fit a 32-bit label",
-                       rd->fname, path, (long long)raw[i], i);
-            free(raw);
-            free(labels);
-            return ATF_E_INPUT;
-        }
-        labels[i] = (int)raw[i];
-    }
-    free(raw);
-    *out = labels;
-    return ATF_OK;
+    return e ? e : h5io_read_ints(rd->f, rd->fname, path, N, out, rd->err);
 }
 
-static atf_error read_dense(const reader *rd, const char *gpath, atf_block *b)
+static atf_error read_dense(const h5io_reader *rd, const char *gpath, atf_block *b)
 {
     char path[H5IO_PATHLEN];
     h5io_path(path, "%s/J", gpath);
     int64_t dims[2] = {b->M, (int64_t)b->rows * b->cols};
     static const char *const names[2] = {"samples·outputs", "rows·cols"};
-    return read_checked(rd, path, 2, dims, names, &b->J);
+    return h5io_read_checked(rd->f, rd->fname, path, 2, dims, names, &b->J, rd->err);
 }
 
-static atf_error read_factored(const reader *rd, const char *gpath, atf_block *b)
+static atf_error read_factored(const h5io_reader *rd, const char *gpath, atf_block *b)
 {
     char path[H5IO_PATHLEN];
     h5io_path(path, "%s/H", gpath);
     int64_t hd[2] = {b->N, b->rows}, dd[2] = {b->M, b->cols};
     static const char *const hnames[2] = {"samples", "rows"};
     static const char *const dnames[2] = {"samples·outputs", "cols"};
-    atf_error e = read_checked(rd, path, 2, hd, hnames, &b->H);
+    atf_error e = h5io_read_checked(rd->f, rd->fname, path, 2, hd, hnames, &b->H, rd->err);
     if (e)
         return e;
     h5io_path(path, "%s/D", gpath);
-    return read_checked(rd, path, 2, dd, dnames, &b->D);
+    return h5io_read_checked(rd->f, rd->fname, path, 2, dd, dnames, &b->D, rd->err);
 }
 
-static atf_error read_sparse(const reader *rd, const char *gpath, atf_block *b)
+static atf_error read_sparse(const h5io_reader *rd, const char *gpath, atf_block *b)
 {
     char pp[H5IO_PATHLEN], pi[H5IO_PATHLEN], pd[H5IO_PATHLEN];
     h5io_path(pp, "%s/J_indptr", gpath);
@@ -151,13 +93,13 @@ static atf_error read_sparse(const reader *rd, const char *gpath, atf_block *b)
 }
 
 /* rows, cols, operator and the operator's datasets of the group gpath; b->N/C/M are set. */
-static atf_error read_operator(const reader *rd, const char *gpath, atf_block *b)
+static atf_error read_operator(const h5io_reader *rd, const char *gpath, atf_block *b)
 {
     atf_error e = h5io_require_group(rd->f, rd->fname, gpath, rd->err);
     if (!e)
-        e = read_size(rd, gpath, "rows", &b->rows);
+        e = h5io_attr_size(rd->f, rd->fname, gpath, "rows", &b->rows, rd->err);
     if (!e)
-        e = read_size(rd, gpath, "cols", &b->cols);
+        e = h5io_attr_size(rd->f, rd->fname, gpath, "cols", &b->cols, rd->err);
     if (!e)
         e = atfp_check_block_size(rd->fname, gpath, b->rows, b->cols, rd->err);
     char op[32];
@@ -178,18 +120,7 @@ static atf_error read_operator(const reader *rd, const char *gpath, atf_block *b
     return ATF_E_INPUT;
 }
 
-/* Optional string attribute with a default. */
-static atf_error read_string_or(const reader *rd, const char *obj, const char *name,
-                                const char *dflt, char *buf, size_t len)
-{
-    if (!h5io_attr_exists(rd->f, obj, name)) {
-        snprintf(buf, len, "%s", dflt);
-        return ATF_OK;
-    }
-    return h5io_attr_string(rd->f, rd->fname, obj, name, buf, len, rd->err);
-}
-
-static atf_error read_training_block(const reader *rd, const atf_problem *p, atf_block *b)
+static atf_error read_training_block(const h5io_reader *rd, const atf_problem *p, atf_block *b)
 {
     char gpath[H5IO_PATHLEN];
     h5io_path(gpath, "/blocks/%s", b->name);
@@ -209,10 +140,11 @@ static atf_error read_training_block(const reader *rd, const atf_problem *p, atf
     }
     b->index = (int)index;
     char structure[32];
-    if ((e = read_string_or(rd, gpath, "penalty", "sq", b->penalty_spec,
-                            sizeof b->penalty_spec)) ||
+    if ((e = h5io_attr_string_or(rd->f, rd->fname, gpath, "penalty", "sq", b->penalty_spec,
+                                 sizeof b->penalty_spec, rd->err)) ||
         (e = atfp_parse_penalty(rd->fname, gpath, b->penalty_spec, &b->penalty, rd->err)) ||
-        (e = read_string_or(rd, gpath, "structure", "matrix", structure, sizeof structure)))
+        (e = h5io_attr_string_or(rd->f, rd->fname, gpath, "structure", "matrix", structure,
+                                 sizeof structure, rd->err)))
         return e;
     if (atfp_structure_parse(structure, &b->structure) != 0) {
         atf_errorf(rd->err, "%s: %s attribute 'structure': unknown structure '%s' (expected "
@@ -223,7 +155,7 @@ static atf_error read_training_block(const reader *rd, const atf_problem *p, atf
 }
 
 /* Names of the members of a blocks group, allocated as blocks with only the name set. */
-static atf_error list_blocks(const reader *rd, const char *gpath, atf_block **out, int *count)
+static atf_error list_blocks(const h5io_reader *rd, const char *gpath, atf_block **out, int *count)
 {
     *out = NULL;
     *count = 0;
@@ -278,7 +210,7 @@ static int by_index(const void *a, const void *b)
     return (ia > ib) - (ia < ib);
 }
 
-static atf_error read_training_blocks(const reader *rd, atf_problem *p)
+static atf_error read_training_blocks(const h5io_reader *rd, atf_problem *p)
 {
     atf_error e = list_blocks(rd, "/blocks", &p->blocks, &p->nblocks);
     for (int l = 0; l < p->nblocks && !e; l++)
@@ -299,7 +231,7 @@ static atf_error read_training_blocks(const reader *rd, atf_problem *p)
 
 /* ------------------------------------------------------------------ reading: test split */
 
-static atf_error read_test_blocks(const reader *rd, const atf_problem *p, atf_problem *t)
+static atf_error read_test_blocks(const h5io_reader *rd, const atf_problem *p, atf_problem *t)
 {
     int count;
     atf_error e = list_blocks(rd, "/test/blocks", &t->blocks, &count);
@@ -346,7 +278,7 @@ static atf_error read_test_blocks(const reader *rd, const atf_problem *p, atf_pr
     return ATF_OK;
 }
 
-static atf_error read_test(const reader *rd, atf_problem *p)
+static atf_error read_test(const h5io_reader *rd, atf_problem *p)
 {
     if (!h5io_exists(rd->f, "/test"))
         return ATF_OK;
@@ -360,11 +292,11 @@ static atf_error read_test(const reader *rd, atf_problem *p)
     }
     p->test = t;
     t->C = p->C;
-    if ((e = read_size(rd, "/test", "samples", &t->N)))
+    if ((e = h5io_attr_size(rd->f, rd->fname, "/test", "samples", &t->N, rd->err)))
         return e;
     if (h5io_attr_exists(rd->f, "/test", "outputs")) {
         int C;
-        if ((e = read_size(rd, "/test", "outputs", &C)))
+        if ((e = h5io_attr_size(rd->f, rd->fname, "/test", "outputs", &C, rd->err)))
             return e;
         if (C != p->C) {
             atf_errorf(rd->err, "%s: /test attribute 'outputs': %d but the root has outputs = %d",
@@ -393,29 +325,16 @@ static atf_error read_test(const reader *rd, atf_problem *p)
 
 /* ------------------------------------------------------------------ reading: root */
 
-static atf_error read_header(const reader *rd, atf_problem *p)
+static atf_error read_header(const h5io_reader *rd, atf_problem *p)
 {
-    char format[64];
-    int64_t version;
-    atf_error e = h5io_attr_string(rd->f, rd->fname, "/", "format", format, sizeof format,
-                                   rd->err);
-    if (e)
+    atf_error e;
+    if ((e = h5io_check_format(rd->f, rd->fname, PROBLEM_FORMAT, rd->err)) ||
+        (e = h5io_check_version(rd->f, rd->fname, PROBLEM_VERSION, rd->err)))
         return e;
-    if (strcmp(format, PROBLEM_FORMAT) != 0) {
-        atf_errorf(rd->err, "%s: / attribute 'format': '%s', expected '%s'", rd->fname, format,
-                   PROBLEM_FORMAT);
-        return ATF_E_INPUT;
-    }
-    if ((e = h5io_attr_int(rd->f, rd->fname, "/", "version", &version, rd->err)))
-        return e;
-    if (version != PROBLEM_VERSION) {
-        atf_errorf(rd->err, "%s: / attribute 'version': %lld, this program reads version %d",
-                   rd->fname, (long long)version, PROBLEM_VERSION);
-        return ATF_E_INPUT;
-    }
     p->C = 1;
-    if ((e = read_size(rd, "/", "samples", &p->N)) ||
-        (h5io_attr_exists(rd->f, "/", "outputs") && (e = read_size(rd, "/", "outputs", &p->C))))
+    if ((e = h5io_attr_size(rd->f, rd->fname, "/", "samples", &p->N, rd->err)) ||
+        (h5io_attr_exists(rd->f, "/", "outputs") &&
+         (e = h5io_attr_size(rd->f, rd->fname, "/", "outputs", &p->C, rd->err))))
         return e;
     if ((int64_t)p->N * p->C > INT_MAX) {
         atf_errorf(rd->err, "%s: /: samples·outputs = %lld exceeds 2^31 - 1", rd->fname,
@@ -426,14 +345,15 @@ static atf_error read_header(const reader *rd, atf_problem *p)
     return ATF_OK;
 }
 
-static atf_error read_problem(const reader *rd, atf_problem *p)
+static atf_error read_problem(const h5io_reader *rd, void *ctx)
 {
+    atf_problem *p = ctx;
     atf_error e = read_header(rd, p);
     if (e)
         return e;
     int64_t m = p->M;
     static const char *const rname[1] = {"samples·outputs"};
-    if ((e = read_checked(rd, "/r", 1, &m, rname, &p->r)) ||
+    if ((e = h5io_read_checked(rd->f, rd->fname, "/r", 1, &m, rname, &p->r, rd->err)) ||
         (e = read_per_example(rd, "/y", p->N, p->C, 0, &p->y)) ||
         (e = read_per_example(rd, "/f0", p->N, p->C, 0, &p->f0)) ||
         (e = read_labels(rd, "/labels", p->N, &p->labels)) ||
@@ -445,23 +365,12 @@ static atf_error read_problem(const reader *rd, atf_problem *p)
 atf_error atf_problem_read(const char *path, atf_problem **out, char *err)
 {
     *out = NULL;
-    h5io_quiet q;
-    h5io_quiet_begin(&q);
-    reader rd = {-1, path, err};
-    atf_error e = h5io_open_read(path, &rd.f, err);
-    if (e) {
-        h5io_quiet_end(&q);
-        return e;
-    }
     atf_problem *p = calloc(1, sizeof *p);
     if (!p) {
         atf_errorf(err, "%s: out of memory", path);
-        e = ATF_E_NOMEM;
-    } else {
-        e = read_problem(&rd, p);
+        return ATF_E_NOMEM;
     }
-    H5Fclose(rd.f);
-    h5io_quiet_end(&q);
+    atf_error e = h5io_read_file(path, read_problem, p, err);
     if (e) {
         atf_problem_free(p);
         return e;
@@ -550,8 +459,9 @@ static void put_test(h5io_out *o, const atf_problem *t)
     }
 }
 
-static void put_problem(h5io_out *o, const atf_problem *p)
+static void put_problem(h5io_out *o, const void *ctx)
 {
+    const atf_problem *p = ctx;
     int64_t m = p->M;
     h5io_put_string(o, "/", "format", PROBLEM_FORMAT);
     h5io_put_int(o, "/", "version", PROBLEM_VERSION);
@@ -569,16 +479,5 @@ static void put_problem(h5io_out *o, const atf_problem *p)
 atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err)
 {
     atf_error e = atf_problem_validate(prob, path, err);
-    if (e)
-        return e;
-    h5io_quiet q;
-    h5io_quiet_begin(&q);
-    h5io_out out;
-    e = h5io_begin(&out, path, err);
-    if (!e) {
-        put_problem(&out, prob);
-        e = h5io_finish(&out, err);
-    }
-    h5io_quiet_end(&q);
-    return e;
+    return e ? e : h5io_write_file(path, put_problem, prob, err);
 }

@@ -194,8 +194,9 @@ static void put_block(h5io_out *o, const atf_result_block *rb, int index)
         h5io_put_doubles(o, path, 2, vd, rb->V);
 }
 
-static void put_result(h5io_out *o, const atf_result *res)
+static void put_result(h5io_out *o, const void *ctx)
 {
+    const atf_result *res = ctx;
     h5io_put_string(o, "/", "format", RESULT_FORMAT);
     h5io_put_int(o, "/", "version", RESULT_VERSION);
     h5io_put_string(o, "/", "status", atf_status_name(res->status));
@@ -216,59 +217,19 @@ atf_error atf_result_write(const char *path, const atf_result *res, char *err)
         return ATF_E_INPUT;
     }
     atf_error e = validate_result(res, path, err);
-    if (e)
-        return e;
-    h5io_quiet q;
-    h5io_quiet_begin(&q);
-    h5io_out out;
-    e = h5io_begin(&out, path, err);
-    if (!e) {
-        put_result(&out, res);
-        e = h5io_finish(&out, err);
-    }
-    h5io_quiet_end(&q);
-    return e;
+    return e ? e : h5io_write_file(path, put_result, res, err);
 }
 
 /* ------------------------------------------------------------------ reading */
 
-typedef struct {
-    hid_t f;
-    const char *fname;
-    char *err;
-} reader;
-
-static atf_error read_string_or(const reader *rd, const char *obj, const char *name,
-                                const char *dflt, char *buf, size_t len)
+static atf_error read_header(const h5io_reader *rd, atf_result *res)
 {
-    if (!h5io_attr_exists(rd->f, obj, name)) {
-        snprintf(buf, len, "%s", dflt);
-        return ATF_OK;
-    }
-    return h5io_attr_string(rd->f, rd->fname, obj, name, buf, len, rd->err);
-}
-
-static atf_error read_header(const reader *rd, atf_result *res)
-{
-    char format[64], status[32];
-    int64_t version, iterations;
-    atf_error e = h5io_attr_string(rd->f, rd->fname, "/", "format", format, sizeof format,
-                                   rd->err);
-    if (e)
-        return e;
-    if (strcmp(format, RESULT_FORMAT) != 0) {
-        atf_errorf(rd->err, "%s: / attribute 'format': '%s', expected '%s'", rd->fname, format,
-                   RESULT_FORMAT);
-        return ATF_E_INPUT;
-    }
-    if ((e = h5io_attr_int(rd->f, rd->fname, "/", "version", &version, rd->err)))
-        return e;
-    if (version != RESULT_VERSION) {
-        atf_errorf(rd->err, "%s: / attribute 'version': %lld, this program reads version %d",
-                   rd->fname, (long long)version, RESULT_VERSION);
-        return ATF_E_INPUT;
-    }
-    if ((e = h5io_attr_string(rd->f, rd->fname, "/", "status", status, sizeof status, rd->err)))
+    char status[32];
+    int64_t iterations;
+    atf_error e;
+    if ((e = h5io_check_format(rd->f, rd->fname, RESULT_FORMAT, rd->err)) ||
+        (e = h5io_check_version(rd->f, rd->fname, RESULT_VERSION, rd->err)) ||
+        (e = h5io_attr_string(rd->f, rd->fname, "/", "status", status, sizeof status, rd->err)))
         return e;
     if (atf_status_parse(status, &res->status) != ATF_OK) {
         atf_errorf(rd->err, "%s: / attribute 'status': unknown status '%s'", rd->fname, status);
@@ -276,8 +237,8 @@ static atf_error read_header(const reader *rd, atf_result *res)
     }
     if ((e = h5io_attr_string(rd->f, rd->fname, "/", "method", res->method, sizeof res->method,
                               rd->err)) ||
-        (e = read_string_or(rd, "/", "structure", "layer", res->structure,
-                            sizeof res->structure)) ||
+        (e = h5io_attr_string_or(rd->f, rd->fname, "/", "structure", "layer", res->structure,
+                                 sizeof res->structure, rd->err)) ||
         (e = h5io_attr_int(rd->f, rd->fname, "/", "iterations", &iterations, rd->err)))
         return e;
     if (iterations < 0 || iterations > INT_MAX) {
@@ -295,48 +256,31 @@ static atf_error read_header(const reader *rd, atf_result *res)
     return e;
 }
 
-static atf_error read_array(const reader *rd, const char *gpath, const char *name, int rank,
+static atf_error read_array(const h5io_reader *rd, const char *gpath, const char *name, int rank,
                             const int64_t *dims, const char *const *what, double **out)
 {
     char path[H5IO_PATHLEN];
     h5io_path(path, "%s/%s", gpath, name);
-    int64_t got[2];
-    atf_error e = h5io_shape(rd->f, rd->fname, path, rank, got, rd->err);
-    for (int a = 0; a < rank && !e; a++)
-        e = h5io_expect_dim(rd->fname, path, rank, got, a, dims[a], what[a], rd->err);
-    return e ? e : h5io_read_doubles(rd->f, rd->fname, path, rank, dims, out, rd->err);
+    return h5io_read_checked(rd->f, rd->fname, path, rank, dims, what, out, rd->err);
 }
 
-static atf_error read_size(const reader *rd, const char *obj, const char *name, int *out)
-{
-    int64_t v;
-    atf_error e = h5io_attr_int(rd->f, rd->fname, obj, name, &v, rd->err);
-    if (!e && (v <= 0 || v > INT_MAX)) {
-        atf_errorf(rd->err, "%s: %s attribute '%s': %lld is not a positive 32-bit size",
-                   rd->fname, obj, name, (long long)v);
-        e = ATF_E_INPUT;
-    }
-    if (!e)
-        *out = (int)v;
-    return e;
-}
-
-static atf_error read_block(const reader *rd, atf_result_block *rb, int64_t *index)
+static atf_error read_block(const h5io_reader *rd, atf_result_block *rb, int64_t *index)
 {
     char gpath[H5IO_PATHLEN], layout[32];
     h5io_path(gpath, "/blocks/%s", rb->name);
     atf_error e = h5io_require_group(rd->f, rd->fname, gpath, rd->err);
     if (!e)
-        e = read_size(rd, gpath, "rows", &rb->rows);
+        e = h5io_attr_size(rd->f, rd->fname, gpath, "rows", &rb->rows, rd->err);
     if (!e)
-        e = read_size(rd, gpath, "cols", &rb->cols);
+        e = h5io_attr_size(rd->f, rd->fname, gpath, "cols", &rb->cols, rd->err);
     if (!e)
         e = atfp_check_block_size(rd->fname, gpath, rb->rows, rb->cols, rd->err);
     if (!e)
         e = h5io_attr_string(rd->f, rd->fname, gpath, "penalty", rb->penalty_spec,
                              sizeof rb->penalty_spec, rd->err);
     if (!e)
-        e = read_string_or(rd, gpath, "factors", "spectral", layout, sizeof layout);
+        e = h5io_attr_string_or(rd->f, rd->fname, gpath, "factors", "spectral", layout,
+                                sizeof layout, rd->err);
     if (!e && h5io_attr_exists(rd->f, gpath, "index"))
         e = h5io_attr_int(rd->f, rd->fname, gpath, "index", index, rd->err);
     if (e)
@@ -386,7 +330,7 @@ static int by_index(const void *a, const void *b)
     return (ia > ib) - (ia < ib);
 }
 
-static atf_error read_blocks(const reader *rd, atf_result *res)
+static atf_error read_blocks(const h5io_reader *rd, atf_result *res)
 {
     atf_error e = h5io_require_group(rd->f, rd->fname, "/blocks", rd->err);
     if (e)
@@ -447,8 +391,9 @@ static atf_error read_blocks(const reader *rd, atf_result *res)
     return e;
 }
 
-static atf_error read_result(const reader *rd, atf_result **out)
+static atf_error read_result(const h5io_reader *rd, void *ctx)
 {
+    atf_result **out = ctx;
     atf_result *res = atfr_new(0);
     if (!res) {
         atf_errorf(rd->err, "%s: out of memory", rd->fname);
@@ -470,14 +415,5 @@ static atf_error read_result(const reader *rd, atf_result **out)
 atf_error atf_result_read(const char *path, atf_result **out, char *err)
 {
     *out = NULL;
-    h5io_quiet q;
-    h5io_quiet_begin(&q);
-    reader rd = {-1, path, err};
-    atf_error e = h5io_open_read(path, &rd.f, err);
-    if (!e) {
-        e = read_result(&rd, out);
-        H5Fclose(rd.f);
-    }
-    h5io_quiet_end(&q);
-    return e;
+    return h5io_read_file(path, read_result, out, err);
 }

@@ -877,28 +877,28 @@ static atf_error finish_output(h5io_out *o, char *err)
 
 /* ------------------------------------------------------------------ whole files */
 
-atf_error h5io_read_file(const char *path, h5io_read_fn read, void *ctx, char *err)
+atf_error h5io_read_file(const char *path, h5io_read_fn fn, void *ctx, char *err)
 {
     quiet q;
     quiet_begin(&q);
     h5io_reader rd = {-1, path, err};
     atf_error e = open_read(path, &rd.f, err);
     if (!e) {
-        e = read(&rd, ctx);
+        e = fn(&rd, ctx);
         H5Fclose(rd.f);
     }
     quiet_end(&q);
     return e;
 }
 
-atf_error h5io_write_file(const char *path, h5io_put_fn put, const void *ctx, char *err)
+atf_error h5io_write_file(const char *path, h5io_put_fn fn, const void *ctx, char *err)
 {
     quiet q;
     quiet_begin(&q);
     h5io_out out;
     atf_error e = begin_output(&out, path, err);
     if (!e) {
-        put(&out, ctx);
+        fn(&out, ctx);
         e = finish_output(&out, err);
     }
     quiet_end(&q);

@@ -123,16 +123,16 @@ typedef struct {
 typedef atf_error (*h5io_read_fn)(const h5io_reader *rd, void *ctx);
 typedef void (*h5io_put_fn)(h5io_out *o, const void *ctx);
 
-/* Open `path` read-only, run `read` on it, close it. Missing or unreadable files, files that
+/* Open `path` read-only, run `fn` on it, close it. Missing or unreadable files, files that
  * are not HDF5 at all and HDF5 files that cannot be opened (truncated or corrupt) get their
- * own messages before `read` runs. */
-atf_error h5io_read_file(const char *path, h5io_read_fn read, void *ctx, char *err);
+ * own messages before `fn` runs. */
+atf_error h5io_read_file(const char *path, h5io_read_fn fn, void *ctx, char *err);
 
-/* Write `path` atomically: the puts of `put` go to a temporary file in the same directory
+/* Write `path` atomically: the puts of `fn` go to a temporary file in the same directory
  * (created like any new file, with the umask's mode), which is synced and renamed over `path`
  * only if every put succeeded ("FILE: cannot write ITEM: reason" otherwise, ATF_E_IO); on any
  * failure the temporary is removed and `path` is untouched. */
-atf_error h5io_write_file(const char *path, h5io_put_fn put, const void *ctx, char *err);
+atf_error h5io_write_file(const char *path, h5io_put_fn fn, const void *ctx, char *err);
 
 /* "[3, 2]" for messages; buf holds at least 64 bytes. */
 void h5io_format_index(char *buf, size_t len, int rank, const int64_t *dims, int64_t flat);

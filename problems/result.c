@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "atf_result.h"
-#include "h5io.h"
 #include "result_internal.h"
 
 /* ------------------------------------------------------------------ status */

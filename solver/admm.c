@@ -151,7 +151,15 @@ void atf_sv_rho_init(atf_solver *s)
         for (int l = 0; l < s->nvars; l++)
             mu = fmax(mu, weak_convexity(&s->vars[l].pen, vmax));
     s->rho_min = s->set.rho * 2.0 * mu;
-    s->rho0 = s->set.rho * atf_sv_rho_scale(s);
+    double curvature = atf_sv_rho_scale(s);
+    s->rho0 = s->set.rho * curvature;
+    /* ε_abs is measured in the data's own units: ε_abs·√n times the RMS entry of the
+     * least-squares point (and of its penalty gradient for the dual). A bare ε_abs·√n would
+     * dominate the relative term on large problems (making --tol inert) and would make the
+     * stopping point depend on how r and the features are scaled. */
+    double unit = vmax > 0.0 ? vmax : sqrt((double)s->n_orig);
+    s->tol_unit_pri = unit;
+    s->tol_unit_dual = curvature * unit;
     s->nonconvex = any_nonconvex(s);
 }
 
@@ -202,15 +210,15 @@ static void iterate(atf_solver *s, admm_state *st, double *x)
 static void residuals(const atf_solver *s, admm_state *st, const double *x)
 {
     size_t n = s->n;
-    /* √n of the original variable count: the reduction is exact (the iterates are the same up
-     * to the rotation by Q_c, Q_r), so the stopping rule must not depend on it either */
-    double root_n = sqrt((double)s->n_orig);
+    /* the units come from the unreduced least-squares point: the reduction is exact (the
+     * iterates are the same up to the rotation by Q_c, Q_r), so the stopping rule must not
+     * depend on it either */
     st->pri = dist(x, st->z, n);
     st->dual = st->rho * dist(st->z, st->zprev, n);
     double scale_pri = fmax(nrm(x, n), nrm(st->z, n));
     double scale_dual = st->rho * nrm(st->u, n);
-    st->eps_pri = s->set.eps_abs * root_n + s->set.eps_rel * scale_pri;
-    st->eps_dual = s->set.eps_abs * root_n + s->set.eps_rel * scale_dual;
+    st->eps_pri = s->set.eps_abs * s->tol_unit_pri + s->set.eps_rel * scale_pri;
+    st->eps_dual = s->set.eps_abs * s->tol_unit_dual + s->set.eps_rel * scale_dual;
 }
 
 static void set_rho(const atf_solver *s, admm_state *st, double rho_new)

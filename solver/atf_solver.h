@@ -31,7 +31,8 @@ typedef struct {
     atf_method method;
     atf_global_structure structure;
     int max_iter;          /* default 10000 */
-    double eps_abs;        /* default 1e-8 (multiplies √n, n the number of variables) */
+    double eps_abs;        /* default 1e-8, in data units: multiplies ‖x_ls‖ (√n × RMS entry of the
+                              least-squares point) in the primal test, × the curvature in the dual */
     double eps_rel;        /* default 1e-6 (the --tol value sets this) */
     double alpha;          /* over-relaxation, default 1.6 */
     double rho;            /* multiplier of the data-scaled initial penalty parameter

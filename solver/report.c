@@ -2,6 +2,7 @@
  * The library formats into caller buffers and never prints. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "atf_solver.h"
 
@@ -66,17 +67,29 @@ int atf_result_json(const atf_result *res, char *buf, size_t len)
     return (int)k.used;
 }
 
+/* A certificate this large on a converged ADMM run means the residual tests accepted a point whose
+ * small singular values are still polluted (docs/solver.md §6): say so rather than stay silent. */
+#define SUMMARY_CERTIFICATE_NOTE 1e-3
+
 int atf_result_summary(const atf_result *res, char *buf, size_t len)
 {
-    return snprintf(buf, len,
-                    "status %s (method %s, structure %s) after %d iterations\n"
-                    "  objective %.10g\n"
-                    "  constraint residual %.3e, stationarity %.3e, primal %.3e, dual %.3e, "
-                    "least-squares residual %.3e\n"
-                    "  time %.3f s (setup %.3f, projection %.3f, prox/SVD %.3f, other %.3f)\n",
-                    atf_status_name(res->status), res->method, res->structure, res->iterations,
-                    res->objective, res->constraint_residual, res->stationarity,
-                    res->primal_residual, res->dual_residual, res->ls_residual,
-                    res->solve_seconds, res->setup_seconds, res->projection_seconds,
-                    res->prox_seconds, res->other_seconds);
+    sink k = {buf, len, 0};
+    add(&k, snprintf(at(&k), room(&k),
+                     "status %s (method %s, structure %s) after %d iterations\n"
+                     "  objective %.10g\n"
+                     "  constraint residual %.3e, stationarity %.3e, primal %.3e, dual %.3e, "
+                     "least-squares residual %.3e\n"
+                     "  time %.3f s (setup %.3f, projection %.3f, prox/SVD %.3f, other %.3f)\n",
+                     atf_status_name(res->status), res->method, res->structure, res->iterations,
+                     res->objective, res->constraint_residual, res->stationarity,
+                     res->primal_residual, res->dual_residual, res->ls_residual,
+                     res->solve_seconds, res->setup_seconds, res->projection_seconds,
+                     res->prox_seconds, res->other_seconds));
+    if (res->status == ATF_STATUS_SOLVED && !strcmp(res->method, "admm") &&
+        res->stationarity > SUMMARY_CERTIFICATE_NOTE)
+        add(&k, snprintf(at(&k), room(&k),
+                         "  note: stationarity %.1e is large: the point is not yet stationary; "
+                         "tighten --tol (docs/solver.md §6)\n",
+                         res->stationarity));
+    return (int)k.used;
 }

@@ -82,6 +82,8 @@ struct atf_solver {
     double *warm;          /* warm start mapped into the cores (stacked), or NULL */
     double rho0;           /* initial ρ (atf_sv_rho_init) */
     double rho_min;        /* floor of ρ from the weak convexity of nonconvex ω̃ (0 if convex) */
+    double tol_unit_pri;   /* what ε_abs multiplies in the primal test: ‖x_ls‖ (data units)   */
+    double tol_unit_dual;  /* ... and in the dual test: curvature scale × ‖x_ls‖              */
     int nonconvex;         /* some ω̃ is nonconvex */
     atf_sv_times t;
 };

@@ -55,6 +55,19 @@ class HelpAndDispatch(unittest.TestCase):
             self.assertIn("usage", text.lower(), c)
 
 
+class CliReference(unittest.TestCase):
+    def test_docs_cli_is_current(self):
+        """docs/cli.md is generated from the --help texts; it must match the binary."""
+        root = os.environ.get("ATF_SOURCE_ROOT", ".")
+        gen = subprocess.run(["bash", os.path.join(root, "scripts", "gen_cli_doc.sh"), ATF],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(gen.returncode, 0, gen.stderr)
+        with open(os.path.join(root, "docs", "cli.md"), encoding="utf-8") as f:
+            committed = f.read()
+        self.assertEqual(committed, gen.stdout,
+                         "docs/cli.md is stale: run bash scripts/gen_cli_doc.sh > docs/cli.md")
+
+
 class PenaltyCommand(unittest.TestCase):
     def table(self, *args):
         code, out, err = run("penalty", *args)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Regenerate docs/cli.md from the binary's own --help texts, so the page cannot drift from the
+# program: `bash scripts/gen_cli_doc.sh [path/to/atf] > docs/cli.md`. tests/cli checks that the
+# committed page equals this script's output.
+set -euo pipefail
+atf=${1:-build/drivers/atf}
+cat <<'HEAD'
+# Command line reference
+
+This page is generated from the program's own help (`bash scripts/gen_cli_doc.sh > docs/cli.md`);
+`atf CMD --help` prints the same text. Contract (SPEC §6): results go to files written atomically
+(temporary file, then rename: a failure never leaves a half file); `--json` prints one line of JSON
+on stdout; progress and iteration tables go to stderr. Exit codes: 0 solved, 2 bad input or usage
+(one line naming the file, the item and the reason), 3 infeasible, 4 iteration limit (result
+written), 130 interrupted by SIGINT (last iterate written), 1 other failures.
+
+## atf
+HEAD
+printf '\n```text\n'
+"$atf" --help
+printf '```\n'
+section=$("$atf" --help | sed -n '/^commands:/,/^$/p' | awk 'NF && $1 != "commands:" {print $1}')
+for cmd in $section; do
+  printf '\n## atf %s\n\n```text\n' "$cmd"
+  "$atf" "$cmd" --help
+  printf '```\n'
+done

@@ -205,6 +205,14 @@ static double cosine_of_changes(size_t mm, int M, const double *A, const double 
     return c;
 }
 
+static double norm_ratio(size_t mm, const double *A, const double *C)
+{
+    double a = 0.0, c = 0.0;
+    for (size_t i = 0; i < mm; i++)
+        a += A[i] * A[i], c += C[i] * C[i];
+    return c > 0 ? sqrt(a / c) : NAN;
+}
+
 static double rel_change(size_t mm, const double *A, const double *C)
 {
     double num = 0.0, den = 0.0;
@@ -354,6 +362,8 @@ static void add_layer_row(atf_row *row, const target_run *t, const char *block, 
     atf_row_num(row, "cos_change_p16_real", cosine_of_changes(mm, t->M, Kp, Kr, K0));
     atf_row_num(row, "rel_change_real", rel_change(mm, Kr, K0));
     atf_row_num(row, "rel_change_p16", rel_change(mm, Kp, K0));
+    atf_row_num(row, "norm_ratio_real", norm_ratio(mm, Kr, K0));
+    atf_row_num(row, "norm_ratio_p16", norm_ratio(mm, Kp, K0));
     atf_row_num(row, "cka_p16_real", atf_kernel_cka(t->M, Kp, Kr));
     atf_row_num(row, "cka_K0_real", atf_kernel_cka(t->M, K0, Kr));
 }
@@ -378,7 +388,7 @@ static atf_error write_tables(const align_args *a, target_run *ts, double teache
                t->test_net.error, t->test_ntk.error, t->test_p16.error);
     }
     printf("\n| target | block | cos(K0, K̄) | cos(K_16, K̄) | cos(ΔK_16, ΔK̄) | ‖ΔK̄‖/‖K0‖ | "
-           "‖ΔK_16‖/‖K0‖ |\n|---|---|---|---|---|---|---|\n");
+           "‖ΔK_16‖/‖K0‖ | ‖K̄‖/‖K0‖ | ‖K_16‖/‖K0‖ |\n|---|---|---|---|---|---|---|---|---|\n");
     for (int k = 0; !e && k < 2; k++) {
         target_run *t = &ts[k];
         size_t mm = (size_t)t->M * t->M;
@@ -388,11 +398,12 @@ static atf_error write_tables(const align_args *a, target_run *ts, double teache
             add_layer_row(&row, t, tot ? "total" : t->prob->blocks[b].name, mm,
                           tot ? t->K0 : t->K0b + b * mm, tot ? t->Kr : t->Krb + b * mm,
                           tot ? t->Kp : t->Kpb + b * mm);
-            printf("| %s | %s | %.4f | %.4f | %.4f | %.4f | %.4f |\n", t->name,
+            printf("| %s | %s | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f |\n", t->name,
                    atf_row_get(&row, "block"), atf_row_getnum(&row, "cos_K0_real"),
                    atf_row_getnum(&row, "cos_p16_real"),
                    atf_row_getnum(&row, "cos_change_p16_real"),
-                   atf_row_getnum(&row, "rel_change_real"), atf_row_getnum(&row, "rel_change_p16"));
+                   atf_row_getnum(&row, "rel_change_real"), atf_row_getnum(&row, "rel_change_p16"),
+                   atf_row_getnum(&row, "norm_ratio_real"), atf_row_getnum(&row, "norm_ratio_p16"));
             e = atf_rowstore_append(st, &row, err);
         }
     }

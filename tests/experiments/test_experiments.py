@@ -320,6 +320,7 @@ def case_alignment(scratch):
     assert [r["block"] for r in rows] == ["W1", "W2", "W3", "total"] * 2
     for r in rows:
         assert float(r["rel_change_real"]) < 1e-12 and abs(float(r["cos_K0_real"]) - 1) < 1e-12
+        assert abs(float(r["norm_ratio_real"]) - 1) < 1e-12
     check_figure(os.path.join(out, "alignment_kernels"), ["K0", "label"])
     check_figure(os.path.join(out, "alignment_residual"), ["sign(y)"])
     # a real path: the kernel moves, and the summary records it

@@ -5,6 +5,7 @@
  * one row of OUT/sweep.csv and OUT/sweep.jsonl (rowstore.h: fsync per row, keyed by
  * "structure|penalty"), so an interrupted sweep resumes where it stopped. Runs of one structure
  * are warm-started from the previous run of that structure. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +65,8 @@ static void usage(FILE *out)
             "file has a test split), effective rank of every block (singular values holding 90%%\n"
             "of the energy) and the alignment of the adapted kernel with the label kernel r r^T\n"
             "(and with K0). The first row is the NTK min-norm baseline. Re-running the same\n"
-            "command skips finished rows (resume after Ctrl-C). Also writes DIR/sweep.{svg,png}.\n"
+            "command skips finished rows (resume after Ctrl-C). Also writes DIR/sweep.{svg,png}\n"
+            "(test error, or total effective rank without test data, against the scale).\n"
             "\n"
             "  --families LIST    comma-separated of sq, abs, pow, zsq, logsq, nuclear, fixed\n"
             "                     (default sq,abs,pow,zsq)\n"
@@ -424,14 +426,42 @@ static atf_error measure(const atf_problem *prob, const atf_result *res, atf_glo
 
 /* ---- the figure: test error (or total effective rank) against the scale ---- */
 
+static void sort_by_x(double *x, double *y, int n)
+{
+    for (int i = 1; i < n; i++) { /* insertion sort: a series has a handful of points */
+        double xi = x[i], yi = y[i];
+        int j = i - 1;
+        while (j >= 0 && x[j] > xi) {
+            x[j + 1] = x[j];
+            y[j + 1] = y[j];
+            j--;
+        }
+        x[j + 1] = xi;
+        y[j + 1] = yi;
+    }
+}
+
 static void sweep_figure(const atf_rowstore *st, const sweep_args *a, const char *base)
 {
     atf_plot_panel panels[3];
     static double xs[3][ATF_PLOT_MAXSERIES][MAXLIST], ys[3][ATF_PLOT_MAXSERIES][MAXLIST];
     static char labels[3][ATF_PLOT_MAXSERIES][48];
     int use_test = 0;
+    double base_y = NAN;
     for (int i = 0; i < atf_rowstore_count(st); i++)
         use_test |= isfinite(atf_row_getnum(atf_rowstore_row(st, i), "test_error"));
+    for (int i = 0; i < atf_rowstore_count(st); i++) {
+        const atf_row *row = atf_rowstore_row(st, i);
+        if (!strcmp(atf_row_get(row, "key"), "baseline")) {
+            base_y = 0.0;
+            if (use_test)
+                base_y = atf_row_getnum(row, "test_error");
+            else
+                for (int f = 0; f < row->nfields; f++)
+                    if (!strncmp(row->names[f], "erank_", 6))
+                        base_y += atf_row_getnum(row, row->names[f]);
+        }
+    }
     memset(panels, 0, sizeof panels);
     int npanels = 0;
     for (int s = 0; s < a->nstructures; s++) {
@@ -478,6 +508,22 @@ static void sweep_figure(const atf_rowstore *st, const sweep_args *a, const char
             xs[npanels][k][ser->n] = g;
             ys[npanels][k][ser->n] = y;
             ser->n++;
+        }
+        for (int k = 0; k < p->nseries; k++) /* rows come in grid order, `auto` last */
+            sort_by_x(xs[npanels][k], ys[npanels][k], p->series[k].n);
+        if (p->nseries && isfinite(base_y) && p->nseries < ATF_PLOT_MAXSERIES) {
+            int k = p->nseries;
+            double lo = DBL_MAX, hi = -DBL_MAX;
+            for (int j = 0; j < k; j++)
+                for (int i = 0; i < p->series[j].n; i++) {
+                    lo = fmin(lo, xs[npanels][j][i]);
+                    hi = fmax(hi, xs[npanels][j][i]);
+                }
+            xs[npanels][k][0] = lo, xs[npanels][k][1] = hi;
+            ys[npanels][k][0] = ys[npanels][k][1] = base_y;
+            p->series[k] = (atf_plot_series){"NTK baseline", xs[npanels][k], ys[npanels][k], NULL,
+                                             2, 6, 1, 0, 0};
+            p->nseries++;
         }
         if (p->nseries)
             npanels++;

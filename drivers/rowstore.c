@@ -2,6 +2,7 @@
 #include "rowstore.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@ struct atf_rowstore {
     char *csv_path, *jsonl_path;
     char key_field[ATF_ROW_NAMELEN];
     FILE *csv, *jsonl;
+    int lock_fd;      /* write lock on CSV_PATH.lock: one writer per table */
     int have_header;
     atf_row header;   /* column names in names[], values unused */
     atf_row *rows;
@@ -392,6 +394,36 @@ static atf_error sync_jsonl(atf_rowstore *st, char *err)
     return e;
 }
 
+/* A POSIX record lock on a separate file CSV_PATH.lock (closing any descriptor of a locked file
+ * drops the lock, and the CSV itself is opened and closed while loading). Non-blocking: a second
+ * run on the same table stops at once instead of interleaving rows with the first. */
+static atf_error take_lock(atf_rowstore *st, char *err)
+{
+    size_t len = strlen(st->csv_path) + 8;
+    char *path = malloc(len);
+    if (!path) {
+        atf_errorf(err, "%s: out of memory", st->csv_path);
+        return ATF_E_NOMEM;
+    }
+    snprintf(path, len, "%s.lock", st->csv_path);
+    st->lock_fd = open(path, O_RDWR | O_CREAT, 0666);
+    atf_error e = ATF_OK;
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    if (st->lock_fd < 0) {
+        atf_errorf(err, "%s: cannot create: %s", path, strerror(errno));
+        e = ATF_E_IO;
+    } else if (fcntl(st->lock_fd, F_SETLK, &fl) != 0) {
+        atf_errorf(err, "%s: another atf run is writing this table (lock %s held)", st->csv_path,
+                   path);
+        e = ATF_E_USAGE;
+    }
+    free(path);
+    return e;
+}
+
 atf_error atf_rowstore_open(const char *csv_path, const char *jsonl_path, const char *key_field,
                             atf_rowstore **out, char *err)
 {
@@ -404,9 +436,12 @@ atf_error atf_rowstore_open(const char *csv_path, const char *jsonl_path, const 
     st->csv_path = strdup(csv_path);
     st->jsonl_path = strdup(jsonl_path);
     snprintf(st->key_field, sizeof st->key_field, "%s", key_field);
+    st->lock_fd = -1;
     atf_error e = st->csv_path && st->jsonl_path ? ATF_OK : ATF_E_NOMEM;
     if (e)
         atf_errorf(err, "%s: out of memory", csv_path);
+    if (!e)
+        e = take_lock(st, err);
     if (!e)
         e = load_csv(st, err);
     if (!e)
@@ -436,6 +471,8 @@ void atf_rowstore_close(atf_rowstore *st)
         fclose(st->csv);
     if (st->jsonl)
         fclose(st->jsonl);
+    if (st->lock_fd >= 0)
+        close(st->lock_fd);
     free(st->csv_path);
     free(st->jsonl_path);
     free(st->rows);

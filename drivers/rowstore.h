@@ -4,7 +4,8 @@
  * time and each append is flushed and fsync'ed, so an interrupted run loses at most the row in
  * flight. Every row carries a key; reopening a table loads the finished keys so a re-run skips
  * them. A torn last line (a crash in the middle of a write) is cut off on open, and the JSON
- * lines are rebuilt from the CSV whenever they disagree with it, so the two never differ. */
+ * lines are rebuilt from the CSV whenever they disagree with it, so the two never differ. One
+ * writer at a time: opening takes a lock on CSV_PATH.lock and a second opener gets ATF_E_USAGE. */
 #ifndef ATF_ROWSTORE_H
 #define ATF_ROWSTORE_H
 

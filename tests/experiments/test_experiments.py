@@ -209,6 +209,9 @@ def case_resume(scratch):
         if os.path.exists(csv_path) and len(open(csv_path).read().splitlines()) >= 4:
             break
         time.sleep(0.02)
+    if proc.poll() is None:  # one writer per table: a second run on it stops at once
+        second = run(["sweep", prob, "--out", out, "--quiet"] + grid, expect=2)
+        assert "another atf run" in second.stderr, second.stderr
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     if proc.returncode == 0:

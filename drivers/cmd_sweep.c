@@ -472,7 +472,7 @@ static void sweep_figure(const atf_rowstore *st, const sweep_args *a, const char
         p->xlabel = "scale γ";
         p->ylabel = use_test ? "test error" : "Σ effective rank";
         p->logx = 1;
-        p->legend = ATF_LEGEND_TOP_RIGHT;
+        p->legend = ATF_LEGEND_AUTO;
         for (int i = 0; i < atf_rowstore_count(st); i++) {
             const atf_row *row = atf_rowstore_row(st, i);
             double g = atf_row_getnum(row, "gamma");

@@ -347,7 +347,7 @@ static atf_error samples_figure(const atf_samples_config *cfg, const summary *sm
         pl->ylabel = ylab[p];
         pl->logx = 1;
         pl->logy = 1;
-        pl->legend = ATF_LEGEND_TOP_RIGHT;
+        pl->legend = ATF_LEGEND_AUTO;
         for (int k = 0; k < nmethods(cfg); k++)
             pl->series[pl->nseries++] = (atf_plot_series){
                 labels[k], sm->n, p ? mm[k] : em[k], p ? ms[k] : es[k], cfg->nn, k, 0, k + 1, 0};

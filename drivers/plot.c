@@ -170,7 +170,66 @@ static void legend_position(atf_legend_pos pos, PLINT *flags)
     *flags |= PL_POSITION_INSIDE | PL_POSITION_VIEWPORT;
 }
 
-static void draw_legend(const atf_plot_panel *p)
+/* How much of the data a legend at `pos` would cover: points (markers, error-bar ends and 16
+ * samples along every line segment) inside the corner box the legend needs, estimated from the
+ * number and length of its labels. */
+static int points_in_corner(const atf_plot_panel *p, const double lim[4], atf_legend_pos pos)
+{
+    int right = pos == ATF_LEGEND_TOP_RIGHT || pos == ATF_LEGEND_BOTTOM_RIGHT;
+    int top = pos == ATF_LEGEND_TOP_RIGHT || pos == ATF_LEGEND_TOP_LEFT;
+    int entries = 0;
+    size_t longest = 0;
+    for (int s = 0; s < p->nseries; s++)
+        if (p->series[s].label && *p->series[s].label) {
+            entries++;
+            longest = strlen(p->series[s].label) > longest ? strlen(p->series[s].label) : longest;
+        }
+    double bw = fmin(0.95, 0.12 + 0.017 * (double)longest), bh = fmin(0.9, 0.04 + 0.085 * entries);
+    int count = 0;
+    for (int s = 0; s < p->nseries; s++) {
+        const atf_plot_series *ser = &p->series[s];
+        double px = NAN, py = NAN;
+        for (int i = 0; i < ser->n; i++) {
+            if (!usable(ser->x[i], p->logx) || !usable(ser->y[i], p->logy))
+                continue;
+            double fx = (axis_value(ser->x[i], p->logx) - lim[0]) / (lim[1] - lim[0]);
+            double fy = (axis_value(ser->y[i], p->logy) - lim[2]) / (lim[3] - lim[2]);
+            int steps = !ser->no_line && isfinite(px) ? 16 : 0;
+            for (int k = 0; k <= steps; k++) {
+                double t = steps ? (double)k / steps : 1.0;
+                double qx = isfinite(px) ? px + t * (fx - px) : fx;
+                double qy = isfinite(py) ? py + t * (fy - py) : fy;
+                count += (right ? qx > 1 - bw : qx < bw) && (top ? qy > 1 - bh : qy < bh);
+            }
+            double e = ser->yerr ? fabs(ser->yerr[i]) : 0.0;
+            for (int k = -1; e > 0 && k <= 1; k += 2) {
+                double yv = ser->y[i] + k * e;
+                if (!usable(yv, p->logy))
+                    continue;
+                double qy = (axis_value(yv, p->logy) - lim[2]) / (lim[3] - lim[2]);
+                count += (right ? fx > 1 - bw : fx < bw) && (top ? qy > 1 - bh : qy < bh);
+            }
+            px = fx, py = fy;
+        }
+    }
+    return count;
+}
+
+static atf_legend_pos best_corner(const atf_plot_panel *p, const double lim[4])
+{
+    static const atf_legend_pos order[4] = {ATF_LEGEND_TOP_RIGHT, ATF_LEGEND_TOP_LEFT,
+                                            ATF_LEGEND_BOTTOM_LEFT, ATF_LEGEND_BOTTOM_RIGHT};
+    atf_legend_pos best = order[0];
+    int fewest = -1;
+    for (int k = 0; k < 4; k++) {
+        int c = points_in_corner(p, lim, order[k]);
+        if (fewest < 0 || c < fewest)
+            fewest = c, best = order[k];
+    }
+    return best;
+}
+
+static void draw_legend(const atf_plot_panel *p, atf_legend_pos where)
 {
     PLINT opt[ATF_PLOT_MAXSERIES], tcol[ATF_PLOT_MAXSERIES], lcol[ATF_PLOT_MAXSERIES],
         lsty[ATF_PLOT_MAXSERIES], scol[ATF_PLOT_MAXSERIES], snum[ATF_PLOT_MAXSERIES];
@@ -199,7 +258,7 @@ static void draw_legend(const atf_plot_panel *p)
     if (!n)
         return;
     PLINT pos;
-    legend_position(p->legend, &pos);
+    legend_position(where, &pos);
     PLFLT w, h;
     pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, pos, 0.02, 0.02, 0.06,
              COL_BG, COL_FG, 1, 0, 0, n, opt, 0.6, 0.75, 1.5, 0.0, tcol, text, NULL, NULL, NULL,
@@ -282,6 +341,18 @@ static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
 {
     double lim[4];
     panel_limits(p, lim);
+    atf_legend_pos where = p->legend;
+    if (where == ATF_LEGEND_AUTO) {
+        /* the emptiest corner; if even that one has data, make room above or below the curves */
+        where = best_corner(p, lim);
+        if (points_in_corner(p, lim, where) > 0 && !p->fixed_y) {
+            double grow = 0.55 * (lim[3] - lim[2]);
+            if (where == ATF_LEGEND_TOP_LEFT || where == ATF_LEGEND_TOP_RIGHT)
+                lim[3] += grow;
+            else
+                lim[2] -= grow;
+        }
+    }
     panel_viewport(c, 0);
     plwind(lim[0], lim[1], lim[2], lim[3]);
     int manual_x = p->logx && short_log_axis(lim[0], lim[1]);
@@ -312,7 +383,7 @@ static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
     for (int s = 0; s < p->nseries; s++)
         draw_series(p, &p->series[s]);
     draw_labels(p, p->logy ? 5.2 : 3.6);
-    draw_legend(p);
+    draw_legend(p, where);
 }
 
 static void heat_range(const atf_plot_panel *p, double *lo, double *hi)

@@ -31,7 +31,8 @@ typedef enum {
     ATF_LEGEND_TOP_LEFT,
     ATF_LEGEND_BOTTOM_RIGHT,
     ATF_LEGEND_BOTTOM_LEFT,
-    ATF_LEGEND_NONE
+    ATF_LEGEND_NONE,
+    ATF_LEGEND_AUTO     /* the corner that covers the fewest data points */
 } atf_legend_pos;
 
 typedef struct {

@@ -551,17 +551,19 @@ static atf_error kernel_figure(const align_args *a, target_run *ts, const int *i
     return e;
 }
 
-/* Fig. 3: targets and residual against y, and where the kernel grew: K(x,x) / K0(x,x) over the
- * training points, divided by its mean, for the network and for problem (16). */
+/* Fig. 3: targets and residual against y; where the kernel grew: K(x,x) / K0(x,x) over the
+ * training points, divided by its mean; and the kernel row of the most difficult point (|y|
+ * smallest) — for the network and for problem (16). */
 static atf_error residual_figure(const align_args *a, target_run *ts, const int *idx, char *err)
 {
     int N = ts[0].task.train.N, M = ts[0].M;
     const double *y = ts[0].task.train.Y, *sy = ts[1].task.train.Y;
     double *x = malloc(sizeof(double) * N), *ys = malloc(sizeof(double) * N),
            *sgn = malloc(sizeof(double) * N), *res = malloc(sizeof(double) * N),
-           *dr = malloc(sizeof(double) * N), *dp = malloc(sizeof(double) * N);
+           *dr = malloc(sizeof(double) * N), *dp = malloc(sizeof(double) * N),
+           *rr = malloc(sizeof(double) * N), *rp = malloc(sizeof(double) * N);
     atf_error e = ATF_OK;
-    if (!x || !ys || !sgn || !res || !dr || !dp) {
+    if (!x || !ys || !sgn || !res || !dr || !dp || !rr || !rp) {
         atf_errorf(err, "out of memory");
         e = ATF_E_NOMEM;
         goto done;
@@ -589,30 +591,58 @@ static atf_error residual_figure(const align_args *a, target_run *ts, const int 
         dr[i] /= mr / N;
         dp[i] /= mp / N;
     }
-    atf_plot_panel panels[2];
+    /* a kernel row: the most difficult training point (|y| smallest) against all others,
+     * each kernel scaled to its largest |entry| in that row */
+    int hard = 0;
+    for (int i = 1; i < N; i++)
+        if (fabs(y[i]) < fabs(y[hard]))
+            hard = i;
+    double br = 0.0, bp = 0.0;
+    for (int i = 0; i < N; i++) {
+        int j = idx[i];
+        rr[i] = ts[1].Kr[(size_t)hard * M + j];
+        rp[i] = ts[1].Kp[(size_t)hard * M + j];
+        br = fmax(br, fabs(rr[i]));
+        bp = fmax(bp, fabs(rp[i]));
+    }
+    double lowest = 0.0; /* the legend goes above the points: y up to 1.5 */
+    for (int i = 0; i < N; i++) {
+        rr[i] = br > 0 ? rr[i] / br : 0.0;
+        rp[i] = bp > 0 ? rp[i] / bp : 0.0;
+        lowest = fmin(lowest, fmin(rr[i], rp[i]));
+    }
+    static char rowtitle[96];
+    snprintf(rowtitle, sizeof rowtitle, "row of the hardest point x* (y = %.3f)", y[hard]);
+    atf_plot_panel panels[3];
     memset(panels, 0, sizeof panels);
     static char rlabel[64];
     snprintf(rlabel, sizeof rlabel, "residual sign(y) − %.2f y", alpha);
     panels[0] = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = "targets against y",
                                  .xlabel = "teacher target y", .ylabel = "target",
-                                 .legend = ATF_LEGEND_TOP_LEFT, .nseries = 3};
+                                 .legend = ATF_LEGEND_AUTO, .nseries = 3};
     panels[0].series[0] = (atf_plot_series){"sign(y)", x, sgn, NULL, N, 2, 0, 0, 0};
     panels[0].series[1] = (atf_plot_series){"y", x, ys, NULL, N, 6, 2, 0, 0};
     panels[0].series[2] = (atf_plot_series){rlabel, x, res, NULL, N, 1, 1, 0, 0};
     panels[1] = (atf_plot_panel){.kind = ATF_PANEL_LINES,
-                                 .title = "sign(y): relative growth of K(x,x)",
+                                 .title = "relative growth of K(x,x)",
                                  .xlabel = "teacher target y",
-                                 .ylabel = "K(x,x) / K0(x,x) over its mean",
-                                 .legend = ATF_LEGEND_TOP_LEFT, .nseries = 2};
+                                 .ylabel = "K(x,x) / K0(x,x), mean 1",
+                                 .legend = ATF_LEGEND_AUTO, .nseries = 2};
     panels[1].series[0] = (atf_plot_series){"network K̄ (path average)", x, dr, NULL, N, 4, 0, 2, 1};
     panels[1].series[1] = (atf_plot_series){"problem (16), eq. 7", x, dp, NULL, N, 0, 0, 1, 1};
-    atf_plot_figure fig = {"Where the sign(y) network adapts (paper Fig. 3)", 2, 1, 1500, 620, 2,
-                           panels, 0};
+    panels[2] = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = rowtitle,
+                                 .xlabel = "teacher target y", .ylabel = "K(x*, x), max 1",
+                                 .legend = ATF_LEGEND_TOP_LEFT, .nseries = 2, .fixed_y = 1,
+                                 .ymin = lowest - 0.05, .ymax = 1.5};
+    panels[2].series[0] = (atf_plot_series){"network K̄", x, rr, NULL, N, 4, 0, 2, 1};
+    panels[2].series[1] = (atf_plot_series){"problem (16)", x, rp, NULL, N, 0, 0, 1, 1};
+    atf_plot_figure fig = {"Where the sign(y) network adapts (paper Fig. 3)", 3, 1, 2400, 760, 3,
+                           panels, 0.85};
     char base[1200];
     snprintf(base, sizeof base, "%s/alignment_residual", a->out);
     e = atf_plot_save(&fig, base, err);
 done:
-    free(x), free(ys), free(sgn), free(res), free(dr), free(dp);
+    free(x), free(ys), free(sgn), free(res), free(dr), free(dp), free(rr), free(rp);
     return e;
 }
 

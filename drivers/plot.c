@@ -184,7 +184,7 @@ static int points_in_corner(const atf_plot_panel *p, const double lim[4], atf_le
             entries++;
             longest = strlen(p->series[s].label) > longest ? strlen(p->series[s].label) : longest;
         }
-    double bw = fmin(0.95, 0.12 + 0.017 * (double)longest), bh = fmin(0.9, 0.04 + 0.085 * entries);
+    double bw = fmin(0.95, 0.32 + 0.015 * (double)longest), bh = fmin(0.9, 0.04 + 0.085 * entries);
     int count = 0;
     for (int s = 0; s < p->nseries; s++) {
         const atf_plot_series *ser = &p->series[s];

@@ -50,8 +50,11 @@ atf_error atf_write_text(const char *path, const char *text, char *err)
     FILE *f = fopen(tmp, "wb");
     size_t n = strlen(text);
     int ok = f && fwrite(text, 1, n, f) == n;
-    if (f)
-        ok = (fflush(f) == 0) & (fsync(fileno(f)) == 0) & (fclose(f) == 0) & ok;
+    if (f) { /* in this order, and always close */
+        ok = fflush(f) == 0 && ok;
+        ok = fsync(fileno(f)) == 0 && ok;
+        ok = fclose(f) == 0 && ok;
+    }
     if (!ok || rename(tmp, path) != 0) {
         atf_errorf(err, "%s: cannot write: %s", path, strerror(errno));
         remove(tmp);

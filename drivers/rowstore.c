@@ -382,10 +382,20 @@ static atf_error sync_jsonl(atf_rowstore *st, char *err)
     if (!same) {
         size_t len = strlen(st->jsonl_path) + 16;
         char *tmp = malloc(len);
-        FILE *f = tmp ? (snprintf(tmp, len, "%s.tmp", st->jsonl_path), fopen(tmp, "wb")) : NULL;
-        if (!f || fwrite(want, 1, n, f) != n || sync_file(f, tmp, err) ||
-            fclose(f) != 0 || rename(tmp, st->jsonl_path) != 0) {
+        FILE *f = NULL;
+        if (tmp) {
+            snprintf(tmp, len, "%s.tmp", st->jsonl_path);
+            f = fopen(tmp, "wb");
+        }
+        int ok = f && fwrite(want, 1, n, f) == n;
+        if (f) { /* always closed, whatever failed before */
+            ok = sync_file(f, tmp, err) == ATF_OK && ok;
+            ok = fclose(f) == 0 && ok;
+        }
+        if (!ok || rename(tmp, st->jsonl_path) != 0) {
             atf_errorf(err, "%s: cannot rewrite: %s", st->jsonl_path, strerror(errno));
+            if (tmp)
+                remove(tmp);
             e = ATF_E_IO;
         }
         free(tmp);

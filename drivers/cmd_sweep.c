@@ -80,7 +80,7 @@ static void usage(FILE *out)
             "                     of the baseline solution (default 0.3)\n"
             "  --alignment-max M  compute kernel alignments only when M <= this (default 4000)\n"
             "  --center           drop the initial function: r = y, predictions A vec B\n"
-            "                     (needs /y in the file; f0 := 0 on both splits)\n");
+            "                     (needs /f0 in the file; f0 := 0 on both splits)\n");
 }
 
 static atf_error split_list(const char *opt, const char *text, char items[][32], int *n, char *err)

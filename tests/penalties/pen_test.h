@@ -1,46 +1,15 @@
-/* pen_test.h — tiny assertion helpers and the shared list of penalties for the penalty tests.
- * Header-only (static functions) so each test stays a single executable. */
+/* pen_test.h — what the penalty tests share beyond tests/atf_test.h: parse_or_die and the list
+ * of penalties every property is checked on. Header-only so each test stays one executable. */
 #ifndef PEN_TEST_H
 #define PEN_TEST_H
 
 #include "atf_penalty.h"
+#include "atf_test.h"
 
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static int pen_test_failures = 0;
-static int pen_test_checks = 0;
-
-/* Records one check; prints the formatted message when it fails (at most 40 messages). */
-static void check(int ok, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void check(int ok, const char *fmt, ...)
-{
-    ++pen_test_checks;
-    if (ok)
-        return;
-    if (++pen_test_failures <= 40) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("FAIL: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-    }
-}
-
-static inline int finish(const char *name)
-{
-    printf("%s: %d checks, %d failures\n", name, pen_test_checks, pen_test_failures);
-    return pen_test_failures == 0 ? 0 : 1;
-}
-
+/* A spec the test itself wrote must parse: anything else is a broken test, not a failure. */
 static inline atf_penalty parse_or_die(const char *spec)
 {
     atf_penalty pen;
@@ -50,12 +19,6 @@ static inline atf_penalty parse_or_die(const char *spec)
         exit(1);
     }
     return pen;
-}
-
-static inline double rel_diff(double a, double b)
-{
-    const double s = fmax(fabs(a), fabs(b));
-    return s > 0.0 ? fabs(a - b) / s : 0.0;
 }
 
 /* Every family, several scales, and joints (nuclear excluded: it is outside the ω class). */

@@ -160,7 +160,7 @@ static void check_value(const char *spec, const atf_penalty *pen)
     const size_t nv = values_for(pen, &vs);
     for (size_t i = 0; i < nv; ++i) {
         const double v = vs[i], ours = atf_penalty_value(pen, v, NULL), ref = ref_problem(pen, v, 0.0);
-        check(rel_diff(ours, ref) <= 1e-9, "%s: value(%g) = %.15g, brute force %.15g", spec, v, ours, ref);
+        CHECK(rel_diff(ours, ref) <= 1e-9, "%s: value(%g) = %.15g, brute force %.15g", spec, v, ours, ref);
     }
 }
 
@@ -169,7 +169,7 @@ static void check_oplus(const char *spec, const atf_penalty *pen)
     for (int i = 0; i <= 24; ++i) {
         const double z = pow(10.0, i / 6.0);
         const double ours = atf_penalty_joint(pen, z, NULL, NULL), ref = ref_oplus(pen, z - 1.0);
-        check(rel_diff(ours, ref) <= 1e-9 || fabs(ours - ref) <= 1e-300, "%s: joint(%g) = %.15g, brute force %.15g",
+        CHECK(rel_diff(ours, ref) <= 1e-9 || fabs(ours - ref) <= 1e-300, "%s: joint(%g) = %.15g, brute force %.15g",
               spec, z, ours, ref);
     }
 }
@@ -187,7 +187,7 @@ static void check_prox(const char *spec, const atf_penalty *pen)
             const double t = TS[k], v = vs[i], d = atf_penalty_prox(pen, v, t, NULL);
             const double at_d = t * ref_problem(pen, d, 0.0) + 0.5 * (d - v) * (d - v);
             const double best = t * ref_problem(pen, v, 2.0 * t);
-            check(rel_diff(at_d, best) <= 1e-9, "%s: prox_%g(%g) = %.15g has objective %.15g, "
+            CHECK(rel_diff(at_d, best) <= 1e-9, "%s: prox_%g(%g) = %.15g has objective %.15g, "
                   "brute-force minimum %.15g", spec, t, v, d, at_d, best);
             const double ours = t * atf_penalty_value(pen, d, NULL) + 0.5 * (d - v) * (d - v);
             double grid_min = INFINITY;
@@ -195,7 +195,7 @@ static void check_prox(const char *spec, const atf_penalty *pen)
                 const double e = v * j / nd;
                 grid_min = fmin(grid_min, t * atf_penalty_value(pen, e, NULL) + 0.5 * (e - v) * (e - v));
             }
-            check(ours <= grid_min * (1.0 + 1e-12), "%s: prox_%g(%g) objective %.15g above grid minimum %.15g",
+            CHECK(ours <= grid_min * (1.0 + 1e-12), "%s: prox_%g(%g) objective %.15g above grid minimum %.15g",
                   spec, t, v, ours, grid_min);
         }
 }
@@ -210,5 +210,5 @@ int main(void)
             check_oplus(spec, &pen);
         check_prox(spec, &pen);
     }
-    return finish("test_brute");
+    return atf_test_finish("test_brute");
 }

@@ -23,17 +23,17 @@ static void check_canonical(const char *spec, const char *canonical)
     atf_penalty pen, again;
     char err[ATF_ERRLEN] = "", buf[ATF_PENALTY_SPECLEN], buf2[ATF_PENALTY_SPECLEN];
     atf_error e = atf_penalty_parse(spec, &pen, err);
-    check(e == ATF_OK, "parse \"%s\" failed: %s", spec, err);
+    CHECK(e == ATF_OK, "parse \"%s\" failed: %s", spec, err);
     if (e != ATF_OK)
         return;
     int n = atf_penalty_format(&pen, buf, sizeof buf);
-    check(n == (int)strlen(buf), "format \"%s\" returned %d for \"%s\"", spec, n, buf);
-    check(strcmp(buf, canonical) == 0, "format of \"%s\" is \"%s\", expected \"%s\"", spec, buf,
+    CHECK(n == (int)strlen(buf), "format \"%s\" returned %d for \"%s\"", spec, n, buf);
+    CHECK(strcmp(buf, canonical) == 0, "format of \"%s\" is \"%s\", expected \"%s\"", spec, buf,
           canonical);
     e = atf_penalty_parse(buf, &again, err);
-    check(e == ATF_OK && same_penalty(&pen, &again), "\"%s\" does not round-trip", buf);
+    CHECK(e == ATF_OK && same_penalty(&pen, &again), "\"%s\" does not round-trip", buf);
     atf_penalty_format(&again, buf2, sizeof buf2);
-    check(strcmp(buf, buf2) == 0, "format not idempotent: \"%s\" vs \"%s\"", buf, buf2);
+    CHECK(strcmp(buf, buf2) == 0, "format not idempotent: \"%s\" vs \"%s\"", buf, buf2);
 }
 
 static void check_error(const char *spec, const char *reason)
@@ -41,11 +41,11 @@ static void check_error(const char *spec, const char *reason)
     atf_penalty pen = atf_penalty_default();
     char err[ATF_ERRLEN] = "";
     atf_error e = atf_penalty_parse(spec, &pen, err);
-    check(e == ATF_E_INPUT, "\"%s\" should fail with ATF_E_INPUT, got %d", spec, (int)e);
-    check(strstr(err, reason) != NULL, "message for \"%s\" lacks \"%s\": %s", spec, reason, err);
+    CHECK(e == ATF_E_INPUT, "\"%s\" should fail with ATF_E_INPUT, got %d", spec, (int)e);
+    CHECK(strstr(err, reason) != NULL, "message for \"%s\" lacks \"%s\": %s", spec, reason, err);
     char quoted[160];
     snprintf(quoted, sizeof quoted, "\"%s\"", spec);
-    check(strstr(err, quoted) != NULL, "message for \"%s\" does not quote it: %s", spec, err);
+    CHECK(strstr(err, quoted) != NULL, "message for \"%s\" does not quote it: %s", spec, err);
 }
 
 static void test_accepted(void)
@@ -75,26 +75,25 @@ static void test_accepted(void)
 
     /* structure of a single term and of fixed + ω */
     atf_penalty pen = parse_or_die("abs:scale=3");
-    check(pen.w1.family == ATF_FAMILY_ABS && pen.w1.scale == 3.0, "abs:scale=3 sets w1");
-    check(pen.w2.family == ATF_FAMILY_FIXED, "a single term leaves w2 = fixed");
+    CHECK(pen.w1.family == ATF_FAMILY_ABS && pen.w1.scale == 3.0, "abs:scale=3 sets w1");
+    CHECK(pen.w2.family == ATF_FAMILY_FIXED, "a single term leaves w2 = fixed");
     pen = parse_or_die("fixed + pow:p=3");
-    check(pen.w1.family == ATF_FAMILY_FIXED && pen.w2.family == ATF_FAMILY_POW &&
+    CHECK(pen.w1.family == ATF_FAMILY_FIXED && pen.w2.family == ATF_FAMILY_POW &&
               pen.w2.p == 3.0,
           "fixed+pow keeps the order (w1 = fixed, w2 = pow)");
     atf_penalty def = atf_penalty_default(), sq = parse_or_die("sq");
-    check(same_penalty(&def, &sq), "default penalty is sq");
+    CHECK(same_penalty(&def, &sq), "default penalty is sq");
 }
 
 /* Random round trips: numbers that need all 17 digits survive format/parse exactly. */
 static void test_random_round_trips(void)
 {
     static const char *const families[] = {"sq", "abs", "zsq", "logsq", "fixed"};
-    unsigned long state = 12345;
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 12345);
     for (int i = 0; i < 500; ++i) {
-        state = state * 6364136223846793005UL + 1442695040888963407UL;
-        const double scale = ldexp((double)(state >> 11), -53) * 1e3 + 1e-9;
-        state = state * 6364136223846793005UL + 1442695040888963407UL;
-        const double p = ldexp((double)(state >> 11), -53) * 5.0 + 1e-9;
+        const double scale = atf_test_uniform(&rng) * 1e3 + 1e-9;
+        const double p = atf_test_uniform(&rng) * 5.0 + 1e-9;
         atf_penalty pen = {{ATF_FAMILY_POW, p, scale}, {ATF_FAMILY_FIXED, 0.0, 1.0}};
         if (i % 2)
             pen.w2 = (atf_omega){ATF_FAMILY_SQ, 0.0, scale * 3.0};
@@ -107,7 +106,7 @@ static void test_random_round_trips(void)
         char buf[ATF_PENALTY_SPECLEN], err[ATF_ERRLEN];
         atf_penalty_format(&pen, buf, sizeof buf);
         atf_penalty back;
-        check(atf_penalty_parse(buf, &back, err) == ATF_OK && same_penalty(&pen, &back),
+        CHECK(atf_penalty_parse(buf, &back, err) == ATF_OK && same_penalty(&pen, &back),
               "random round trip failed for \"%s\"", buf);
     }
 }
@@ -148,8 +147,8 @@ static void test_errors(void)
 
     /* NULL spec and NULL err are tolerated */
     atf_penalty pen;
-    check(atf_penalty_parse(NULL, &pen, NULL) == ATF_E_INPUT, "NULL spec is an input error");
-    check(atf_penalty_parse("pow", &pen, NULL) == ATF_E_INPUT, "NULL err buffer is allowed");
+    CHECK(atf_penalty_parse(NULL, &pen, NULL) == ATF_E_INPUT, "NULL spec is an input error");
+    CHECK(atf_penalty_parse("pow", &pen, NULL) == ATF_E_INPUT, "NULL err buffer is allowed");
 }
 
 static void test_predicates(void)
@@ -167,11 +166,11 @@ static void test_predicates(void)
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
         atf_penalty pen = parse_or_die(table[i].spec);
-        check(atf_penalty_is_convex(&pen) == table[i].convex, "is_convex(%s) should be %d",
+        CHECK(atf_penalty_is_convex(&pen) == table[i].convex, "is_convex(%s) should be %d",
               table[i].spec, table[i].convex);
     }
     atf_penalty nuc = parse_or_die("nuclear:scale=2"), sq = parse_or_die("sq");
-    check(atf_penalty_is_nuclear(&nuc) == 1 && atf_penalty_is_nuclear(&sq) == 0, "is_nuclear");
+    CHECK(atf_penalty_is_nuclear(&nuc) == 1 && atf_penalty_is_nuclear(&sq) == 0, "is_nuclear");
 }
 
 int main(void)
@@ -180,5 +179,5 @@ int main(void)
     test_random_round_trips();
     test_errors();
     test_predicates();
-    return finish("test_parse");
+    return atf_test_finish("test_parse");
 }

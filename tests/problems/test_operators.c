@@ -13,33 +13,7 @@
 #include <string.h>
 
 #include "atf_problem.h"
-
-static int failures;
-
-static void fail(const char *ctx, const char *what, double err)
-{
-    fprintf(stderr, "FAIL %s: %s (relative error %.3g)\n", ctx, what, err);
-    failures++;
-}
-
-/* xorshift64*: reproducible uniform numbers in [-1, 1). */
-static uint64_t rng_state;
-static double uniform(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    uint64_t x = rng_state * 2685821657736338717ULL;
-    return (double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
-
-static double *random_vector(size_t n)
-{
-    double *x = malloc(n * sizeof *x);
-    for (size_t j = 0; j < n; j++)
-        x[j] = uniform();
-    return x;
-}
+#include "atf_test.h"
 
 static double *nan_vector(size_t n)
 {
@@ -49,26 +23,11 @@ static double *nan_vector(size_t n)
     return x;
 }
 
-/* max |got − ref| / max |ref| (NaN in got gives +inf). */
-static double rel_err(const double *got, const double *ref, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t j = 0; j < n; j++) {
-        double d = fabs(got[j] - ref[j]);
-        if (isnan(d))
-            return INFINITY;
-        num = fmax(num, d);
-        den = fmax(den, fabs(ref[j]));
-    }
-    return den > 0 ? num / den : num;
-}
-
 static void expect_close(const char *ctx, const char *what, const double *got, const double *ref,
                          size_t n)
 {
-    double e = rel_err(got, ref, n);
-    if (!(e <= 1e-12))
-        fail(ctx, what, e);
+    const double e = max_rel_diff(n, got, ref);
+    CHECK(e <= 1e-12, "%s: %s (relative error %.3g)", ctx, what, e);
 }
 
 /* ---------------------------------------------------------------- block builders */
@@ -90,24 +49,24 @@ static void init_sizes(atf_block *b, int N, int C, int rows, int cols, atf_opera
     b->kind = k;
 }
 
-static case_t make_dense(int N, int C, int rows, int cols)
+static case_t make_dense(atf_test_rng *rng, int N, int C, int rows, int cols)
 {
     case_t t;
     init_sizes(&t.b, N, C, rows, cols, ATF_OP_DENSE);
     size_t n = (size_t)t.b.M * rows * cols;
-    t.b.J = random_vector(n);
+    t.b.J = atf_test_new_symmetric(rng, n);
     t.A = malloc(n * sizeof *t.A);
     memcpy(t.A, t.b.J, n * sizeof *t.A);
     return t;
 }
 
-static case_t make_factored(int N, int C, int rows, int cols)
+static case_t make_factored(atf_test_rng *rng, int N, int C, int rows, int cols)
 {
     case_t t;
     init_sizes(&t.b, N, C, rows, cols, ATF_OP_FACTORED);
     int M = t.b.M, n = rows * cols;
-    t.b.H = random_vector((size_t)N * rows);
-    t.b.D = random_vector((size_t)M * cols);
+    t.b.H = atf_test_new_symmetric(rng, (size_t)N * rows);
+    t.b.D = atf_test_new_symmetric(rng, (size_t)M * cols);
     t.A = malloc((size_t)M * n * sizeof *t.A);
     for (int i = 0; i < N; i++)
         for (int k = 0; k < C; k++)
@@ -119,7 +78,7 @@ static case_t make_factored(int N, int C, int rows, int cols)
 }
 
 /* Random CSR with empty rows (every third row) and duplicate column entries, which A sums. */
-static case_t make_sparse(int N, int C, int rows, int cols)
+static case_t make_sparse(atf_test_rng *rng, int N, int C, int rows, int cols)
 {
     case_t t;
     init_sizes(&t.b, N, C, rows, cols, ATF_OP_SPARSE);
@@ -133,11 +92,11 @@ static case_t make_sparse(int N, int C, int rows, int cols)
     for (int m = 0; m < M; m++) {
         if (m % 3 != 1) {
             for (int q = 0; q < per_row; q++) {
-                int64_t col = (int64_t)((uniform() + 1.0) * 0.5 * n) % n;
+                int64_t col = (int64_t)(atf_test_uniform(rng) * n) % n;
                 if (q == 2)
                     col = t.b.indices[p - 1]; /* a duplicate */
                 t.b.indices[p] = col;
-                t.b.data[p] = uniform();
+                t.b.data[p] = atf_test_symmetric(rng);
                 t.A[(size_t)m * n + col] += t.b.data[p];
                 p++;
             }
@@ -202,11 +161,12 @@ static double dot(const double *a, const double *b, size_t n)
 
 /* ---------------------------------------------------------------- checks */
 
-static void check_case(const char *ctx, case_t *t)
+static void check_case(atf_test_rng *rng, const char *ctx, case_t *t)
 {
     const atf_block *b = &t->b;
     int M = b->M, n = b->rows * b->cols;
-    double *x = random_vector((size_t)n), *lam = random_vector((size_t)M);
+    double *x = atf_test_new_symmetric(rng, (size_t)n);
+    double *lam = atf_test_new_symmetric(rng, (size_t)M);
     double *ref = malloc((size_t)(M > n ? M : n) * M * sizeof *ref);
 
     double *A = atf_block_dense(b);
@@ -218,7 +178,7 @@ static void check_case(const char *ctx, case_t *t)
     ref_apply(t->A, M, n, x, ref);
     atf_block_apply(b, x, 0.0, y);
     expect_close(ctx, "apply beta=0", y, ref, (size_t)M);
-    double *y0 = random_vector((size_t)M);
+    double *y0 = atf_test_new_symmetric(rng, (size_t)M);
     memcpy(y, y0, (size_t)M * sizeof *y);
     for (int m = 0; m < M; m++)
         ref[m] += -0.5 * y0[m];
@@ -230,7 +190,7 @@ static void check_case(const char *ctx, case_t *t)
     ref_adjoint(t->A, M, n, lam, ref);
     atf_block_adjoint(b, lam, 0.0, B);
     expect_close(ctx, "adjoint beta=0", B, ref, (size_t)n);
-    double *B0 = random_vector((size_t)n);
+    double *B0 = atf_test_new_symmetric(rng, (size_t)n);
     memcpy(B, B0, (size_t)n * sizeof *B);
     for (int j = 0; j < n; j++)
         ref[j] += 2.0 * B0[j];
@@ -242,8 +202,8 @@ static void check_case(const char *ctx, case_t *t)
     atf_block_adjoint(b, lam, 0.0, B);
     double lhs = dot(y, lam, (size_t)M), rhs = dot(x, B, (size_t)n);
     double scale = fmax(fabs(lhs), 1e-300);
-    if (!(fabs(lhs - rhs) / scale <= 1e-12))
-        fail(ctx, "adjoint identity <Ax,l> = <x,A^T l>", fabs(lhs - rhs) / scale);
+    CHECK(fabs(lhs - rhs) / scale <= 1e-12, "%s: adjoint identity <Ax,l> = <x,A^T l> (relative "
+          "error %.3g)", ctx, fabs(lhs - rhs) / scale);
 
     /* Gram: beta = 0 on NaN; beta = 3 on a non-symmetric G (both triangles scaled) */
     size_t MM = (size_t)M * M;
@@ -251,7 +211,7 @@ static void check_case(const char *ctx, case_t *t)
     ref_gram(t->A, M, n, ref);
     atf_block_gram(b, 0.0, G);
     expect_close(ctx, "gram beta=0", G, ref, MM);
-    double *G0 = random_vector(MM);
+    double *G0 = atf_test_new_symmetric(rng, MM);
     memcpy(G, G0, MM * sizeof *G);
     for (size_t j = 0; j < MM; j++)
         ref[j] += 3.0 * G0[j];
@@ -270,9 +230,10 @@ static void check_case(const char *ctx, case_t *t)
 }
 
 /* atf_problem_residual sums all blocks and subtracts r. */
-static void check_residual(int N, int C)
+static void check_residual(atf_test_rng *rng, int N, int C)
 {
-    case_t c[3] = {make_dense(N, C, 2, 3), make_sparse(N, C, 3, 2), make_factored(N, C, 4, 2)};
+    case_t c[3] = {make_dense(rng, N, C, 2, 3), make_sparse(rng, N, C, 3, 2),
+                   make_factored(rng, N, C, 4, 2)};
     atf_problem p;
     memset(&p, 0, sizeof p);
     p.N = N;
@@ -280,14 +241,14 @@ static void check_residual(int N, int C)
     p.M = N * C;
     p.nblocks = 3;
     p.blocks = malloc(3 * sizeof *p.blocks);
-    p.r = random_vector((size_t)p.M);
+    p.r = atf_test_new_symmetric(rng, (size_t)p.M);
     double *Bs[3], *ref = malloc((size_t)p.M * sizeof *ref), *part = malloc((size_t)p.M * sizeof *part);
     for (int m = 0; m < p.M; m++)
         ref[m] = -p.r[m];
     for (int l = 0; l < 3; l++) {
         p.blocks[l] = c[l].b;
         int n = c[l].b.rows * c[l].b.cols;
-        Bs[l] = random_vector((size_t)n);
+        Bs[l] = atf_test_new_symmetric(rng, (size_t)n);
         ref_apply(c[l].A, p.M, n, Bs[l], part);
         for (int m = 0; m < p.M; m++)
             ref[m] += part[m];
@@ -310,7 +271,8 @@ static void check_residual(int N, int C)
 
 int main(void)
 {
-    rng_state = 0x9E3779B97F4A7C15ULL;
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 1);
     /* Shapes include vectors (cols = 1, rows = 1) and wide/tall matrices; N = 90 with C = 3
      * makes M = 270 > the Gram's 256-row panel, so the panel loop is exercised. */
     static const int shapes[][3] = {{5, 4, 3}, {7, 1, 6}, {6, 8, 1}, {3, 2, 9}, {90, 3, 2}};
@@ -318,23 +280,19 @@ int main(void)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         for (size_t c = 0; c < 2; c++) {
             int N = shapes[s][0], rows = shapes[s][1], cols = shapes[s][2], C = Cs[c];
-            case_t cases[3] = {make_dense(N, C, rows, cols), make_sparse(N, C, rows, cols),
-                               make_factored(N, C, rows, cols)};
+            case_t cases[3] = {make_dense(&rng, N, C, rows, cols),
+                               make_sparse(&rng, N, C, rows, cols),
+                               make_factored(&rng, N, C, rows, cols)};
             static const char *const kinds[3] = {"dense", "sparse", "factored"};
             for (int k = 0; k < 3; k++) {
                 char ctx[96];
                 snprintf(ctx, sizeof ctx, "%s N=%d C=%d %dx%d", kinds[k], N, C, rows, cols);
-                check_case(ctx, &cases[k]);
+                check_case(&rng, ctx, &cases[k]);
                 free_case(&cases[k]);
             }
         }
     }
-    check_residual(6, 1);
-    check_residual(4, 3);
-    if (failures) {
-        fprintf(stderr, "%d operator checks failed\n", failures);
-        return 1;
-    }
-    printf("operators: all checks passed\n");
-    return 0;
+    check_residual(&rng, 6, 1);
+    check_residual(&rng, 4, 3);
+    return atf_test_finish("operators");
 }

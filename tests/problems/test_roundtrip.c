@@ -13,35 +13,7 @@
 
 #include "atf_problem.h"
 #include "atf_result.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                           \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
-
-static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
-static double uniform(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (double)((rng_state * 2685821657736338717ULL) >> 11) / 9007199254740992.0 * 2 - 1;
-}
-
-static double *random_array(size_t n)
-{
-    double *x = malloc(n * sizeof *x);
-    for (size_t j = 0; j < n; j++)
-        x[j] = uniform();
-    return x;
-}
+#include "atf_test.h"
 
 static int same_bits(const void *a, const void *b, size_t bytes)
 {
@@ -67,21 +39,21 @@ static void set_block(atf_block *b, const char *name, int index, int rows, int c
 }
 
 /* Operator arrays of the block's kind for its N, C, M. */
-static void fill_operator(atf_block *b)
+static void fill_operator(atf_test_rng *rng, atf_block *b)
 {
     int64_t n = (int64_t)b->rows * b->cols;
     switch (b->kind) {
     case ATF_OP_DENSE:
-        b->J = random_array((size_t)(b->M * n));
+        b->J = atf_test_new_symmetric(rng, (size_t)(b->M * n));
         break;
     case ATF_OP_FACTORED:
-        b->H = random_array((size_t)b->N * b->rows);
-        b->D = random_array((size_t)b->M * b->cols);
+        b->H = atf_test_new_symmetric(rng, (size_t)b->N * b->rows);
+        b->D = atf_test_new_symmetric(rng, (size_t)b->M * b->cols);
         break;
     case ATF_OP_SPARSE:
         b->indptr = malloc((size_t)(b->M + 1) * sizeof *b->indptr);
         b->indices = malloc((size_t)b->M * 2 * sizeof *b->indices);
-        b->data = random_array((size_t)b->M * 2);
+        b->data = atf_test_new_symmetric(rng, (size_t)b->M * 2);
         b->nnz = 0;
         b->indptr[0] = 0;
         for (int m = 0; m < b->M; m++) {
@@ -93,13 +65,13 @@ static void fill_operator(atf_block *b)
     }
 }
 
-static atf_problem *make_problem(int N, int C, int Nt)
+static atf_problem *make_problem(atf_test_rng *rng, int N, int C, int Nt)
 {
     atf_problem *p = atf_problem_new(N, C, 3);
     for (int m = 0; m < p->M; m++)
-        p->r[m] = uniform();
-    p->y = random_array((size_t)p->M);
-    p->f0 = random_array((size_t)p->M);
+        p->r[m] = atf_test_symmetric(rng);
+    p->y = atf_test_new_symmetric(rng, (size_t)p->M);
+    p->f0 = atf_test_new_symmetric(rng, (size_t)p->M);
     p->labels = malloc((size_t)N * sizeof *p->labels);
     for (int i = 0; i < N; i++)
         p->labels[i] = (i * 37) % 10 - 3;
@@ -108,11 +80,11 @@ static atf_problem *make_problem(int N, int C, int Nt)
     set_block(&p->blocks[2], "sp", 9, 3, 3, ATF_OP_SPARSE, "nuclear");
     p->blocks[2].structure = ATF_STRUCT_DIAGONAL;
     for (int l = 0; l < 3; l++)
-        fill_operator(&p->blocks[l]);
+        fill_operator(rng, &p->blocks[l]);
     if (Nt > 0) {
         atf_problem *t = atf_problem_new(Nt, C, 3);
-        t->y = random_array((size_t)t->M);
-        t->f0 = random_array((size_t)t->M);
+        t->y = atf_test_new_symmetric(rng, (size_t)t->M);
+        t->f0 = atf_test_new_symmetric(rng, (size_t)t->M);
         for (int m = 0; m < t->M; m++)
             t->r[m] = t->y[m] - t->f0[m];
         t->labels = malloc((size_t)Nt * sizeof *t->labels);
@@ -124,7 +96,7 @@ static atf_problem *make_problem(int N, int C, int Nt)
             set_block(&t->blocks[l], b->name, b->index, b->rows, b->cols, b->kind,
                       b->penalty_spec);
             t->blocks[l].structure = b->structure;
-            fill_operator(&t->blocks[l]);
+            fill_operator(rng, &t->blocks[l]);
         }
         p->test = t;
     }
@@ -202,8 +174,10 @@ static int count_temporaries(const char *dir)
 static void test_problem_roundtrip(const char *dir, int C)
 {
     char path[4096], err[ATF_ERRLEN];
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, (uint64_t)C);
     snprintf(path, sizeof path, "%s/roundtrip_C%d.h5", dir, C);
-    atf_problem *p = make_problem(7, C, 4);
+    atf_problem *p = make_problem(&rng, 7, C, 4);
     atf_error e = atf_problem_validate(p, "built", err);
     CHECK(e == ATF_OK, "validate built problem: %s", err);
     e = atf_problem_write(path, p, err);
@@ -226,7 +200,9 @@ static void test_problem_roundtrip(const char *dir, int C)
 static void test_validation(void)
 {
     char err[ATF_ERRLEN];
-    atf_problem *p = make_problem(5, 2, 0);
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 10);
+    atf_problem *p = make_problem(&rng, 5, 2, 0);
     /* Each mutation must be refused with a message naming the item. */
     p->blocks[0].H[7] = NAN;
     CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "/blocks/W1/H") &&
@@ -247,7 +223,7 @@ static void test_validation(void)
     p->blocks[2].nnz++;
     atf_problem_free(p);
 
-    p = make_problem(5, 2, 0);
+    p = make_problem(&rng, 5, 2, 0);
     snprintf(p->blocks[1].penalty_spec, ATF_PENALTY_SPECLEN, "pow:p=-1");
     CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "penalty"),
           "bad penalty: %s", err);
@@ -264,7 +240,7 @@ static void test_validation(void)
     atf_problem_free(p);
 
     /* overrides */
-    p = make_problem(3, 1, 0);
+    p = make_problem(&rng, 3, 1, 0);
     CHECK(atf_problem_set_penalty(p, "zsq:scale=2", err) == ATF_OK, "set_penalty: %s", err);
     for (int l = 0; l < p->nblocks; l++)
         CHECK(strcmp(p->blocks[l].penalty_spec, "zsq:scale=2") == 0 &&
@@ -283,8 +259,10 @@ static void test_validation(void)
 static void test_atomic(const char *dir)
 {
     char path[4096], err[ATF_ERRLEN];
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 11);
     snprintf(path, sizeof path, "%s/atomic.h5", dir);
-    atf_problem *p = make_problem(4, 1, 0);
+    atf_problem *p = make_problem(&rng, 4, 1, 0);
     CHECK(atf_problem_write(path, p, err) == ATF_OK, "write: %s", err);
     struct stat before, after;
     stat(path, &before);
@@ -389,15 +367,17 @@ static void compare_results(const atf_result *a, const atf_result *b)
 static void test_results(const char *dir)
 {
     char path[4096], err[ATF_ERRLEN];
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 12);
     snprintf(path, sizeof path, "%s/result.h5", dir);
-    atf_problem *p = make_problem(5, 2, 0);
+    atf_problem *p = make_problem(&rng, 5, 2, 0);
     atf_result *res = atf_result_alloc(p);
     CHECK(res && res->nblocks == 3, "alloc");
     CHECK(res->blocks[2].layout == ATF_FACTORS_ENTRYWISE && res->blocks[2].k == 9,
           "diagonal block alloc layout");
     for (int l = 0; l < res->nblocks; l++)
         for (int j = 0; j < res->blocks[l].rows * res->blocks[l].cols; j++)
-            res->blocks[l].B[j] = 3 * uniform();
+            res->blocks[l].B[j] = 3 * atf_test_symmetric(&rng);
     res->status = ATF_STATUS_MAX_ITERATIONS;
     snprintf(res->method, sizeof res->method, "admm");
     res->iterations = 123;
@@ -483,10 +463,5 @@ int main(int argc, char **argv)
     test_atomic(dir);
     test_results(dir);
     rmdir(dir);
-    if (failures) {
-        fprintf(stderr, "%d round-trip checks failed\n", failures);
-        return 1;
-    }
-    printf("roundtrip: all checks passed\n");
-    return 0;
+    return atf_test_finish("roundtrip");
 }

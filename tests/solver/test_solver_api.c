@@ -13,49 +13,18 @@
 #include <string.h>
 
 #include "atf_solver.h"
+#include "atf_test.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                              \
-            fprintf(stderr, __VA_ARGS__);                                                     \
-            fprintf(stderr, "\n");                                                            \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
-
-/* xorshift64* and Box–Muller: reproducible normal numbers. */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
-static double uniform01(void)
+/* A factored problem with blocks of the given shapes, all with one penalty; r, H and D are
+ * standard normal from the generator seeded with `seed`. */
+static atf_problem *factored_problem(uint64_t seed, int N, int C, int nblocks,
+                                     const int (*shapes)[2], const char *penalty)
 {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return ((double)((rng_state * 2685821657736338717ULL) >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static double normal(void)
-{
-    return sqrt(-2.0 * log(uniform01())) * cos(6.283185307179586 * uniform01());
-}
-
-static double *normals(size_t n)
-{
-    double *x = malloc(n * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = normal();
-    return x;
-}
-
-/* A factored problem with blocks of the given shapes, all with one penalty. */
-static atf_problem *factored_problem(int N, int C, int nblocks, const int (*shapes)[2],
-                                     const char *penalty)
-{
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, seed);
     atf_problem *p = calloc(1, sizeof *p);
     p->N = N, p->C = C, p->M = N * C;
-    p->r = normals((size_t)p->M);
+    p->r = atf_test_new_normal(&rng, (size_t)p->M);
     p->nblocks = nblocks;
     p->blocks = calloc((size_t)nblocks, sizeof *p->blocks);
     for (int l = 0; l < nblocks; l++) {
@@ -66,8 +35,8 @@ static atf_problem *factored_problem(int N, int C, int nblocks, const int (*shap
         b->N = N, b->C = C, b->M = p->M;
         b->structure = ATF_STRUCT_MATRIX;
         b->kind = ATF_OP_FACTORED;
-        b->H = normals((size_t)N * (size_t)b->rows);
-        b->D = normals((size_t)p->M * (size_t)b->cols);
+        b->H = atf_test_new_normal(&rng, (size_t)N * (size_t)b->rows);
+        b->D = atf_test_new_normal(&rng, (size_t)p->M * (size_t)b->cols);
     }
     char err[ATF_ERRLEN];
     if (atf_problem_set_penalty(p, penalty, err) != ATF_OK) {
@@ -124,7 +93,7 @@ static void test_reduction(void)
     static const int shapes[2][2] = {{40, 30}, {30, 3}}; /* P, Q ≫ N = 6 */
     const char *penalties[] = {"sq:scale=0.1", "nuclear", "zsq:scale=0.01"};
     for (int i = 0; i < 3; i++) {
-        atf_problem *p = factored_problem(6, 2, 2, shapes, penalties[i]);
+        atf_problem *p = factored_problem(1 + (uint64_t)i, 6, 2, 2, shapes, penalties[i]);
         atf_settings on = tight(), off = tight();
         off.reduce = 0;
         atf_result *a = NULL, *b = NULL;
@@ -150,7 +119,7 @@ static void test_reduction(void)
 static void test_determinism_and_reuse(void)
 {
     static const int shapes[2][2] = {{8, 6}, {6, 2}};
-    atf_problem *p = factored_problem(9, 2, 2, shapes, "abs:scale=0.1");
+    atf_problem *p = factored_problem(4, 9, 2, 2, shapes, "abs:scale=0.1");
     atf_settings set = atf_settings_default();
     atf_result *a = NULL, *b = NULL, *c = NULL;
     char err[ATF_ERRLEN] = "";
@@ -173,7 +142,7 @@ static void test_determinism_and_reuse(void)
 static void test_interrupt_warm_and_limit(void)
 {
     static const int shapes[2][2] = {{8, 6}, {6, 2}};
-    atf_problem *p = factored_problem(10, 1, 2, shapes, "nuclear:scale=0.3");
+    atf_problem *p = factored_problem(5, 10, 1, 2, shapes, "nuclear:scale=0.3");
     char err[ATF_ERRLEN] = "";
     atf_settings set = atf_settings_default();
     volatile sig_atomic_t flag = 1;
@@ -227,7 +196,7 @@ static void test_interrupt_warm_and_limit(void)
 static void test_refusals(void)
 {
     static const int shapes[1][2] = {{5, 4}};
-    atf_problem *p = factored_problem(6, 1, 1, shapes, "sq");
+    atf_problem *p = factored_problem(6, 6, 1, 1, shapes, "sq");
     char err[ATF_ERRLEN] = "";
     atf_result *res = NULL;
     atf_solver *s = NULL;
@@ -257,7 +226,7 @@ static void test_refusals(void)
 static void test_log_and_json(void)
 {
     static const int shapes[1][2] = {{5, 4}};
-    atf_problem *p = factored_problem(6, 1, 1, shapes, "zsq:scale=0.1");
+    atf_problem *p = factored_problem(7, 6, 1, 1, shapes, "zsq:scale=0.1");
     char err[ATF_ERRLEN] = "";
     FILE *quiet = tmpfile(), *loud = tmpfile();
     atf_settings set = atf_settings_default();
@@ -303,7 +272,5 @@ int main(void)
     test_interrupt_warm_and_limit();
     test_refusals();
     test_log_and_json();
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    return atf_test_finish("solver_api");
 }

@@ -10,43 +10,7 @@
 #include <string.h>
 
 #include "atf_tangent.h"
-
-static int failures = 0;
-
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-        }                                                                                      \
-    } while (0)
-
-static double *randn(atf_rng *rng, size_t n)
-{
-    double *v = malloc(n * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = atf_rng_normal(rng);
-    return v;
-}
-
-static double max_abs(size_t n, const double *v)
-{
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++)
-        m = fmax(m, fabs(v[i]));
-    return m;
-}
-
-/* max |a − b| / max(|b|_∞, tiny) */
-static double rel_diff(size_t n, const double *a, const double *b)
-{
-    double d = 0.0;
-    for (size_t i = 0; i < n; i++)
-        d = fmax(d, fabs(a[i] - b[i]));
-    return d / fmax(max_abs(n, b), 1e-300);
-}
+#include "atf_test.h"
 
 /* ---------------------------------------------------------------- generator */
 
@@ -107,19 +71,19 @@ static void test_jacobian_fd(int bias, atf_param param)
     atf_mlp *m = NULL;
     char err[ATF_ERRLEN];
     CHECK(atf_mlp_create(&arch, 11, &m, err) == ATF_OK, "create: %s", err);
-    atf_rng rng;
-    atf_rng_seed(&rng, 5);
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 5);
     for (int l = 0; bias && l < arch.L; l++) /* nonzero biases so their effect is visible */
         for (int q = 0; q < arch.widths[l + 1]; q++)
-            m->b[l][q] = 0.1 * atf_rng_normal(&rng);
+            m->b[l][q] = 0.1 * atf_test_normal(&rng);
     int N = 4, C = 3;
-    double *X = randn(&rng, (size_t)N * 5);
+    double *X = atf_test_new_normal(&rng, (size_t)N * 5);
     atf_jacobian J;
     CHECK(atf_mlp_jacobian(m, N, X, &J, err) == ATF_OK, "jacobian: %s", err);
     CHECK(J.nblocks == (bias ? 6 : 3), "nblocks %d", J.nblocks);
     double F[12], Fp[12], Fm[12];
     atf_mlp_forward(m, N, X, F, err);
-    CHECK(rel_diff(12, J.f, F) == 0.0, "jacobian outputs differ from forward");
+    CHECK(max_rel_diff(12, J.f, F) == 0.0, "jacobian outputs differ from forward");
     const double h = 1e-5;
     for (int b = 0; b < J.nblocks; b++) {
         const atf_jac_block *jb = &J.blocks[b];
@@ -173,10 +137,10 @@ static double *naive_gram(int M, int n, const double *J)
     return K;
 }
 
-static void orthonormal(atf_rng *rng, int n, int k, double *Q)
+static void orthonormal(atf_test_rng *rng, int n, int k, double *Q)
 {
     for (int i = 0; i < n * k; i++)
-        Q[i] = atf_rng_normal(rng);
+        Q[i] = atf_test_normal(rng);
     double tau[64];
     LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, n, k, Q, k, tau);
     LAPACKE_dorgqr(LAPACK_ROW_MAJOR, n, k, k, Q, k, tau);
@@ -238,11 +202,12 @@ static double *dense_adapted(int N, int C, int P, int Q, int k, const double *H,
 
 static void test_grams_and_adapted(void)
 {
-    atf_rng rng;
-    atf_rng_seed(&rng, 3);
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 3);
     char err[ATF_ERRLEN];
     int N = 5, C = 2, P = 6, Q = 4, M = N * C, k = 4;
-    double *H = randn(&rng, (size_t)N * P), *D = randn(&rng, (size_t)M * Q);
+    double *H = atf_test_new_normal(&rng, (size_t)N * P);
+    double *D = atf_test_new_normal(&rng, (size_t)M * Q);
     atf_block b = factored_block(N, C, P, Q, H, D);
 
     /* Hadamard Gram = materialised J Jᵀ */
@@ -250,8 +215,8 @@ static void test_grams_and_adapted(void)
     double *Kref = naive_gram(M, P * Q, J);
     double *K = calloc((size_t)M * M, sizeof *K);
     CHECK(atf_kernel_ntk_block(&b, K, err) == ATF_OK, "ntk: %s", err);
-    CHECK(rel_diff((size_t)M * M, K, Kref) < 1e-13, "Hadamard Gram vs J J^T: %g",
-          rel_diff((size_t)M * M, K, Kref));
+    CHECK(max_rel_diff((size_t)M * M, K, Kref) < 1e-13, "Hadamard Gram vs J J^T: %g",
+          max_rel_diff((size_t)M * M, K, Kref));
 
     /* exact adapted kernel = J M̂² Jᵀ formed densely (factored and dense operators) */
     double U[6 * 4], V[4 * 4], s1[4] = {3.0, 1.5, 1.2, 1.0}, s2[4] = {2.0, 1.0, 1.7, 1.1};
@@ -270,30 +235,32 @@ static void test_grams_and_adapted(void)
     double *Kad_ref = dense_adapted(N, C, P, Q, k, H, D, U, s1, V, s2);
     double *Kad = calloc((size_t)M * M, sizeof *Kad);
     CHECK(atf_kernel_adapted_block(&b, &rb, Kad, err) == ATF_OK, "adapted: %s", err);
-    CHECK(rel_diff((size_t)M * M, Kad, Kad_ref) < 1e-12, "adapted (factored) vs dense: %g",
-          rel_diff((size_t)M * M, Kad, Kad_ref));
+    CHECK(max_rel_diff((size_t)M * M, Kad, Kad_ref) < 1e-12, "adapted (factored) vs dense: %g",
+          max_rel_diff((size_t)M * M, Kad, Kad_ref));
     atf_block bd = b;
     bd.kind = ATF_OP_DENSE;
     bd.J = J;
     bd.H = bd.D = NULL;
     double *Kdd = calloc((size_t)M * M, sizeof *Kdd);
     CHECK(atf_kernel_adapted_block(&bd, &rb, Kdd, err) == ATF_OK, "adapted dense: %s", err);
-    CHECK(rel_diff((size_t)M * M, Kdd, Kad_ref) < 1e-12, "adapted (dense operator) vs dense: %g",
-          rel_diff((size_t)M * M, Kdd, Kad_ref));
+    CHECK(max_rel_diff((size_t)M * M, Kdd, Kad_ref) < 1e-12,
+          "adapted (dense operator) vs dense: %g", max_rel_diff((size_t)M * M, Kdd, Kad_ref));
 
     /* eq. 17 drops cross terms: for this matrix block it differs from eq. 7 */
     double *K17 = calloc((size_t)M * M, sizeof *K17);
     atf_kernel_ntk_block(&b, K17, err);
     atf_kernel_paper17_block(&b, &rb, K17, err);
-    CHECK(rel_diff((size_t)M * M, K17, Kad_ref) > 1e-2, "eq. 17 unexpectedly equals eq. 7 for a "
-          "matrix block (%g)", rel_diff((size_t)M * M, K17, Kad_ref));
+    CHECK(max_rel_diff((size_t)M * M, K17, Kad_ref) > 1e-2,
+          "eq. 17 unexpectedly equals eq. 7 for a matrix block (%g)",
+          max_rel_diff((size_t)M * M, K17, Kad_ref));
     double *K17d = calloc((size_t)M * M, sizeof *K17d);
     atf_kernel_ntk_block(&b, K17d, err);
     atf_kernel_paper17_block(&bd, &rb, K17d, err);
-    CHECK(rel_diff((size_t)M * M, K17d, K17) < 1e-12, "eq. 17 dense vs factored operator");
+    CHECK(max_rel_diff((size_t)M * M, K17d, K17) < 1e-12, "eq. 17 dense vs factored operator");
 
     /* ... but for a vector block (Q = 1) the two agree */
-    double *Dv = randn(&rng, (size_t)M), Vv[1] = {1.0}, s2v[1] = {1.0}, s1v[1] = {2.5};
+    double *Dv = atf_test_new_normal(&rng, (size_t)M), Vv[1] = {1.0}, s2v[1] = {1.0};
+    double s1v[1] = {2.5};
     double Uv[6];
     orthonormal(&rng, P, 1, Uv);
     atf_block bv = factored_block(N, C, P, 1, H, Dv);
@@ -308,8 +275,8 @@ static void test_grams_and_adapted(void)
     atf_kernel_adapted_block(&bv, &rv, A7, err);
     atf_kernel_ntk_block(&bv, A17, err);
     atf_kernel_paper17_block(&bv, &rv, A17, err);
-    CHECK(rel_diff((size_t)M * M, A17, A7) < 1e-13, "eq. 17 vs eq. 7 for a vector block: %g",
-          rel_diff((size_t)M * M, A17, A7));
+    CHECK(max_rel_diff((size_t)M * M, A17, A7) < 1e-13, "eq. 17 vs eq. 7 for a vector block: %g",
+          max_rel_diff((size_t)M * M, A17, A7));
 
     free(H);
     free(D);
@@ -330,22 +297,25 @@ static void test_grams_and_adapted(void)
  * K0 + (s² − 1) ‖β‖⁻² (Aβ)(Aβ)ᵀ. */
 static void test_theorem1(void)
 {
-    atf_rng rng;
-    atf_rng_seed(&rng, 9);
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 9);
     char err[ATF_ERRLEN];
     int N = 6, C = 1, P = 9, M = N;
     atf_problem *p = calloc(1, sizeof *p);
     p->N = N;
     p->C = C;
     p->M = M;
-    p->r = randn(&rng, (size_t)M);
+    p->r = atf_test_new_normal(&rng, (size_t)M);
     p->nblocks = 1;
     p->blocks = calloc(1, sizeof *p->blocks);
-    p->blocks[0] = factored_block(N, C, P, 1, randn(&rng, (size_t)N * P), randn(&rng, (size_t)M));
+    /* two statements: the order of two draws among one call's arguments is unspecified */
+    double *H = atf_test_new_normal(&rng, (size_t)N * P);
+    double *D = atf_test_new_normal(&rng, (size_t)M);
+    p->blocks[0] = factored_block(N, C, P, 1, H, D);
     CHECK(atf_problem_validate(p, "theorem1", err) == ATF_OK, "validate: %s", err);
     atf_result *res = atf_result_alloc(p);
     for (int i = 0; i < P; i++)
-        res->blocks[0].B[i] = 2.0 * atf_rng_normal(&rng);
+        res->blocks[0].B[i] = 2.0 * atf_test_normal(&rng);
     CHECK(atf_result_factors(res, p, err) == ATF_OK, "factors: %s", err);
     double *K0 = calloc((size_t)M * M, sizeof *K0), *Kad = calloc((size_t)M * M, sizeof *Kad);
     double *Kt = calloc((size_t)M * M, sizeof *Kt), s = 0.0;
@@ -354,8 +324,8 @@ static void test_theorem1(void)
           "adapted: %s", err);
     CHECK(atf_kernel_theorem1(p, res, K0, Kt, &s, err) == ATF_OK, "theorem1: %s", err);
     CHECK(s > 1.0, "theorem 1: s = %g should exceed 1 for a nonzero beta", s);
-    CHECK(rel_diff((size_t)M * M, Kt, Kad) < 1e-12, "theorem 1 vs adapted kernel: %g",
-          rel_diff((size_t)M * M, Kt, Kad));
+    CHECK(max_rel_diff((size_t)M * M, Kt, Kad) < 1e-12, "theorem 1 vs adapted kernel: %g",
+          max_rel_diff((size_t)M * M, Kt, Kad));
     /* and s is the argmin of ω(z) + ‖β‖²/z² for ω = (z − 1)²: derivative zero there */
     double nb2 = 0.0;
     for (int i = 0; i < P; i++)
@@ -385,18 +355,18 @@ static void test_path_average(int bias)
         for (int q = 0; bias && q < arch.widths[l + 1]; q++)
             m1->b[l][q] = 0.3 * (q - 1);
     }
-    atf_rng rng;
-    atf_rng_seed(&rng, 4);
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 4);
     int N = 5, C = 2, M = N * C, T = 4;
-    double *X = randn(&rng, (size_t)N * 4);
+    double *X = atf_test_new_normal(&rng, (size_t)N * 4);
     size_t MM = (size_t)M * M;
     double *Km = calloc(MM, sizeof *Km), *Kh = calloc(MM, sizeof *Kh), *Kref = calloc(MM, 8);
     CHECK(atf_kernel_path_average(m0, m1, N, X, T, ATF_PATH_MATERIALIZE, Km, NULL, err) == ATF_OK,
           "materialize: %s", err);
     CHECK(atf_kernel_path_average(m0, m1, N, X, T, ATF_PATH_HADAMARD, Kh, NULL, err) == ATF_OK,
           "hadamard: %s", err);
-    CHECK(rel_diff(MM, Km, Kh) < 1e-12, "path average: strategies differ by %g",
-          rel_diff(MM, Km, Kh));
+    CHECK(max_rel_diff(MM, Km, Kh) < 1e-12, "path average: strategies differ by %g",
+          max_rel_diff(MM, Km, Kh));
 
     /* naive reference: average the dense per-block Jacobians over t = j/(T−1), then J̄ J̄ᵀ */
     atf_mlp *th = atf_mlp_clone(m0);
@@ -426,14 +396,14 @@ static void test_path_average(int bias)
         free(Kb);
         free(avg);
     }
-    CHECK(rel_diff(MM, Km, Kref) < 1e-12, "path average vs naive average: %g",
-          rel_diff(MM, Km, Kref));
+    CHECK(max_rel_diff(MM, Km, Kref) < 1e-12, "path average vs naive average: %g",
+          max_rel_diff(MM, Km, Kref));
 
     /* T = 1 is the NTK at θ0 */
     double *K1 = calloc(MM, sizeof *K1), *K0 = calloc(MM, sizeof *K0);
     atf_kernel_path_average(m0, m1, N, X, 1, ATF_PATH_AUTO, K1, NULL, err);
     atf_kernel_mlp(m0, N, X, K0, NULL, err);
-    CHECK(rel_diff(MM, K1, K0) < 1e-13, "T = 1 differs from K0: %g", rel_diff(MM, K1, K0));
+    CHECK(max_rel_diff(MM, K1, K0) < 1e-13, "T = 1 differs from K0: %g", max_rel_diff(MM, K1, K0));
     CHECK(atf_kernel_path_average(m0, m1, N, X, 0, ATF_PATH_AUTO, K1, NULL, err) == ATF_E_USAGE,
           "T = 0 accepted");
     CHECK(atf_path_cost(ATF_PATH_AUTO, 500, 1, 784, 128, 50) ==
@@ -487,10 +457,5 @@ int main(void)
     test_grams_and_adapted();
     test_theorem1();
     test_alignment();
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("all tangent math checks passed\n");
-    return 0;
+    return atf_test_finish("tangent_math");
 }

@@ -2,10 +2,11 @@
  * ReLU network, with and without the exact subspace reduction.
  *
  * Network f(x) = w2ᵀ relu(W1ᵀ x) with input dimension = width w (so W1 is w × w and both sides
- * of the first block grow with the width), He-initialised from a seeded generator. Its factored
- * problem (SPEC §3, C = 1): block W1 with H = X (N × w), D = w2 ∘ relu'(X W1) (N × w); block W2
- * with H = relu(X W1) (N × w), D = 1 (N × 1); r = y − f(X) with y standard normal. Penalty
- * `sq:scale=0.01` on both blocks (an adaptive penalty whose optimum is not the NTK point).
+ * of the first block grow with the width), He-initialised from the library's seeded generator
+ * (atf_rng, problems/tangent). Its factored problem (SPEC §3, C = 1): block W1 with H = X
+ * (N × w), D = w2 ∘ relu'(X W1) (N × w); block W2 with H = relu(X W1) (N × w), D = 1 (N × 1);
+ * r = y − f(X) with y standard normal. Penalty `sq:scale=0.01` on both blocks (an adaptive
+ * penalty whose optimum is not the NTK point).
  *
  * Output: one row per (N, width, reduce): variables before/after reduction (the core size is
  * read from the first line of the solver's log), iterations to the
@@ -25,26 +26,12 @@
 #include <string.h>
 
 #include "atf_solver.h"
+#include "atf_tangent.h"
 
-static uint64_t rng_state;
-
-static double uniform01(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return ((double)((rng_state * 2685821657736338717ULL) >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static double normal(void)
-{
-    return sqrt(-2.0 * log(uniform01())) * cos(6.283185307179586 * uniform01());
-}
-
-static void fill_normal(double *x, size_t n, double scale)
+static void fill_normal(atf_rng *rng, double *x, size_t n, double scale)
 {
     for (size_t i = 0; i < n; i++)
-        x[i] = scale * normal();
+        x[i] = scale * atf_rng_normal(rng);
 }
 
 static atf_block make_block(const char *name, int index, int N, int rows, int cols, double *H,
@@ -65,7 +52,8 @@ static atf_block make_block(const char *name, int index, int N, int rows, int co
 /* The factored problem of f(x) = w2ᵀ relu(W1ᵀ x) at its initialisation. */
 static atf_problem *two_layer_problem(int N, int w, uint64_t seed)
 {
-    rng_state = seed * 0x9E3779B97F4A7C15ULL + 1;
+    atf_rng rng;
+    atf_rng_seed(&rng, seed);
     size_t nw = (size_t)N * (size_t)w;
     double *X = malloc(nw * sizeof *X), *W1 = malloc((size_t)w * w * sizeof *W1);
     double *w2 = malloc((size_t)w * sizeof *w2), *hidden = malloc(nw * sizeof *hidden);
@@ -73,9 +61,9 @@ static atf_problem *two_layer_problem(int N, int w, uint64_t seed)
     atf_problem *p = calloc(1, sizeof *p);
     p->blocks = calloc(2, sizeof *p->blocks);
     p->r = malloc((size_t)N * sizeof *p->r);
-    fill_normal(X, nw, 1.0);
-    fill_normal(W1, (size_t)w * w, sqrt(2.0 / w));
-    fill_normal(w2, (size_t)w, sqrt(1.0 / w));
+    fill_normal(&rng, X, nw, 1.0);
+    fill_normal(&rng, W1, (size_t)w * w, sqrt(2.0 / w));
+    fill_normal(&rng, w2, (size_t)w, sqrt(1.0 / w));
     /* pre-activations A = X W1 into `hidden`, then ReLU and its derivative times w2 */
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, w, w, 1.0, X, w, W1, w, 0.0,
                 hidden, w);
@@ -86,7 +74,7 @@ static atf_problem *two_layer_problem(int N, int w, uint64_t seed)
     }
     cblas_dgemv(CblasRowMajor, CblasNoTrans, N, w, -1.0, hidden, w, w2, 1, 0.0, p->r, 1);
     for (int i = 0; i < N; i++) { /* r = y − f(X) with y standard normal */
-        p->r[i] += normal();
+        p->r[i] += atf_rng_normal(&rng);
         ones[i] = 1.0;
     }
     free(W1), free(w2);

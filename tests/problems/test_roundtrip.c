@@ -65,13 +65,17 @@ static void fill_operator(atf_test_rng *rng, atf_block *b)
     }
 }
 
-static atf_problem *make_problem(atf_test_rng *rng, int N, int C, int Nt)
+/* Three blocks (factored, dense, sparse) and, with Nt > 0, a test split; the numbers are drawn
+ * from the test generator seeded with `seed`. */
+static atf_problem *make_problem(uint64_t seed, int N, int C, int Nt)
 {
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, seed);
     atf_problem *p = atf_problem_new(N, C, 3);
     for (int m = 0; m < p->M; m++)
-        p->r[m] = atf_test_symmetric(rng);
-    p->y = atf_test_new_symmetric(rng, (size_t)p->M);
-    p->f0 = atf_test_new_symmetric(rng, (size_t)p->M);
+        p->r[m] = atf_test_symmetric(&rng);
+    p->y = atf_test_new_symmetric(&rng, (size_t)p->M);
+    p->f0 = atf_test_new_symmetric(&rng, (size_t)p->M);
     p->labels = malloc((size_t)N * sizeof *p->labels);
     for (int i = 0; i < N; i++)
         p->labels[i] = (i * 37) % 10 - 3;
@@ -80,11 +84,11 @@ static atf_problem *make_problem(atf_test_rng *rng, int N, int C, int Nt)
     set_block(&p->blocks[2], "sp", 9, 3, 3, ATF_OP_SPARSE, "nuclear");
     p->blocks[2].structure = ATF_STRUCT_DIAGONAL;
     for (int l = 0; l < 3; l++)
-        fill_operator(rng, &p->blocks[l]);
+        fill_operator(&rng, &p->blocks[l]);
     if (Nt > 0) {
         atf_problem *t = atf_problem_new(Nt, C, 3);
-        t->y = atf_test_new_symmetric(rng, (size_t)t->M);
-        t->f0 = atf_test_new_symmetric(rng, (size_t)t->M);
+        t->y = atf_test_new_symmetric(&rng, (size_t)t->M);
+        t->f0 = atf_test_new_symmetric(&rng, (size_t)t->M);
         for (int m = 0; m < t->M; m++)
             t->r[m] = t->y[m] - t->f0[m];
         t->labels = malloc((size_t)Nt * sizeof *t->labels);
@@ -96,7 +100,7 @@ static atf_problem *make_problem(atf_test_rng *rng, int N, int C, int Nt)
             set_block(&t->blocks[l], b->name, b->index, b->rows, b->cols, b->kind,
                       b->penalty_spec);
             t->blocks[l].structure = b->structure;
-            fill_operator(rng, &t->blocks[l]);
+            fill_operator(&rng, &t->blocks[l]);
         }
         p->test = t;
     }
@@ -174,10 +178,8 @@ static int count_temporaries(const char *dir)
 static void test_problem_roundtrip(const char *dir, int C)
 {
     char path[4096], err[ATF_ERRLEN];
-    atf_test_rng rng;
-    atf_test_rng_seed(&rng, (uint64_t)C);
     snprintf(path, sizeof path, "%s/roundtrip_C%d.h5", dir, C);
-    atf_problem *p = make_problem(&rng, 7, C, 4);
+    atf_problem *p = make_problem((uint64_t)C, 7, C, 4);
     atf_error e = atf_problem_validate(p, "built", err);
     CHECK(e == ATF_OK, "validate built problem: %s", err);
     e = atf_problem_write(path, p, err);
@@ -200,9 +202,7 @@ static void test_problem_roundtrip(const char *dir, int C)
 static void test_validation(void)
 {
     char err[ATF_ERRLEN];
-    atf_test_rng rng;
-    atf_test_rng_seed(&rng, 10);
-    atf_problem *p = make_problem(&rng, 5, 2, 0);
+    atf_problem *p = make_problem(10, 5, 2, 0);
     /* Each mutation must be refused with a message naming the item. */
     p->blocks[0].H[7] = NAN;
     CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "/blocks/W1/H") &&
@@ -223,7 +223,7 @@ static void test_validation(void)
     p->blocks[2].nnz++;
     atf_problem_free(p);
 
-    p = make_problem(&rng, 5, 2, 0);
+    p = make_problem(11, 5, 2, 0);
     snprintf(p->blocks[1].penalty_spec, ATF_PENALTY_SPECLEN, "pow:p=-1");
     CHECK(atf_problem_validate(p, "mem", err) == ATF_E_INPUT && strstr(err, "penalty"),
           "bad penalty: %s", err);
@@ -240,7 +240,7 @@ static void test_validation(void)
     atf_problem_free(p);
 
     /* overrides */
-    p = make_problem(&rng, 3, 1, 0);
+    p = make_problem(12, 3, 1, 0);
     CHECK(atf_problem_set_penalty(p, "zsq:scale=2", err) == ATF_OK, "set_penalty: %s", err);
     for (int l = 0; l < p->nblocks; l++)
         CHECK(strcmp(p->blocks[l].penalty_spec, "zsq:scale=2") == 0 &&
@@ -259,10 +259,8 @@ static void test_validation(void)
 static void test_atomic(const char *dir)
 {
     char path[4096], err[ATF_ERRLEN];
-    atf_test_rng rng;
-    atf_test_rng_seed(&rng, 11);
     snprintf(path, sizeof path, "%s/atomic.h5", dir);
-    atf_problem *p = make_problem(&rng, 4, 1, 0);
+    atf_problem *p = make_problem(13, 4, 1, 0);
     CHECK(atf_problem_write(path, p, err) == ATF_OK, "write: %s", err);
     struct stat before, after;
     stat(path, &before);
@@ -367,14 +365,14 @@ static void compare_results(const atf_result *a, const atf_result *b)
 static void test_results(const char *dir)
 {
     char path[4096], err[ATF_ERRLEN];
-    atf_test_rng rng;
-    atf_test_rng_seed(&rng, 12);
     snprintf(path, sizeof path, "%s/result.h5", dir);
-    atf_problem *p = make_problem(&rng, 5, 2, 0);
+    atf_problem *p = make_problem(14, 5, 2, 0);
     atf_result *res = atf_result_alloc(p);
     CHECK(res && res->nblocks == 3, "alloc");
     CHECK(res->blocks[2].layout == ATF_FACTORS_ENTRYWISE && res->blocks[2].k == 9,
           "diagonal block alloc layout");
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 15);
     for (int l = 0; l < res->nblocks; l++)
         for (int j = 0; j < res->blocks[l].rows * res->blocks[l].cols; j++)
             res->blocks[l].B[j] = 3 * atf_test_symmetric(&rng);

@@ -76,18 +76,19 @@ def _write_group(g, desc):
         g[k] = v
 
 
+def _write_with_blocks(g, desc):
+    """Attributes and datasets of desc in g, and each of desc["blocks"] in g/blocks/NAME."""
+    _write_group(g, desc)
+    blocks = g.create_group("blocks")
+    for name, b in desc["blocks"].items():
+        _write_group(blocks.create_group(name), b)
+
+
 def write_spec(path, spec):
     with h5py.File(path, "w") as f:
-        _write_group(f, spec)
-        blocks = f.create_group("blocks")
-        for name, b in spec["blocks"].items():
-            _write_group(blocks.create_group(name), b)
+        _write_with_blocks(f, spec)
         if spec.get("test") is not None:
-            t = f.create_group("test")
-            _write_group(t, spec["test"])
-            tb = t.create_group("blocks")
-            for name, b in spec["test"]["blocks"].items():
-                _write_group(tb.create_group(name), b)
+            _write_with_blocks(f.create_group("test"), spec["test"])
 
 
 def block_matrix(data, kind, n_samples, rows, cols, c=C):
@@ -141,7 +142,4 @@ def valid_result_spec(seed=1):
 
 def write_result_spec(path, spec):
     with h5py.File(path, "w") as f:
-        _write_group(f, spec)
-        blocks = f.create_group("blocks")
-        for name, b in spec["blocks"].items():
-            _write_group(blocks.create_group(name), b)
+        _write_with_blocks(f, spec)

@@ -5,6 +5,8 @@ the dense constraint matrix is rebuilt with numpy (row m of a factored block = k
 import json
 import os
 import subprocess
+import tempfile
+import unittest
 
 import h5py
 import numpy as np
@@ -83,6 +85,20 @@ class Problem:
                     h["J_indices"] = S.indices.astype(np.int64)
                     h["J_data"] = S.data
         return path
+
+
+class ScratchCase(unittest.TestCase):
+    """A test case with a fresh temporary directory `self.dir`, removed after each test."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
 
 
 def factored_problem(rng, N, C, shapes, penalty="sq", rank_H=None):

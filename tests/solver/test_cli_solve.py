@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -20,19 +19,12 @@ KEYS = ("status", "objective", "iterations", "primal_residual", "dual_residual",
         "setup_seconds", "projection_seconds", "prox_seconds", "other_seconds")
 
 
-class Cli(unittest.TestCase):
+class Cli(T.ScratchCase):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
+        super().setUp()
         rng = np.random.default_rng(31)
         self.problem = T.factored_problem(rng, 10, 2, [(8, 6), (6, 2)], penalty="sq:scale=0.01")
         self.pfile = self.problem.write(self.path("p.h5"))
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
 
     def read(self, name, mode="rb"):
         with open(self.path(name), mode) as f:

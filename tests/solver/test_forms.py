@@ -2,7 +2,6 @@
 outputs, and with rank-deficient or inconsistent constraints."""
 import os
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -11,14 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import atf_testlib as T  # noqa: E402
 
 
-class Case(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class Case(T.ScratchCase):
     def solve(self, problem, *args, expect=0, name="p"):
         pfile = problem.write(os.path.join(self.dir, name + ".h5"))
         out = os.path.join(self.dir, name + "_r.h5")

@@ -2,7 +2,6 @@
 cvxopt cone programs) and against the first-order certificates it reports."""
 import os
 import sys
-import tempfile
 import unittest
 
 import h5py
@@ -44,17 +43,7 @@ def zero_warm_start(result_path, out_path):
             dst[f"blocks/{name}/B"][...] = 0.0
 
 
-class Case(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
+class Case(T.ScratchCase):
     def solve(self, problem, *args, expect=0):
         pfile = problem.write(self.path("p.h5"))
         out = self.path("r.h5")

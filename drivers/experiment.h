@@ -28,7 +28,7 @@ int atf_experiment_samples(int argc, char **argv);
 
 /* ---- the sample-complexity experiment, shared with `atf demo` ---- */
 
-enum { ATF_SAMPLES_MAXN = 16, ATF_SAMPLES_MAXSEEDS = 16 };
+enum { ATF_SAMPLES_MAXN = 16, ATF_SAMPLES_MAXSEEDS = 16, ATF_SAMPLES_MAXPEN = 8 };
 
 typedef struct {
     atf_data_options data;          /* task (data source, classes, n_test, targets, ...) */
@@ -37,6 +37,8 @@ typedef struct {
     uint64_t seeds[ATF_SAMPLES_MAXSEEDS];
     int nseeds;
     char penalty[128];              /* problem (16) penalty; may contain scale=auto */
+    char variants[ATF_SAMPLES_MAXPEN][128]; /* penalties actually run: the penalty, or one per */
+    int nvariants;                          /* --scales value (the scale axis)                */
     double auto_fraction;           /* scale=auto: √γ = fraction × largest baseline singular value */
     atf_global_structure structure;
     int max_iter;
@@ -83,6 +85,12 @@ double atf_result_max_singular(const atf_result *res);
  * *gamma (may be NULL) receives γ, or NaN when spec has no "scale=auto". */
 atf_error atf_resolve_auto_scale(const char *spec, double dmax, double fraction, char *out,
                                  size_t outlen, double *gamma, char *err);
+
+/* The spec with every term's scale set to `scale` (a number or "auto"): "sq" -> "sq:scale=S",
+ * "pow:p=1.5" -> "pow:p=1.5,scale=S", "zsq:scale=1" -> "zsq:scale=S". Spaces around '+' must not
+ * be used. */
+atf_error atf_penalty_with_scale(const char *spec, const char *scale, char *out, size_t outlen,
+                                 char *err);
 
 /* Test metrics of a result on prob->test: predictions F = f0 + Σ_ℓ A_ℓ vec B_ℓ; `error` is the
  * class error against labels (or sign / argmax agreement with y without labels), `rel_mse` is

@@ -16,7 +16,40 @@
 #include "plot.h"
 #include "rowstore.h"
 
-static const char *const methods[3] = {"ntk", "adaptive", "mlp"};
+/* The models compared: the NTK baseline, one problem (16) run per penalty variant (the scale
+ * axis), and the trained network. With one variant its rows are keyed "adaptive" (the default);
+ * with several, "adaptive:SPEC". */
+enum { MAXMETHODS = ATF_SAMPLES_MAXPEN + 2 };
+typedef enum { KIND_NTK, KIND_ADAPTIVE, KIND_MLP } method_kind;
+
+typedef struct {
+    method_kind kind;
+    const char *spec;     /* penalty variant (adaptive only) */
+    char name[160];       /* row key part and summary name */
+    char label[192];      /* figure legend */
+} method;
+
+static int list_methods(const atf_samples_config *cfg, method *m)
+{
+    int n = 0;
+    m[n] = (method){KIND_NTK, NULL, "ntk", "NTK min-norm (fixed features)"};
+    n++;
+    for (int v = 0; v < cfg->nvariants; v++, n++) {
+        m[n] = (method){KIND_ADAPTIVE, cfg->variants[v], "", ""};
+        if (cfg->nvariants == 1) {
+            snprintf(m[n].name, sizeof m[n].name, "adaptive");
+            snprintf(m[n].label, sizeof m[n].label, "problem (16) (adaptive)");
+        } else {
+            snprintf(m[n].name, sizeof m[n].name, "adaptive:%.120s", cfg->variants[v]);
+            snprintf(m[n].label, sizeof m[n].label, "problem (16), %.120s", cfg->variants[v]);
+        }
+    }
+    if (cfg->train_mlp) {
+        m[n] = (method){KIND_MLP, NULL, "mlp", "trained MLP"};
+        n++;
+    }
+    return n;
+}
 
 void atf_samples_defaults(atf_samples_config *cfg)
 {
@@ -33,6 +66,8 @@ void atf_samples_defaults(atf_samples_config *cfg)
     for (int s = 0; s < 3; s++)
         cfg->seeds[s] = (uint64_t)s + 1;
     snprintf(cfg->penalty, sizeof cfg->penalty, "sq:scale=auto");
+    cfg->nvariants = 1;
+    snprintf(cfg->variants[0], sizeof cfg->variants[0], "%s", cfg->penalty);
     cfg->auto_fraction = 0.3;
     cfg->structure = ATF_GLOBAL_LAYER;
     cfg->max_iter = 3000;
@@ -61,7 +96,7 @@ static void row_key(char *key, size_t len, int n, uint64_t seed, const char *met
 
 static void base_row(atf_row *row, int n, uint64_t seed, const char *method, const char *penalty)
 {
-    char key[128];
+    char key[256];
     row_key(key, sizeof key, n, seed, method);
     atf_row_clear(row);
     atf_row_str(row, "key", key);
@@ -99,12 +134,12 @@ static atf_error record_solution(samples_state *s, const atf_problem *prob, cons
 }
 
 static atf_error run_adaptive(samples_state *s, atf_problem *prob, double dmax, int n,
-                              uint64_t seed, char *err)
+                              uint64_t seed, const method *m, char *err)
 {
     const atf_samples_config *cfg = s->cfg;
     char spec[256];
-    atf_error e = atf_resolve_auto_scale(cfg->penalty, dmax, cfg->auto_fraction, spec,
-                                         sizeof spec, NULL, err);
+    atf_error e = atf_resolve_auto_scale(m->spec, dmax, cfg->auto_fraction, spec, sizeof spec,
+                                         NULL, err);
     if (!e)
         e = atf_problem_set_penalty(prob, spec, err);
     if (e)
@@ -121,7 +156,7 @@ static atf_error run_adaptive(samples_state *s, atf_problem *prob, double dmax, 
     if (res && res->status == ATF_STATUS_INTERRUPTED)
         e = ATF_E_INTERRUPTED;
     else if (res)
-        e = record_solution(s, prob, res, n, seed, "adaptive", spec, secs, err);
+        e = record_solution(s, prob, res, n, seed, m->name, spec, secs, err);
     atf_result_free(res);
     return e;
 }
@@ -171,18 +206,14 @@ static atf_error run_mlp(samples_state *s, const atf_mlp *m0, const atf_task *ta
     return e;
 }
 
-static int nmethods(const atf_samples_config *cfg)
-{
-    return cfg->train_mlp ? 3 : 2;
-}
-
 static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
 {
     const atf_samples_config *cfg = s->cfg;
-    int todo = 0;
-    char key[128];
-    for (int k = 0; k < nmethods(cfg); k++) {
-        row_key(key, sizeof key, n, seed, methods[k]);
+    method ms[MAXMETHODS];
+    int nm = list_methods(cfg, ms), todo = 0;
+    char key[256];
+    for (int k = 0; k < nm; k++) {
+        row_key(key, sizeof key, n, seed, ms[k].name);
         todo += !atf_rowstore_has(s->store, key);
     }
     if (!todo)
@@ -221,11 +252,14 @@ static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
         e = record_solution(s, prob, base, n, seed, "ntk", "-", secs, err);
         atf_progress_step(s->prog);
     }
-    row_key(key, sizeof key, n, seed, "adaptive");
-    if (!e && !atf_rowstore_has(s->store, key)) {
-        snprintf(what, sizeof what, "n=%d seed=%llu: problem (16)", n, (unsigned long long)seed);
+    for (int k = 0; k < nm && !e; k++) {
+        row_key(key, sizeof key, n, seed, ms[k].name);
+        if (ms[k].kind != KIND_ADAPTIVE || atf_rowstore_has(s->store, key))
+            continue;
+        snprintf(what, sizeof what, "n=%d seed=%llu: problem (16) %.60s", n,
+                 (unsigned long long)seed, ms[k].spec);
         atf_progress_show(s->prog, what);
-        e = run_adaptive(s, prob, atf_result_max_singular(base), n, seed, err);
+        e = run_adaptive(s, prob, atf_result_max_singular(base), n, seed, &ms[k], err);
         atf_progress_step(s->prog);
     }
     row_key(key, sizeof key, n, seed, "mlp");
@@ -245,24 +279,27 @@ static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
 /* ---- summary: mean ± std over seeds for every (n, method) ---- */
 
 typedef struct {
-    double err_mean[ATF_SAMPLES_MAXN][3], err_std[ATF_SAMPLES_MAXN][3];
-    double mse_mean[ATF_SAMPLES_MAXN][3], mse_std[ATF_SAMPLES_MAXN][3];
-    double secs[ATF_SAMPLES_MAXN][3];
-    int count[ATF_SAMPLES_MAXN][3];
+    int nm;
+    method m[MAXMETHODS];
+    double err_mean[ATF_SAMPLES_MAXN][MAXMETHODS], err_std[ATF_SAMPLES_MAXN][MAXMETHODS];
+    double mse_mean[ATF_SAMPLES_MAXN][MAXMETHODS], mse_std[ATF_SAMPLES_MAXN][MAXMETHODS];
+    double secs[ATF_SAMPLES_MAXN][MAXMETHODS];
+    int count[ATF_SAMPLES_MAXN][MAXMETHODS];
     double n[ATF_SAMPLES_MAXN];
 } summary;
 
 static void summarize(const atf_samples_config *cfg, const atf_rowstore *st, summary *sm)
 {
     memset(sm, 0, sizeof *sm);
+    sm->nm = list_methods(cfg, sm->m);
     for (int i = 0; i < cfg->nn; i++) {
         sm->n[i] = cfg->ns[i];
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < sm->nm; k++) {
             double ev[ATF_SAMPLES_MAXSEEDS], mv[ATF_SAMPLES_MAXSEEDS], tv[ATF_SAMPLES_MAXSEEDS];
             int c = 0;
             for (int s = 0; s < cfg->nseeds; s++) {
-                char key[128];
-                row_key(key, sizeof key, cfg->ns[i], cfg->seeds[s], methods[k]);
+                char key[256];
+                row_key(key, sizeof key, cfg->ns[i], cfg->seeds[s], sm->m[k].name);
                 for (int r = 0; r < atf_rowstore_count(st); r++) {
                     const atf_row *row = atf_rowstore_row(st, r);
                     if (!strcmp(atf_row_get(row, "key"), key)) {
@@ -284,7 +321,7 @@ static void summarize(const atf_samples_config *cfg, const atf_rowstore *st, sum
 
 static atf_error write_summary(const atf_samples_config *cfg, const summary *sm, char *err)
 {
-    char *text = malloc(64 + (size_t)cfg->nn * 3 * 200);
+    char *text = malloc(128 + (size_t)cfg->nn * sm->nm * 320);
     if (!text) {
         atf_errorf(err, "out of memory");
         return ATF_E_NOMEM;
@@ -292,9 +329,9 @@ static atf_error write_summary(const atf_samples_config *cfg, const summary *sm,
     int len = sprintf(text, "n,method,runs,test_error_mean,test_error_std,test_rel_mse_mean,"
                             "test_rel_mse_std,seconds_mean\n");
     for (int i = 0; i < cfg->nn; i++)
-        for (int k = 0; k < nmethods(cfg); k++)
-            len += sprintf(text + len, "%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.4g\n", cfg->ns[i],
-                           methods[k], sm->count[i][k], sm->err_mean[i][k], sm->err_std[i][k],
+        for (int k = 0; k < sm->nm; k++)
+            len += sprintf(text + len, "%d,\"%s\",%d,%.6g,%.6g,%.6g,%.6g,%.4g\n", cfg->ns[i],
+                           sm->m[k].name, sm->count[i][k], sm->err_mean[i][k], sm->err_std[i][k],
                            sm->mse_mean[i][k], sm->mse_std[i][k], sm->secs[i][k]);
     char path[1200];
     snprintf(path, sizeof path, "%s/samples_summary.csv", cfg->out);
@@ -303,17 +340,28 @@ static atf_error write_summary(const atf_samples_config *cfg, const summary *sm,
     return e;
 }
 
+/* Markdown table: one error and one relative-MSE column per model. */
 static void print_table(const atf_samples_config *cfg, const summary *sm)
 {
-    printf("| n | NTK error | adaptive error |%s NTK rel. MSE | adaptive rel. MSE |%s seeds |\n",
-           cfg->train_mlp ? " MLP error |" : "", cfg->train_mlp ? " MLP rel. MSE |" : "");
-    printf("|---|---|---|%s---|---|%s---|\n", cfg->train_mlp ? "---|" : "",
-           cfg->train_mlp ? "---|" : "");
+    static const char *short_name[3] = {"NTK", "problem (16)", "MLP"};
+    printf("| n |");
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < sm->nm; k++) {
+            const method *m = &sm->m[k];
+            if (m->kind == KIND_ADAPTIVE && cfg->nvariants > 1)
+                printf(" (16) %s %s |", m->spec, pass ? "rel. MSE" : "error");
+            else
+                printf(" %s %s |", short_name[m->kind], pass ? "rel. MSE" : "error");
+        }
+    printf(" seeds |\n|---|");
+    for (int k = 0; k < 2 * sm->nm; k++)
+        printf("---|");
+    printf("---|\n");
     for (int i = 0; i < cfg->nn; i++) {
         printf("| %d |", cfg->ns[i]);
-        for (int k = 0; k < nmethods(cfg); k++)
+        for (int k = 0; k < sm->nm; k++)
             printf(" %.4f ± %.4f |", sm->err_mean[i][k], sm->err_std[i][k]);
-        for (int k = 0; k < nmethods(cfg); k++)
+        for (int k = 0; k < sm->nm; k++)
             printf(" %.4f ± %.4f |", sm->mse_mean[i][k], sm->mse_std[i][k]);
         printf(" %d |\n", sm->count[i][0]);
     }
@@ -321,11 +369,9 @@ static void print_table(const atf_samples_config *cfg, const summary *sm)
 
 static atf_error samples_figure(const atf_samples_config *cfg, const summary *sm, char *err)
 {
-    static const char *labels[3] = {"NTK min-norm (fixed features)", "problem (16) (adaptive)",
-                                    "trained MLP"};
-    static double em[3][ATF_SAMPLES_MAXN], es[3][ATF_SAMPLES_MAXN], mm[3][ATF_SAMPLES_MAXN],
-        ms[3][ATF_SAMPLES_MAXN];
-    for (int k = 0; k < 3; k++)
+    static double em[MAXMETHODS][ATF_SAMPLES_MAXN], es[MAXMETHODS][ATF_SAMPLES_MAXN],
+        mm[MAXMETHODS][ATF_SAMPLES_MAXN], ms[MAXMETHODS][ATF_SAMPLES_MAXN];
+    for (int k = 0; k < sm->nm; k++)
         for (int i = 0; i < cfg->nn; i++) {
             em[k][i] = sm->err_mean[i][k];
             es[k][i] = sm->err_std[i][k];
@@ -348,9 +394,10 @@ static atf_error samples_figure(const atf_samples_config *cfg, const summary *sm
         pl->logx = 1;
         pl->logy = 1;
         pl->legend = ATF_LEGEND_AUTO;
-        for (int k = 0; k < nmethods(cfg); k++)
+        for (int k = 0; k < sm->nm && k < ATF_PLOT_MAXSERIES; k++)
             pl->series[pl->nseries++] = (atf_plot_series){
-                labels[k], sm->n, p ? mm[k] : em[k], p ? ms[k] : es[k], cfg->nn, k, 0, k + 1, 0};
+                sm->m[k].label, sm->n, p ? mm[k] : em[k], p ? ms[k] : es[k], cfg->nn, k % 8,
+                k / 8, 1 + k % 5, 0};
     }
     atf_plot_figure fig = {cfg->title, 2, 1, 1500, 620, 2, panels, 0};
     char base[1200];
@@ -371,12 +418,14 @@ int atf_samples_run(const atf_samples_config *cfg, const char *cmd)
     if (e)
         return atf_cli_fail(cmd, e, err);
 
-    int total = cfg->nn * cfg->nseeds * nmethods(cfg), done = 0;
+    method ms[MAXMETHODS];
+    int nm = list_methods(cfg, ms);
+    int total = cfg->nn * cfg->nseeds * nm, done = 0;
     for (int i = 0; i < cfg->nn; i++)
         for (int j = 0; j < cfg->nseeds; j++)
-            for (int k = 0; k < nmethods(cfg); k++) {
-                char key[128];
-                row_key(key, sizeof key, cfg->ns[i], cfg->seeds[j], methods[k]);
+            for (int k = 0; k < nm; k++) {
+                char key[256];
+                row_key(key, sizeof key, cfg->ns[i], cfg->seeds[j], ms[k].name);
                 done += atf_rowstore_has(s.store, key);
             }
     atf_progress prog;
@@ -418,11 +467,11 @@ int atf_samples_run(const atf_samples_config *cfg, const char *cmd)
             snprintf(path, sizeof path, "%s/samples.svg", cfg->out);
             atf_row_str(&sum, "figure", path);
             atf_row_int(&sum, "largest_n", cfg->ns[last]);
-            for (int k = 0; k < 3; k++) {
-                char name[64];
-                snprintf(name, sizeof name, "%s_error", methods[k]);
+            for (int k = 0; k < sm.nm; k++) {
+                char name[ATF_ROW_NAMELEN];
+                snprintf(name, sizeof name, "%.38s_error", sm.m[k].name);
                 atf_row_num(&sum, name, sm.err_mean[last][k]);
-                snprintf(name, sizeof name, "%s_rel_mse", methods[k]);
+                snprintf(name, sizeof name, "%.38s_rel_mse", sm.m[k].name);
                 atf_row_num(&sum, name, sm.mse_mean[last][k]);
             }
             char buf[8192];
@@ -445,7 +494,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: atf experiment samples [--data SOURCE] [--classes LIST] [--ns LIST]\n"
             "          [--seeds K | --seed-list LIST] [--n-test N] [--hidden LIST] [--init he|torch]\n"
-            "          [--penalty SPEC] [--auto-fraction Q] [--structure layer|diagonal|full]\n"
+            "          [--penalty SPEC] [--scales LIST] [--auto-fraction Q]\n"
+            "          [--structure layer|diagonal|full]\n"
             "          [--tol EPS] [--max-iter N] [--epochs E] [--batch B] [--lr LR]\n"
             "          [--momentum MU] [--center] [--no-mlp] [--out DIR] [--json]\n"
             "\n"
@@ -467,6 +517,9 @@ static void usage(FILE *out)
             "                     PyTorch's nn.Linear default (default for mnist, as in the paper)\n"
             "  --penalty SPEC     problem (16) penalty (default sq:scale=auto); scale=auto sets\n"
             "                     sqrt(gamma) = Q x the largest singular value of the NTK solution\n"
+            "  --scales LIST      the scale axis: run problem (16) once per value (numbers or\n"
+            "                     auto), each a model of its own, e.g. --penalty zsq\n"
+            "                     --scales 1e-4,1e-3,1e-2,1e-1,1,auto (at most 8)\n"
             "  --auto-fraction Q  (default 0.3)\n"
             "  --center           linear models without the initial function: r = y and\n"
             "                     predictions A vec B (f0 := 0; the network is trained as is)\n"
@@ -504,10 +557,51 @@ static atf_error parse_structure(const char *text, atf_global_structure *s, char
     return ATF_OK;
 }
 
+/* The penalties to run: the penalty itself, or one copy per --scales value (the scale axis);
+ * each must parse (with scale=auto replaced by a placeholder). */
+static atf_error build_variants(atf_samples_config *cfg, const char *scales, char *err)
+{
+    cfg->nvariants = 0;
+    if (!scales) {
+        snprintf(cfg->variants[0], sizeof cfg->variants[0], "%s", cfg->penalty);
+        cfg->nvariants = 1;
+    } else {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", scales);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            if (cfg->nvariants == ATF_SAMPLES_MAXPEN) {
+                atf_errorf(err, "--scales: at most %d values", ATF_SAMPLES_MAXPEN);
+                return ATF_E_USAGE;
+            }
+            double g;
+            if (strcmp(tok, "auto") && (atf_cli_double("--scales", tok, &g, err) || !(g > 0))) {
+                atf_errorf(err, "--scales: '%s' is not a positive number or auto", tok);
+                return ATF_E_USAGE;
+            }
+            char *v = cfg->variants[cfg->nvariants++];
+            if (atf_penalty_with_scale(cfg->penalty, tok, v, sizeof cfg->variants[0], err))
+                return ATF_E_USAGE;
+        }
+        if (!cfg->nvariants) {
+            atf_errorf(err, "--scales: empty list");
+            return ATF_E_USAGE;
+        }
+    }
+    for (int v = 0; v < cfg->nvariants; v++) {
+        atf_penalty pen;
+        char probe[256];
+        if (atf_resolve_auto_scale(cfg->variants[v], 1.0, 1.0, probe, sizeof probe, NULL, err) ||
+            atf_penalty_parse(probe, &pen, err))
+            return ATF_E_USAGE;
+    }
+    return ATF_OK;
+}
+
 static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *cfg, char *err)
 {
     atf_samples_defaults(cfg);
     int hidden_given = 0, lr_given = 0, init_given = 0;
+    const char *scales = NULL;
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(opt, "--json")) {
@@ -570,6 +664,8 @@ static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *c
             hidden_given = 1;
         } else if (!strcmp(opt, "--penalty")) {
             snprintf(cfg->penalty, sizeof cfg->penalty, "%s", val);
+        } else if (!strcmp(opt, "--scales")) {
+            scales = val;
         } else if (!strcmp(opt, "--auto-fraction")) {
             e = atf_cli_double(opt, val, &cfg->auto_fraction, err);
             if (!e && !(cfg->auto_fraction > 0)) {
@@ -611,11 +707,9 @@ static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *c
         cfg->arch.init = ATF_INIT_TORCH;
     if (!lr_given) /* paper B.1 with PyTorch's initialisation; He-normal diverges at 0.1 */
         cfg->train.lr = cfg->arch.init == ATF_INIT_TORCH ? 0.1 : 0.01;
-    atf_penalty pen;
-    char probe[256];
-    if (atf_resolve_auto_scale(cfg->penalty, 1.0, 1.0, probe, sizeof probe, NULL, err) ||
-        atf_penalty_parse(probe, &pen, err))
-        return ATF_E_USAGE;
+    atf_error e = build_variants(cfg, scales, err);
+    if (e)
+        return e;
     if (!(cfg->tol > 0) || !(cfg->train.lr > 0)) {
         atf_errorf(err, "--tol and --lr must be positive");
         return ATF_E_USAGE;

@@ -227,6 +227,40 @@ void atf_problem_center(atf_problem *p)
     }
 }
 
+atf_error atf_penalty_with_scale(const char *spec, const char *scale, char *out, size_t outlen,
+                                 char *err)
+{
+    size_t n = 0;
+    const char *p = spec;
+    out[0] = '\0';
+    while (*p) {
+        size_t tlen = strcspn(p, "+");
+        char term[256];
+        if (tlen >= sizeof term)
+            goto too_long;
+        memcpy(term, p, tlen);
+        term[tlen] = '\0';
+        char *at = strstr(term, "scale=");
+        int w;
+        if (at) { /* replace the value, keep what follows it */
+            size_t vlen = strcspn(at + 6, ",");
+            w = snprintf(out + n, outlen - n, "%s%.*s%s%s", n ? "+" : "", (int)(at + 6 - term),
+                         term, scale, at + 6 + vlen);
+        } else {
+            w = snprintf(out + n, outlen - n, "%s%s%sscale=%s", n ? "+" : "", term,
+                         strchr(term, ':') ? "," : ":", scale);
+        }
+        if (w < 0 || (size_t)w >= outlen - n)
+            goto too_long;
+        n += (size_t)w;
+        p += tlen + (p[tlen] == '+');
+    }
+    return ATF_OK;
+too_long:
+    atf_errorf(err, "penalty '%s' with scale=%s: too long", spec, scale);
+    return ATF_E_USAGE;
+}
+
 /* ---- progress ---- */
 
 static void format_duration(double s, char *buf, size_t len)

@@ -268,6 +268,23 @@ def case_samples(scratch):
     p = run(args + ["--json"])
     assert open(os.path.join(out, "samples.csv")).read() == before   # resumed: nothing re-run
     assert json.loads(p.stdout)["rows"] == 12
+    # the scale axis: one problem (16) model per scale, next to the NTK
+    out2 = os.path.join(scratch, "scales")
+    p = run(["experiment", "samples", "--data", "synthetic:d=6,r=2", "--ns", "20,40", "--seeds",
+             "1", "--n-test", "80", "--hidden", "12,12", "--no-mlp", "--penalty", "zsq",
+             "--scales", "1e-3,1,auto", "--out", out2, "--json"])
+    s = json.loads(p.stdout)
+    assert s["rows"] == 2 * 4 and "mlp_error" not in s
+    rows = read_rows(os.path.join(out2, "samples.csv"))
+    assert {r["method"] for r in rows} == {"ntk", "adaptive:zsq:scale=1e-3",
+                                           "adaptive:zsq:scale=1", "adaptive:zsq:scale=auto"}
+    for r in rows:
+        if r["method"] == "adaptive:zsq:scale=1e-3":
+            assert r["penalty"] == "zsq:scale=1e-3"
+        if r["method"] == "adaptive:zsq:scale=auto":
+            assert r["penalty"].startswith("zsq:scale=") and "auto" not in r["penalty"]
+    check_figure(os.path.join(out2, "samples"), ["zsq:scale=auto"])
+    run(["experiment", "samples", "--scales", "0,1"], expect=2)
     run(["experiment", "samples", "--ns", "1"], expect=2)
     run(["experiment", "samples", "--penalty", "bogus:scale=auto"], expect=2)
     run(["experiment", "samples", "--data", os.path.join(scratch, "none.h5"), "--ns", "10",

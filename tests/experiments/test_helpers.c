@@ -149,6 +149,18 @@ static void test_auto_scale(void)
     CHECK(atf_resolve_auto_scale("zsq:scale=auto", 1.0, 0.1, out, 8, &g, err) == ATF_E_USAGE);
 }
 
+static void test_with_scale(void)
+{
+    char out[256], err[ATF_ERRLEN];
+    CHECK(atf_penalty_with_scale("sq", "1e-4", out, sizeof out, err) == ATF_OK);
+    CHECK(!strcmp(out, "sq:scale=1e-4"));
+    CHECK(atf_penalty_with_scale("pow:p=1.5", "auto", out, sizeof out, err) == ATF_OK);
+    CHECK(!strcmp(out, "pow:p=1.5,scale=auto"));
+    CHECK(atf_penalty_with_scale("pow:scale=3,p=2+abs", "0.1", out, sizeof out, err) == ATF_OK);
+    CHECK(!strcmp(out, "pow:scale=0.1,p=2+abs:scale=0.1"));
+    CHECK(atf_penalty_with_scale("zsq:scale=1", "0.01", out, 12, err) == ATF_E_USAGE);
+}
+
 static void test_metrics(void)
 {
     /* two outputs, three examples: argmax errors against labels and relative MSE */
@@ -177,6 +189,7 @@ int main(int argc, char **argv)
     test_rowstore(dir);
     test_effective_rank();
     test_auto_scale();
+    test_with_scale();
     test_metrics();
     if (failures)
         fprintf(stderr, "%d checks failed\n", failures);

@@ -468,7 +468,9 @@ static void sweep_figure(const atf_rowstore *st, const sweep_args *a, const char
         atf_plot_panel *p = &panels[npanels];
         const char *sname = structure_name(a->structures[s]);
         p->kind = ATF_PANEL_LINES;
-        p->title = sname;
+        static char ptitle[3][48];
+        snprintf(ptitle[npanels], sizeof ptitle[npanels], "structure: %s", sname);
+        p->title = ptitle[npanels];
         p->xlabel = "scale γ";
         p->ylabel = use_test ? "test error" : "Σ effective rank";
         p->logx = 1;
@@ -530,7 +532,11 @@ static void sweep_figure(const atf_rowstore *st, const sweep_args *a, const char
     }
     if (!npanels)
         return;
-    atf_plot_figure fig = {"atf sweep: penalty ablations", npanels, 1, 600 * npanels, 500, npanels,
+    char title[256];
+    const char *file = strrchr(a->problem, '/') ? strrchr(a->problem, '/') + 1 : a->problem;
+    snprintf(title, sizeof title, "atf sweep on %.120s%s: %s against the penalty scale", file,
+             a->center ? " (centered)" : "", use_test ? "test error" : "effective rank");
+    atf_plot_figure fig = {title, npanels, 1, npanels == 1 ? 950 : 720 * npanels, 620, npanels,
                            panels, 0};
     char err[ATF_ERRLEN];
     if (atf_plot_save(&fig, base, err))

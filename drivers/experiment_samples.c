@@ -31,8 +31,10 @@ typedef struct {
 
 static int list_methods(const atf_samples_config *cfg, method *m)
 {
-    int n = 0;
-    m[n] = (method){KIND_NTK, NULL, "ntk", "NTK min-norm (fixed features)"};
+    int n = 0, many = cfg->nvariants > 1; /* short labels when the legend is long */
+    m[n] = (method){KIND_NTK, NULL, "ntk", ""};
+    snprintf(m[n].label, sizeof m[n].label, "%s", many ? "NTK min-norm" :
+             "NTK min-norm (fixed features)");
     n++;
     for (int v = 0; v < cfg->nvariants; v++, n++) {
         m[n] = (method){KIND_ADAPTIVE, cfg->variants[v], "", ""};
@@ -41,7 +43,7 @@ static int list_methods(const atf_samples_config *cfg, method *m)
             snprintf(m[n].label, sizeof m[n].label, "problem (16) (adaptive)");
         } else {
             snprintf(m[n].name, sizeof m[n].name, "adaptive:%.120s", cfg->variants[v]);
-            snprintf(m[n].label, sizeof m[n].label, "problem (16), %.120s", cfg->variants[v]);
+            snprintf(m[n].label, sizeof m[n].label, "(16) %.120s", cfg->variants[v]);
         }
     }
     if (cfg->train_mlp) {
@@ -399,7 +401,10 @@ static atf_error samples_figure(const atf_samples_config *cfg, const summary *sm
                 sm->m[k].label, sm->n, p ? mm[k] : em[k], p ? ms[k] : es[k], cfg->nn, k % 8,
                 k / 8, 1 + k % 5, 0};
     }
-    atf_plot_figure fig = {cfg->title, 2, 1, 1500, 620, 2, panels, 0};
+    /* many models (the scale axis): panels stacked, full width, so the legend fits */
+    int stacked = cfg->nvariants > 1;
+    atf_plot_figure fig = {cfg->title, stacked ? 1 : 2, stacked ? 2 : 1, stacked ? 1300 : 1500,
+                           stacked ? 1250 : 620, 2, panels, 0};
     char base[1200];
     snprintf(base, sizeof base, "%s/samples", cfg->out);
     return atf_plot_save(&fig, base, err);

@@ -22,7 +22,7 @@ static const int palette[8][3] = {
     {230, 159, 0},  /* orange */
     {86, 180, 233}, /* sky */
     {0, 0, 0},      /* black */
-    {240, 228, 66}, /* yellow */
+    {140, 86, 75},  /* brown (Okabe–Ito's yellow is too pale on white) */
 };
 enum { COL_BG = 0, COL_FG = 1, COL_GRID = 10, COL_SERIES0 = 2 };
 
@@ -170,6 +170,12 @@ static void legend_position(atf_legend_pos pos, PLINT *flags)
     *flags |= PL_POSITION_INSIDE | PL_POSITION_VIEWPORT;
 }
 
+/* Long legends are set in two columns. */
+static int legend_columns(int entries)
+{
+    return entries > 4 ? 2 : 1;
+}
+
 /* How much of the data a legend at `pos` would cover: points (markers, error-bar ends and 16
  * samples along every line segment) inside the corner box the legend needs, estimated from the
  * number and length of its labels. */
@@ -184,7 +190,9 @@ static int points_in_corner(const atf_plot_panel *p, const double lim[4], atf_le
             entries++;
             longest = strlen(p->series[s].label) > longest ? strlen(p->series[s].label) : longest;
         }
-    double bw = fmin(0.95, 0.32 + 0.015 * (double)longest), bh = fmin(0.9, 0.04 + 0.085 * entries);
+    int ncol = legend_columns(entries), nrow = (entries + ncol - 1) / ncol;
+    double bw = fmin(0.95, ncol * (0.32 + 0.015 * (double)longest) - (ncol - 1) * 0.12);
+    double bh = fmin(0.9, 0.04 + 0.085 * nrow);
     int count = 0;
     for (int s = 0; s < p->nseries; s++) {
         const atf_plot_series *ser = &p->series[s];
@@ -260,8 +268,10 @@ static void draw_legend(const atf_plot_panel *p, atf_legend_pos where)
     PLINT pos;
     legend_position(where, &pos);
     PLFLT w, h;
-    pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, pos, 0.02, 0.02, 0.06,
-             COL_BG, COL_FG, 1, 0, 0, n, opt, 0.6, 0.75, 1.5, 0.0, tcol, text, NULL, NULL, NULL,
+    int ncol = legend_columns(n), nrow = (n + ncol - 1) / ncol;
+    pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX | PL_LEGEND_ROW_MAJOR, pos,
+             0.02, 0.02, 0.06, COL_BG, COL_FG, 1, nrow, ncol, n, opt, 0.6, ncol > 1 ? 0.65 : 0.75,
+             1.5, 0.0, tcol, text, NULL, NULL, NULL,
              NULL, lcol, lsty, lwid, scol, sscale, snum, sym);
 }
 
@@ -308,8 +318,8 @@ static void format_tick(double v, char *buf, size_t len)
 static void manual_log_labels(int yaxis, double lo, double hi)
 {
     static const double steps125[] = {1, 2, 5}, steps19[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-    const double *steps = hi - lo < 1.0 ? steps19 : steps125;
-    int nsteps = hi - lo < 1.0 ? 9 : 3;
+    const double *steps = hi - lo < 0.6 ? steps19 : steps125;
+    int nsteps = hi - lo < 0.6 ? 9 : 3;
     PLFLT xmin, xmax, ymin, ymax;
     plgvpw(&xmin, &xmax, &ymin, &ymax);
     for (int k = (int)floor(lo) - 1; k <= (int)ceil(hi); k++)
@@ -529,7 +539,9 @@ static void render(const atf_plot_figure *fig, const char *device, const char *p
         plvpor(0.0, 1.0, top, 1.0);
         plwind(0, 1, 0, 1);
         plcol0(COL_FG);
-        plschr(0, fmin(1.1, fmax(0.7, px / 550.0)));
+        /* about 18 px per character at scale 1: keep long titles inside the page */
+        double fit = 0.95 * fig->width / (18.0 * (double)strlen(fig->title));
+        plschr(0, fmin(fmin(1.1, fmax(0.7, px / 550.0)), fmax(0.5, fit)));
         plmtex("t", -1.6, 0.5, 0.5, fig->title);
     }
     plend();

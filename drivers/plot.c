@@ -347,6 +347,16 @@ static void manual_log_labels(int yaxis, double lo, double hi)
         }
 }
 
+/* The 1-2-5 multiple of a power of ten at or above `raw`: at most about five labelled ticks on a
+ * linear y axis, whose labels are drawn along the axis and would otherwise overlap. */
+static double nice_step(double raw)
+{
+    if (!(raw > 0) || !isfinite(raw))
+        return 0.0;
+    double p10 = pow(10.0, floor(log10(raw))), f = raw / p10;
+    return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * p10;
+}
+
 static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
 {
     double lim[4];
@@ -379,7 +389,7 @@ static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
         strcat(yopt, "lv");
     /* On a log axis the world unit is a decade: label every decade up to six, then thin out. */
     double xtick = p->logx ? ceil((lim[1] - lim[0]) / 6.0) : 0.0;
-    double ytick = p->logy ? ceil((lim[3] - lim[2]) / 6.0) : 0.0;
+    double ytick = p->logy ? ceil((lim[3] - lim[2]) / 6.0) : nice_step((lim[3] - lim[2]) / 5.0);
     plcol0(COL_GRID);
     plwidth(0.5);
     plbox(p->logx ? "gh" : "g", xtick, 0, p->logy ? "gh" : "g", ytick, 0);

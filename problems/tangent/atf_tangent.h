@@ -103,8 +103,10 @@ typedef enum { ATF_PARAM_STANDARD = 0, ATF_PARAM_NTK } atf_param;
 
 /* Initial weights: He-normal (default, as above) or PyTorch's nn.Linear default,
  * W, b ~ U(−1/√P_ℓ, 1/√P_ℓ) (variance 1/(3P_ℓ); standard parameterisation only). With the
- * latter the paper's SGD settings (lr 0.1, momentum 0.9) are stable on MNIST, as in PyTorch;
- * with He-normal weights lr 0.1 diverges there (the NTK is about 6× larger). */
+ * latter the paper's SGD settings (lr 0.1, momentum 0.9) train the 10-class depth-5 MNIST
+ * network, but measured on MNIST 2 vs 3 with 784-128-128-1 lr 0.1 still diverges in the first
+ * epoch (docs/experiments.md: the alignment experiment uses lr 0.03); with He-normal weights
+ * (NTK about 6× larger) lr 0.1 diverges on both. */
 typedef enum { ATF_INIT_HE = 0, ATF_INIT_TORCH } atf_init;
 
 typedef struct {

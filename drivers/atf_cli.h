@@ -24,6 +24,9 @@ int atf_cmd_kernel(int argc, char **argv);
 
 /* ---- shared helpers (drivers/cli.c) ---- */
 
+/* 1 if any argument after the subcommand name is --help or -h. */
+int atf_cli_wants_help(int argc, char **argv);
+
 /* Print "atf CMD: message" on stderr and return the exit code of e. */
 int atf_cli_fail(const char *cmd, atf_error e, const char *msg);
 

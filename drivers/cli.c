@@ -7,6 +7,14 @@
 #include <string.h>
 #include <time.h>
 
+int atf_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return 1;
+    return 0;
+}
+
 int atf_cli_fail(const char *cmd, atf_error e, const char *msg)
 {
     fprintf(stderr, "atf %s: %s\n", cmd, msg && *msg ? msg : atf_error_name(e));

@@ -147,11 +147,9 @@ static int run(features_args *a)
 
 int atf_cmd_features(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
     }
     features_args a = {atf_data_options_default(), atf_net_options_default(), NULL, NULL, NULL,
                        0};

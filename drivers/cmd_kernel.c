@@ -173,11 +173,9 @@ static atf_error load(const kernel_args *a, atf_problem **p, atf_result **res, a
 
 int atf_cmd_kernel(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
     }
     kernel_args a;
     memset(&a, 0, sizeof a);

@@ -90,11 +90,10 @@ static double grid_point(const penalty_args *a, long j)
 
 int atf_cmd_penalty(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
     char err[ATF_ERRLEN] = "";
     penalty_args a;
     atf_error e = parse_args(argc, argv, &a, err);

@@ -667,11 +667,10 @@ static atf_error run_all(sweep_state *s, const sweep_run *runs, int nruns, char 
 int atf_cmd_sweep(int argc, char **argv)
 {
     char err[ATF_ERRLEN] = "";
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
     sweep_args a;
     atf_error e = parse_args(argc, argv, &a, err);
     static sweep_run runs[MAXRUNS];

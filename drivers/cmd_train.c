@@ -213,11 +213,9 @@ static int run(train_args *a)
 
 int atf_cmd_train(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
     }
     train_args a;
     memset(&a, 0, sizeof a);

@@ -668,11 +668,10 @@ static atf_error load_targets(const align_args *a, target_run *ts, char *err)
 
 int atf_experiment_alignment(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
     char err[ATF_ERRLEN] = "";
     static align_args a;
     atf_error e = parse_args(argc, argv, &a, err);

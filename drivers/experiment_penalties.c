@@ -104,11 +104,10 @@ static double tail_slope(const atf_penalty *pen, double v1, double v2)
 int atf_experiment_penalties(int argc, char **argv)
 {
     char err[ATF_ERRLEN] = "";
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
     pen_args a;
     atf_error e = parse_args(argc, argv, &a, err);
     atf_penalty pens[MAXPEN];

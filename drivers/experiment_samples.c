@@ -724,11 +724,10 @@ static atf_error parse_samples_args(int argc, char **argv, atf_samples_config *c
 
 int atf_experiment_samples(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
     char err[ATF_ERRLEN] = "";
     static atf_samples_config cfg;
     atf_error e = parse_samples_args(argc, argv, &cfg, err);

@@ -213,6 +213,21 @@ static void split_all(atf_result_block *rb, const atf_penalty *pen)
         atf_penalty_factors(pen, rb->d[j], &rb->s1[j], &rb->sigma[j], &rb->s2[j]);
 }
 
+static int finite_array(const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+static int svd_finite(const atf_result_block *rb, const double *VT)
+{
+    size_t k = (size_t)rb->k;
+    return finite_array(rb->d, k) && finite_array(rb->U, (size_t)rb->rows * k) &&
+           finite_array(VT, k * (size_t)rb->cols);
+}
+
 /* Thin SVD B = U diag(d) Vᵀ by divide and conquer; B itself is kept (a copy is factorised). */
 static atf_error spectral_factors(atf_result_block *rb, const atf_penalty *pen, char *err)
 {
@@ -230,6 +245,18 @@ static atf_error spectral_factors(atf_result_block *rb, const atf_penalty *pen, 
     }
     memcpy(A, rb->B, (size_t)m * n * sizeof *A);
     lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', m, n, A, n, rb->d, rb->U, k, VT, n);
+    if (info != 0 || !svd_finite(rb, VT)) {
+        /* divide and conquer can fail on large, strongly rank-deficient blocks: fall back to
+         * the slower, robust QR-iteration SVD */
+        double *superb = malloc((size_t)(k > 1 ? k : 2) * sizeof *superb);
+        memcpy(A, rb->B, (size_t)m * n * sizeof *A);
+        info = superb ? LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'S', m, n, A, n, rb->d, rb->U, k,
+                                       VT, n, superb)
+                      : -1;
+        free(superb);
+        if (info == 0 && !svd_finite(rb, VT))
+            info = -1;
+    }
     if (info == 0)
         for (int j = 0; j < k; j++)
             for (int c = 0; c < n; c++)
@@ -237,7 +264,7 @@ static atf_error spectral_factors(atf_result_block *rb, const atf_penalty *pen, 
     free(A);
     free(VT);
     if (info != 0) {
-        atf_errorf(err, "result block %s: SVD of B failed (LAPACKE_dgesdd info = %d)", rb->name,
+        atf_errorf(err, "result block %s: SVD of B failed (dgesdd and dgesvd, info = %d)", rb->name,
                    (int)info);
         return ATF_E_NUMERICAL;
     }

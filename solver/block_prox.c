@@ -55,11 +55,43 @@ atf_error atf_sv_prox_alloc(atf_solver *s, char *err)
     return ATF_OK;
 }
 
+static int all_finite(const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+static int svd_finite(const atf_sv_var *v)
+{
+    size_t k = (size_t)v->k;
+    return all_finite(v->s, k) && all_finite(v->u, (size_t)v->cols * k) &&
+           all_finite(v->vt, k * (size_t)v->rows);
+}
+
+/* Divide and conquer (dgesdd) is the fast path. On large, strongly rank-deficient blocks it can
+ * fail to converge or return non-finite vectors (seen: an unreduced 1024 × 1024 block of rank 50
+ * in benchmarks/bench_solver); the QR-iteration SVD (dgesvd) is slower but robust, so it takes
+ * over then. Its workspace is allocated per call: the fallback is rare. */
 int atf_sv_svd(atf_sv_var *v, const double *C)
 {
     memcpy(v->a, C, v->len * sizeof *v->a);
-    return (int)LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', v->cols, v->rows, v->a, v->cols, v->s,
-                                    v->u, v->cols, v->vt, v->k, v->work, v->lwork, v->iwork);
+    int info = (int)LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', v->cols, v->rows, v->a, v->cols,
+                                        v->s, v->u, v->cols, v->vt, v->k, v->work, v->lwork,
+                                        v->iwork);
+    if (info == 0 && svd_finite(v))
+        return 0;
+    if (!all_finite(C, v->len))
+        return info ? info : -1;
+    memcpy(v->a, C, v->len * sizeof *v->a);
+    double *superb = malloc((size_t)(v->k > 1 ? v->k : 2) * sizeof *superb);
+    if (!superb)
+        return -1;
+    info = (int)LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'S', 'S', v->cols, v->rows, v->a, v->cols, v->s,
+                               v->u, v->cols, v->vt, v->k, superb);
+    free(superb);
+    return info == 0 && svd_finite(v) ? 0 : (info ? info : -1);
 }
 
 /* z = prox_{tω̃(‖·‖)}(w): the norm shrinks by the scalar prox, the direction stays. */

@@ -273,14 +273,6 @@ static int guard_stagnation(const atf_solver *s, admm_state *st)
     return 1;
 }
 
-static int finite_all(const double *a, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(a[i]))
-            return 0;
-    return 1;
-}
-
 static atf_status run(atf_solver *s, admm_state *st, double *x)
 {
     const atf_settings *set = &s->set;
@@ -342,7 +334,7 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     if (s->set.verbose)
         log_header(s);
     res->status = run(s, &st, x);
-    if (res->status == ATF_STATUS_NUMERICAL_ERROR || !finite_all(x, n)) {
+    if (res->status == ATF_STATUS_NUMERICAL_ERROR || !atf_sv_all_finite(x, n)) {
         res->status = ATF_STATUS_NUMERICAL_ERROR;
         memcpy(x, s->x_ls, n * sizeof *x); /* never hand out NaN: fall back to a feasible point */
     } else {

@@ -55,19 +55,11 @@ atf_error atf_sv_prox_alloc(atf_solver *s, char *err)
     return ATF_OK;
 }
 
-static int all_finite(const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return 0;
-    return 1;
-}
-
 static int svd_finite(const atf_sv_var *v)
 {
     size_t k = (size_t)v->k;
-    return all_finite(v->s, k) && all_finite(v->u, (size_t)v->cols * k) &&
-           all_finite(v->vt, k * (size_t)v->rows);
+    return atf_sv_all_finite(v->s, k) && atf_sv_all_finite(v->u, (size_t)v->cols * k) &&
+           atf_sv_all_finite(v->vt, k * (size_t)v->rows);
 }
 
 /* Divide and conquer (dgesdd) is the fast path. On large, strongly rank-deficient blocks it can
@@ -82,7 +74,7 @@ int atf_sv_svd(atf_sv_var *v, const double *C)
                                         v->iwork);
     if (info == 0 && svd_finite(v))
         return 0;
-    if (!all_finite(C, v->len))
+    if (!atf_sv_all_finite(C, v->len))
         return info ? info : -1;
     memcpy(v->a, C, v->len * sizeof *v->a);
     double *superb = malloc((size_t)(v->k > 1 ? v->k : 2) * sizeof *superb);

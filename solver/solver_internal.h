@@ -92,8 +92,10 @@ struct atf_solver {
 atf_error atf_sv_settings_check(const atf_settings *set, char *err);
 const char *atf_sv_structure_name(atf_global_structure s);
 
-/* ---- time ---- */
+/* ---- small helpers (settings.c) ---- */
 double atf_sv_now(void);
+/* 1 if all n values are finite (no NaN, no ±Inf). */
+int atf_sv_all_finite(const double *x, size_t n);
 
 /* ---- reduction.c ---- */
 /* Build the vars (cores and their operators) of prob under the settings. */

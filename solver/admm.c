@@ -46,11 +46,6 @@ typedef struct {
     int window_start;
 } admm_state;
 
-static double nrm(const double *a, size_t n)
-{
-    return n ? cblas_dnrm2((int)n, a, 1) : 0.0;
-}
-
 static double dist(const double *a, const double *b, size_t n)
 {
     double d2 = 0.0;
@@ -144,7 +139,7 @@ static int any_nonconvex(const atf_solver *s)
 void atf_sv_rho_init(atf_solver *s)
 {
     /* ‖B0‖_F bounds every singular value, entry and norm of the least-squares point */
-    double vmax = nrm(s->x_ls, s->n), mu = 0.0;
+    double vmax = atf_sv_norm(s->x_ls, s->n), mu = 0.0;
     if (s->set.structure == ATF_GLOBAL_FULL)
         mu = weak_convexity(&s->full_pen, vmax);
     else
@@ -167,7 +162,7 @@ void atf_sv_rho_init(atf_solver *s)
 static void initial_dual(atf_solver *s, admm_state *st)
 {
     size_t n = s->n;
-    atf_sv_gradient(s, st->z, st->u, WARM_RANK_CUT * nrm(st->z, n));
+    atf_sv_gradient(s, st->z, st->u, WARM_RANK_CUT * atf_sv_norm(st->z, n));
     for (size_t i = 0; i < n; i++)
         if (!isfinite(st->u[i])) {
             memset(st->u, 0, n * sizeof *st->u);
@@ -215,8 +210,8 @@ static void residuals(const atf_solver *s, admm_state *st, const double *x)
      * depend on it either */
     st->pri = dist(x, st->z, n);
     st->dual = st->rho * dist(st->z, st->zprev, n);
-    double scale_pri = fmax(nrm(x, n), nrm(st->z, n));
-    double scale_dual = st->rho * nrm(st->u, n);
+    double scale_pri = fmax(atf_sv_norm(x, n), atf_sv_norm(st->z, n));
+    double scale_dual = st->rho * atf_sv_norm(st->u, n);
     st->eps_pri = s->set.eps_abs * s->tol_unit_pri + s->set.eps_rel * scale_pri;
     st->eps_dual = s->set.eps_abs * s->tol_unit_dual + s->set.eps_rel * scale_dual;
 }
@@ -231,8 +226,8 @@ static void set_rho(const atf_solver *s, admm_state *st, double rho_new)
 static int rebalance(const atf_solver *s, admm_state *st, const double *x)
 {
     size_t n = s->n;
-    double scale_pri = fmax(nrm(x, n), nrm(st->z, n));
-    double scale_dual = st->rho * nrm(st->u, n);
+    double scale_pri = fmax(atf_sv_norm(x, n), atf_sv_norm(st->z, n));
+    double scale_dual = st->rho * atf_sv_norm(st->u, n);
     if (!(scale_pri > 0.0) || !(scale_dual > 0.0) || !(st->dual > 0.0) || !(st->pri > 0.0))
         return 0;
     double ratio = sqrt((st->pri / scale_pri) / (st->dual / scale_dual));
@@ -311,7 +306,7 @@ static double admm_certificate(atf_solver *s, admm_state *st, const double *x)
     atf_sv_project(s, st->w, NULL, 1); /* w = U − P U */
     for (size_t i = 0; i < n; i++)
         st->w[i] = st->rho * (st->u[i] - st->w[i]);
-    double tau = 2.0 * st->pri + 1e-12 * nrm(x, n);
+    double tau = 2.0 * st->pri + 1e-12 * atf_sv_norm(x, n);
     return atf_sv_stationarity(s, x, st->w, tau);
 }
 

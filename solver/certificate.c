@@ -22,11 +22,6 @@ static double dot(const double *a, const double *b, size_t n)
     return n ? cblas_ddot((int)n, a, 1, b, 1) : 0.0;
 }
 
-static double nrm(const double *a, size_t n)
-{
-    return n ? cblas_dnrm2((int)n, a, 1) : 0.0;
-}
-
 int atf_sv_any_nuclear(const atf_solver *s)
 {
     if (s->set.structure == ATF_GLOBAL_FULL)
@@ -48,7 +43,7 @@ static double deriv(const atf_penalty *pen, double v, double tau)
 static void norm_gradient(const atf_penalty *pen, const double *x, double *g, size_t n,
                           double tau)
 {
-    double nx = nrm(x, n);
+    double nx = atf_sv_norm(x, n);
     double scale = nx > 0.0 ? deriv(pen, nx, tau) / nx : 0.0;
     for (size_t i = 0; i < n; i++)
         g[i] = scale * x[i];
@@ -72,7 +67,7 @@ double atf_sv_gradient(atf_solver *s, const double *x, double *g, double tau_abs
 {
     if (s->set.structure == ATF_GLOBAL_FULL) {
         norm_gradient(&s->full_pen, x, g, s->n, tau_abs);
-        return nrm(g, s->n);
+        return atf_sv_norm(g, s->n);
     }
     for (int l = 0; l < s->nvars; l++) {
         atf_sv_var *v = &s->vars[l];
@@ -87,7 +82,7 @@ double atf_sv_gradient(atf_solver *s, const double *x, double *g, double tau_abs
             return NAN;
         }
     }
-    return nrm(g, s->n);
+    return atf_sv_norm(g, s->n);
 }
 
 /* ---- distance from the nuclear subdifferential ---- */
@@ -100,9 +95,9 @@ static double pos(double a)
 /* dist² of y from c·∂‖·‖₂ at x (a vector, or the whole `full` vector). */
 static double norm_dist2(const double *x, const double *y, size_t n, double c, double tau)
 {
-    double nx = nrm(x, n);
+    double nx = atf_sv_norm(x, n);
     if (!(nx > tau)) {
-        double excess = pos(nrm(y, n) - c);
+        double excess = pos(atf_sv_norm(y, n) - c);
         return excess * excess;
     }
     double d2 = 0.0;
@@ -160,7 +155,7 @@ static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, do
         memcpy(T, A1, (size_t)m * (size_t)r * sizeof *T);
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, r, r, -1.0, v->u, m, Y11, r,
                     1.0, T, m);
-        double y12 = nrm(T, (size_t)m * (size_t)r);
+        double y12 = atf_sv_norm(T, (size_t)m * (size_t)r);
         /* Ŷᵀ = Ỹ − V_r A2 − T U_rᵀ, before A2 becomes its own off-diagonal part */
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, r, -1.0, v->u, m, A2, r,
                     1.0, W, m);
@@ -169,10 +164,10 @@ static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, do
         /* Y21ᵀ part: A2 − Y11ᵀ U_rᵀ */
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, r, n, r, -1.0, Y11, r, v->vt, k,
                     1.0, A2, r);
-        double y21 = nrm(A2, (size_t)r * (size_t)n);
+        double y21 = atf_sv_norm(A2, (size_t)r * (size_t)n);
         for (int j = 0; j < r; j++)
             Y11[(size_t)j * (size_t)r + (size_t)j] -= c;
-        double e11 = nrm(Y11, (size_t)r * (size_t)r);
+        double e11 = atf_sv_norm(Y11, (size_t)r * (size_t)r);
         inner = e11 * e11 + y12 * y12 + y21 * y21;
     }
     if (LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', m, n, W, m, sv, NULL, 1, NULL, 1) != 0)
@@ -231,7 +226,7 @@ double atf_sv_stationarity(atf_solver *s, const double *x, const double *y, doub
         }
         memcpy(h, g, n * sizeof *h);
         atf_sv_project(s, h, NULL, 1); /* h = G − P G */
-        result = nrm(h, n) / gnorm;
+        result = atf_sv_norm(h, n) / gnorm;
         goto done;
     }
     if (!y) { /* candidate P G */
@@ -241,7 +236,7 @@ double atf_sv_stationarity(atf_solver *s, const double *x, const double *y, doub
             h[i] = g[i] - h[i];
         y = h;
     }
-    double ynorm = nrm(y, n), d2 = subdifferential_dist2(s, x, y, g, tau_abs);
+    double ynorm = atf_sv_norm(y, n), d2 = subdifferential_dist2(s, x, y, g, tau_abs);
     double scale = fmax(ynorm, gnorm);
     result = scale > 0.0 ? sqrt(d2) / scale : sqrt(d2);
 done:

@@ -1,4 +1,5 @@
 /* settings.c — defaults and validation of atf_settings, and small shared helpers. */
+#include <cblas.h>
 #include <math.h>
 #include <time.h>
 
@@ -77,6 +78,11 @@ double atf_sv_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double atf_sv_norm(const double *x, size_t n)
+{
+    return n ? cblas_dnrm2((int)n, x, 1) : 0.0;
 }
 
 int atf_sv_all_finite(const double *x, size_t n)

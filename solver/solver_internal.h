@@ -94,6 +94,8 @@ const char *atf_sv_structure_name(atf_global_structure s);
 
 /* ---- small helpers (settings.c) ---- */
 double atf_sv_now(void);
+/* Euclidean norm of n values (0 for n = 0). */
+double atf_sv_norm(const double *x, size_t n);
 /* 1 if all n values are finite (no NaN, no ±Inf). */
 int atf_sv_all_finite(const double *x, size_t n);
 

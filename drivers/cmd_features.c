@@ -5,6 +5,7 @@
 
 #include "atf_cli.h"
 #include "atf_problem.h"
+#include "atf_solver.h"
 #include "atf_tangent.h"
 
 static void usage(FILE *out)
@@ -47,6 +48,7 @@ typedef struct {
     atf_net_options net;
     const char *out, *penalty, *save_mlp;
     int json;
+    char command[ATF_COMMANDLEN]; /* recorded in the problem file */
 } features_args;
 
 static int parse_args(int argc, char **argv, features_args *a, char *err)
@@ -81,26 +83,45 @@ static int parse_args(int argc, char **argv, features_args *a, char *err)
     return 0;
 }
 
+static void print_json(const features_args *a, const atf_task *t, const atf_mlp *m,
+                       const atf_problem *p)
+{
+    json_t *o = json_object(), *classes = json_array(), *widths = json_array();
+    for (int j = 0; j < t->nclasses; j++)
+        json_array_append_new(classes, json_integer(t->classes[j]));
+    for (int l = 0; l <= m->arch.L; l++)
+        json_array_append_new(widths, json_integer(m->arch.widths[l]));
+    json_object_set_new(o, "status", json_string("ok"));
+    json_object_set_new(o, "output", atf_json_text(a->out));
+    json_object_set_new(o, "source", atf_json_text(t->source_name));
+    json_object_set_new(o, "classes", classes);
+    json_object_set_new(o, "n_train", json_integer(t->train.N));
+    json_object_set_new(o, "n_test", json_integer(t->test.N));
+    json_object_set_new(o, "outputs", json_integer(p->C));
+    json_object_set_new(o, "rows", json_integer(p->M));
+    json_object_set_new(o, "blocks", json_integer(p->nblocks));
+    json_object_set_new(o, "parameters", json_integer(atf_mlp_nparams(m)));
+    json_object_set_new(o, "widths", widths);
+    json_object_set_new(o, "targets", atf_json_text(atf_targets_name(t->targets)));
+    if (!isnan(t->teacher_accuracy))
+        json_object_set_new(o, "teacher_accuracy", json_real(t->teacher_accuracy));
+    json_object_set_new(o, "fingerprint", atf_json_text(p->fingerprint));
+    atf_cli_print_json(o);
+}
+
 static void print_summary(const features_args *a, const atf_task *t, const atf_mlp *m,
                           const atf_problem *p)
 {
+    if (a->json) {
+        print_json(a, t, m, p);
+        return;
+    }
     char classes[256] = "";
     for (int j = 0, n = 0; j < t->nclasses && n < (int)sizeof classes - 16; j++)
         n += snprintf(classes + n, sizeof classes - n, "%s%d", j ? "," : "", t->classes[j]);
     char widths[256] = "";
     for (int l = 0, n = 0; l <= m->arch.L; l++)
         n += snprintf(widths + n, sizeof widths - n, "%s%d", l ? "," : "", m->arch.widths[l]);
-    if (a->json) {
-        printf("{\"status\":\"ok\",\"output\":\"%s\",\"source\":\"%s\",\"classes\":[%s],"
-               "\"n_train\":%d,\"n_test\":%d,\"outputs\":%d,\"rows\":%d,\"blocks\":%d,"
-               "\"parameters\":%lld,\"widths\":[%s],\"targets\":\"%s\"", a->out, t->source_name,
-               classes, t->train.N, t->test.N, p->C, p->M, p->nblocks,
-               (long long)atf_mlp_nparams(m), widths, atf_targets_name(t->targets));
-        if (!isnan(t->teacher_accuracy))
-            printf(",\"teacher_accuracy\":%.6f", t->teacher_accuracy);
-        printf("}\n");
-        return;
-    }
     printf("features: %s%s%s: %d train + %d test examples, %d output%s, MLP %s (%s%s, %lld "
            "parameters), %d blocks, targets %s",
            t->source_name, t->nclasses ? " classes " : "", classes, t->train.N, t->test.N,
@@ -110,6 +131,16 @@ static void print_summary(const features_args *a, const atf_task *t, const atf_m
     if (!isnan(t->teacher_accuracy))
         printf(" (teacher accuracy %.1f%%)", 100.0 * t->teacher_accuracy);
     printf(" -> %s\n", a->out);
+}
+
+/* What only the command knows: its command line, the data source and, where it is used (image
+ * sampling, synthetic data; a user's HDF5 file keeps its order), the seed. */
+static void record_provenance(const features_args *a, const atf_task *t, atf_provenance *pv)
+{
+    snprintf(pv->command, sizeof pv->command, "%s", a->command);
+    snprintf(pv->data_source, sizeof pv->data_source, "%s", a->data.source);
+    pv->has_data_seed = strcmp(t->source_name, "hdf5") != 0;
+    pv->data_seed = (int64_t)a->data.seed;
 }
 
 static int run(features_args *a)
@@ -125,7 +156,11 @@ static int run(features_args *a)
         return atf_cli_fail("features", ATF_E_USAGE,
                             "--seed equals --teacher-seed: the teacher must be an independent "
                             "network");
-    atf_error e = atf_net_arch(&a->net, &arch, err);
+    atf_error e = atf_cli_check_output(a->out, err);
+    if (!e && a->save_mlp)
+        e = atf_cli_check_output(a->save_mlp, err);
+    if (!e)
+        e = atf_net_arch(&a->net, &arch, err);
     if (e)
         return atf_cli_fail("features", e, err);
     if ((e = atf_task_load(&a->data, &arch, &task, err)))
@@ -133,6 +168,8 @@ static int run(features_args *a)
     e = atf_net_build(&a->net, &task, &m, err);
     if (!e)
         e = atf_tangent_problem(m, &task, a->penalty, &p, err);
+    if (!e)
+        record_provenance(a, &task, &p->prov);
     if (!e)
         e = atf_problem_write(a->out, p, err);
     if (!e && a->save_mlp)
@@ -152,9 +189,10 @@ int atf_cmd_features(int argc, char **argv)
         return 0;
     }
     features_args a = {atf_data_options_default(), atf_net_options_default(), NULL, NULL, NULL,
-                       0};
+                       0, ""};
     char err[ATF_ERRLEN] = "";
     if (parse_args(argc, argv, &a, err))
         return atf_cli_fail("features", ATF_E_USAGE, err);
+    atf_cli_command_line(argc, argv, a.command, sizeof a.command);
     return run(&a);
 }

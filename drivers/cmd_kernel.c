@@ -6,6 +6,7 @@
 
 #include "atf_cli.h"
 #include "atf_result.h"
+#include "atf_solver.h"
 #include "atf_tangent.h"
 
 static void usage(FILE *out)
@@ -26,6 +27,7 @@ static void usage(FILE *out)
         "  path_average  with --mlp0 and --mlp: the path-averaged kernel (eq. 2) over T points\n"
         "                (default 50, as in the paper's Appendix B.1)\n"
         "The network inputs are taken from the problem's block W1; --mlp0 must reproduce /f0.\n"
+        "RESULT must come from PROBLEM (same fingerprint; else exit 2, docs/formats.md).\n"
         "\n"
         "Prints the cosine similarity <K,K'>/(|K||K'|) (the paper's Figure 1 number) and the\n"
         "centered kernel alignment between all pairs, and per layer against the label kernel.\n"
@@ -33,42 +35,37 @@ static void usage(FILE *out)
         "  --json          the tables as one JSON line on stdout\n");
 }
 
-static void print_matrix_json(const char *key, int rows, int cols, const double *v)
+static json_t *matrix_json(int rows, int cols, const double *v)
 {
-    printf("\"%s\":[", key);
+    json_t *m = json_array();
     for (int a = 0; a < rows; a++) {
-        printf("%s[", a ? "," : "");
-        for (int b = 0; b < cols; b++) {
-            double x = v[a * cols + b];
-            if (isfinite(x))
-                printf("%s%.8g", b ? "," : "", x);
-            else
-                printf("%snull", b ? "," : "");
-        }
-        printf("]");
+        json_t *row = json_array();
+        for (int b = 0; b < cols; b++)
+            json_array_append_new(row, atf_json_number(v[a * cols + b]));
+        json_array_append_new(m, row);
     }
-    printf("]");
+    return m;
 }
 
 static void print_json(const atf_kernel_report *r)
 {
-    printf("{\"status\":\"ok\",\"rows\":%d,\"kernels\":[", r->M);
+    json_t *o = json_object(), *kernels = json_array(), *blocks = json_array();
     for (int j = 0; j < r->nkernels; j++)
-        printf("%s\"%s\"", j ? "," : "", r->names[j]);
-    printf("],\"blocks\":[");
+        json_array_append_new(kernels, atf_json_text(r->names[j]));
     for (int b = 0; b < r->nblocks; b++)
-        printf("%s\"%s\"", b ? "," : "", r->blocks[b]);
-    printf("],");
-    print_matrix_json("cosine", r->nkernels, r->nkernels, r->cosine);
-    printf(",");
-    print_matrix_json("cka", r->nkernels, r->nkernels, r->cka);
-    printf(",");
-    print_matrix_json("layer_cosine_label", r->nblocks, r->nkernels, r->layer_cosine);
-    printf(",");
-    print_matrix_json("layer_cka_label", r->nblocks, r->nkernels, r->layer_cka);
+        json_array_append_new(blocks, atf_json_text(r->blocks[b]));
+    json_object_set_new(o, "status", json_string("ok"));
+    json_object_set_new(o, "rows", json_integer(r->M));
+    json_object_set_new(o, "kernels", kernels);
+    json_object_set_new(o, "blocks", blocks);
+    json_object_set_new(o, "cosine", matrix_json(r->nkernels, r->nkernels, r->cosine));
+    json_object_set_new(o, "cka", matrix_json(r->nkernels, r->nkernels, r->cka));
+    json_object_set_new(o, "layer_cosine_label",
+                        matrix_json(r->nblocks, r->nkernels, r->layer_cosine));
+    json_object_set_new(o, "layer_cka_label", matrix_json(r->nblocks, r->nkernels, r->layer_cka));
     if (isfinite(r->theorem1_s))
-        printf(",\"theorem1_s\":%.10g", r->theorem1_s);
-    printf("}\n");
+        json_object_set_new(o, "theorem1_s", json_real(r->theorem1_s));
+    atf_cli_print_json(o);
 }
 
 static void print_table(const char *title, int rows, char (*row_names)[16], const char *const *rn,
@@ -164,6 +161,8 @@ static atf_error load(const kernel_args *a, atf_problem **p, atf_result **res, a
     atf_error e = atf_problem_read(a->pos[0], p, err);
     if (!e && a->npos == 2)
         e = atf_result_read(a->pos[1], res, err);
+    if (!e && a->npos == 2)
+        e = atf_cli_check_pair("kernel", *res, a->pos[1], *p, a->pos[0], err);
     if (!e && a->mlp0)
         e = atf_mlp_read(a->mlp0, m0, err);
     if (!e && a->mlp)
@@ -187,9 +186,12 @@ int atf_cmd_kernel(int argc, char **argv)
     atf_result *res = NULL;
     atf_mlp *m0 = NULL, *m = NULL;
     atf_kernel_report r;
-    atf_error e = load(&a, &p, &res, &m0, &m, err);
+    atf_error e = atf_cli_check_output(a.out, err);
+    if (!e)
+        e = load(&a, &p, &res, &m0, &m, err);
     if (!e) {
-        atf_kernel_inputs in = {p, res, m0, m, (int)a.T, a.method};
+        atf_kernel_inputs in = {p, res, m0, m, (int)a.T, a.method,
+                                a.pos[0], a.npos == 2 ? a.pos[1] : NULL, a.mlp0, a.mlp};
         e = atf_kernel_report_compute(&in, &r, err);
     }
     if (!e) {

@@ -80,11 +80,13 @@ static atf_error parse_args(int argc, char **argv, penalty_args *a, char *err)
 
 static double grid_point(const penalty_args *a, long j)
 {
-    if (a->num == 1)
+    if (a->num == 1 || j == 0)
         return a->from;
+    if (j == a->num - 1)
+        return a->to;
     double f = (double)j / (double)(a->num - 1);
-    if (a->geometric)
-        return a->from * pow(a->to / a->from, f);
+    if (a->geometric) /* in logarithms: to/from overflows for --from 1e-300 --to 1e300 */
+        return exp(log(a->from) + f * (log(a->to) - log(a->from)));
     return a->from + f * (a->to - a->from);
 }
 

@@ -6,6 +6,7 @@
 
 #include "atf_cli.h"
 #include "atf_result.h"
+#include "atf_solver.h"
 #include "atf_tangent.h"
 
 static void usage(FILE *out)
@@ -16,6 +17,8 @@ static void usage(FILE *out)
         "\n"
         "First form: predictions f = f0 + sum_l A_l vec B_l of a result of `atf solve` or\n"
         "`atf baseline` on the problem's /test split (and its training rows, as a check).\n"
+        "The result must come from this problem: a result whose problem_fingerprint differs\n"
+        "from the problem's fingerprint is refused (exit 2; docs/formats.md, Provenance).\n"
         "Second form: a network's outputs on a task built with the same data options as\n"
         "`atf features` / `atf train` (--classes, --n-train, --n-test, --data-seed,\n"
         "--standardize, --targets, --teacher-seed).\n"
@@ -27,21 +30,14 @@ static void usage(FILE *out)
         "  --json        one JSON line on stdout\n");
 }
 
-static void json_number(const char *key, double v, int last)
+static json_t *split_json(const atf_split_eval *s)
 {
-    if (isfinite(v))
-        printf("\"%s\":%.10g%s", key, v, last ? "" : ",");
-    else
-        printf("\"%s\":null%s", key, last ? "" : ",");
-}
-
-static void print_split_json(const char *name, const atf_split_eval *s)
-{
-    printf("\"%s\":{\"samples\":%d,", name, s->N);
-    json_number("mse", s->mse, 0);
-    json_number("error", s->error, 0);
-    json_number("class_error", s->class_error, 1);
-    printf("}");
+    json_t *o = json_object();
+    json_object_set_new(o, "samples", json_integer(s->N));
+    json_object_set_new(o, "mse", atf_json_number(s->mse));
+    json_object_set_new(o, "error", atf_json_number(s->error));
+    json_object_set_new(o, "class_error", atf_json_number(s->class_error));
+    return o;
 }
 
 static void print_split_text(const char *name, const atf_split_eval *s)
@@ -55,13 +51,13 @@ static void print_split_text(const char *name, const atf_split_eval *s)
 static void report(const atf_predictions *pr, const char *what, int json)
 {
     if (json) {
-        printf("{\"status\":\"ok\",\"source\":\"%s\",", what);
-        print_split_json("train", &pr->train);
-        if (pr->test.N > 0) {
-            printf(",");
-            print_split_json("test", &pr->test);
-        }
-        printf("}\n");
+        json_t *o = json_object();
+        json_object_set_new(o, "status", json_string("ok"));
+        json_object_set_new(o, "source", atf_json_text(what));
+        json_object_set_new(o, "train", split_json(&pr->train));
+        if (pr->test.N > 0)
+            json_object_set_new(o, "test", split_json(&pr->test));
+        atf_cli_print_json(o);
         return;
     }
     printf("predict: %s\nsplit  samples           mse     error  class_error\n", what);
@@ -91,11 +87,10 @@ static int predict_result(const char *prob_path, const char *res_path, const cha
     atf_error e = atf_problem_read(prob_path, &p, err);
     if (!e)
         e = atf_result_read(res_path, &res, err);
-    if (!e && (e = atf_predict_result(p, res, &pr, err))) {
-        char inner[ATF_ERRLEN];
-        snprintf(inner, sizeof inner, "%s", err);
-        atf_errorf(err, "%s: %s", res_path, inner);
-    }
+    if (!e)
+        e = atf_cli_check_pair("predict", res, res_path, p, prob_path, err);
+    if (!e)
+        e = atf_predict_result(p, prob_path, res, res_path, &pr, err);
     char what[64];
     snprintf(what, sizeof what, "%s result", res ? res->method : "");
     atf_problem_free(p);
@@ -160,6 +155,9 @@ int atf_cmd_predict(int argc, char **argv)
             return atf_cli_fail("predict", ATF_E_USAGE, err);
         }
     }
+    atf_error oe = out ? atf_cli_check_output(out, err) : ATF_OK;
+    if (oe)
+        return atf_cli_fail("predict", oe, err);
     if (n.mlp_path[0]) {
         if (npos || !data_given)
             return atf_cli_fail("predict", ATF_E_USAGE,

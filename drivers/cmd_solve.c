@@ -41,7 +41,8 @@ static void usage(FILE *out)
             "  --alpha A           over-relaxation in (0, 2) (default 1.6)\n"
             "  --no-reduce         no exact subspace reduction of factored blocks\n"
             "  --no-adaptive-rho   keep rho fixed\n"
-            "  --warm RESULT.h5    start from an earlier result of the same problem\n"
+            "  --warm RESULT.h5    start from an earlier result of the same problem (checked\n"
+            "                      by fingerprint: a result of another problem is exit 2)\n"
             "  --log-every K       iteration table row every K iterations (default 50)\n"
             "  --quiet             no iteration table and no summary on stderr\n"
             "  --json              one JSON line on stdout (status, objective, residuals, ...)\n"
@@ -54,6 +55,7 @@ typedef struct {
     const char *problem, *output, *penalty, *warm;
     atf_settings set;
     int quiet, json, help;
+    char command[ATF_COMMANDLEN]; /* recorded in the result */
 } solve_args;
 
 static atf_error parse_structure(const char *v, atf_global_structure *s, char *err)
@@ -196,24 +198,6 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
     return ATF_OK;
 }
 
-/* Fail before a long solve if the result cannot be written where asked. */
-static atf_error check_output_dir(const char *path, char *err)
-{
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    if (access(dir, W_OK) != 0) {
-        atf_errorf(err, "%s: directory '%s' does not exist or is not writable", path, dir);
-        return ATF_E_USAGE;
-    }
-    return ATF_OK;
-}
-
 static void report(const solve_args *a, const atf_result *res)
 {
     if (!a->quiet) {
@@ -222,25 +206,27 @@ static void report(const solve_args *a, const atf_result *res)
         fprintf(stderr, "%s: %s", a->output, text);
     }
     if (a->json) {
-        char line[2048];
-        atf_result_json(res, line, sizeof line);
-        printf("%s\n", line);
-        fflush(stdout);
+        atf_cli_print_json(atf_result_json_object(res));
     }
 }
 
 /* Problem (with the --penalty override) and warm start, each checked; errors name the file. */
-static atf_error load(const solve_args *a, atf_problem **prob, atf_result **warm, char *err)
+static atf_error load(const char *cmd, const solve_args *a, atf_problem **prob,
+                      atf_result **warm, char *err)
 {
-    atf_error e = check_output_dir(a->output, err);
+    atf_error e = atf_cli_check_output(a->output, err);
     if (!e)
         e = atf_problem_read(a->problem, prob, err);
+    if (!e && !a->warm)
+        atf_cli_note_problem(cmd, *prob, a->problem);
     if (!e && a->penalty)
         e = atf_problem_set_penalty(*prob, a->penalty, err);
     if (!e && a->warm)
         e = atf_result_read(a->warm, warm, err);
     if (!e && a->warm)
-        e = atf_result_check(*warm, *prob, a->warm, err);
+        e = atf_cli_check_pair(cmd, *warm, a->warm, *prob, a->problem, err);
+    if (!e && a->warm)
+        e = atf_result_check(*warm, *prob, a->warm, a->problem, err);
     return e;
 }
 
@@ -251,7 +237,7 @@ static int run(const char *cmd, solve_args *a)
     atf_result *warm = NULL, *res = NULL;
     atf_solver *solver = NULL;
     int code = 0;
-    atf_error e = load(a, &prob, &warm, err);
+    atf_error e = load(cmd, a, &prob, &warm, err);
     if (e) {
         code = atf_cli_fail(cmd, e, err);
         goto done;
@@ -272,7 +258,14 @@ static int run(const char *cmd, solve_args *a)
         code = atf_cli_fail(cmd, status, err);
         goto done;
     }
+    if (status == ATF_E_NUMERICAL) { /* exit 1 writes nothing: an existing output stays */
+        char msg[ATF_ERRLEN + 4200];
+        snprintf(msg, sizeof msg, "%s: %s; %s not written", a->problem, err, a->output);
+        code = atf_cli_fail(cmd, status, msg);
+        goto done;
+    }
     char werr[ATF_ERRLEN] = "";
+    atf_result_record_run(res, &a->set, a->penalty, a->command);
     atf_error we = atf_result_write(a->output, res, werr);
     if (we) {
         code = atf_cli_fail(cmd, we, werr);
@@ -302,5 +295,8 @@ int atf_cmd_solve(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    /* `atf baseline` appends "--method baseline" to what the user typed: record the latter */
+    int typed = !strcmp(cmd, "baseline") && argc >= 2 ? argc - 2 : argc;
+    atf_cli_command_line(typed, argv, a.command, sizeof a.command);
     return run(cmd, &a);
 }

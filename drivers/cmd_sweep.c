@@ -685,7 +685,9 @@ int atf_cmd_sweep(int argc, char **argv)
     snprintf(csv, sizeof csv, "%s/sweep.csv", a.out);
     snprintf(jsonl, sizeof jsonl, "%s/sweep.jsonl", a.out);
     snprintf(fig, sizeof fig, "%s/sweep", a.out);
-    e = atf_problem_read(a.problem, &s.prob, err);
+    e = atf_cli_output_dir(a.out, err);
+    if (!e)
+        e = atf_problem_read(a.problem, &s.prob, err);
     if (!e && a.center) {
         if (!s.prob->f0) {
             atf_errorf(err, "%s: --center needs /f0 in the problem file", a.problem);
@@ -695,8 +697,6 @@ int atf_cmd_sweep(int argc, char **argv)
             atf_problem_center(s.prob->test);
         }
     }
-    if (!e)
-        e = atf_mkdir_p(a.out, err);
     if (!e)
         e = atf_rowstore_open(csv, jsonl, "key", &s.store, err);
     if (!e)
@@ -718,9 +718,10 @@ int atf_cmd_sweep(int argc, char **argv)
         atf_row_int(&sum, "new_rows", s.ran);
         atf_row_str(&sum, "csv", csv);
         atf_row_str(&sum, "jsonl", jsonl);
-        char buf[8192];
-        atf_row_json(&sum, buf, sizeof buf);
-        printf("%s\n", buf);
+        char *line = atf_row_json_line(&sum);
+        if (line)
+            fputs(line, stdout);
+        free(line);
     } else if (!e && !a.quiet) {
         fprintf(stderr, "atf sweep: %d rows in %s (%d new)\n", atf_rowstore_count(s.store), csv,
                 s.ran);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "atf_cli.h"
+#include "atf_solver.h"
 #include "atf_tangent.h"
 
 static void usage(FILE *out)
@@ -146,14 +147,19 @@ static int parse_args(int argc, char **argv, train_args *a, char *err)
 static void report(const train_args *a, double loss, const atf_predictions *pr, int interrupted)
 {
     if (a->json) {
-        printf("{\"status\":\"%s\",\"output\":\"%s\",\"epochs\":%d,\"train_loss\":%.10g",
-               interrupted ? "interrupted" : "ok", a->out, a->train.epochs, loss);
+        json_t *o = json_object();
+        json_object_set_new(o, "status", json_string(interrupted ? "interrupted" : "ok"));
+        json_object_set_new(o, "output", atf_json_text(a->out));
+        json_object_set_new(o, "epochs", json_integer(a->train.epochs));
+        json_object_set_new(o, "train_loss", atf_json_number(loss));
         if (pr->test.N > 0) {
-            printf(",\"test_mse\":%.10g,\"test_error\":%.10g", pr->test.mse, pr->test.error);
+            json_object_set_new(o, "test_mse", atf_json_number(pr->test.mse));
+            json_object_set_new(o, "test_error", atf_json_number(pr->test.error));
             if (isfinite(pr->test.class_error))
-                printf(",\"test_class_error\":%.10g", pr->test.class_error);
+                json_object_set_new(o, "test_class_error", json_real(pr->test.class_error));
         }
-        printf(",\"train_error\":%.10g}\n", pr->train.error);
+        json_object_set_new(o, "train_error", atf_json_number(pr->train.error));
+        atf_cli_print_json(o);
         return;
     }
     printf("train: %s: final train loss %.6e, train error %.4f", a->out, loss, pr->train.error);
@@ -177,7 +183,11 @@ static int run(train_args *a)
         return atf_cli_fail("train", ATF_E_USAGE,
                             "--seed equals --teacher-seed: the teacher must be an independent "
                             "network");
-    atf_error e = atf_net_arch(&a->net, &arch, err);
+    atf_error e = atf_cli_check_output(a->out, err);
+    if (!e && a->save_init)
+        e = atf_cli_check_output(a->save_init, err);
+    if (!e)
+        e = atf_net_arch(&a->net, &arch, err);
     if (e)
         return atf_cli_fail("train", e, err);
     if ((e = atf_task_load(&a->data, &arch, &task, err)))

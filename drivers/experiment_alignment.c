@@ -438,16 +438,17 @@ static atf_error write_tables(const align_args *a, target_run *ts, double teache
         snprintf(name, sizeof name, "%sp16_penalty", p);
         atf_row_str(&sum, name, t->p16_spec);
     }
-    char buf[16384];
-    atf_row_json(&sum, buf, sizeof buf);
+    char *line = atf_row_json_line(&sum);
+    if (!line) {
+        atf_errorf(err, "%s: out of memory", a->out);
+        return ATF_E_NOMEM;
+    }
     char path[1200];
     snprintf(path, sizeof path, "%s/alignment_summary.json", a->out);
-    size_t len = strlen(buf);
-    buf[len] = '\n';
-    buf[len + 1] = '\0';
-    e = atf_write_text(path, buf, err);
+    e = atf_write_text(path, line, err);
     if (!e && a->json)
-        printf("%s", buf);
+        printf("%s", line);
+    free(line);
     return e;
 }
 
@@ -684,7 +685,7 @@ int atf_experiment_alignment(int argc, char **argv)
     ts[1].name = "sign(y)";
     atf_mlp *m0 = NULL;
     int *idx = NULL;
-    e = atf_mkdir_p(a.out, err);
+    e = atf_cli_output_dir(a.out, err);
     if (!e)
         e = load_targets(&a, ts, err);
     if (!e)

@@ -10,8 +10,10 @@
 
 #include "atf_cli.h"
 #include "atf_penalty.h"
+#include "atf_solver.h"
 #include "experiment.h"
 #include "plot.h"
+#include "rowstore.h"
 
 enum { MAXPEN = 8 };
 
@@ -115,7 +117,7 @@ int atf_experiment_penalties(int argc, char **argv)
         if (atf_penalty_parse(a.specs[k], &pens[k], err))
             e = ATF_E_USAGE;
     if (!e)
-        e = atf_mkdir_p(a.out, err);
+        e = atf_cli_output_dir(a.out, err);
     if (e)
         return atf_cli_fail("experiment penalties", e, err);
 
@@ -127,7 +129,7 @@ int atf_experiment_penalties(int argc, char **argv)
     double *wl = malloc(sizeof(double) * (size_t)(ns + 1) * nlog);
     size_t cap = 256, len = 0; /* a line: the spec, 6 numbers of at most 17 chars, separators */
     for (int k = 0; k < ns; k++)
-        cap += (size_t)n * (strlen(a.specs[k]) + 6 * 18 + 8);
+        cap += (size_t)n * (2 * strlen(a.specs[k]) + 2 + 6 * 18 + 8); /* spec quoted: ≤ 2×+2 */
     char *csv = malloc(cap);
     if (!v || !vl || !w || !px || !wl || !csv) {
         free(v), free(vl), free(w), free(px), free(wl), free(csv);
@@ -144,10 +146,9 @@ int atf_experiment_penalties(int argc, char **argv)
             w[k * n + i] = atf_penalty_value(&pens[k], v[i], &z);
             px[k * n + i] = atf_penalty_prox(&pens[k], v[i], a.t, NULL);
             atf_penalty_joint(&pens[k], z, &s1, &s2);
-            len += (size_t)snprintf(csv + len, cap - len, "%s%s%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n",
-                                    strchr(a.specs[k], ',') ? "\"" : "", a.specs[k],
-                                    strchr(a.specs[k], ',') ? "\"" : "", v[i], w[k * n + i], z,
-                                    px[k * n + i], s1, s2);
+            len += (size_t)atf_csv_field(a.specs[k], csv + len, cap - len);
+            len += (size_t)snprintf(csv + len, cap - len, ",%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n",
+                                    v[i], w[k * n + i], z, px[k * n + i], s1, s2);
         }
         for (int i = 0; i < nlog; i++)
             wl[k * nlog + i] = atf_penalty_value(&pens[k], vl[i], NULL);
@@ -201,12 +202,17 @@ int atf_experiment_penalties(int argc, char **argv)
 
     if (!e) {
         if (a.json) {
-            printf("{\"status\": \"done\", \"csv\": \"%s/penalties.csv\", \"figure\": "
-                   "\"%s/penalties.svg\", \"tail_slopes\": {", a.out, a.out);
+            json_t *o = json_object(), *slopes = json_object();
             for (int k = 0; k < ns; k++)
-                printf("%s\"%s\": %.4f", k ? ", " : "", a.specs[k],
-                       tail_slope(&pens[k], 1e2, 1e3));
-            printf("}}\n");
+                json_object_set_new(slopes, a.specs[k],
+                                    atf_json_number(tail_slope(&pens[k], 1e2, 1e3)));
+            json_object_set_new(o, "status", json_string("done"));
+            snprintf(path, sizeof path, "%s/penalties.csv", a.out);
+            json_object_set_new(o, "csv", atf_json_text(path));
+            snprintf(path, sizeof path, "%s/penalties.svg", a.out);
+            json_object_set_new(o, "figure", atf_json_text(path));
+            json_object_set_new(o, "tail_slopes", slopes);
+            atf_cli_print_json(o);
         } else {
             printf("| penalty | ω̃(1) | ω̃(5) | tail slope (v = 1e2..1e3) |\n|---|---|---|---|\n");
             for (int k = 0; k < ns; k++)

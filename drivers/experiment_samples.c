@@ -323,7 +323,8 @@ static void summarize(const atf_samples_config *cfg, const atf_rowstore *st, sum
 
 static atf_error write_summary(const atf_samples_config *cfg, const summary *sm, char *err)
 {
-    char *text = malloc(128 + (size_t)cfg->nn * sm->nm * 320);
+    /* a line: the method (≤ 159 characters, ≤ 320 quoted), 7 numbers, separators */
+    char *text = malloc(128 + (size_t)cfg->nn * sm->nm * 520);
     if (!text) {
         atf_errorf(err, "out of memory");
         return ATF_E_NOMEM;
@@ -331,10 +332,13 @@ static atf_error write_summary(const atf_samples_config *cfg, const summary *sm,
     int len = sprintf(text, "n,method,runs,test_error_mean,test_error_std,test_rel_mse_mean,"
                             "test_rel_mse_std,seconds_mean\n");
     for (int i = 0; i < cfg->nn; i++)
-        for (int k = 0; k < sm->nm; k++)
-            len += sprintf(text + len, "%d,\"%s\",%d,%.6g,%.6g,%.6g,%.6g,%.4g\n", cfg->ns[i],
-                           sm->m[k].name, sm->count[i][k], sm->err_mean[i][k], sm->err_std[i][k],
+        for (int k = 0; k < sm->nm; k++) {
+            char method[2 * sizeof sm->m[k].name + 3];
+            atf_csv_field(sm->m[k].name, method, sizeof method);
+            len += sprintf(text + len, "%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.4g\n", cfg->ns[i], method,
+                           sm->count[i][k], sm->err_mean[i][k], sm->err_std[i][k],
                            sm->mse_mean[i][k], sm->mse_std[i][k], sm->secs[i][k]);
+        }
     char path[1200];
     snprintf(path, sizeof path, "%s/samples_summary.csv", cfg->out);
     atf_error e = atf_write_text(path, text, err);
@@ -417,7 +421,7 @@ int atf_samples_run(const atf_samples_config *cfg, const char *cmd)
     snprintf(csv, sizeof csv, "%s/samples.csv", cfg->out);
     snprintf(jsonl, sizeof jsonl, "%s/samples.jsonl", cfg->out);
     samples_state s = {cfg, NULL, NULL, atf_cli_interrupt_flag()};
-    atf_error e = atf_mkdir_p(cfg->out, err);
+    atf_error e = atf_cli_output_dir(cfg->out, err);
     if (!e)
         e = atf_rowstore_open(csv, jsonl, "key", &s.store, err);
     if (e)
@@ -479,9 +483,10 @@ int atf_samples_run(const atf_samples_config *cfg, const char *cmd)
                 snprintf(name, sizeof name, "%.38s_rel_mse", sm.m[k].name);
                 atf_row_num(&sum, name, sm.mse_mean[last][k]);
             }
-            char buf[8192];
-            atf_row_json(&sum, buf, sizeof buf);
-            printf("%s\n", buf);
+            char *line = atf_row_json_line(&sum);
+            if (line)
+                fputs(line, stdout);
+            free(line);
         } else {
             print_table(cfg, &sm);
             fprintf(stderr, "%s: rows in %s, summary in %s/samples_summary.csv, figure %s/samples.svg\n",

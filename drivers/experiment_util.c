@@ -219,6 +219,7 @@ void atf_problem_center(atf_problem *p)
 {
     if (!p)
         return;
+    p->fingerprint[0] = '\0'; /* r changes: results must not claim the file's content */
     for (int m = 0; m < p->M; m++) {
         double f0 = p->f0 ? p->f0[m] : 0.0;
         p->r[m] += f0;

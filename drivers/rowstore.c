@@ -1,6 +1,8 @@
 /* rowstore.c — append-only CSV + JSON-lines tables with per-row fsync and resume. */
 #include "rowstore.h"
 
+#include <jansson.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -8,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "atf_solver.h"
 
 struct atf_rowstore {
     char *csv_path, *jsonl_path;
@@ -84,24 +88,36 @@ double atf_row_getnum(const atf_row *row, const char *name)
 
 /* ---- CSV and JSON text ---- */
 
-static int needs_quotes(const char *s)
+int atf_csv_field(const char *s, char *buf, size_t len)
 {
-    return strpbrk(s, ",\"\n\r") != NULL;
+    size_t n = 0;
+    int quote = strpbrk(s, ",\"\n\r") != NULL;
+#define PUT(c)                                                                                    \
+    do {                                                                                          \
+        if (n + 1 < len)                                                                          \
+            buf[n] = (c);                                                                         \
+        n++;                                                                                      \
+    } while (0)
+    if (quote)
+        PUT('"');
+    for (; *s; s++) {
+        if (*s == '"')
+            PUT('"');
+        PUT(*s);
+    }
+    if (quote)
+        PUT('"');
+#undef PUT
+    if (len > 0)
+        buf[n < len ? n : len - 1] = '\0';
+    return (int)n;
 }
 
 static void csv_field(FILE *f, const char *s)
 {
-    if (!needs_quotes(s)) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
+    char buf[2 * ATF_ROW_VALUELEN + 3]; /* every character doubled, plus the quotes */
+    atf_csv_field(s, buf, sizeof buf);
+    fputs(buf, f);
 }
 
 static void csv_line(FILE *f, const atf_row *row, int names)
@@ -114,8 +130,22 @@ static void csv_line(FILE *f, const atf_row *row, int names)
     fputc('\n', f);
 }
 
-/* Split one CSV line (without its newline) into out->values; returns the number of fields or -1
- * for a malformed line (unterminated quote, too many fields). */
+/* The newline that ends the record starting at p (a newline inside a quoted field belongs to
+ * the field; a doubled quote toggles the state twice), or NULL when the record is not ended. */
+static char *record_end(char *p)
+{
+    int quoted = 0;
+    for (; *p; p++) {
+        if (*p == '"')
+            quoted = !quoted;
+        else if (*p == '\n' && !quoted)
+            return p;
+    }
+    return NULL;
+}
+
+/* Split one CSV record (without its final newline) into out->values; returns the number of
+ * fields or -1 for a malformed record (unterminated quote, too many fields). */
 static int csv_split(const char *line, atf_row *out)
 {
     int n = 0;
@@ -165,71 +195,49 @@ static int is_number(const char *s)
     return !*end && isfinite(x) && strcmp(s, "nan") && strcmp(s, "inf");
 }
 
-static int json_string(char *buf, int len, const char *s)
+/* A field's JSON value: integers and other finite numbers as numbers, nan/inf as null (JSON has
+ * neither), anything else as a string. */
+static json_t *json_value(const char *v)
 {
-    int n = 0;
-#define PUT(c)                                                                                    \
-    do {                                                                                          \
-        if (n + 1 < len)                                                                          \
-            buf[n] = (c);                                                                         \
-        n++;                                                                                      \
-    } while (0)
-    PUT('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            PUT('\\');
-            PUT((char)c);
-        } else if (c < 0x20) {
-            char esc[8];
-            snprintf(esc, sizeof esc, "\\u%04x", c);
-            for (char *e = esc; *e; e++)
-                PUT(*e);
-        } else {
-            PUT((char)c);
-        }
-    }
-    PUT('"');
-#undef PUT
-    if (len > 0)
-        buf[n < len ? n : len - 1] = '\0';
-    return n;
+    if (!strcmp(v, "nan") || !strcmp(v, "inf") || !strcmp(v, "-inf"))
+        return json_null();
+    if (!is_number(v))
+        return atf_json_text(v);
+    char *end;
+    errno = 0;
+    long long i = strtoll(v, &end, 10);
+    if (!*end && !errno)
+        return json_integer(i);
+    return json_real(strtod(v, NULL));
 }
 
 int atf_row_json(const atf_row *row, char *buf, int len)
 {
-    int n = 0;
-    char tmp[2 * ATF_ROW_VALUELEN + 16];
-#define APPEND(str)                                                                               \
-    do {                                                                                          \
-        const char *s_ = (str);                                                                   \
-        int l_ = (int)strlen(s_);                                                                 \
-        if (n + l_ < len)                                                                         \
-            memcpy(buf + n, s_, (size_t)l_);                                                      \
-        n += l_;                                                                                  \
-    } while (0)
-    APPEND("{");
-    for (int i = 0; i < row->nfields; i++) {
-        if (i)
-            APPEND(", ");
-        json_string(tmp, sizeof tmp, row->names[i]);
-        APPEND(tmp);
-        APPEND(": ");
-        const char *v = row->values[i];
-        if (is_number(v))
-            APPEND(v);
-        else if (!strcmp(v, "nan") || !strcmp(v, "inf") || !strcmp(v, "-inf"))
-            APPEND("null");
-        else {
-            json_string(tmp, sizeof tmp, v);
-            APPEND(tmp);
-        }
+    json_t *o = json_object();
+    for (int i = 0; o && i < row->nfields; i++) {
+        /* Keys must be UTF-8 too: the same replacement as atf_json_text for those that are not. */
+        json_t *key = atf_json_text(row->names[i]);
+        json_object_set_new(o, key ? json_string_value(key) : "?", json_value(row->values[i]));
+        json_decref(key);
     }
-    APPEND("}");
-#undef APPEND
-    if (len > 0)
-        buf[n < len ? n : len - 1] = '\0';
+    /* ", " and ": " separators (not JSON_COMPACT); 15 significant digits reproduce every value
+     * of the CSV, whose numbers have at most 10 (atf_row_num). */
+    char *text = o ? json_dumps(o, JSON_REAL_PRECISION(15)) : NULL;
+    json_decref(o);
+    int n = snprintf(buf, len > 0 ? (size_t)len : 0, "%s", text ? text : "{}");
+    free(text);
     return n;
+}
+
+char *atf_row_json_line(const atf_row *row)
+{
+    int need = atf_row_json(row, NULL, 0) + 2;
+    char *buf = malloc((size_t)need);
+    if (buf) {
+        atf_row_json(row, buf, need);
+        strcat(buf, "\n");
+    }
+    return buf;
 }
 
 /* ---- files ---- */
@@ -296,19 +304,19 @@ static atf_error load_csv(atf_rowstore *st, char *err)
     atf_error e = slurp(st->csv_path, &text, &size, err);
     if (e || !text)
         return e;
-    long complete = size;
-    while (complete > 0 && text[complete - 1] != '\n')
-        complete--;
+    long complete = 0; /* up to the end of the last whole record */
+    for (char *end = text; (end = record_end(end)); end++)
+        complete = end - text + 1;
     if (complete < size && truncate(st->csv_path, complete) != 0) {
         atf_errorf(err, "%s: cannot cut the torn last line: %s", st->csv_path, strerror(errno));
         free(text);
         return ATF_E_IO;
     }
     text[complete] = '\0';
-    int lineno = 0;
+    int lineno = 0; /* records, counted as lines when no field holds a line break */
     int key_col = -1;
     for (char *line = text, *next; *line; line = next) {
-        next = strchr(line, '\n');
+        next = record_end(line);
         *next++ = '\0';
         lineno++;
         atf_row row;
@@ -321,7 +329,8 @@ static atf_error load_csv(atf_rowstore *st, char *err)
         if (lineno == 1) {
             st->header.nfields = n;
             for (int i = 0; i < n; i++)
-                snprintf(st->header.names[i], ATF_ROW_NAMELEN, "%s", row.values[i]);
+                snprintf(st->header.names[i], ATF_ROW_NAMELEN, "%.*s", ATF_ROW_NAMELEN - 1,
+                         row.values[i]);
             st->have_header = 1;
             key_col = field_index(&st->header, st->key_field);
             if (key_col < 0) {
@@ -536,10 +545,13 @@ atf_error atf_rowstore_append(atf_rowstore *st, const atf_row *row, char *err)
     csv_line(st->csv, row, 0);
     if ((e = sync_file(st->csv, st->csv_path, err)))
         return e;
-    char buf[ATF_ROW_MAXFIELDS * (2 * ATF_ROW_VALUELEN + 2 * ATF_ROW_NAMELEN + 16)];
-    atf_row_json(row, buf, sizeof buf);
-    fputs(buf, st->jsonl);
-    fputc('\n', st->jsonl);
+    char *line = atf_row_json_line(row);
+    if (!line) {
+        atf_errorf(err, "%s: out of memory", st->jsonl_path);
+        return ATF_E_NOMEM;
+    }
+    fputs(line, st->jsonl);
+    free(line);
     if ((e = sync_file(st->jsonl, st->jsonl_path, err)))
         return e;
     return push_row(st, row, err);

@@ -9,6 +9,8 @@
 #ifndef ATF_ROWSTORE_H
 #define ATF_ROWSTORE_H
 
+#include <stddef.h>
+
 #include "atf_error.h"
 
 enum { ATF_ROW_MAXFIELDS = 64, ATF_ROW_NAMELEN = 48, ATF_ROW_VALUELEN = 192 };
@@ -50,9 +52,16 @@ atf_error atf_rowstore_append(atf_rowstore *st, const atf_row *row, char *err);
 int atf_rowstore_count(const atf_rowstore *st);
 const atf_row *atf_rowstore_row(const atf_rowstore *st, int i);
 
+/* One CSV field as RFC 4180 wants it: quoted when it contains a comma, a quote or a line break,
+ * with quotes doubled. Writes into buf (len bytes, always terminated when len > 0) and returns
+ * the length it needs, as snprintf. */
+int atf_csv_field(const char *s, char *buf, size_t len);
+
 /* Format a row as one JSON object (no newline) into buf; returns the length needed. Values that
  * parse completely as finite numbers are written as numbers, "nan"/"inf" as null, others as
- * strings. */
+ * strings (jansson: escaped as JSON requires; bytes that are not UTF-8 become '?'). */
 int atf_row_json(const atf_row *row, char *buf, int len);
+/* The same, newline-terminated, in a new buffer (caller frees); NULL when memory is short. */
+char *atf_row_json_line(const atf_row *row);
 
 #endif

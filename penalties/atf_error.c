@@ -40,4 +40,9 @@ void atf_errorf(char *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, ATF_ERRLEN, fmt, ap);
     va_end(ap);
+    /* A message is one line even when it quotes a string from a (corrupt) file: control
+     * characters become '?'. */
+    for (char *c = err; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
 }

@@ -166,8 +166,13 @@ double pen_gain(double omega_a, double omega_b, double xa, double xb, double v, 
                 double *scale)
 {
     const double za = 1.0 + xa, zb = 1.0 + xb;
-    /* v²/(za² + c) − v²/(zb² + c), with zb² − za² = (xb − xa)(2 + xa + xb) */
-    const double fit = v * v * ((xb - xa) * (2.0 + xa + xb)) / ((za * za + c) * (zb * zb + c));
+    /* v²/(za² + c) − v²/(zb² + c) = v · v/(za² + c) · (zb² − za²)/(zb² + c), with
+     * zb² − za² = (xb − xa)(2 + xa + xb); every factor is formed so that nothing overflows or
+     * underflows before the product (a step t = 1e197 with z ~ 1e99 occurs on badly scaled data,
+     * where the plain product of the two denominators overflowed and hid the better branch) */
+    const double fit_a = (v / za) / (za + c / za);
+    const double rise = ((xb - xa) / zb) * ((2.0 + xa + xb) / zb) / (1.0 + (c / zb) / zb);
+    const double fit = (v * rise) * fit_a;
     *scale = fabs(omega_a) + fabs(omega_b) + fabs(fit);
     return (omega_b - omega_a) - fit;
 }

@@ -47,10 +47,14 @@ static double psi_at(const psi_ctx *p, double x)
     return f;
 }
 
-/* spectral Huber: min γ u + v²/(u + c) over u = z² ≥ 1 is u = max(1, v/√γ − c) */
+/* spectral Huber: min γ u + v²/(u + c) over u = z² ≥ 1 is u = max(1, v/√γ − c). When v/√γ
+ * overflows (v = 1e300 with γ = 1e-300) c is negligible beside it and z = √v / γ^¼ directly. */
 static double zsq_argmin(const atf_omega *w, double v, double c)
 {
-    const double um1 = v / sqrt(w->scale) - c - 1.0;
+    const double ratio = v / sqrt(w->scale);
+    if (isinf(ratio))
+        return sqrt(v) / sqrt(sqrt(w->scale)) - 1.0;
+    const double um1 = ratio - c - 1.0;
     return um1 > 0.0 ? um1 / (sqrt(1.0 + um1) + 1.0) : 0.0;
 }
 

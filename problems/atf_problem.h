@@ -41,6 +41,33 @@ typedef struct {
     double *D;
 } atf_block;
 
+/* ---- fingerprints and provenance (docs/formats.md "Provenance") ----
+ * A fingerprint is the XXH3-128 hash of a problem's content (r, every block's name, shape,
+ * operator kind, structure and operator data in block order, and the test split), written as 32
+ * lowercase hex digits. Penalties are not part of it: they are solver settings (--penalty). */
+#define ATF_FINGERPRINT_LEN 33   /* 32 hex digits + NUL */
+#define ATF_COMMANDLEN 2048
+
+typedef enum {
+    ATF_FINGERPRINT_ABSENT = 0,  /* the file has no `fingerprint` (written by an earlier atf) */
+    ATF_FINGERPRINT_MATCHES,     /* stored value = the content's */
+    ATF_FINGERPRINT_DIFFERS      /* the file was edited after atf wrote it */
+} atf_fingerprint_state;
+
+/* Where a problem came from. Empty strings / has_* = 0 mean "not recorded" (the writer then
+ * omits the attribute), so a zeroed struct records nothing. The writer always records its own
+ * atf version. */
+typedef struct {
+    char atf_version[32];             /* the atf that wrote the file (set by the writer) */
+    char command[ATF_COMMANDLEN];     /* the command line that wrote it */
+    char data_source[1024];           /* e.g. "mnist:data/mnist", "synthetic:d=16" */
+    int has_data_seed;
+    int64_t data_seed;
+    int has_standardize;
+    int standardize;                  /* 0/1: per-image standardisation of the inputs */
+    char mlp_fingerprint[ATF_FINGERPRINT_LEN]; /* XXH3-128 of the network's weights */
+} atf_provenance;
+
 typedef struct atf_problem {
     int N, C, M;
     double *r;                /* [M] right-hand side */
@@ -51,6 +78,13 @@ typedef struct atf_problem {
     atf_block *blocks;        /* sorted by index */
     struct atf_problem *test; /* optional held-out split (`/test` group): same block names and
                                  shapes, its own N, r = y − f0; penalties unused */
+    /* Set by atf_problem_read: the fingerprint recomputed from the content read (the file's own
+     * attribute is only compared, see fingerprint_state); "" for problems built in code (use
+     * atf_problem_fingerprint). Code that changes r, an operator or the test split afterwards
+     * clears it, so that results compute the fingerprint of what they solved. */
+    char fingerprint[ATF_FINGERPRINT_LEN];
+    atf_fingerprint_state fingerprint_state;
+    atf_provenance prov;      /* root problems only (unused in `test`) */
 } atf_problem;
 
 /* ---- files (SPEC §6). Every error names the file, the item and the reason. ---- */
@@ -63,6 +97,25 @@ atf_error atf_problem_read(const char *path, atf_problem **out, char *err);
 atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err);
 
 void atf_problem_free(atf_problem *prob);
+
+/* The content fingerprint of a problem (see above) into out[ATF_FINGERPRINT_LEN]. The writer
+ * stores it as the root attribute `fingerprint`; the reader recomputes it. ATF_E_NOMEM only. */
+atf_error atf_problem_fingerprint(const atf_problem *prob, char *out);
+
+/* Streaming XXH3-128 over a canonical byte form (integers as int64 and doubles as IEEE-754
+ * binary64, both little-endian whatever the host; strings as their length then their bytes), so
+ * that equal content hashes equally everywhere. Used for problems and networks
+ * (atf_mlp_fingerprint). A NULL hasher (out of memory) ignores updates and finishes with
+ * ATF_E_NOMEM. */
+typedef struct atf_hasher atf_hasher;
+atf_hasher *atf_hasher_new(const char *domain);
+void atf_hasher_int(atf_hasher *h, int64_t v);
+void atf_hasher_string(atf_hasher *h, const char *s);
+void atf_hasher_doubles(atf_hasher *h, const double *x, int64_t n);
+void atf_hasher_int64s(atf_hasher *h, const int64_t *x, int64_t n);
+void atf_hasher_ints(atf_hasher *h, const int *x, int64_t n);
+/* Digest as 32 hex digits into out[ATF_FINGERPRINT_LEN] and free the hasher. */
+atf_error atf_hasher_finish(atf_hasher *h, char *out);
 
 /* Allocate a problem of N examples, C outputs and nblocks blocks for filling in code: r zeroed,
  * blocks zeroed with index = position, N/C/M copies set, penalty `sq`, structure matrix. The

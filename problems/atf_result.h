@@ -65,6 +65,16 @@ typedef struct {
     double setup_seconds, projection_seconds, prox_seconds, other_seconds;
     int nblocks;
     atf_result_block *blocks;
+    /* Provenance and the run's settings (docs/formats.md "Provenance"); "" / NaN / -1 mean "not
+     * recorded" (files of earlier versions, results built in code) and are not written. */
+    char problem_fingerprint[ATF_FINGERPRINT_LEN]; /* the fingerprint of the problem solved */
+    char loss[64];                 /* loss spec, e.g. "interpolate" (the constraints hold
+                                      exactly); as long as solver/atf_loss.h's specs */
+    char penalty_override[ATF_PENALTY_SPECLEN]; /* --penalty, "" if the file's were used */
+    double tol, eps_abs, rho, alpha;
+    int max_iter, reduce, adaptive_rho;
+    char atf_version[32];
+    char command[ATF_COMMANDLEN];
 } atf_result;
 
 /* Allocate a result with blocks shaped like prob's (B zeroed, vectors allocated; diagonal-
@@ -72,8 +82,8 @@ typedef struct {
 atf_result *atf_result_alloc(const atf_problem *prob);
 void atf_result_free(atf_result *res);
 
-/* Fill d, s1, σ, s2 (and U, V) of every block from its B and the problem's penalties (thin SVD
- * + eq. 15). The layout follows res->structure ("full" → VECTOR, "diagonal" → ENTRYWISE) and
+/* Fill d, s1, σ, s2 (and U, V) of every block from its B and its penalty (thin SVD + eq. 15):
+ * the result block's penalty spec when set (what it was solved with), else the problem's. The layout follows res->structure ("full" → VECTOR, "diagonal" → ENTRYWISE) and
  * each block's structure; vectors are reallocated when k changes. Errors: ATF_E_INPUT if res
  * does not fit prob, ATF_E_NUMERICAL for non-finite B or an SVD failure, ATF_E_USAGE for
  * `full` with differing penalties (one vector block has one penalty), ATF_E_NOMEM. */
@@ -84,8 +94,22 @@ atf_error atf_result_factors(atf_result *res, const atf_problem *prob, char *err
 atf_error atf_result_write(const char *path, const atf_result *res, char *err);
 atf_error atf_result_read(const char *path, atf_result **out, char *err);
 
-/* Check that a result fits a problem (same block names and shapes); for --warm and kernels. */
-atf_error atf_result_check(const atf_result *res, const atf_problem *prob, const char *what,
-                           char *err);
+/* Whether a result was computed from this problem, by fingerprint: ATF_OK when they agree;
+ * ATF_E_INPUT naming both files when they differ; ATF_OK with a one-line note (what is missing)
+ * when the result records no problem fingerprint (an earlier atf wrote it). note (ATF_ERRLEN
+ * bytes) is "" when there is nothing to say. */
+atf_error atf_result_match(const atf_result *res, const char *res_path, const atf_problem *prob,
+                           const char *prob_path, char *note, char *err);
+
+/* A one-line note when a problem file's stored fingerprint differs from its content (the file
+ * was edited after atf wrote it; its content's fingerprint is what results record and are
+ * checked against), else "". note: ATF_ERRLEN bytes. */
+void atf_problem_note(const atf_problem *prob, const char *prob_path, char *note);
+
+/* Check that a result fits a problem (same block names and shapes); for --warm and kernels.
+ * res_name and prob_name (usually the file names; NULL: "result", "the problem") name the two
+ * in the message, e.g. "r.h5: /blocks: block 0 is 'W2' but p.h5's block 0 is 'W1'". */
+atf_error atf_result_check(const atf_result *res, const atf_problem *prob, const char *res_name,
+                           const char *prob_name, char *err);
 
 #endif

@@ -5,10 +5,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ misc */
@@ -623,7 +627,8 @@ static int create_exclusive(char *tmp, size_t len, const char *path)
     return -1;
 }
 
-static atf_error create_temporary(h5io_writer *w, const char *path, char *err)
+/* Reserve the temporary's name (in this process, so that it can always remove it). */
+static atf_error reserve_temporary(h5io_writer *w, const char *path, char *err)
 {
     w->file = -1;
     w->tmp_path[0] = '\0';
@@ -642,14 +647,24 @@ static atf_error create_temporary(h5io_writer *w, const char *path, char *err)
         return ATF_E_IO;
     }
     close(fd);
+    return ATF_OK;
+}
+
+static void remove_temporary(h5io_writer *w)
+{
+    if (w->tmp_path[0])
+        unlink(w->tmp_path);
+    w->tmp_path[0] = '\0';
+}
+
+static atf_error create_hdf5_temporary(h5io_writer *w, char *err)
+{
     hid_t fapl = strong_close_fapl();
     w->file = fapl >= 0 ? H5Fcreate(w->tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
     if (fapl >= 0)
         H5Pclose(fapl);
     if (w->file < 0) {
-        atf_errorf(err, "%s: cannot create the HDF5 file %s", path, w->tmp_path);
-        unlink(w->tmp_path);
-        w->tmp_path[0] = '\0';
+        atf_errorf(err, "%s: cannot create the HDF5 file %s", w->final_path, w->tmp_path);
         return ATF_E_IO;
     }
     return ATF_OK;
@@ -680,38 +695,23 @@ static void sync_parent_dir(const char *path)
     fsync_path(dir, O_RDONLY | O_DIRECTORY);
 }
 
+/* The temporary is complete and closed: make it durable and put it in place. */
 static atf_error commit_temporary(h5io_writer *w, char *err)
 {
-    herr_t st = H5Fclose(w->file);
-    w->file = -1;
     const char *what = NULL;
-    if (st < 0)
-        what = "close";
-    else if (fsync_path(w->tmp_path, O_RDONLY) != 0)
+    if (fsync_path(w->tmp_path, O_RDONLY) != 0)
         what = "sync";
     else if (rename(w->tmp_path, w->final_path) != 0)
         what = "rename";
     if (what) {
-        int saved = errno;
-        atf_errorf(err, "%s: cannot %s the temporary file %s%s%s", w->final_path, what,
-                   w->tmp_path, st < 0 ? "" : ": ", st < 0 ? "" : strerror(saved));
-        unlink(w->tmp_path);
-        w->tmp_path[0] = '\0';
+        atf_errorf(err, "%s: cannot %s the temporary file %s: %s", w->final_path, what,
+                   w->tmp_path, strerror(errno));
+        remove_temporary(w);
         return ATF_E_IO;
     }
     w->tmp_path[0] = '\0';
     sync_parent_dir(w->final_path);
     return ATF_OK;
-}
-
-static void abort_temporary(h5io_writer *w)
-{
-    if (w->file >= 0)
-        H5Fclose(w->file);
-    w->file = -1;
-    if (w->tmp_path[0])
-        unlink(w->tmp_path);
-    w->tmp_path[0] = '\0';
 }
 
 static int write_group(hid_t file, const char *path)
@@ -803,13 +803,6 @@ static int write_ints(hid_t file, const char *path, int64_t n, const int *data)
 
 /* ------------------------------------------------------------------ sticky output */
 
-static atf_error begin_output(h5io_out *o, const char *path, char *err)
-{
-    o->saved_errno = 0;
-    o->failed[0] = '\0';
-    return create_temporary(&o->w, path, err);
-}
-
 static void note(h5io_out *o, int st, const char *obj, const char *attr)
 {
     if (st >= 0 || o->failed[0])
@@ -864,42 +857,327 @@ void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data)
         note(o, write_ints(o->w.file, path, n, data), path, NULL);
 }
 
-/* Commit if every put succeeded, else remove the temporary. */
-static atf_error finish_output(h5io_out *o, char *err)
+/* In the writing child: create the HDF5 file over the reserved temporary, run the puts and
+ * close it. Every failure is reported; the parent removes the temporary. */
+typedef struct {
+    h5io_out out;
+    h5io_put_fn fn;
+    const void *ctx;
+} write_job;
+
+static atf_error write_temporary(void *arg, char *err)
 {
-    if (!o->failed[0])
-        return commit_temporary(&o->w, err);
-    atf_errorf(err, "%s: cannot write %s%s%s", o->w.final_path, o->failed,
-               o->saved_errno ? ": " : "", o->saved_errno ? strerror(o->saved_errno) : "");
-    abort_temporary(&o->w);
-    return ATF_E_IO;
+    write_job *job = arg;
+    h5io_out *o = &job->out;
+    o->saved_errno = 0;
+    o->failed[0] = '\0';
+    atf_error e = create_hdf5_temporary(&o->w, err);
+    if (e)
+        return e;
+    job->fn(o, job->ctx);
+    herr_t closed = H5Fclose(o->w.file);
+    o->w.file = -1;
+    if (o->failed[0]) {
+        atf_errorf(err, "%s: cannot write %s%s%s", o->w.final_path, o->failed,
+                   o->saved_errno ? ": " : "", o->saved_errno ? strerror(o->saved_errno) : "");
+        return ATF_E_IO;
+    }
+    if (closed < 0) {
+        int saved = errno;
+        atf_errorf(err, "%s: cannot close the temporary file %s%s%s", o->w.final_path,
+                   o->w.tmp_path, saved ? ": " : "", saved ? strerror(saved) : "");
+        return ATF_E_IO;
+    }
+    return ATF_OK;
+}
+
+/* ------------------------------------------------------------------ child processes */
+
+/* libhdf5 (1.10) is not safe against every input: a corrupt length in a file overflows a heap
+ * buffer (H5HG_read), some corrupt metadata makes it loop forever (H5HG_read -> H5C_protect),
+ * and after a failed write H5Fclose frees the file but leaves its identifier registered, so that
+ * the library's exit handler (H5_term_library) crashes on it. No HDF5 call can undo any of this
+ * once it happened in our process. Hence every whole-file operation runs in a forked child that
+ * ends with _exit (no exit handlers run there): a read first runs there under a time limit
+ * and is repeated here only if it finished; a write runs there only, and this process merely
+ * renames (or removes) the temporary. The child reports through a pipe; a child that dies or
+ * exits without reporting crashed. */
+
+typedef atf_error (*child_fn)(void *arg, char *err);
+
+typedef enum { CHILD_FINISHED, CHILD_DIED, CHILD_TIMED_OUT, CHILD_NOT_STARTED } child_end;
+
+typedef struct {
+    child_end end;
+    atf_error e;          /* CHILD_FINISHED: what the function returned */
+    int sig;              /* CHILD_DIED: the signal that ended it, 0 if none */
+    int errnum;           /* CHILD_NOT_STARTED: why */
+    char msg[ATF_ERRLEN]; /* CHILD_FINISHED: the function's message */
+} child_outcome;
+
+#define CHILD_MAGIC 0x61746631 /* "atf1" */
+
+/* One write of less than PIPE_BUF bytes: atomic. */
+typedef struct {
+    int magic;
+    int e;
+    char msg[ATF_ERRLEN];
+} child_report;
+
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Sanitizer builds: a child that returns an error checks for leaks on that error path (the
+ * parent does not repeat a read that failed, and _exit skips the check at exit). */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define CHILD_LEAK_CHECK() __lsan_do_recoverable_leak_check()
+#else
+#define CHILD_LEAK_CHECK() 0
+#endif
+
+static _Noreturn void child_main(int fd, child_fn fn, void *arg, int silent)
+{
+    int saved_stderr = -1;
+    if (silent) { /* what a crash prints (e.g. a sanitizer report) is replaced by our message */
+        int nul = open("/dev/null", O_WRONLY);
+        saved_stderr = dup(STDERR_FILENO);
+        if (nul >= 0) {
+            dup2(nul, STDERR_FILENO);
+            close(nul);
+        }
+    }
+    child_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.e = (int)fn(arg, rep.msg);
+    rep.magic = CHILD_MAGIC;
+    if (saved_stderr >= 0)
+        dup2(saved_stderr, STDERR_FILENO);
+    int leaked = rep.e != ATF_OK && CHILD_LEAK_CHECK();
+    ssize_t n;
+    do
+        n = write(fd, &rep, sizeof rep);
+    while (n < 0 && errno == EINTR);
+    _exit(n == (ssize_t)sizeof rep && !leaked ? 0 : 1);
+}
+
+/* Wait for the child's exit status; 0 if it cannot be had (SIGCHLD ignored reaps by itself). */
+static int reap(pid_t pid)
+{
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return 0;
+    }
+    return status;
+}
+
+/* Read the report until end of file, or until the time limit (limit <= 0: none). */
+static int read_report(int fd, double limit, child_report *rep, size_t *got)
+{
+    double deadline = monotonic_seconds() + limit;
+    char *buf = (char *)rep;
+    *got = 0;
+    for (;;) {
+        int ms = -1;
+        if (limit > 0) {
+            double left = deadline - monotonic_seconds();
+            if (left <= 0)
+                return -1;
+            ms = left > 1e6 ? 1000000000 : (int)ceil(left * 1000.0);
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        int r = poll(&p, 1, ms);
+        if (r < 0 && errno != EINTR)
+            return 0;
+        if (r <= 0) /* interrupted or not yet: look at the clock again */
+            continue;
+        char sink[64];
+        ssize_t n = *got < sizeof *rep ? read(fd, buf + *got, sizeof *rep - *got)
+                                       : read(fd, sink, sizeof sink);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        if (*got < sizeof *rep)
+            *got += (size_t)n;
+        else
+            *got = sizeof *rep + 1; /* more than a report: not ours */
+    }
+}
+
+static void run_in_child(child_fn fn, void *arg, double limit, int silent, child_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    int fds[2];
+    if (pipe(fds) != 0) {
+        out->end = CHILD_NOT_STARTED;
+        out->errnum = errno;
+        return;
+    }
+    /* A program started meanwhile by another thread must not hold the pipe open. */
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    pid_t pid = fork();
+    if (pid < 0) {
+        out->end = CHILD_NOT_STARTED;
+        out->errnum = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child_main(fds[1], fn, arg, silent);
+    }
+    close(fds[1]);
+    child_report rep;
+    size_t got = 0;
+    int finished = read_report(fds[0], limit, &rep, &got) == 0;
+    close(fds[0]);
+    if (!finished)
+        kill(pid, SIGKILL);
+    int status = reap(pid);
+    if (!finished) {
+        out->end = CHILD_TIMED_OUT;
+    } else if (got == sizeof rep && rep.magic == CHILD_MAGIC) {
+        out->end = CHILD_FINISHED;
+        out->e = (atf_error)rep.e;
+        memcpy(out->msg, rep.msg, sizeof out->msg);
+        out->msg[sizeof out->msg - 1] = '\0';
+    } else {
+        out->end = CHILD_DIED;
+        out->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    }
 }
 
 /* ------------------------------------------------------------------ whole files */
+
+typedef struct {
+    const char *path;
+    h5io_read_fn fn;
+    void *ctx;
+} read_job;
+
+static atf_error read_here(void *arg, char *err)
+{
+    read_job *job = arg;
+    h5io_reader rd = {-1, job->path, err};
+    atf_error e = open_read(job->path, &rd.f, err);
+    if (!e) {
+        e = job->fn(&rd, job->ctx);
+        H5Fclose(rd.f);
+    }
+    return e;
+}
+
+/* Time limit of the trial read: generous for a legitimate file (reading runs at hundreds of MB/s;
+ * the limit allows 60 s plus 1 s per 10 MB), or ATF_H5_CHECK_SECONDS. */
+static double read_limit(const char *path)
+{
+    const char *env = getenv("ATF_H5_CHECK_SECONDS");
+    if (env && *env) {
+        char *end = NULL;
+        double v = strtod(env, &end);
+        if (!*end && v > 0 && isfinite(v))
+            return v;
+    }
+    struct stat st;
+    double bytes = stat(path, &st) == 0 ? (double)st.st_size : 0.0;
+    return 60.0 + bytes / 10e6;
+}
+
+static atf_error refuse_unsafe(const char *path, const child_outcome *c, double limit, char *err)
+{
+    if (c->end == CHILD_NOT_STARTED) {
+        atf_errorf(err, "%s: cannot start the process that checks the file: %s", path,
+                   strerror(c->errnum));
+        return c->errnum == ENOMEM ? ATF_E_NOMEM : ATF_E_IO;
+    }
+    if (c->end == CHILD_DIED && c->sig == SIGINT) {
+        atf_errorf(err, "%s: interrupted while reading", path);
+        return ATF_E_INTERRUPTED;
+    }
+    if (c->end == CHILD_DIED && c->sig == SIGKILL) { /* not by us: the kernel's OOM killer */
+        atf_errorf(err, "%s: the process reading the file was killed (out of memory?)", path);
+        return ATF_E_NOMEM;
+    }
+    char why[128];
+    if (c->end == CHILD_TIMED_OUT)
+        snprintf(why, sizeof why, "it did not finish within %.4g s", limit);
+    else if (c->sig)
+        snprintf(why, sizeof why, "it crashed: %s", strsignal(c->sig));
+    else
+        snprintf(why, sizeof why, "it crashed");
+    atf_errorf(err, "%s: the HDF5 library cannot read this file safely (%s): the file is corrupt",
+               path, why);
+    return ATF_E_INPUT;
+}
 
 atf_error h5io_read_file(const char *path, h5io_read_fn fn, void *ctx, char *err)
 {
     quiet q;
     quiet_begin(&q);
-    h5io_reader rd = {-1, path, err};
-    atf_error e = open_read(path, &rd.f, err);
-    if (!e) {
-        e = fn(&rd, ctx);
-        H5Fclose(rd.f);
-    }
+    read_job job = {path, fn, ctx};
+    double limit = read_limit(path);
+    child_outcome trial;
+    run_in_child(read_here, &job, limit, 1, &trial);
+    /* Only a file the trial read completely is read here (that fills ctx); for any other file
+     * the trial's message is the answer and this process never lets libhdf5 parse it (a failed
+     * load of corrupt metadata leaves libhdf5 state behind that its exit handler reports). */
+    atf_error e = trial.e;
+    if (trial.end != CHILD_FINISHED)
+        e = refuse_unsafe(path, &trial, limit, err);
+    else if (e != ATF_OK)
+        atf_errorf(err, "%s", trial.msg);
+    else
+        e = read_here(&job, err);
     quiet_end(&q);
     return e;
+}
+
+static atf_error refuse_write(const h5io_writer *w, const child_outcome *c, char *err)
+{
+    if (c->end == CHILD_NOT_STARTED) {
+        atf_errorf(err, "%s: cannot start the process that writes the file: %s", w->final_path,
+                   strerror(c->errnum));
+        return c->errnum == ENOMEM ? ATF_E_NOMEM : ATF_E_IO;
+    }
+    if (c->sig == SIGXFSZ)
+        atf_errorf(err, "%s: cannot write: %s (file size limit exceeded)", w->final_path,
+                   strerror(EFBIG));
+    else if (c->sig == SIGINT)
+        atf_errorf(err, "%s: interrupted while writing", w->final_path);
+    else
+        atf_errorf(err, "%s: the HDF5 library crashed while writing it (%s)", w->final_path,
+                   c->sig ? strsignal(c->sig) : "no report");
+    return c->sig == SIGINT ? ATF_E_INTERRUPTED : ATF_E_IO;
 }
 
 atf_error h5io_write_file(const char *path, h5io_put_fn fn, const void *ctx, char *err)
 {
     quiet q;
     quiet_begin(&q);
-    h5io_out out;
-    atf_error e = begin_output(&out, path, err);
+    write_job job;
+    memset(&job, 0, sizeof job);
+    job.fn = fn;
+    job.ctx = ctx;
+    h5io_writer *w = &job.out.w;
+    atf_error e = reserve_temporary(w, path, err);
     if (!e) {
-        fn(&out, ctx);
-        e = finish_output(&out, err);
+        child_outcome c;
+        run_in_child(write_temporary, &job, 0.0, 0, &c);
+        if (c.end != CHILD_FINISHED)
+            e = refuse_write(w, &c, err);
+        else if ((e = c.e))
+            atf_errorf(err, "%s", c.msg);
+        e = e ? e : commit_temporary(w, err);
+        if (e)
+            remove_temporary(w);
     }
     quiet_end(&q);
     return e;

@@ -125,13 +125,21 @@ typedef void (*h5io_put_fn)(h5io_out *o, const void *ctx);
 
 /* Open `path` read-only, run `fn` on it, close it. Missing or unreadable files, files that
  * are not HDF5 at all and HDF5 files that cannot be opened (truncated or corrupt) get their
- * own messages before `fn` runs. */
+ * own messages before `fn` runs.
+ * libhdf5 crashes or loops forever on some corrupt files, so the whole read (open, fn, close)
+ * first runs in a forked child under a time limit (60 s + 1 s per 10 MB of file, or the
+ * environment variable ATF_H5_CHECK_SECONDS); fn must therefore have no effect outside ctx.
+ * A child that crashes or times out gives ATF_E_INPUT "FILE: the HDF5 library cannot read this
+ * file safely (...): the file is corrupt"; a child that fails normally gives its own message
+ * and error; only after a complete trial read does this process read the file (into ctx). */
 atf_error h5io_read_file(const char *path, h5io_read_fn fn, void *ctx, char *err);
 
 /* Write `path` atomically: the puts of `fn` go to a temporary file in the same directory
  * (created like any new file, with the umask's mode), which is synced and renamed over `path`
  * only if every put succeeded ("FILE: cannot write ITEM: reason" otherwise, ATF_E_IO); on any
- * failure the temporary is removed and `path` is untouched. */
+ * failure the temporary is removed and `path` is untouched. The HDF5 part (create, puts,
+ * close) runs in a forked child, because libhdf5 cannot recover from a failed close in the
+ * process it happened in (its exit handler crashes); this process never has the file open. */
 atf_error h5io_write_file(const char *path, h5io_put_fn fn, const void *ctx, char *err);
 
 /* "[3, 2]" for messages; buf holds at least 64 bytes. */

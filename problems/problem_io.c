@@ -345,6 +345,54 @@ static atf_error read_header(const h5io_reader *rd, atf_problem *p)
     return ATF_OK;
 }
 
+/* ------------------------------------------------------------------ reading: provenance */
+
+/* The stored fingerprint goes to a buffer of STORED_LEN bytes: a value of another length is not
+ * an error, it simply differs from the content's. */
+#define STORED_LEN 256
+
+static atf_error read_provenance(const h5io_reader *rd, atf_provenance *pv, char *stored)
+{
+    atf_error e;
+    if ((e = h5io_attr_string_or(rd->f, rd->fname, "/", "fingerprint", "", stored, STORED_LEN,
+                                 rd->err)) ||
+        (e = h5io_attr_string_or(rd->f, rd->fname, "/", "atf_version", "", pv->atf_version,
+                                 sizeof pv->atf_version, rd->err)) ||
+        (e = h5io_attr_string_or(rd->f, rd->fname, "/", "command", "", pv->command,
+                                 sizeof pv->command, rd->err)) ||
+        (e = h5io_attr_string_or(rd->f, rd->fname, "/", "data_source", "", pv->data_source,
+                                 sizeof pv->data_source, rd->err)) ||
+        (e = h5io_attr_string_or(rd->f, rd->fname, "/", "mlp_fingerprint", "",
+                                 pv->mlp_fingerprint, sizeof pv->mlp_fingerprint, rd->err)))
+        return e;
+    pv->has_data_seed = h5io_attr_exists(rd->f, "/", "data_seed");
+    if (pv->has_data_seed &&
+        (e = h5io_attr_int(rd->f, rd->fname, "/", "data_seed", &pv->data_seed, rd->err)))
+        return e;
+    pv->has_standardize = h5io_attr_exists(rd->f, "/", "standardize");
+    if (pv->has_standardize) {
+        int64_t v;
+        if ((e = h5io_attr_int(rd->f, rd->fname, "/", "standardize", &v, rd->err)))
+            return e;
+        pv->standardize = v != 0;
+    }
+    return ATF_OK;
+}
+
+/* The fingerprint of what was read; the stored attribute only tells whether the file changed
+ * since atf wrote it (docs/formats.md: an edited file is still read, by its content). */
+static atf_error set_fingerprint(const h5io_reader *rd, atf_problem *p, const char *stored)
+{
+    if (atf_problem_fingerprint(p, p->fingerprint) != ATF_OK) {
+        atf_errorf(rd->err, "%s: out of memory for its fingerprint", rd->fname);
+        return ATF_E_NOMEM;
+    }
+    p->fingerprint_state = !stored[0] ? ATF_FINGERPRINT_ABSENT
+                           : !strcmp(stored, p->fingerprint) ? ATF_FINGERPRINT_MATCHES
+                                                             : ATF_FINGERPRINT_DIFFERS;
+    return ATF_OK;
+}
+
 static atf_error read_problem(const h5io_reader *rd, void *ctx)
 {
     atf_problem *p = ctx;
@@ -357,9 +405,13 @@ static atf_error read_problem(const h5io_reader *rd, void *ctx)
         (e = read_per_example(rd, "/y", p->N, p->C, 0, &p->y)) ||
         (e = read_per_example(rd, "/f0", p->N, p->C, 0, &p->f0)) ||
         (e = read_labels(rd, "/labels", p->N, &p->labels)) ||
-        (e = read_training_blocks(rd, p)))
+        (e = read_training_blocks(rd, p)) ||
+        (e = read_test(rd, p)))
         return e;
-    return read_test(rd, p);
+    char stored[STORED_LEN];
+    if ((e = read_provenance(rd, &p->prov, stored)))
+        return e;
+    return set_fingerprint(rd, p, stored);
 }
 
 atf_error atf_problem_read(const char *path, atf_problem **out, char *err)
@@ -459,14 +511,38 @@ static void put_test(h5io_out *o, const atf_problem *t)
     }
 }
 
+typedef struct {
+    const atf_problem *prob;
+    char fingerprint[ATF_FINGERPRINT_LEN];
+} problem_out;
+
+static void put_provenance(h5io_out *o, const problem_out *po)
+{
+    const atf_provenance *pv = &po->prob->prov;
+    h5io_put_string(o, "/", "fingerprint", po->fingerprint);
+    h5io_put_string(o, "/", "atf_version", ATF_VERSION);
+    if (pv->command[0])
+        h5io_put_string(o, "/", "command", pv->command);
+    if (pv->data_source[0])
+        h5io_put_string(o, "/", "data_source", pv->data_source);
+    if (pv->has_data_seed)
+        h5io_put_int(o, "/", "data_seed", pv->data_seed);
+    if (pv->has_standardize)
+        h5io_put_int(o, "/", "standardize", pv->standardize);
+    if (pv->mlp_fingerprint[0])
+        h5io_put_string(o, "/", "mlp_fingerprint", pv->mlp_fingerprint);
+}
+
 static void put_problem(h5io_out *o, const void *ctx)
 {
-    const atf_problem *p = ctx;
+    const problem_out *po = ctx;
+    const atf_problem *p = po->prob;
     int64_t m = p->M;
     h5io_put_string(o, "/", "format", PROBLEM_FORMAT);
     h5io_put_int(o, "/", "version", PROBLEM_VERSION);
     h5io_put_int(o, "/", "samples", p->N);
     h5io_put_int(o, "/", "outputs", p->C);
+    put_provenance(o, po);
     h5io_put_doubles(o, "/r", 1, &m, p->r);
     put_examples(o, "", p);
     h5io_put_group(o, "/blocks");
@@ -479,5 +555,14 @@ static void put_problem(h5io_out *o, const void *ctx)
 atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err)
 {
     atf_error e = atf_problem_validate(prob, path, err);
-    return e ? e : h5io_write_file(path, put_problem, prob, err);
+    if (e)
+        return e;
+    /* Always from the content being written, never copied from what was read: a file rewritten
+     * after an edit gets the fingerprint of its new content. */
+    problem_out po = {prob, ""};
+    if (atf_problem_fingerprint(prob, po.fingerprint) != ATF_OK) {
+        atf_errorf(err, "%s: out of memory for its fingerprint", path);
+        return ATF_E_NOMEM;
+    }
+    return h5io_write_file(path, put_problem, &po, err);
 }

@@ -117,6 +117,8 @@ atf_result *atfr_new(int nblocks)
     /* NaN marks "not computed"; the solver overwrites what it measures. */
     res->objective = res->primal_residual = res->dual_residual = NAN;
     res->constraint_residual = res->stationarity = res->ls_residual = NAN;
+    res->tol = res->eps_abs = res->rho = res->alpha = NAN; /* settings: not recorded */
+    res->max_iter = res->reduce = res->adaptive_rho = -1;
     res->nblocks = nblocks;
     res->blocks = calloc(nblocks > 0 ? (size_t)nblocks : 1, sizeof *res->blocks);
     if (!res->blocks) {
@@ -131,6 +133,14 @@ atf_result *atf_result_alloc(const atf_problem *prob)
     atf_result *res = atfr_new(prob->nblocks);
     if (!res)
         return NULL;
+    /* A result knows which problem it solves: the fingerprint read with the file, else that of
+     * the content (problems built in code). */
+    if (prob->fingerprint[0])
+        memcpy(res->problem_fingerprint, prob->fingerprint, sizeof res->problem_fingerprint);
+    else if (atf_problem_fingerprint(prob, res->problem_fingerprint) != ATF_OK) {
+        atf_result_free(res);
+        return NULL;
+    }
     for (int l = 0; l < prob->nblocks; l++) {
         const atf_block *b = &prob->blocks[l];
         atf_result_block *rb = &res->blocks[l];
@@ -166,27 +176,31 @@ void atf_result_free(atf_result *res)
 
 /* ------------------------------------------------------------------ fit check */
 
-atf_error atf_result_check(const atf_result *res, const atf_problem *prob, const char *what,
-                           char *err)
+atf_error atf_result_check(const atf_result *res, const atf_problem *prob, const char *res_name,
+                           const char *prob_name, char *err)
 {
-    if (!what)
-        what = "result";
+    const char *what = res_name ? res_name : "result";
+    char theirs[ATF_ERRLEN / 2];
+    if (prob_name)
+        snprintf(theirs, sizeof theirs, "%s's", prob_name);
+    else
+        snprintf(theirs, sizeof theirs, "the problem's");
     if (res->nblocks != prob->nblocks) {
-        atf_errorf(err, "%s: /blocks: %d blocks but the problem has %d", what, res->nblocks,
-                   prob->nblocks);
+        atf_errorf(err, "%s: /blocks: %d blocks but %s has %d", what, res->nblocks,
+                   prob_name ? prob_name : "the problem", prob->nblocks);
         return ATF_E_INPUT;
     }
     for (int l = 0; l < res->nblocks; l++) {
         const atf_result_block *rb = &res->blocks[l];
         const atf_block *b = &prob->blocks[l];
         if (strncmp(rb->name, b->name, ATF_NAMELEN) != 0) {
-            atf_errorf(err, "%s: /blocks: block %d is '%.*s' but the problem's block %d is '%s'",
-                       what, l, ATF_NAMELEN, rb->name, l, b->name);
+            atf_errorf(err, "%s: /blocks: block %d is '%.*s' but %s block %d is '%s'", what, l,
+                       ATF_NAMELEN, rb->name, theirs, l, b->name);
             return ATF_E_INPUT;
         }
         if (rb->rows != b->rows || rb->cols != b->cols) {
-            atf_errorf(err, "%s: /blocks/%s/B: shape [%d, %d] but the problem's block is "
-                       "%d × %d", what, b->name, rb->rows, rb->cols, b->rows, b->cols);
+            atf_errorf(err, "%s: /blocks/%s/B: shape [%d, %d] but %s block is %d × %d", what,
+                       b->name, rb->rows, rb->cols, theirs, b->rows, b->cols);
             return ATF_E_INPUT;
         }
     }
@@ -316,7 +330,7 @@ static atf_error vector_factors(atf_result *res, const atf_problem *prob, char *
 
 atf_error atf_result_factors(atf_result *res, const atf_problem *prob, char *err)
 {
-    atf_error e = atf_result_check(res, prob, "result", err);
+    atf_error e = atf_result_check(res, prob, NULL, NULL, err);
     if (e)
         return e;
     for (int l = 0; l < res->nblocks; l++) {
@@ -336,10 +350,16 @@ atf_error atf_result_factors(atf_result *res, const atf_problem *prob, char *err
     int diagonal = strcmp(res->structure, "diagonal") == 0;
     for (int l = 0; l < res->nblocks && !e; l++) {
         const atf_block *b = &prob->blocks[l];
+        /* the penalty the result was solved with (it may differ from the problem file's when
+         * `atf solve --penalty` overrode it): recomputing factors must not change s1, s2 */
+        atf_penalty pen = b->penalty;
+        const char *spec = res->blocks[l].penalty_spec;
+        if (spec[0] && strcmp(spec, b->penalty_spec) != 0 && atf_penalty_parse(spec, &pen, err))
+            return ATF_E_INPUT;
         if (diagonal || b->structure == ATF_STRUCT_DIAGONAL)
-            e = entrywise_factors(&res->blocks[l], &b->penalty, err);
+            e = entrywise_factors(&res->blocks[l], &pen, err);
         else
-            e = spectral_factors(&res->blocks[l], &b->penalty, err);
+            e = spectral_factors(&res->blocks[l], &pen, err);
     }
     return e;
 }

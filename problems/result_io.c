@@ -194,6 +194,35 @@ static void put_block(h5io_out *o, const atf_result_block *rb, int index)
         h5io_put_doubles(o, path, 2, vd, rb->V);
 }
 
+/* Provenance and settings: only what was recorded ("" / NaN / negative: not recorded). */
+static void put_run(h5io_out *o, const atf_result *res)
+{
+    h5io_put_string(o, "/", "atf_version", ATF_VERSION);
+    const struct {
+        const char *name, *value;
+    } strings[] = {{"problem_fingerprint", res->problem_fingerprint}, {"loss", res->loss},
+                   {"penalty_override", res->penalty_override}, {"command", res->command}};
+    for (size_t j = 0; j < sizeof strings / sizeof strings[0]; j++)
+        if (strings[j].value[0])
+            h5io_put_string(o, "/", strings[j].name, strings[j].value);
+    const struct {
+        const char *name;
+        double value;
+    } numbers[] = {{"tol", res->tol}, {"eps_abs", res->eps_abs}, {"rho", res->rho},
+                   {"alpha", res->alpha}};
+    for (size_t j = 0; j < sizeof numbers / sizeof numbers[0]; j++)
+        if (!isnan(numbers[j].value))
+            h5io_put_double(o, "/", numbers[j].name, numbers[j].value);
+    const struct {
+        const char *name;
+        int value;
+    } ints[] = {{"max_iter", res->max_iter}, {"reduce", res->reduce},
+                {"adaptive_rho", res->adaptive_rho}};
+    for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
+        if (ints[j].value >= 0)
+            h5io_put_int(o, "/", ints[j].name, ints[j].value);
+}
+
 static void put_result(h5io_out *o, const void *ctx)
 {
     const atf_result *res = ctx;
@@ -205,6 +234,7 @@ static void put_result(h5io_out *o, const void *ctx)
     h5io_put_int(o, "/", "iterations", res->iterations);
     for (int j = 0; j < NMETRICS; j++)
         h5io_put_double(o, "/", metrics[j].name, metric_value(res, j));
+    put_run(o, res);
     h5io_put_group(o, "/blocks");
     for (int l = 0; l < res->nblocks; l++)
         put_block(o, &res->blocks[l], l);
@@ -253,6 +283,57 @@ static atf_error read_header(const h5io_reader *rd, atf_result *res)
         e = h5io_attr_double(rd->f, rd->fname, "/", metrics[j].name, metric_field(res, j),
                              rd->err);
     }
+    return e;
+}
+
+/* Optional integer setting (≥ 0 when recorded; -1 when absent). */
+static atf_error read_setting_int(const h5io_reader *rd, const char *name, int *out)
+{
+    if (!h5io_attr_exists(rd->f, "/", name))
+        return ATF_OK;
+    int64_t v;
+    atf_error e = h5io_attr_int(rd->f, rd->fname, "/", name, &v, rd->err);
+    if (!e && (v < 0 || v > INT_MAX)) {
+        atf_errorf(rd->err, "%s: / attribute '%s': %lld is not a count", rd->fname, name,
+                   (long long)v);
+        e = ATF_E_INPUT;
+    }
+    if (!e)
+        *out = (int)v;
+    return e;
+}
+
+/* Provenance and settings: all optional (files of earlier versions have none). */
+static atf_error read_run(const h5io_reader *rd, atf_result *res)
+{
+    const struct {
+        const char *name;
+        char *buf;
+        size_t len;
+    } strings[] = {
+        {"problem_fingerprint", res->problem_fingerprint, sizeof res->problem_fingerprint},
+        {"loss", res->loss, sizeof res->loss},
+        {"penalty_override", res->penalty_override, sizeof res->penalty_override},
+        {"atf_version", res->atf_version, sizeof res->atf_version},
+        {"command", res->command, sizeof res->command}};
+    atf_error e = ATF_OK;
+    for (size_t j = 0; j < sizeof strings / sizeof strings[0] && !e; j++)
+        e = h5io_attr_string_or(rd->f, rd->fname, "/", strings[j].name, "", strings[j].buf,
+                                strings[j].len, rd->err);
+    const struct {
+        const char *name;
+        double *v;
+    } numbers[] = {{"tol", &res->tol}, {"eps_abs", &res->eps_abs}, {"rho", &res->rho},
+                   {"alpha", &res->alpha}};
+    for (size_t j = 0; j < sizeof numbers / sizeof numbers[0] && !e; j++)
+        if (h5io_attr_exists(rd->f, "/", numbers[j].name))
+            e = h5io_attr_double(rd->f, rd->fname, "/", numbers[j].name, numbers[j].v, rd->err);
+    if (!e)
+        e = read_setting_int(rd, "max_iter", &res->max_iter);
+    if (!e)
+        e = read_setting_int(rd, "reduce", &res->reduce);
+    if (!e)
+        e = read_setting_int(rd, "adaptive_rho", &res->adaptive_rho);
     return e;
 }
 
@@ -401,6 +482,8 @@ static atf_error read_result(const h5io_reader *rd, void *ctx)
     }
     atf_error e = read_header(rd, res);
     if (!e)
+        e = read_run(rd, res);
+    if (!e)
         e = read_blocks(rd, res);
     if (!e)
         e = validate_result(res, rd->fname, rd->err);
@@ -416,4 +499,32 @@ atf_error atf_result_read(const char *path, atf_result **out, char *err)
 {
     *out = NULL;
     return h5io_read_file(path, read_result, out, err);
+}
+
+/* ------------------------------------------------------------------ result ↔ problem */
+
+atf_error atf_result_match(const atf_result *res, const char *res_path, const atf_problem *prob,
+                           const char *prob_path, char *note, char *err)
+{
+    note[0] = '\0';
+    if (res->problem_fingerprint[0] && prob->fingerprint[0] &&
+        strcmp(res->problem_fingerprint, prob->fingerprint) != 0) {
+        atf_errorf(err, "%s: / attribute 'problem_fingerprint': %s, but %s has fingerprint %s: "
+                   "the result was computed from another problem", res_path,
+                   res->problem_fingerprint, prob_path, prob->fingerprint);
+        return ATF_E_INPUT;
+    }
+    if (!res->problem_fingerprint[0])
+        atf_errorf(note, "note: %s has no problem_fingerprint (written by an earlier atf): "
+                   "cannot check that it was computed from %s", res_path, prob_path);
+    return ATF_OK;
+}
+
+void atf_problem_note(const atf_problem *prob, const char *prob_path, char *note)
+{
+    note[0] = '\0';
+    if (prob->fingerprint_state == ATF_FINGERPRINT_DIFFERS)
+        atf_errorf(note, "note: %s: its stored fingerprint does not match its content (edited "
+                   "after atf wrote it); its content's fingerprint %s is used", prob_path,
+                   prob->fingerprint);
 }

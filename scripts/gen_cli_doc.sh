@@ -12,7 +12,10 @@ This page is generated from the program's own help (`bash scripts/gen_cli_doc.sh
 (temporary file, then rename: a failure never leaves a half file); `--json` prints one line of JSON
 on stdout; progress and iteration tables go to stderr. Exit codes: 0 solved, 2 bad input or usage
 (one line naming the file, the item and the reason), 3 infeasible, 4 iteration limit (result
-written), 130 interrupted by SIGINT (last iterate written), 1 other failures.
+written), 130 interrupted by SIGINT (last iterate written), 1 other failures. Exit 1 writes
+nothing and keeps an existing output (a numerical breakdown included); output locations are
+checked before any work (exit 2); an input file that libhdf5 cannot read safely (it crashes or
+hangs on it) is refused with exit 2 — see docs/formats.md, "Outputs on failure" and "Corrupt files".
 
 ## atf
 HEAD

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential meson ninja-build pkg-config
   libopenblas-dev liblapacke-dev libsuitesparse-dev libglpk-dev libhdf5-dev zlib1g-dev
-  libplplot-dev plplot-driver-cairo
+  libplplot-dev plplot-driver-cairo libjansson-dev libxxhash-dev
   python3-numpy python3-scipy python3-h5py python3-cvxopt python3-torch
   dataset-fashion-mnist nodejs npm
 )

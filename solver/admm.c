@@ -18,6 +18,7 @@
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +47,17 @@ typedef struct {
     int window_start;
 } admm_state;
 
+/* ‖a − b‖, scaled by the largest difference so that squares neither overflow nor underflow. */
 static double dist(const double *a, const double *b, size_t n)
 {
-    double d2 = 0.0;
+    double big = 0.0, d2 = 0.0;
     for (size_t i = 0; i < n; i++)
-        d2 += (a[i] - b[i]) * (a[i] - b[i]);
-    return sqrt(d2);
+        big = fmax(big, fabs(a[i] - b[i]));
+    if (!(big > 0.0) || !isfinite(big))
+        return big;
+    for (size_t i = 0; i < n; i++)
+        d2 += ((a[i] - b[i]) / big) * ((a[i] - b[i]) / big);
+    return big * sqrt(d2);
 }
 
 static FILE *log_stream(const atf_solver *s)
@@ -78,8 +84,13 @@ static void log_header(const atf_solver *s)
             atf_sv_structure_name(s->set.structure));
     fprintf(f, "atf admm: projection by %s, rank %d; rho0 %.3e (floor %.3e), alpha %.2f, "
                "eps_abs %.1e, eps_rel %.1e, max_iter %d\n",
-            projection_name(s->proj.kind), s->proj.rank, s->rho0, s->rho_min, s->set.alpha,
-            s->set.eps_abs, s->set.eps_rel, s->set.max_iter);
+            projection_name(s->proj.kind), s->proj.rank, atf_sv_unscale_rho(s, s->rho0),
+            atf_sv_unscale_rho(s, s->rho_min), s->set.alpha, s->set.eps_abs, s->set.eps_rel,
+            s->set.max_iter);
+    fprintf(f, "atf admm: equilibrated: %s, variables in units of 2^%d (docs/solver.md §7)\n",
+            s->eq_mode == ATF_EQ_ROWS ? "each row by its own power of two"
+                                      : "all rows by one power of two",
+            s->var_exp);
     fprintf(f, "%8s %14s %10s %10s %10s %10s %9s\n", "iter", "objective", "pri res", "dual res",
             "constr(Z)", "rho", "time(s)");
 }
@@ -87,11 +98,13 @@ static void log_header(const atf_solver *s)
 static void log_row(atf_solver *s, const admm_state *st)
 {
     double obj = atf_sv_prox_objective(s, st->z);
-    double cres = atf_sv_constraint_norm(s, st->z, s->prob->r);
+    double cres = atf_sv_constraint_norm(s, st->z, s->work.r);
     if (s->rnorm > 0.0)
         cres /= s->rnorm;
-    fprintf(log_stream(s), "%8d %14.7e %10.3e %10.3e %10.3e %10.3e %9.3f\n", st->iter, obj,
-            st->pri, st->dual, cres, st->rho, atf_sv_now() - st->start);
+    fprintf(log_stream(s), "%8d %14.7e %10.3e %10.3e %10.3e %10.3e %9.3f\n", st->iter,
+            atf_sv_unscale_objective(s, obj), atf_sv_unscale_primal(s, st->pri),
+            atf_sv_unscale_dual(s, st->dual), cres, atf_sv_unscale_rho(s, st->rho),
+            atf_sv_now() - st->start);
 }
 
 static void log_summary(const atf_solver *s, const atf_result *res, const admm_state *st)
@@ -99,8 +112,10 @@ static void log_summary(const atf_solver *s, const atf_result *res, const admm_s
     fprintf(log_stream(s),
             "atf admm: %s after %d iterations: pri res %.3e (tol %.3e), dual res %.3e "
             "(tol %.3e), %.3f s (projection %.3f s, prox %.3f s)\n",
-            atf_status_name(res->status), st->iter, st->pri, st->eps_pri, st->dual,
-            st->eps_dual, atf_sv_now() - st->start, s->t.projection, s->t.prox);
+            atf_status_name(res->status), st->iter, atf_sv_unscale_primal(s, st->pri),
+            atf_sv_unscale_primal(s, st->eps_pri), atf_sv_unscale_dual(s, st->dual),
+            atf_sv_unscale_dual(s, st->eps_dual), atf_sv_now() - st->start, s->t.projection,
+            s->t.prox);
 }
 
 /* μ = max(0, −inf ω̃'') estimated by finite differences of ω̃' on a log grid up to vmax.
@@ -147,6 +162,9 @@ void atf_sv_rho_init(atf_solver *s)
             mu = fmax(mu, weak_convexity(&s->vars[l].pen, vmax));
     s->rho_min = s->set.rho * 2.0 * mu;
     double curvature = atf_sv_rho_scale(s);
+    s->curvature_underflow = curvature == 0.0;
+    if (s->curvature_underflow)
+        curvature = 2.0; /* unused: atf_sv_admm refuses to iterate */
     s->rho0 = s->set.rho * curvature;
     /* ε_abs is measured in the data's own units: ε_abs·√n times the RMS entry of the
      * least-squares point (and of its penalty gradient for the dual). A bare ε_abs·√n would
@@ -177,7 +195,7 @@ static void initial_dual(atf_solver *s, admm_state *st)
 static void project_timed(atf_solver *s, double *v, int refine)
 {
     double t0 = atf_sv_now();
-    atf_sv_project(s, v, s->prob->r, refine);
+    atf_sv_project(s, v, s->work.r, refine);
     s->t.projection += atf_sv_now() - t0;
 }
 
@@ -297,8 +315,11 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
     return ATF_STATUS_MAX_ITERATIONS;
 }
 
-/* Stationarity at X with the dual candidate P(ρU) ∈ range(Aᵀ) (used for nuclear blocks).
- * Singular values of X below 2‖X − Z‖ are zero in Z (Weyl), hence treated as zero. */
+/* Stationarity at X with the dual candidate P(ρU) ∈ range(Aᵀ); for smooth penalties also with
+ * P∇Ω̃(X), and the better of the two counts (either one in range(Aᵀ) close to ∂Ω̃(X) certifies
+ * X: P∇Ω̃ is the classic ‖G − PG‖/‖G‖, the dual is the one that works far out in a tail, where
+ * ω̃ is the nuclear norm to machine precision). Singular values of X below 2‖X − Z‖ are zero
+ * in Z (Weyl), hence treated as zero. */
 static double admm_certificate(atf_solver *s, admm_state *st, const double *x)
 {
     size_t n = s->n;
@@ -307,7 +328,11 @@ static double admm_certificate(atf_solver *s, admm_state *st, const double *x)
     for (size_t i = 0; i < n; i++)
         st->w[i] = st->rho * (st->u[i] - st->w[i]);
     double tau = 2.0 * st->pri + 1e-12 * atf_sv_norm(x, n);
-    return atf_sv_stationarity(s, x, st->w, tau);
+    double dual = atf_sv_stationarity(s, x, st->w, tau);
+    if (atf_sv_any_nuclear(s))
+        return dual;
+    double gradient = atf_sv_stationarity(s, x, NULL, tau);
+    return isnan(dual) ? gradient : fmin(dual, gradient);
 }
 
 atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
@@ -320,6 +345,15 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     if (!st.z || !st.u || !st.w || !st.zprev) {
         atf_errorf(err, "admm: out of memory for %zu variables", n);
         e = ATF_E_NOMEM;
+        goto done;
+    }
+    if (s->curvature_underflow) {
+        snprintf(s->check, sizeof s->check, "admm: the penalty's curvature ω̃'(σ)/σ at the "
+                 "least-squares point is below the range of doubles (singular values too far "
+                 "beyond the penalty's scale γ, in any units), so the iteration cannot be run");
+        res->status = ATF_STATUS_NUMERICAL_ERROR;
+        memcpy(x, s->x_ls, n * sizeof *x);
+        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
         goto done;
     }
     memcpy(st.z, s->warm ? s->warm : s->x_ls, n * sizeof *st.z);
@@ -336,8 +370,8 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         project_timed(s, x, 3); /* polish: feasibility to machine precision */
     }
     res->iterations = st.iter;
-    res->primal_residual = st.pri;
-    res->dual_residual = st.dual;
+    res->primal_residual = atf_sv_unscale_primal(s, st.pri);
+    res->dual_residual = atf_sv_unscale_dual(s, st.dual);
     res->stationarity = res->status == ATF_STATUS_NUMERICAL_ERROR
                             ? atf_sv_stationarity(s, x, NULL, 0.0)
                             : admm_certificate(s, &st, x);

@@ -1,13 +1,15 @@
 /* atf_solver.h — solve problem (16): min Σ_ℓ Ω̃_ℓ(B_ℓ) s.t. Σ_ℓ A_ℓ vec B_ℓ = r (SPEC §4).
  *
  * SCS/OSQP style: fill an atf_settings (start from atf_settings_default), create a solver with
- * atf_solver_init (it validates, reduces factored blocks to their exact subspace cores and
- * factorises the projection once), call atf_solver_solve as often as wanted, then
+ * atf_solver_init (it validates, equilibrates the data by exact powers of two so that units do
+ * not matter, reduces factored blocks to their exact subspace cores and factorises the
+ * projection once), call atf_solver_solve as often as wanted, then
  * atf_solver_free. The solver never prints unless settings.verbose is set (then it writes an
  * iteration table to settings.log, default stderr). Timings are in the result. */
 #ifndef ATF_SOLVER_H
 #define ATF_SOLVER_H
 
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 
@@ -74,11 +76,28 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, atf_result
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
 
 /* ---- reporting (formatting only: the library never prints) ----
- * One-line JSON object with status, method, structure, objective, iterations, primal_residual,
- * dual_residual, constraint_residual, stationarity, ls_residual, seconds and the time split
- * (setup/projection/prox/other_seconds); non-finite numbers become null. Returns the length
- * snprintf would need (as snprintf). */
+ * JSON is built with jansson, so every string is escaped as JSON requires. */
+
+/* A JSON number, or null for NaN and infinities (JSON has neither). */
+json_t *atf_json_number(double v);
+/* A JSON string of s; bytes that are not valid UTF-8 (JSON strings are Unicode) become '?'. */
+json_t *atf_json_text(const char *s);
+/* Compact one-line text of a JSON value (caller frees), NULL on out of memory. */
+char *atf_json_line(const json_t *v);
+
+/* The result as a JSON object: status, method, structure, iterations, objective,
+ * primal_residual, dual_residual, constraint_residual, stationarity, ls_residual, seconds and the
+ * time split (setup/projection/prox/other_seconds), and problem_fingerprint when recorded;
+ * non-finite numbers are null. NULL on out of memory. */
+json_t *atf_result_json_object(const atf_result *res);
+/* The same as one line of text into buf; returns the length it needs (as snprintf). */
 int atf_result_json(const atf_result *res, char *buf, size_t len);
+
+/* Record a run's provenance in its result before it is written: the solver settings, the
+ * --penalty override (NULL: none), the command line (NULL: none), and loss "interpolate" unless
+ * the result already names its loss. */
+void atf_result_record_run(atf_result *res, const atf_settings *set, const char *penalty_override,
+                           const char *command);
 
 /* Short human summary (a few lines, newline-terminated): status, objective, residuals,
  * certificate and time. Returns the length snprintf would need. */

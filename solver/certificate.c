@@ -4,23 +4,22 @@
  * in range(Aᵀ). For differentiable ω̃ the gradient is unique, G = Σ U diag(ω̃'(σ)) Vᵀ per block
  * (entrywise ω̃'(|B_ab|) sign B_ab for diagonal blocks, ω̃'(‖β‖) β/‖β‖ for the full vector),
  * and the certificate is its relative distance from range(Aᵀ): ‖G − P G‖/‖G‖ with
- * P = Aᵀ(AAᵀ)⁺A. `nuclear` is not differentiable at 0, so there the certificate is the
+ * P = Aᵀ(AAᵀ)⁺A — computed as the distance of a candidate (P G, or the ADMM dual) from the
+ * gradients allowed when singular values up to the answer's accuracy tau count as zero (see
+ * zero_bound; for P G never larger than ‖G − P G‖, and equal to it when tau is far below the
+ * penalty's scale). `nuclear` is not differentiable at 0, so there the certificate is the
  * relative distance of a candidate Y ∈ range(Aᵀ) (the ADMM dual ρU projected onto range(Aᵀ),
  * or the LP duals Aᵀλ) from the subdifferential 2√γ·∂‖B‖_*: {2√γ(U_r V_rᵀ + W) : U_rᵀW = 0,
  * W V_r = 0, ‖W‖₂ ≤ 1}. All of it is computed on the cores, which is exact: B = Q_c C Q_rᵀ has
  * the singular vectors of C rotated by Q_c, Q_r, and range(Aᵀ) lies in that subspace. */
 #include <cblas.h>
+#include <float.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "solver_internal.h"
-
-static double dot(const double *a, const double *b, size_t n)
-{
-    return n ? cblas_ddot((int)n, a, 1, b, 1) : 0.0;
-}
 
 int atf_sv_any_nuclear(const atf_solver *s)
 {
@@ -92,47 +91,72 @@ static double pos(double a)
     return a > 0.0 ? a : 0.0;
 }
 
-/* dist² of y from c·∂‖·‖₂ at x (a vector, or the whole `full` vector). */
-static double norm_dist2(const double *x, const double *y, size_t n, double c, double tau)
+/* What a subgradient must be at a singular value (or |entry|, or norm) s: ω̃'(s) when s > tau;
+ * at most `bound` in magnitude when s ≤ tau counts as zero. For `nuclear` both are 2√γ. For a
+ * differentiable ω̃ the bound is the largest ω̃' over [0, tau] (taken at tau and at s): values
+ * below tau are zero to the accuracy of the answer, and there the certificate accepts any slope
+ * ω̃ takes on [0, tau]. When tau is far below the scale of ω̃ this is ω̃'(s) ≈ 2s, i.e. the plain
+ * gradient; far out in the tail (σ/√γ ≈ 1e150, where ω̃ is the nuclear norm to machine
+ * precision) it is what makes the certificate meaningful at all. */
+static double slope(const atf_penalty *pen, double s)
+{
+    return atf_penalty_is_nuclear(pen) ? atf_penalty_deriv(pen, 1.0) : atf_penalty_deriv(pen, s);
+}
+
+static double zero_bound(const atf_penalty *pen, double s, double tau)
+{
+    return fmax(slope(pen, s), slope(pen, tau));
+}
+
+/* dist² of y from ∂ω̃(‖·‖₂) at x (a vector, or the whole `full` vector). */
+static double norm_dist2(const atf_penalty *pen, const double *x, const double *y, size_t n,
+                         double tau, double unit)
 {
     double nx = atf_sv_norm(x, n);
     if (!(nx > tau)) {
-        double excess = pos(atf_sv_norm(y, n) - c);
+        double excess = pos(atf_sv_norm(y, n) - zero_bound(pen, nx, tau)) / unit;
         return excess * excess;
     }
-    double d2 = 0.0;
+    double c = slope(pen, nx), d2 = 0.0;
     for (size_t i = 0; i < n; i++) {
-        double d = y[i] - c * x[i] / nx;
+        double d = (y[i] - c * (x[i] / nx)) / unit;
         d2 += d * d;
     }
     return d2;
 }
 
-static double entrywise_dist2(const double *x, const double *y, size_t n, double c, double tau)
+static double entrywise_dist2(const atf_penalty *pen, const double *x, const double *y, size_t n,
+                              double tau, double unit)
 {
     double d2 = 0.0;
     for (size_t i = 0; i < n; i++) {
-        double d = fabs(x[i]) > tau ? y[i] - copysign(c, x[i]) : pos(fabs(y[i]) - c);
+        double s = fabs(x[i]);
+        double d = (s > tau ? y[i] - copysign(slope(pen, s), x[i])
+                            : pos(fabs(y[i]) - zero_bound(pen, s, tau))) / unit;
         d2 += d * d;
     }
     return d2;
 }
 
-/* dist² of Y from c·∂‖·‖_* at X = U diag(σ) Vᵀ, with r = #{σ_j > tau}: split Y in X's singular
- * bases; the block Y11 on (U_r, V_r) must equal c·I, the off-diagonal blocks Y12, Y21 must
- * vanish, and Ŷ = (I − U_rU_rᵀ) Y (I − V_rV_rᵀ) must have spectral norm ≤ c (its distance to that
- * ball clips its singular values at c). Every part is formed explicitly and its norm taken, so
+/* dist² of Y from the subdifferential of Σ ω̃(σ_j(·)) at X = U diag(σ) Vᵀ, with
+ * r = #{σ_j > tau}: split Y in X's singular bases; the block Y11 on (U_r, V_r) must equal
+ * diag(ω̃'(σ_j)) (c·I for nuclear), the off-diagonal blocks Y12, Y21 must vanish, and
+ * Ŷ = (I − U_rU_rᵀ) Y (I − V_rV_rᵀ) must have spectral norm ≤ the zero bound c (its distance to
+ * that ball clips its singular values at c). Every part is formed explicitly and its norm taken, so
  * no squared norms are subtracted (that would lose half the digits of a small distance).
  * Column-major views: Ỹ = Yᵀ (m = cols × n = rows), V_r the first r columns of v->u, U_rᵀ the
  * first r rows of v->vt; the r × r block computed is Y11ᵀ. Returns NaN on failure. */
-static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, double c,
-                             double tau)
+static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, double tau,
+                             double unit)
 {
     if (atf_sv_svd(v, x) != 0)
         return NAN;
     int m = v->cols, n = v->rows, k = v->k, r = 0;
     while (r < k && v->s[r] > tau)
         r++;
+    double c = slope(&v->pen, tau); /* the bound on the zero part */
+    for (int j = r; j < k; j++)
+        c = fmax(c, slope(&v->pen, v->s[j]));
     size_t rr = (size_t)(r ? r : 1);
     double *W = malloc(v->len * sizeof *W);
     double *A1 = malloc((size_t)m * rr * sizeof *A1);  /* Ỹ U_r            (m × r) */
@@ -155,7 +179,7 @@ static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, do
         memcpy(T, A1, (size_t)m * (size_t)r * sizeof *T);
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, r, r, -1.0, v->u, m, Y11, r,
                     1.0, T, m);
-        double y12 = atf_sv_norm(T, (size_t)m * (size_t)r);
+        double y12 = atf_sv_norm(T, (size_t)m * (size_t)r) / unit;
         /* Ŷᵀ = Ỹ − V_r A2 − T U_rᵀ, before A2 becomes its own off-diagonal part */
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, r, -1.0, v->u, m, A2, r,
                     1.0, W, m);
@@ -164,46 +188,41 @@ static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, do
         /* Y21ᵀ part: A2 − Y11ᵀ U_rᵀ */
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, r, n, r, -1.0, Y11, r, v->vt, k,
                     1.0, A2, r);
-        double y21 = atf_sv_norm(A2, (size_t)r * (size_t)n);
+        double y21 = atf_sv_norm(A2, (size_t)r * (size_t)n) / unit;
         for (int j = 0; j < r; j++)
-            Y11[(size_t)j * (size_t)r + (size_t)j] -= c;
-        double e11 = atf_sv_norm(Y11, (size_t)r * (size_t)r);
+            Y11[(size_t)j * (size_t)r + (size_t)j] -= slope(&v->pen, v->s[j]);
+        double e11 = atf_sv_norm(Y11, (size_t)r * (size_t)r) / unit;
         inner = e11 * e11 + y12 * y12 + y21 * y21;
     }
     if (LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', m, n, W, m, sv, NULL, 1, NULL, 1) != 0)
         goto done;
     double outer = 0.0;
     for (int j = 0; j < k; j++)
-        outer += pos(sv[j] - c) * pos(sv[j] - c);
+        outer += (pos(sv[j] - c) / unit) * (pos(sv[j] - c) / unit);
     d2 = inner + outer;
 done:
     free(W), free(A1), free(A2), free(Y11), free(T), free(sv);
     return d2;
 }
 
-/* Σ over blocks of dist²(y_ℓ, ∂Ω̃_ℓ(x_ℓ)); smooth blocks contribute ‖y_ℓ − ∇_ℓ‖² with g the
- * gradient already computed. */
-static double subdifferential_dist2(atf_solver *s, const double *x, const double *y,
-                                    const double *g, double tau)
+/* Σ over blocks of dist²(y_ℓ, ∂Ω̃_ℓ(x_ℓ)) / unit², with values at most tau counted as zero.
+ * Every difference is divided by unit (the size of the gradient) before it is squared: squares
+ * of gradients far from 1 (e.g. 1e-185, on badly scaled data) would underflow to a false 0. */
+static double subdifferential_dist2(atf_solver *s, const double *x, const double *y, double tau,
+                                    double unit)
 {
     if (s->set.structure == ATF_GLOBAL_FULL)
-        return norm_dist2(x, y, s->n, atf_penalty_deriv(&s->full_pen, 1.0), tau);
+        return norm_dist2(&s->full_pen, x, y, s->n, tau, unit);
     double d2 = 0.0;
     for (int l = 0; l < s->nvars; l++) {
         atf_sv_var *v = &s->vars[l];
-        const double *xv = x + v->off, *yv = y + v->off, *gv = g + v->off;
-        if (!atf_penalty_is_nuclear(&v->pen)) {
-            for (size_t i = 0; i < v->len; i++)
-                d2 += (yv[i] - gv[i]) * (yv[i] - gv[i]);
-            continue;
-        }
-        double c = atf_penalty_deriv(&v->pen, 1.0); /* 2√γ */
+        const double *xv = x + v->off, *yv = y + v->off;
         if (v->kind == ATF_SV_ENTRYWISE)
-            d2 += entrywise_dist2(xv, yv, v->len, c, tau);
+            d2 += entrywise_dist2(&v->pen, xv, yv, v->len, tau, unit);
         else if (v->k <= 1)
-            d2 += norm_dist2(xv, yv, v->len, c, tau);
+            d2 += norm_dist2(&v->pen, xv, yv, v->len, tau, unit);
         else
-            d2 += spectral_dist2(v, xv, yv, c, tau);
+            d2 += spectral_dist2(v, xv, yv, tau, unit);
     }
     return d2;
 }
@@ -219,16 +238,6 @@ double atf_sv_stationarity(atf_solver *s, const double *x, const double *y, doub
     double gnorm = atf_sv_gradient(s, x, g, tau_abs);
     if (!isfinite(gnorm))
         goto done;
-    if (!atf_sv_any_nuclear(s)) {
-        if (gnorm == 0.0) {
-            result = 0.0;
-            goto done;
-        }
-        memcpy(h, g, n * sizeof *h);
-        atf_sv_project(s, h, NULL, 1); /* h = G − P G */
-        result = atf_sv_norm(h, n) / gnorm;
-        goto done;
-    }
     if (!y) { /* candidate P G */
         memcpy(h, g, n * sizeof *h);
         atf_sv_project(s, h, NULL, 1);
@@ -236,25 +245,33 @@ double atf_sv_stationarity(atf_solver *s, const double *x, const double *y, doub
             h[i] = g[i] - h[i];
         y = h;
     }
-    double ynorm = atf_sv_norm(y, n), d2 = subdifferential_dist2(s, x, y, g, tau_abs);
-    double scale = fmax(ynorm, gnorm);
-    result = scale > 0.0 ? sqrt(d2) / scale : sqrt(d2);
+    double scale = fmax(atf_sv_norm(y, n), gnorm);
+    result = sqrt(subdifferential_dist2(s, x, y, tau_abs, scale > 0.0 ? scale : 1.0));
 done:
     free(g), free(h);
     return result;
 }
 
-/* Used by admm.c for ρ0; kept here with the other gradient code. */
+/* Used by admm.c for ρ0; kept here with the other gradient code. Returns 0 when the curvature
+ * ⟨∇Ω̃(B0), B0⟩/‖B0‖² of a nonzero B0 is below the normal range of doubles: it is invariant
+ * under the variable scaling of equilibrate.c (ω̃'(v)/v does not change with the units), so
+ * then no choice of units brings the problem into range. */
 double atf_sv_rho_scale(atf_solver *s)
 {
     size_t n = s->n;
     double *g = malloc((n ? n : 1) * sizeof *g);
     double scale = 2.0; /* ω̃(v) = v² + o(v²): curvature 2 at the origin */
-    if (g) {
+    double xn = atf_sv_norm(s->x_ls, n);
+    if (g && xn > 0.0) {
+        /* ⟨g, x/‖x‖⟩/‖x‖: no squares of ‖x‖, which may overflow or underflow */
         atf_sv_gradient(s, s->x_ls, g, 0.0);
-        double num = dot(g, s->x_ls, n), den = dot(s->x_ls, s->x_ls, n);
-        if (num > 0.0 && den > 0.0 && isfinite(num / den))
-            scale = num / den;
+        double num = 0.0;
+        for (size_t i = 0; i < n; i++)
+            num += g[i] * (s->x_ls[i] / xn);
+        if (num > 0.0 && isfinite(num / xn))
+            scale = num / xn >= DBL_MIN ? num / xn : 0.0;
+        else if (num == 0.0 && atf_sv_norm(g, n) < DBL_MIN)
+            scale = 0.0; /* the gradient underflowed */
     }
     free(g);
     return scale;

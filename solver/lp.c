@@ -12,6 +12,7 @@
  * method. */
 #include <glpk.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,9 @@
 
 /* Primal and dual feasibility tolerances of the simplex (GLPK's defaults are 1e-7). */
 #define LP_TOLERANCE 1e-10
+/* Largest stationarity of an answer reported as solved: the LP is exact, so its duals certify
+ * the vertex to rounding (about 1e-15 on equilibrated data); far above that, something failed. */
+#define LP_CERTIFICATE_TOL 1e-6
 
 static int is_entrywise(const atf_sv_var *v)
 {
@@ -118,7 +122,7 @@ static glp_prob *build_lp(const atf_solver *s, triplets *t)
     glp_set_obj_dir(lp, GLP_MIN);
     glp_add_rows(lp, M);
     for (int m = 0; m < M; m++)
-        glp_set_row_bnds(lp, m + 1, GLP_FX, s->prob->r[m], s->prob->r[m]);
+        glp_set_row_bnds(lp, m + 1, GLP_FX, s->work.r[m], s->work.r[m]);
     glp_add_cols(lp, 2 * n);
     for (int l = 0; l < s->nvars; l++) {
         const atf_sv_var *v = &s->vars[l];
@@ -171,9 +175,12 @@ atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err)
         res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
         return ATF_OK;
     }
-    if (status == GLP_NOFEAS) {
+    if (status == GLP_NOFEAS) { /* the LP runs only when r ∈ range(A): a simplex failure */
         glp_delete_prob(lp);
-        res->status = ATF_STATUS_INFEASIBLE;
+        snprintf(s->check, sizeof s->check, "method lp: GLPK found no feasible point, but the "
+                 "least-squares point satisfies the constraints (relative residual %.3e)",
+                 s->ls_residual);
+        res->status = ATF_STATUS_NUMERICAL_ERROR;
         memcpy(x, s->x_ls, s->n * sizeof *x);
         res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
         return ATF_OK;
@@ -201,5 +208,13 @@ atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err)
     res->dual_residual = 0.0;
     res->stationarity = atf_sv_stationarity(s, x, y, 1e-12 * xmax);
     free(y), free(lambda);
+    if (!(res->stationarity <= LP_CERTIFICATE_TOL)) { /* the duals do not prove the vertex optimal */
+        snprintf(s->check, sizeof s->check, "method lp: the GLPK duals do not certify the "
+                 "vertex (stationarity %.3e, tolerance %.0e)", res->stationarity,
+                 LP_CERTIFICATE_TOL);
+        res->status = ATF_STATUS_NUMERICAL_ERROR;
+        memcpy(x, s->x_ls, s->n * sizeof *x);
+        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
+    }
     return ATF_OK;
 }

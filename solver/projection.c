@@ -291,8 +291,8 @@ nomem:
 static double least_squares_point(atf_solver *s)
 {
     memset(s->x_ls, 0, s->n * sizeof *s->x_ls);
-    atf_sv_project(s, s->x_ls, s->prob->r, 4);
-    double res = atf_sv_constraint_norm(s, s->x_ls, s->prob->r);
+    atf_sv_project(s, s->x_ls, s->work.r, 4);
+    double res = atf_sv_constraint_norm(s, s->x_ls, s->work.r);
     return s->rnorm > 0.0 ? res / s->rnorm : res;
 }
 
@@ -317,7 +317,7 @@ atf_error atf_sv_proj_setup(atf_solver *s, char *err)
         atf_errorf(err, "projection: out of memory (M = %d, n = %zu)", M, s->n);
         return ATF_E_NOMEM;
     }
-    s->rnorm = norm2(s->prob->r, (size_t)M);
+    s->rnorm = norm2(s->work.r, (size_t)M);
     p->feas_tol = FULL_RANK_CHECK;
     double ls = INFINITY;
     if (all_sparse(s)) {

@@ -122,7 +122,7 @@ static atf_sv_kind var_kind(const atf_settings *set, const atf_block *b)
 
 atf_error atf_sv_vars_build(atf_solver *s, char *err)
 {
-    const atf_problem *prob = s->prob;
+    const atf_problem *prob = &s->work; /* the equilibrated data */
     s->nvars = prob->nblocks;
     s->vars = calloc((size_t)prob->nblocks, sizeof *s->vars);
     if (!s->vars) {

@@ -1,17 +1,98 @@
-/* report.c — text forms of a result for the command line: one JSON line, a human summary.
- * The library formats into caller buffers and never prints. */
+/* report.c — text forms of a result for the command line: one JSON line (jansson), a human
+ * summary, and the run's provenance. The library formats into caller buffers and never prints. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "atf_solver.h"
 
-/* JSON has no NaN/Infinity: write null for them. */
-static int json_number(char *buf, size_t len, const char *key, double v)
+json_t *atf_json_number(double v)
 {
-    if (!isfinite(v))
-        return snprintf(buf, len, "\"%s\":null", key);
-    return snprintf(buf, len, "\"%s\":%.17g", key, v);
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *atf_json_text(const char *s)
+{
+    json_t *t = json_string(s ? s : "");
+    if (t)
+        return t;
+    /* Not UTF-8 (e.g. a Latin-1 file name): keep the ASCII bytes and mark the others. */
+    char *copy = strdup(s);
+    if (!copy)
+        return NULL;
+    for (char *c = copy; *c; c++)
+        if ((unsigned char)*c >= 0x80)
+            *c = '?';
+    t = json_string(copy);
+    free(copy);
+    return t;
+}
+
+char *atf_json_line(const json_t *v)
+{
+    /* JSON_ENCODE_ANY: scalars too; the default real precision (17 digits) round-trips. */
+    return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+/* json_object_set_new ignores a NULL value (out of memory): the key is then missing. */
+json_t *atf_result_json_object(const atf_result *res)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "status", atf_json_text(atf_status_name(res->status)));
+    json_object_set_new(o, "method", atf_json_text(res->method));
+    json_object_set_new(o, "structure", atf_json_text(res->structure));
+    json_object_set_new(o, "iterations", json_integer(res->iterations));
+    const struct {
+        const char *key;
+        double v;
+    } fields[] = {
+        {"objective", res->objective},
+        {"primal_residual", res->primal_residual},
+        {"dual_residual", res->dual_residual},
+        {"constraint_residual", res->constraint_residual},
+        {"stationarity", res->stationarity},
+        {"ls_residual", res->ls_residual},
+        {"seconds", res->solve_seconds},
+        {"setup_seconds", res->setup_seconds},
+        {"projection_seconds", res->projection_seconds},
+        {"prox_seconds", res->prox_seconds},
+        {"other_seconds", res->other_seconds},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        json_object_set_new(o, fields[i].key, atf_json_number(fields[i].v));
+    if (res->problem_fingerprint[0])
+        json_object_set_new(o, "problem_fingerprint", atf_json_text(res->problem_fingerprint));
+    return o;
+}
+
+int atf_result_json(const atf_result *res, char *buf, size_t len)
+{
+    json_t *o = atf_result_json_object(res);
+    char *text = atf_json_line(o);
+    json_decref(o);
+    int n = snprintf(buf, len, "%s", text ? text : "{\"status\":null}");
+    free(text);
+    return n;
+}
+
+void atf_result_record_run(atf_result *res, const atf_settings *set, const char *penalty_override,
+                           const char *command)
+{
+    if (!res->loss[0]) /* a solver that fits a penalized loss records its own spec */
+        snprintf(res->loss, sizeof res->loss, "interpolate");
+    snprintf(res->penalty_override, sizeof res->penalty_override, "%s",
+             penalty_override ? penalty_override : "");
+    snprintf(res->command, sizeof res->command, "%s", command ? command : "");
+    res->tol = set->eps_rel;
+    res->eps_abs = set->eps_abs;
+    res->rho = set->rho;
+    res->alpha = set->alpha;
+    res->max_iter = set->max_iter;
+    res->reduce = set->reduce != 0;
+    res->adaptive_rho = set->adaptive_rho != 0;
 }
 
 typedef struct {
@@ -33,38 +114,6 @@ static char *at(sink *k)
 static size_t room(sink *k)
 {
     return k->used < k->len ? k->len - k->used : 0;
-}
-
-int atf_result_json(const atf_result *res, char *buf, size_t len)
-{
-    sink k = {buf, len, 0};
-    add(&k, snprintf(at(&k), room(&k),
-                     "{\"status\":\"%s\",\"method\":\"%s\",\"structure\":\"%s\","
-                     "\"iterations\":%d",
-                     atf_status_name(res->status), res->method, res->structure,
-                     res->iterations));
-    const struct {
-        const char *key;
-        double v;
-    } fields[] = {
-        {"objective", res->objective},
-        {"primal_residual", res->primal_residual},
-        {"dual_residual", res->dual_residual},
-        {"constraint_residual", res->constraint_residual},
-        {"stationarity", res->stationarity},
-        {"ls_residual", res->ls_residual},
-        {"seconds", res->solve_seconds},
-        {"setup_seconds", res->setup_seconds},
-        {"projection_seconds", res->projection_seconds},
-        {"prox_seconds", res->prox_seconds},
-        {"other_seconds", res->other_seconds},
-    };
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        add(&k, snprintf(at(&k), room(&k), ","));
-        add(&k, json_number(at(&k), room(&k), fields[i].key, fields[i].v));
-    }
-    add(&k, snprintf(at(&k), room(&k), "}"));
-    return (int)k.used;
 }
 
 /* A certificate this large on a converged ADMM run means the residual tests accepted a point whose

@@ -12,12 +12,16 @@
 
 #include "solver_internal.h"
 
+/* Relative constraint residual an answer may have before it is reported as solved: √ε, or the
+ * consistency tolerance of the projection when that is looser (rank-deficient A). */
+#define ANSWER_RESIDUAL_TOL 1.5e-8
+
 /* The warm start's blocks mapped into the cores (C = Q_cᵀ B Q_r). atf_result_check guarantees
  * the same blocks, in the same order, with the same shapes. */
 static atf_error map_warm_start(atf_solver *s, char *err)
 {
     const atf_result *warm = s->set.warm;
-    atf_error e = atf_result_check(warm, s->prob, "warm start", err);
+    atf_error e = atf_result_check(warm, s->prob, "warm start", NULL, err);
     if (e != ATF_OK)
         return e;
     s->warm = malloc((s->n ? s->n : 1) * sizeof *s->warm);
@@ -32,6 +36,7 @@ static atf_error map_warm_start(atf_solver *s, char *err)
             return ATF_E_NOMEM;
         }
     }
+    atf_sv_to_scaled(s, s->warm, s->n);
     for (size_t i = 0; i < s->n; i++)
         if (!isfinite(s->warm[i])) {
             atf_errorf(err, "warm start: non-finite values in /blocks/*/B");
@@ -65,11 +70,11 @@ static atf_error check_full_penalty(const atf_problem *prob, char *err)
     return ATF_OK;
 }
 
-static atf_error setup(atf_solver *s, char *err)
+/* The equilibrated data (rows scaled as `mode` says), their cores, and the factorisation with
+ * the least-squares point and the consistency decision. */
+static atf_error build(atf_solver *s, atf_sv_eq_mode mode, char *err)
 {
-    atf_error e = ATF_OK;
-    if (s->set.structure == ATF_GLOBAL_FULL)
-        e = check_full_penalty(s->prob, err);
+    atf_error e = atf_sv_equilibrate_mode(s, mode, err);
     if (e == ATF_OK)
         e = atf_sv_vars_build(s, err);
     if (e == ATF_OK && s->set.method == ATF_METHOD_LP)
@@ -78,6 +83,34 @@ static atf_error setup(atf_solver *s, char *err)
         e = atf_sv_prox_alloc(s, err);
     if (e == ATF_OK)
         e = atf_sv_proj_setup(s, err);
+    return e;
+}
+
+static void release_build(atf_solver *s)
+{
+    atf_sv_vars_free(s);
+    atf_sv_proj_free(&s->proj);
+    memset(&s->proj, 0, sizeof s->proj);
+    free(s->x_ls);
+    s->x_ls = NULL;
+    atf_sv_equilibrate_free(s);
+}
+
+/* Consistency is decided on the row-equilibrated data: rows of very different sizes would
+ * otherwise fall below the rank cutoff of the Gram (rows × 1e-8 next to rows × 1: a false
+ * `infeasible`). Inconsistent data are rebuilt with one common row factor, which keeps the
+ * least-squares point and residual that are reported the unweighted ones (docs/solver.md §7). */
+static atf_error setup(atf_solver *s, char *err)
+{
+    atf_error e = ATF_OK;
+    if (s->set.structure == ATF_GLOBAL_FULL)
+        e = check_full_penalty(s->prob, err);
+    if (e == ATF_OK)
+        e = build(s, ATF_EQ_ROWS, err);
+    if (e == ATF_OK && !s->consistent) {
+        release_build(s);
+        e = build(s, ATF_EQ_COMMON, err);
+    }
     if (e == ATF_OK && s->set.warm)
         e = map_warm_start(s, err);
     if (e == ATF_OK && s->set.method == ATF_METHOD_ADMM)
@@ -122,9 +155,8 @@ void atf_solver_free(atf_solver *s)
 {
     if (!s)
         return;
-    atf_sv_vars_free(s);
-    atf_sv_proj_free(&s->proj);
-    free(s->x_ls), free(s->warm);
+    release_build(s);
+    free(s->warm);
     free(s);
 }
 
@@ -169,14 +201,44 @@ static atf_error finish(atf_solver *s, atf_result *res, const double *x, char *e
             atf_errorf(err, "result: out of memory expanding block %s", s->vars[l].orig->name);
             return ATF_E_NOMEM;
         }
+        atf_sv_unscale(s, Bs[l], (size_t)prob->blocks[l].rows * (size_t)prob->blocks[l].cols);
     }
-    res->objective = atf_sv_objective(s, x);
+    res->objective = atf_sv_unscale_objective(s, atf_sv_objective(s, x));
     atf_problem_residual(prob, Bs, resid);
-    double cres = cblas_dnrm2(prob->M, resid, 1);
-    res->constraint_residual = s->rnorm > 0.0 ? cres / s->rnorm : cres;
+    double cres = cblas_dnrm2(prob->M, resid, 1), rnorm = cblas_dnrm2(prob->M, prob->r, 1);
+    res->constraint_residual = rnorm > 0.0 ? cres / rnorm : cres;
     res->ls_residual = s->ls_residual;
     free(Bs), free(resid);
     return atf_result_factors(res, prob, err);
+}
+
+/* The least-squares point in place of an answer that failed, with status numerical_error. */
+static void fall_back(atf_solver *s, atf_result *res, double *x)
+{
+    int iterations = res->iterations;
+    least_squares_result(s, res, x, ATF_STATUS_NUMERICAL_ERROR);
+    res->iterations = iterations;
+}
+
+/* No method reports `solved` for an answer that does not satisfy the constraints or has no
+ * finite certificate: its residual is measured again on the (equilibrated) data it solved. */
+static void check_answer(atf_solver *s, atf_result *res, double *x)
+{
+    if (res->status != ATF_STATUS_SOLVED)
+        return;
+    double cres = atf_sv_constraint_norm(s, x, s->work.r);
+    if (s->rnorm > 0.0)
+        cres /= s->rnorm;
+    double tol = fmax(ANSWER_RESIDUAL_TOL, s->proj.feas_tol);
+    if (!(cres <= tol))
+        snprintf(s->check, sizeof s->check, "%s returned a point with relative constraint "
+                 "residual %.3e (tolerance %.1e)", res->method, cres, tol);
+    else if (!atf_sv_all_finite(x, s->n) || isnan(res->stationarity))
+        snprintf(s->check, sizeof s->check, "%s returned a point without a finite certificate",
+                 res->method);
+    else
+        return;
+    fall_back(s, res, x);
 }
 
 static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err)
@@ -215,6 +277,10 @@ static void status_message(const atf_solver *s, const atf_result *res, char *err
                    res->method, res->iterations);
         break;
     case ATF_STATUS_NUMERICAL_ERROR:
+        if (s->check[0]) {
+            atf_errorf(err, "%s; the least-squares point is returned", s->check);
+            break;
+        }
         atf_errorf(err, "%s broke down numerically after %d iterations; the least-squares point "
                         "is returned", res->method, res->iterations);
         break;
@@ -240,9 +306,12 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
     snprintf(res->method, sizeof res->method, "%s", method_name(s->set.method));
     snprintf(res->structure, sizeof res->structure, "%s",
              atf_sv_structure_name(s->set.structure));
+    s->check[0] = '\0';
     atf_error e = run_method(s, res, x, err);
-    if (e == ATF_OK)
+    if (e == ATF_OK) {
+        check_answer(s, res, x);
         e = finish(s, res, x, err);
+    }
     free(x);
     if (e != ATF_OK) {
         atf_result_free(res);

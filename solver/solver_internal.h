@@ -66,8 +66,18 @@ typedef struct {
     double setup, projection, prox;
 } atf_sv_times;
 
+typedef enum {
+    ATF_EQ_ROWS = 0, /* every row of A and r by its own power of two */
+    ATF_EQ_COMMON    /* all rows by one power of two (least squares of inconsistent r kept) */
+} atf_sv_eq_mode;
+
 struct atf_solver {
-    const atf_problem *prob;
+    const atf_problem *prob; /* the caller's problem (results and residuals are reported on it) */
+    atf_problem work;        /* its equilibrated copy, which every method solves (equilibrate.c) */
+    atf_sv_eq_mode eq_mode;  /* how the rows of `work` were scaled */
+    int var_exp;             /* B = 2^var_exp · B' between the problem's and the work units */
+    int obj_exp;             /* objective = 2^obj_exp × the work problem's (2·var_exp, or
+                                var_exp when every block is nuclear: homogeneous of degree 1) */
     atf_settings set;
     int nvars;
     atf_sv_var *vars;
@@ -85,6 +95,8 @@ struct atf_solver {
     double tol_unit_pri;   /* what ε_abs multiplies in the primal test: ‖x_ls‖ (data units)   */
     double tol_unit_dual;  /* ... and in the dual test: curvature scale × ‖x_ls‖              */
     int nonconvex;         /* some ω̃ is nonconvex */
+    int curvature_underflow; /* ω̃'(σ)/σ at the least-squares point is not a normal double */
+    char check[ATF_ERRLEN];/* why a method's answer failed the final check ("" if it passed) */
     atf_sv_times t;
 };
 
@@ -98,6 +110,24 @@ double atf_sv_now(void);
 double atf_sv_norm(const double *x, size_t n);
 /* 1 if all n values are finite (no NaN, no ±Inf). */
 int atf_sv_all_finite(const double *x, size_t n);
+
+/* ---- equilibrate.c ---- */
+/* Build s->work: rows of A and r scaled by powers of two to unit size (each row, or all rows by
+ * one common factor), the variables by 2^var_exp (penalty scales γ by 2^(−2·var_exp)); exact,
+ * see equilibrate.c. atf_sv_equilibrate_free releases it (safe to call twice). */
+atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err);
+/* The same with every row by its own factor (ATF_EQ_ROWS). */
+atf_error atf_sv_equilibrate(atf_solver *s, char *err);
+void atf_sv_equilibrate_free(atf_solver *s);
+/* x ← 2^var_exp x (work units to the problem's) and back; the objective by 2^obj_exp. */
+void atf_sv_unscale(const atf_solver *s, double *x, size_t n);
+void atf_sv_to_scaled(const atf_solver *s, double *x, size_t n);
+double atf_sv_unscale_objective(const atf_solver *s, double objective);
+/* Work-unit primal residuals (distances in B), dual residuals (gradients) and ρ in the problem's
+ * units, for the result and the iteration table. */
+double atf_sv_unscale_primal(const atf_solver *s, double v);
+double atf_sv_unscale_dual(const atf_solver *s, double v);
+double atf_sv_unscale_rho(const atf_solver *s, double rho);
 
 /* ---- reduction.c ---- */
 /* Build the vars (cores and their operators) of prob under the settings. */
@@ -133,10 +163,10 @@ double atf_sv_prox_objective(atf_solver *s, const double *z);
 /* Gradient ∇Ω̃(x) (nuclear: the subgradient 2√γ U_r V_rᵀ with the rank cut at `tau_rel`
  * relative to the largest singular value and `tau_abs`) into g; returns its norm. */
 double atf_sv_gradient(atf_solver *s, const double *x, double *g, double tau_abs);
-/* Stationarity certificate at x: for smooth penalties ‖G − P G‖/‖G‖ (P the projection onto
- * range(Aᵀ)); when a block is `nuclear`, the relative distance of the candidate y (which must
- * lie in range(Aᵀ)) from ∂Ω̃(x). y = NULL uses P G. tau_abs: singular values (or entries) of
- * x at most tau_abs count as zero. */
+/* Stationarity certificate at x: the relative distance of the candidate y (which must lie in
+ * range(Aᵀ)) from ∂Ω̃(x), singular values (or entries) of x at most tau_abs counting as zero
+ * (there any slope ω̃ takes on [0, tau_abs] is accepted). y = NULL uses P G (P the projection
+ * onto range(Aᵀ)); for smooth penalties that is ‖G − P G‖/‖G‖ up to that allowance. */
 double atf_sv_stationarity(atf_solver *s, const double *x, const double *y, double tau_abs);
 int atf_sv_any_nuclear(const atf_solver *s);
 

@@ -115,6 +115,8 @@ typedef struct {
     int bias;                         /* 1: every layer has a bias */
     atf_param param;
     atf_init init;                    /* used by atf_mlp_create only (not stored in files) */
+    char origin[ATF_PATHLEN];         /* for messages: the MLP file the widths were read from,
+                                         "" when they come from --widths */
 } atf_arch;
 
 /* Parse "784,128,128,1" (at least two positive widths, at most ATF_MAX_LAYERS layers) into
@@ -134,6 +136,9 @@ atf_error atf_mlp_create(const atf_arch *arch, uint64_t seed, atf_mlp **out, cha
 atf_mlp *atf_mlp_clone(const atf_mlp *m);  /* NULL if out of memory */
 void atf_mlp_free(atf_mlp *m);
 int64_t atf_mlp_nparams(const atf_mlp *m);
+/* XXH3-128 fingerprint of a network (widths, bias, parameterisation and every W and b), as
+ * recorded in a problem's `mlp_fingerprint` (out: ATF_FINGERPRINT_LEN bytes). */
+atf_error atf_mlp_fingerprint(const atf_mlp *m, char *out);
 double atf_mlp_scale(const atf_mlp *m, int l); /* c_ℓ of array layer l (0-based) */
 
 /* θ = (1−t) θ0 + t θ1 into out (all three of the same architecture). */
@@ -223,6 +228,8 @@ typedef struct {
     double teacher_accuracy;        /* train accuracy of thresholded teacher targets vs labels,
                                        NaN without teacher */
     char source_name[64];           /* "mnist", "fashion-mnist", "synthetic", "hdf5" */
+    char source[ATF_PATHLEN];       /* the --data value, for messages */
+    int standardized;               /* 1 if the inputs were standardised per example */
 } atf_task;
 
 /* Load the task. `arch` is the architecture for teacher targets (hidden widths, bias, param;
@@ -233,7 +240,9 @@ atf_error atf_task_load(const atf_data_options *o, const atf_arch *arch, atf_tas
                         char *err);
 void atf_task_free(atf_task *task);
 
-/* Check that arch fits the task (input width D, output width C), filling zero end widths. */
+/* Check that arch fits the task (input width D, output width C), filling zero end widths. The
+ * message names the data item (an HDF5 file's /X or /Y, else the --data source) and where the
+ * widths came from (arch->origin, or --widths). */
 atf_error atf_arch_fit_task(atf_arch *arch, const atf_task *task, char *err);
 
 /* Network options shared by the commands: read a network (--mlp) or create one from
@@ -339,9 +348,10 @@ typedef struct {
     atf_split_eval train, test; /* test.N = 0 when there is no test split */
 } atf_predictions;
 
-/* Predictions of a result (any method) on the problem's training rows and its /test split. */
-atf_error atf_predict_result(const atf_problem *p, const atf_result *res, atf_predictions *out,
-                             char *err);
+/* Predictions of a result (any method) on the problem's training rows and its /test split.
+ * prob_name and res_name (the file names; NULL: "problem", "result") name them in messages. */
+atf_error atf_predict_result(const atf_problem *p, const char *prob_name, const atf_result *res,
+                             const char *res_name, atf_predictions *out, char *err);
 /* Predictions of a network on a task's train and test sets. */
 atf_error atf_predict_mlp(const atf_mlp *m, const atf_task *task, atf_predictions *out,
                           char *err);
@@ -358,17 +368,36 @@ atf_error atf_predictions_write(const char *path, const atf_predictions *pr, cha
 /* K += A_b A_bᵀ (the block's NTK; factored blocks as a Hadamard product). */
 atf_error atf_kernel_ntk_block(const atf_block *b, double *K, char *err);
 
-/* K += A_b M̂² A_bᵀ (eq. 7) for M̂ acting as W ↦ M̂1 W M̂2 with M̂1² = I + U diag(s1² − 1) Uᵀ
- * and M̂2² = I + V diag(s2² − 1) Vᵀ from the result block (U, V, s1, s2 must be filled: see
- * atf_result_factors). Factored blocks: (H Hᵀ + (HU) diag(s1²−1) (HU)ᵀ) ∘ (D Dᵀ + ...); dense
- * and sparse blocks through their rows. Never forms a P×P or Q×Q matrix. */
+/* K += A_b M̂² A_bᵀ (eq. 7), by the result block's factor layout (see atf_result.h):
+ *  - SPECTRAL: M̂ acts as W ↦ M̂1 W M̂2 with M̂1² = I + U diag(s1² − 1) Uᵀ and
+ *    M̂2² = I + V diag(s2² − 1) Vᵀ (U, V, s1, s2 must be filled: see atf_result_factors).
+ *    Factored blocks: (H Hᵀ + (HU) diag(s1²−1) (HU)ᵀ) ∘ (D Dᵀ + ...); dense and sparse blocks
+ *    through their rows. Never forms a P×P or Q×Q matrix.
+ *  - ENTRYWISE (diagonal structure): entry j is its own 1×1 block, M̂ scales its feature g_j by
+ *    s1_j s2_j: K += Σ_j (s1_j s2_j)² g_j g_jᵀ. Factored blocks: Σ_q (H diag(S_:q) Hᵀ) ∘ δ_q δ_qᵀ
+ *    or Σ_a h_a h_aᵀ ∘ (D diag(S_a:) Dᵀ), whichever is cheaper (no M × P·Q Jacobian).
+ *  - VECTOR: refused (ATF_E_USAGE); the blocks share one transformation, see
+ *    atf_kernel_adapted. */
 atf_error atf_kernel_adapted_block(const atf_block *b, const atf_result_block *rb, double *K,
                                    char *err);
 
 /* K += Σ_j (s1_j² s2_j² − 1) g_j g_jᵀ with g_j = A_b vec(u_j v_jᵀ): the paper's eq. 17 without
- * K0 (add the block's NTK for the printed formula). Equals eq. 7 for vector blocks only. */
+ * K0 (add the block's NTK for the printed formula). Equals eq. 7 for vector blocks only, and
+ * for ENTRYWISE blocks (1×1 blocks, u = v = 1), which it accepts too; VECTOR as above. */
 atf_error atf_kernel_paper17_block(const atf_block *b, const atf_result_block *rb, double *K,
                                    char *err);
+
+/* The whole result (any layout; the only entry for VECTOR results, structure full):
+ * K += eq. 7 and K += eq. 17's part without K0. For VECTOR factors β = (B_1..B_L) is one
+ * P_total × 1 block, M̂1 = I + (s1 − 1) ββᵀ/‖β‖², M̂2 = s2 (1 × 1), so eq. 7 is
+ * s2² (K0 + (s1² − 1) ‖β‖⁻² (Aβ)(Aβ)ᵀ) — Theorem 1's kernel when s2 = 1 — and eq. 17 adds
+ * (s1² s2² − 1) ‖β‖⁻² (Aβ)(Aβ)ᵀ. Other layouts: the sum of the block functions. */
+atf_error atf_kernel_adapted(const atf_problem *p, const atf_result *res, double *K, char *err);
+atf_error atf_kernel_paper17(const atf_problem *p, const atf_result *res, double *K, char *err);
+
+/* NULL if rb carries every factor its layout needs for the kernels, else what is missing
+ * ("singular vectors U, V missing", ...). */
+const char *atf_kernel_factors_missing(const atf_result_block *rb);
 
 /* Theorem 1 (eq. 9): K = K0 + (s² − 1) ‖β‖⁻² (Aβ)(Aβ)ᵀ with β all blocks of the result as one
  * vector and s = argmin_{z≥1} ω(z) + ‖β‖²/z² for the penalty of the first block. Writes K. */
@@ -422,6 +451,8 @@ typedef struct {
     const atf_mlp *mlp;         /* optional: the trained network (final and path kernels) */
     int path_points;            /* T for the path average (default 50 when 0) */
     atf_path_method path_method;
+    /* names for messages, usually the file names (NULL: "problem", "result", "--mlp0", "--mlp") */
+    const char *problem_name, *result_name, *mlp0_name, *mlp_name;
 } atf_kernel_inputs;
 
 typedef struct {

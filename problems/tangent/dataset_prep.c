@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "atf_tangent.h"
+#include "h5io.h"
 #include "mlp_internal.h"
 
 #define DEFAULT_MNIST_DIR "data/mnist"
@@ -227,6 +228,15 @@ typedef struct {
     atf_idx images, labels;
 } idx_pair;
 
+/* "[60, 2]": an IDX file's dimensions, for messages. */
+static void idx_shape(const atf_idx *idx, char *buf, size_t len)
+{
+    int64_t dims[4];
+    for (int i = 0; i < idx->ndims && i < 4; i++)
+        dims[i] = idx->dims[i];
+    h5io_format_shape(buf, len, idx->ndims < 4 ? idx->ndims : 4, dims);
+}
+
 static atf_error read_idx_pair(const char *dir, const char *prefix, int required, idx_pair *p,
                                int *found, char *err)
 {
@@ -251,11 +261,20 @@ static atf_error read_idx_pair(const char *dir, const char *prefix, int required
     if (e)
         return e;
     if (p->images.ndims != 3) {
-        atf_errorf(err, "%s: %d dimensions but images need 3 (count, rows, cols)", ipath,
-                   p->images.ndims);
+        char shape[64];
+        idx_shape(&p->images, shape, sizeof shape);
+        atf_errorf(err, "%s: images have shape %s but need 3 dimensions (count, rows, cols)",
+                   ipath, shape);
         return ATF_E_INPUT;
     }
-    if (p->labels.ndims != 1 || p->labels.dims[0] != p->images.dims[0]) {
+    if (p->labels.ndims != 1) {
+        char shape[64];
+        idx_shape(&p->labels, shape, sizeof shape);
+        atf_errorf(err, "%s: labels have shape %s but must be one-dimensional (one label per "
+                   "image)", lpath, shape);
+        return ATF_E_INPUT;
+    }
+    if (p->labels.dims[0] != p->images.dims[0]) {
         atf_errorf(err, "%s: %d labels but %s has %d images", lpath, p->labels.dims[0], ipath,
                    p->images.dims[0]);
         return ATF_E_INPUT;
@@ -297,7 +316,7 @@ static atf_error load_idx_dir(const char *dir, pool *pl, pool_storage *st, char 
         st->bytes = malloc((size_t)(n0 + n1) * D);
         st->labels = malloc((size_t)(n0 + n1) * sizeof *st->labels);
         if (!st->bytes || !st->labels) {
-            atf_errorf(err, "%s: out of memory", dir);
+            atf_errorf(err, "%s: out of memory for %d images of %zu bytes", dir, n0 + n1, D);
             e = ATF_E_NOMEM;
         } else {
             memcpy(st->bytes, parts[0].images.data, (size_t)n0 * D);
@@ -401,7 +420,7 @@ static atf_error resolve_classes(const atf_data_options *o, const pool *pl, atf_
     }
     int *sorted = malloc((size_t)pl->N * sizeof *sorted);
     if (!sorted) {
-        atf_errorf(err, "%s: out of memory", o->source);
+        atf_errorf(err, "%s: out of memory for the labels of %d examples", o->source, pl->N);
         return ATF_E_NOMEM;
     }
     memcpy(sorted, pl->labels, (size_t)pl->N * sizeof *sorted);
@@ -445,7 +464,8 @@ static atf_error gather(const pool *pl, const atf_task *task, const int *idx, in
         ds->labels = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
     if (!ds->X || (pl->Y && !ds->Y) || (pl->labels && !ds->labels)) {
         atf_dataset_free(ds);
-        atf_errorf(err, "data: out of memory for %d examples", n);
+        atf_errorf(err, "%s: out of memory for %d examples of dimension %d", task->source, n,
+                   pl->D);
         return ATF_E_NOMEM;
     }
     for (int r = 0; r < n; r++) {
@@ -470,7 +490,7 @@ static atf_error split(const atf_data_options *o, const pool *pl, atf_task *task
 {
     int *idx = malloc((size_t)pl->N * sizeof *idx);
     if (!idx) {
-        atf_errorf(err, "data: out of memory");
+        atf_errorf(err, "%s: out of memory for %d example indices", o->source, pl->N);
         return ATF_E_NOMEM;
     }
     int n = 0;
@@ -484,6 +504,7 @@ static atf_error split(const atf_data_options *o, const pool *pl, atf_task *task
         e = ATF_E_INPUT;
     }
     int standardize = o->standardize >= 0 ? o->standardize : pl->bytes != NULL;
+    task->standardized = standardize;
     if (!e) {
         /* Image pools are sampled; synthetic examples are already i.i.d. and a user's file
          * keeps its order (train = first rows, test = the next), so the user controls it. */
@@ -509,7 +530,7 @@ static atf_error label_targets(const atf_task *task, atf_dataset *ds, char *err)
     free(ds->Y);
     ds->Y = calloc((size_t)(ds->N > 0 ? ds->N : 1) * C, sizeof(double));
     if (!ds->Y) {
-        atf_errorf(err, "targets: out of memory");
+        atf_errorf(err, "%s: out of memory for the targets of %d examples", task->source, ds->N);
         return ATF_E_NOMEM;
     }
     ds->C = C;
@@ -665,6 +686,22 @@ static atf_error make_targets(const atf_data_options *o, const atf_arch *arch, a
     return e;
 }
 
+/* "the MLP file m.h5" or "--widths", and "data.h5: /X" or "--data SRC", for fit messages. */
+static void fit_names(const atf_arch *arch, const atf_task *task, const char *item, char *widths,
+                      char *data, size_t len)
+{
+    if (arch->origin[0])
+        snprintf(widths, len, "%s", arch->origin);
+    else
+        snprintf(widths, len, "--widths");
+    if (!strcmp(task->source_name, "hdf5") &&
+        (item[1] == 'X' || task->targets == ATF_TARGETS_GIVEN))
+        snprintf(data, len, "%s: %s", task->source, item);
+    else
+        snprintf(data, len, "--data %s: %s", task->source, item[1] == 'X' ? "inputs" :
+                 "targets");
+}
+
 atf_error atf_arch_fit_task(atf_arch *arch, const atf_task *task, char *err)
 {
     int D = task->train.D, C = task->train.C;
@@ -672,15 +709,19 @@ atf_error atf_arch_fit_task(atf_arch *arch, const atf_task *task, char *err)
         arch->widths[0] = D;
     if (arch->widths[arch->L] == 0)
         arch->widths[arch->L] = C;
+    char widths[ATF_PATHLEN + 16], data[ATF_PATHLEN + 32];
+    atf_error e = arch->origin[0] ? ATF_E_INPUT : ATF_E_USAGE;
     if (arch->widths[0] != D) {
-        atf_errorf(err, "--widths: input width %d but the data has dimension %d",
-                   arch->widths[0], D);
-        return ATF_E_USAGE;
+        fit_names(arch, task, "/X", widths, data, sizeof widths);
+        atf_errorf(err, "%s: dimension %d but %s has input width %d", data, D, widths,
+                   arch->widths[0]);
+        return e;
     }
     if (arch->widths[arch->L] != C) {
-        atf_errorf(err, "--widths: output width %d but the targets have %d output%s",
-                   arch->widths[arch->L], C, C == 1 ? "" : "s");
-        return ATF_E_USAGE;
+        fit_names(arch, task, "/Y", widths, data, sizeof widths);
+        atf_errorf(err, "%s: %d output%s but %s has output width %d", data, C,
+                   C == 1 ? "" : "s", widths, arch->widths[arch->L]);
+        return e;
     }
     return ATF_OK;
 }
@@ -696,6 +737,7 @@ atf_error atf_task_load(const atf_data_options *o, const atf_arch *arch, atf_tas
 {
     memset(task, 0, sizeof *task);
     task->teacher_accuracy = NAN;
+    snprintf(task->source, sizeof task->source, "%s", o->source);
     int n_train = o->n_train >= 0 ? o->n_train : DEFAULT_N;
     int n_test = o->n_test >= 0 ? o->n_test : DEFAULT_N;
     pool pl;

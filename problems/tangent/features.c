@@ -62,6 +62,22 @@ static atf_error split_problem(const atf_mlp *m, const atf_dataset *ds, const at
     return ATF_OK;
 }
 
+atf_error atf_mlp_fingerprint(const atf_mlp *m, char *out)
+{
+    atf_hasher *h = atf_hasher_new("atf-mlp-fingerprint-v1");
+    atf_hasher_int(h, m->arch.L);
+    atf_hasher_ints(h, m->arch.widths, m->arch.L + 1);
+    atf_hasher_int(h, m->arch.bias);
+    atf_hasher_string(h, atf_param_name(m->arch.param));
+    for (int l = 0; l < m->arch.L; l++) {
+        int P = m->arch.widths[l], Q = m->arch.widths[l + 1];
+        atf_hasher_doubles(h, m->W[l], (int64_t)P * Q);
+        if (m->arch.bias)
+            atf_hasher_doubles(h, m->b[l], Q);
+    }
+    return atf_hasher_finish(h, out);
+}
+
 atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char *penalty,
                               atf_problem **out, char *err)
 {
@@ -84,6 +100,13 @@ atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char
     }
     if (!e)
         e = atf_problem_validate(p, "features", err);
+    if (!e) { /* provenance that this function knows; the caller adds source, seed, command */
+        p->prov.has_standardize = 1;
+        p->prov.standardize = task->standardized;
+        if ((e = atf_mlp_fingerprint(m, p->prov.mlp_fingerprint)) ||
+            (e = atf_problem_fingerprint(p, p->fingerprint)))
+            atf_errorf(err, "features: out of memory for the fingerprints");
+    }
     if (e) {
         atf_problem_free(p);
         return e;

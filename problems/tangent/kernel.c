@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "atf_tangent.h"
+#include "result_internal.h"
 
 static atf_error oom(char *err, const char *what)
 {
@@ -35,11 +36,28 @@ static atf_error check_factors(const atf_block *b, const atf_result_block *rb, c
                    "(%d x %d)", rb->name, rb->rows, rb->cols, b->name, b->rows, b->cols);
         return ATF_E_INPUT;
     }
-    if (!rb->U || !rb->V || !rb->s1 || !rb->s2) {
-        atf_errorf(err, "kernel: result block %s: singular vectors or factors missing", rb->name);
+    if (rb->layout == ATF_FACTORS_VECTOR) {
+        atf_errorf(err, "result block %s: vector factors (structure full) couple all blocks: "
+                   "use atf_kernel_adapted / atf_kernel_paper17 on the whole result", rb->name);
+        return ATF_E_USAGE;
+    }
+    const char *missing = atf_kernel_factors_missing(rb);
+    if (missing) {
+        atf_errorf(err, "result block %s: %s", rb->name, missing);
         return ATF_E_INPUT;
     }
     return ATF_OK;
+}
+
+const char *atf_kernel_factors_missing(const atf_result_block *rb)
+{
+    if (!rb->s1 || !rb->s2)
+        return "factors s1, s2 missing";
+    if (rb->k != atfr_layout_k(rb->layout, rb->rows, rb->cols))
+        return "factor vectors s1, s2 have the wrong length for the layout";
+    if (rb->layout == ATF_FACTORS_SPECTRAL && (!rb->U || !rb->V))
+        return "singular vectors U, V missing";
+    return NULL;
 }
 
 /* S [n × n] = A Aᵀ + (A X) diag(w) (A X)ᵀ with A [n × p], X [p × k]. */
@@ -147,12 +165,102 @@ static atf_error adapted_dense(const atf_block *b, const atf_result_block *rb, d
     return e;
 }
 
+/* ---- entrywise factors (diagonal structure): every entry j of B is its own 1×1 block, so M̂
+ * multiplies entry j's tangent feature g_j (column j of A_b) by s1_j s2_j and
+ * K = Σ_j (s1_j s2_j)² g_j g_jᵀ. The functions below add K += Σ_j w_j g_j g_jᵀ for any weights. */
+
+/* Factored block: g_{(a,q)} has entries h_ia δ_mq, so
+ *   K_mm' = Σ_q δ_mq δ_m'q [H diag(w_:q) Hᵀ]_ii'   (one N × N product per column q), or
+ *   K_mm' = Σ_a h_ia h_i'a [D diag(w_a:) Dᵀ]_mm'   (one M × M product per row a);
+ * the cheaper order is chosen. Neither forms the M × P·Q Jacobian. */
+static atf_error entrywise_factored(const atf_block *b, const double *w, double *K)
+{
+    int N = b->N, C = b->C, M = b->M, P = b->rows, Q = b->cols;
+    double by_cols = (double)Q * ((double)N * N * P + (double)M * M);
+    double by_rows = (double)P * ((double)M * M * Q + (double)M * M);
+    int cols = by_cols <= by_rows;
+    int n = cols ? N : M, inner = cols ? P : Q; /* T is n × n, the weighted side n × inner */
+    const double *X = cols ? b->H : b->D;
+    double *Xw = malloc((size_t)n * inner * sizeof *Xw), *T = malloc((size_t)n * n * sizeof *T);
+    if (!Xw || !T) {
+        free(Xw);
+        free(T);
+        return ATF_E_NOMEM;
+    }
+    for (int t = 0; t < (cols ? Q : P); t++) {
+        /* Xw = X diag(weights of column t (cols) or row t (rows)) */
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < inner; j++)
+                Xw[(size_t)i * inner + j] =
+                    X[(size_t)i * inner + j] * (cols ? w[(size_t)j * Q + t] : w[(size_t)t * Q + j]);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, inner, 1.0, Xw, inner, X,
+                    inner, 0.0, T, n);
+        for (int m = 0; m < M; m++) {
+            for (int m2 = 0; m2 < M; m2++) {
+                double v = cols ? T[(size_t)(m / C) * N + m2 / C] * b->D[(size_t)m * Q + t] *
+                                      b->D[(size_t)m2 * Q + t]
+                                : T[(size_t)m * M + m2] * b->H[(size_t)(m / C) * P + t] *
+                                      b->H[(size_t)(m2 / C) * P + t];
+                K[(size_t)m * M + m2] += v;
+            }
+        }
+    }
+    free(Xw);
+    free(T);
+    return ATF_OK;
+}
+
+/* Dense and sparse blocks: K += (J diag(w)) Jᵀ, weighting J in column panels. */
+static atf_error entrywise_dense(const atf_block *b, const double *w, double *K)
+{
+    enum { PANEL = 256 };
+    int M = b->M;
+    size_t n = (size_t)b->rows * b->cols;
+    double *J = atf_block_dense(b), *Jw = malloc((size_t)M * PANEL * sizeof *Jw);
+    if (!J || !Jw) {
+        free(J);
+        free(Jw);
+        return ATF_E_NOMEM;
+    }
+    for (size_t c0 = 0; c0 < n; c0 += PANEL) {
+        int width = (int)(n - c0 < PANEL ? n - c0 : PANEL);
+        for (int m = 0; m < M; m++)
+            for (int j = 0; j < width; j++)
+                Jw[(size_t)m * width + j] = J[(size_t)m * n + c0 + j] * w[c0 + j];
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, M, width, 1.0, Jw, width,
+                    J + c0, (int)n, 1.0, K, M);
+    }
+    free(J);
+    free(Jw);
+    return ATF_OK;
+}
+
+/* K += Σ_j ((s1_j s2_j)² − minus_one) g_j g_jᵀ: eq. 7 (minus_one = 0) or eq. 17's part without
+ * K0 (minus_one = 1), which coincide up to K0 because 1×1 blocks have no cross terms. */
+static atf_error adapted_entrywise(const atf_block *b, const atf_result_block *rb, int minus_one,
+                                   double *K, char *err)
+{
+    double *w = malloc((size_t)rb->k * sizeof *w);
+    if (!w)
+        return oom(err, b->name);
+    for (int j = 0; j < rb->k; j++) {
+        double s = rb->s1[j] * rb->s2[j];
+        w[j] = s * s - minus_one;
+    }
+    atf_error e = b->kind == ATF_OP_FACTORED ? entrywise_factored(b, w, K)
+                                             : entrywise_dense(b, w, K);
+    free(w);
+    return e ? oom(err, b->name) : ATF_OK;
+}
+
 atf_error atf_kernel_adapted_block(const atf_block *b, const atf_result_block *rb, double *K,
                                    char *err)
 {
     atf_error e = check_factors(b, rb, err);
     if (e)
         return e;
+    if (rb->layout == ATF_FACTORS_ENTRYWISE)
+        return adapted_entrywise(b, rb, 0, K, err);
     return b->kind == ATF_OP_FACTORED ? adapted_factored(b, rb, K, err)
                                       : adapted_dense(b, rb, K, err);
 }
@@ -201,6 +309,8 @@ atf_error atf_kernel_paper17_block(const atf_block *b, const atf_result_block *r
     atf_error e = check_factors(b, rb, err);
     if (e)
         return e;
+    if (rb->layout == ATF_FACTORS_ENTRYWISE)
+        return adapted_entrywise(b, rb, 1, K, err);
     int M = b->M, k = rb->k;
     double *Gv = malloc((size_t)M * (k > 0 ? k : 1) * sizeof *Gv);
     double *Gw = malloc((size_t)M * (k > 0 ? k : 1) * sizeof *Gw);
@@ -226,6 +336,54 @@ void atf_kernel_outer(int M, const double *v, double *K)
             K[(size_t)a * M + c] = v[a] * v[c];
 }
 
+/* g = Σ_ℓ A_ℓ vec B_ℓ (the result's change of the outputs, f − f0 on the training rows) and
+ * ‖β‖² over all blocks (res fits p: the callers check). */
+static atf_error beta_image(const atf_problem *p, const atf_result *res, double **g,
+                            double *norm2, char *err)
+{
+    *g = calloc((size_t)p->M, sizeof **g);
+    if (!*g)
+        return oom(err, "A beta");
+    *norm2 = 0.0;
+    for (int l = 0; l < p->nblocks; l++) {
+        const atf_result_block *rb = &res->blocks[l];
+        for (size_t i = 0; i < (size_t)rb->rows * rb->cols; i++)
+            *norm2 += rb->B[i] * rb->B[i];
+        atf_block_apply(&p->blocks[l], rb->B, 1.0, *g);
+    }
+    return ATF_OK;
+}
+
+/* K = a·K0 + c‖β‖⁻² g gᵀ (K0 given) or K += a·Σ_ℓ A_ℓA_ℓᵀ + c‖β‖⁻² g gᵀ (K0 NULL): the
+ * kernels of one vector block β, whose transformation is I + (s − 1) ββᵀ/‖β‖² up to a scalar. */
+static atf_error vector_kernel(const atf_problem *p, const atf_result *res, const double *K0,
+                               double a, double c, double *K, char *err)
+{
+    double *g = NULL, norm2 = 0.0;
+    atf_error e = beta_image(p, res, &g, &norm2, err);
+    if (e)
+        return e;
+    size_t M = (size_t)p->M;
+    double coef = norm2 > 0.0 ? c / norm2 : 0.0;
+    if (K0) {
+        for (size_t i = 0; i < M * M; i++)
+            K[i] = a * K0[i];
+    } else if (a != 0.0) {
+        double *Kn = calloc(M * M, sizeof *Kn);
+        for (int l = 0; Kn && !e && l < p->nblocks; l++)
+            e = atf_kernel_ntk_block(&p->blocks[l], Kn, err);
+        if (!Kn)
+            e = oom(err, "NTK");
+        if (!e)
+            cblas_daxpy((int)(M * M), a, Kn, 1, K, 1);
+        free(Kn);
+    }
+    if (!e)
+        cblas_dger(CblasRowMajor, (int)M, (int)M, coef, g, 1, g, 1, K, (int)M);
+    free(g);
+    return e;
+}
+
 atf_error atf_kernel_theorem1(const atf_problem *p, const atf_result *res, const double *K0,
                               double *K, double *s_out, char *err)
 {
@@ -240,27 +398,71 @@ atf_error atf_kernel_theorem1(const atf_problem *p, const atf_result *res, const
                                     &pen, err);
     if (e)
         return e;
-    size_t M = (size_t)p->M;
-    double *Ab = calloc(M, sizeof *Ab);
-    if (!Ab)
-        return oom(err, "theorem 1");
     double norm2 = 0.0;
-    for (int l = 0; l < p->nblocks; l++) {
-        const atf_result_block *rb = &res->blocks[l];
-        for (size_t i = 0; i < (size_t)rb->rows * rb->cols; i++)
-            norm2 += rb->B[i] * rb->B[i];
-        atf_block_apply(&p->blocks[l], rb->B, 1.0, Ab);
-    }
+    for (int l = 0; l < p->nblocks; l++)
+        for (size_t i = 0; i < (size_t)res->blocks[l].rows * res->blocks[l].cols; i++)
+            norm2 += res->blocks[l].B[i] * res->blocks[l].B[i];
     double s1 = 1.0, s2 = 1.0;
     atf_penalty_factors(&pen, sqrt(norm2), &s1, NULL, &s2);
-    double s = s1 * s2, coef = norm2 > 0.0 ? (s * s - 1.0) / norm2 : 0.0;
-    for (size_t a = 0; a < M; a++)
-        for (size_t c = 0; c < M; c++)
-            K[a * M + c] = K0[a * M + c] + coef * Ab[a] * Ab[c];
+    double s = s1 * s2;
     if (s_out)
         *s_out = s;
-    free(Ab);
-    return ATF_OK;
+    return vector_kernel(p, res, K0, 1.0, s * s - 1.0, K, err);
+}
+
+/* A result with the VECTOR layout (all blocks, same factors) or none of it (0). */
+static int vector_layout(const atf_problem *p, const atf_result *res, char *err, atf_error *e)
+{
+    int nvec = 0;
+    for (int l = 0; l < res->nblocks; l++)
+        nvec += res->blocks[l].layout == ATF_FACTORS_VECTOR;
+    *e = ATF_OK;
+    if (nvec == 0)
+        return 0;
+    if (nvec != res->nblocks || res->nblocks != p->nblocks) {
+        atf_errorf(err, "result: %d of %d blocks have vector factors (structure full needs all)",
+                   nvec, res->nblocks);
+        *e = ATF_E_INPUT;
+        return 0;
+    }
+    for (int l = 0; l < res->nblocks; l++) {
+        const atf_result_block *rb = &res->blocks[l];
+        const char *missing = atf_kernel_factors_missing(rb);
+        if (missing || rb->s1[0] != res->blocks[0].s1[0] || rb->s2[0] != res->blocks[0].s2[0]) {
+            atf_errorf(err, "result block %s: %s", rb->name,
+                       missing ? missing : "vector factors s1, s2 differ from the first block's");
+            *e = ATF_E_INPUT;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A vector block β (P_total × 1) has M̂1 = I + (s1 − 1) ββᵀ/‖β‖² and the 1×1 M̂2 = s2, so
+ * M̂² = s2² (I + (s1² − 1) ββᵀ/‖β‖²) and eq. 7 gives s2² (K0 + (s1² − 1)‖β‖⁻² g gᵀ). */
+atf_error atf_kernel_adapted(const atf_problem *p, const atf_result *res, double *K, char *err)
+{
+    atf_error e;
+    if (vector_layout(p, res, err, &e)) {
+        double s1 = res->blocks[0].s1[0], s2 = res->blocks[0].s2[0];
+        return vector_kernel(p, res, NULL, s2 * s2, s2 * s2 * (s1 * s1 - 1.0), K, err);
+    }
+    for (int l = 0; !e && l < p->nblocks; l++)
+        e = atf_kernel_adapted_block(&p->blocks[l], &res->blocks[l], K, err);
+    return e;
+}
+
+/* For a vector block eq. 17 has the one term (s1² s2² − 1) ĝ ĝᵀ with ĝ = g/‖β‖. */
+atf_error atf_kernel_paper17(const atf_problem *p, const atf_result *res, double *K, char *err)
+{
+    atf_error e;
+    if (vector_layout(p, res, err, &e)) {
+        double s = res->blocks[0].s1[0] * res->blocks[0].s2[0];
+        return vector_kernel(p, res, NULL, 0.0, s * s - 1.0, K, err);
+    }
+    for (int l = 0; !e && l < p->nblocks; l++)
+        e = atf_kernel_paper17_block(&p->blocks[l], &res->blocks[l], K, err);
+    return e;
 }
 
 double atf_kernel_cosine(int n, const double *K1, const double *K2)

@@ -29,6 +29,16 @@ static int push(atf_kernel_report *r, const char *name, double *K)
     return j;
 }
 
+static const char *problem_name(const atf_kernel_inputs *in)
+{
+    return in->problem_name ? in->problem_name : "problem";
+}
+
+static const char *result_name(const atf_kernel_inputs *in)
+{
+    return in->result_name ? in->result_name : "result";
+}
+
 static double *zeros(int M)
 {
     return calloc((size_t)M * M, sizeof(double));
@@ -83,19 +93,40 @@ static int find(const atf_kernel_report *r, const char *name)
     return -1;
 }
 
+static int vector_result(const atf_kernel_inputs *in)
+{
+    return in->result->nblocks > 0 && in->result->blocks[0].layout == ATF_FACTORS_VECTOR;
+}
+
+/* Eq. 7: per block (with per-layer alignments), or as a whole for vector factors (structure
+ * full), whose blocks share one transformation and so have no per-block parts. */
+static atf_error adapted(atf_kernel_report *r, const atf_kernel_inputs *in, const double *label,
+                         char *err)
+{
+    if (!vector_result(in))
+        return summed(r, in, "adapted", atf_kernel_adapted_block, label, err);
+    double *K = zeros(r->M);
+    if (!K)
+        return ATF_E_NOMEM;
+    atf_error e = atf_kernel_adapted(in->problem, in->result, K, err);
+    if (e) {
+        free(K);
+        return e;
+    }
+    push(r, "adapted", K);
+    return ATF_OK;
+}
+
 static atf_error paper17(atf_kernel_report *r, const atf_kernel_inputs *in, char *err)
 {
     double *K = malloc((size_t)r->M * r->M * sizeof *K);
     if (!K)
         return ATF_E_NOMEM;
     memcpy(K, r->K[find(r, "K0")], (size_t)r->M * r->M * sizeof *K);
-    for (int b = 0; b < in->problem->nblocks; b++) {
-        atf_error e = atf_kernel_paper17_block(&in->problem->blocks[b], &in->result->blocks[b], K,
-                                               err);
-        if (e) {
-            free(K);
-            return e;
-        }
+    atf_error e = atf_kernel_paper17(in->problem, in->result, K, err);
+    if (e) {
+        free(K);
+        return e;
     }
     push(r, "paper17", K);
     return ATF_OK;
@@ -117,22 +148,31 @@ static atf_error theorem1(atf_kernel_report *r, const atf_kernel_inputs *in, cha
 }
 
 /* X = H_W1 / c_1: block W1 holds the (scaled) network inputs. */
-static atf_error recover_inputs(const atf_problem *p, const atf_mlp *m, double **X, char *err)
+static atf_error recover_inputs(const atf_kernel_inputs *in, const atf_mlp *m, double **X,
+                                char *err)
 {
+    const atf_problem *p = in->problem;
     const atf_block *w1 = NULL;
     for (int b = 0; b < p->nblocks; b++)
         if (!strcmp(p->blocks[b].name, "W1"))
             w1 = &p->blocks[b];
     if (!w1 || w1->kind != ATF_OP_FACTORED) {
-        atf_errorf(err, "kernel: the problem has no factored block W1 to recover the inputs from "
-                   "(network kernels need a problem written by atf features)");
+        atf_errorf(err, "%s: /blocks/W1: no factored block W1 to recover the network inputs from "
+                   "(network kernels need a problem written by atf features)", problem_name(in));
         return ATF_E_INPUT;
     }
-    if (w1->rows != m->arch.widths[0] || p->C != m->arch.widths[m->arch.L]) {
-        atf_errorf(err, "kernel: the network maps %d -> %d but the problem has inputs of "
-                   "dimension %d and %d outputs", m->arch.widths[0], m->arch.widths[m->arch.L],
-                   w1->rows, p->C);
-        return ATF_E_INPUT;
+    /* both networks run on these inputs (mlp0 for the /f0 check and the path's start) */
+    const atf_mlp *nets[2] = {in->mlp0, in->mlp};
+    const char *names[2] = {in->mlp0_name ? in->mlp0_name : "--mlp0",
+                            in->mlp_name ? in->mlp_name : "--mlp"};
+    for (int j = 0; j < 2; j++) {
+        const atf_arch *a = nets[j] ? &nets[j]->arch : NULL;
+        if (a && (w1->rows != a->widths[0] || p->C != a->widths[a->L])) {
+            atf_errorf(err, "%s: the network maps %d -> %d but %s has inputs of dimension %d "
+                       "and %d output%s", names[j], a->widths[0], a->widths[a->L],
+                       problem_name(in), w1->rows, p->C, p->C == 1 ? "" : "s");
+            return ATF_E_INPUT;
+        }
     }
     size_t n = (size_t)p->N * w1->rows;
     *X = malloc(n * sizeof **X);
@@ -144,9 +184,11 @@ static atf_error recover_inputs(const atf_problem *p, const atf_mlp *m, double *
     return ATF_OK;
 }
 
-static atf_error check_f0(atf_kernel_report *r, const atf_problem *p, const atf_mlp *m0,
-                          const double *X, char *err)
+static atf_error check_f0(atf_kernel_report *r, const atf_kernel_inputs *in, const double *X,
+                          char *err)
 {
+    const atf_problem *p = in->problem;
+    const atf_mlp *m0 = in->mlp0;
     if (!p->f0)
         return ATF_OK;
     double *F = malloc((size_t)p->M * sizeof *F);
@@ -161,8 +203,9 @@ static atf_error check_f0(atf_kernel_report *r, const atf_problem *p, const atf_
     free(F);
     r->f0_check = diff;
     if (!e && diff > 1e-8 * scale) {
-        atf_errorf(err, "kernel: --mlp0 does not reproduce the problem's /f0 (max difference %.3g):"
-                   " not the network the problem was built from", diff);
+        atf_errorf(err, "%s: does not reproduce %s's /f0 (max difference %.3g): not the network "
+                   "the problem was built from", in->mlp0_name ? in->mlp0_name : "--mlp0",
+                   problem_name(in), diff);
         e = ATF_E_INPUT;
     }
     return e;
@@ -201,9 +244,9 @@ static atf_error network_kernels(atf_kernel_report *r, const atf_kernel_inputs *
     if (!any)
         return ATF_OK;
     double *X = NULL;
-    atf_error e = recover_inputs(in->problem, any, &X, err);
+    atf_error e = recover_inputs(in, any, &X, err);
     if (!e && in->mlp0)
-        e = check_f0(r, in->problem, in->mlp0, X, err);
+        e = check_f0(r, in, X, err);
     if (!e && in->mlp)
         e = network_kernel(r, in, X, "final", label, err);
     if (!e && in->mlp && in->mlp0)
@@ -237,11 +280,28 @@ static atf_error alignments(atf_kernel_report *r)
     return ATF_OK;
 }
 
-static atf_error ensure_factors(atf_result *res, const atf_problem *p, char *err)
+/* Spectral factors without singular vectors (results that did not store U, V) are recomputed;
+ * afterwards every block must carry what its layout needs, else the result file is named. */
+static atf_error ensure_factors(const atf_kernel_inputs *in, char *err)
 {
-    for (int b = 0; b < res->nblocks; b++)
-        if (!res->blocks[b].U || !res->blocks[b].V)
-            return atf_result_factors(res, p, err);
+    atf_result *res = in->result;
+    for (int b = 0; b < res->nblocks; b++) {
+        const atf_result_block *rb = &res->blocks[b];
+        if (rb->layout == ATF_FACTORS_SPECTRAL && (!rb->U || !rb->V)) {
+            atf_error e = atf_result_factors(res, in->problem, err);
+            if (e)
+                return e;
+            break;
+        }
+    }
+    for (int b = 0; b < res->nblocks; b++) {
+        const char *missing = atf_kernel_factors_missing(&res->blocks[b]);
+        if (missing) {
+            atf_errorf(err, "%s: /blocks/%s: %s", result_name(in), res->blocks[b].name,
+                       missing);
+            return ATF_E_INPUT;
+        }
+    }
     return ATF_OK;
 }
 
@@ -250,8 +310,9 @@ static atf_error compute(const atf_kernel_inputs *in, atf_kernel_report *r, doub
 {
     const atf_problem *p = in->problem;
     atf_error e = ATF_OK;
-    if (in->result && !(e = atf_result_check(in->result, p, "result", err)))
-        e = ensure_factors(in->result, p, err);
+    if (in->result && !(e = atf_result_check(in->result, p, result_name(in), problem_name(in),
+                                             err)))
+        e = ensure_factors(in, err);
     if (e)
         return e;
     if (!(*label = zeros(r->M)))
@@ -260,7 +321,7 @@ static atf_error compute(const atf_kernel_inputs *in, atf_kernel_report *r, doub
     if ((e = summed(r, in, "K0", ntk_adapter, *label, err)))
         return e;
     if (in->result) {
-        if ((e = summed(r, in, "adapted", atf_kernel_adapted_block, *label, err)) ||
+        if ((e = adapted(r, in, *label, err)) ||
             (e = paper17(r, in, err)) || (e = theorem1(r, in, err)))
             return e;
     }

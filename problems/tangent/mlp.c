@@ -92,6 +92,14 @@ static atf_mlp *mlp_alloc(const atf_arch *arch)
     return m;
 }
 
+double mlp_weight_bytes(const atf_arch *a)
+{
+    double n = 0.0;
+    for (int l = 0; l < a->L; l++)
+        n += (double)a->widths[l + 1] * (a->widths[l] + (a->bias ? 1 : 0));
+    return n * sizeof(double);
+}
+
 static atf_error check_arch(const atf_arch *a, char *err)
 {
     if (a->L < 1 || a->L > ATF_MAX_LAYERS) {
@@ -119,7 +127,7 @@ atf_error atf_mlp_create(const atf_arch *arch, uint64_t seed, atf_mlp **out, cha
         return e;
     atf_mlp *m = mlp_alloc(arch);
     if (!m) {
-        atf_errorf(err, "MLP: out of memory");
+        atf_errorf(err, "MLP: out of memory (%.0f bytes for the weights)", mlp_weight_bytes(arch));
         return ATF_E_NOMEM;
     }
     atf_rng rng;

@@ -21,4 +21,7 @@ void mlp_cache_free(mlp_cache *c);
 void mlp_backprop_layer(const atf_mlp *m, int l, int R, int rows_per_example, const double *d,
                         const double *h, double *d_prev);
 
+/* Bytes of an architecture's weights and biases (for out-of-memory messages). */
+double mlp_weight_bytes(const atf_arch *a);
+
 #endif

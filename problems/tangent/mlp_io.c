@@ -6,6 +6,7 @@
 
 #include "atf_tangent.h"
 #include "h5io.h"
+#include "mlp_internal.h"
 
 /* Names are 0-based (/W0, /W1, ...) as SPEC §6 lists them; 1-based files are accepted too. */
 static int first_index(hid_t f)
@@ -80,8 +81,10 @@ static atf_error read_layers(const h5io_reader *rd, atf_arch *arch, atf_mlp **ou
 {
     int base = first_index(rd->f);
     atf_error e = read_widths(rd, base, arch);
-    if (!e)
-        e = atf_mlp_create(arch, 0, out, rd->err); /* allocation; weights overwritten */
+    /* allocation only: the weights are overwritten below */
+    if (!e && (e = atf_mlp_create(arch, 0, out, rd->err)) == ATF_E_NOMEM)
+        atf_errorf(rd->err, "%s: /W%d to /W%d: out of memory (%.0f bytes for the weights)",
+                   rd->fname, base, base + arch->L - 1, mlp_weight_bytes(arch));
     for (int l = 0; !e && l < arch->L; l++)
         e = read_layer(rd, base, l, *out);
     if (e) {
@@ -104,6 +107,7 @@ static atf_error read_mlp(const h5io_reader *rd, void *ctx)
         e = ATF_E_INPUT;
     }
     atf_arch arch = {0};
+    snprintf(arch.origin, sizeof arch.origin, "%s", rd->fname);
     int64_t bias = 0;
     if (!e && h5io_attr_exists(rd->f, "/", "bias"))
         e = h5io_attr_int(rd->f, rd->fname, "/", "bias", &bias, rd->err);

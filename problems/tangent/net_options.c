@@ -91,11 +91,8 @@ atf_error atf_net_build(const atf_net_options *o, const atf_task *task, atf_mlp 
             return e;
         arch = m->arch;
         if ((e = atf_arch_fit_task(&arch, task, err))) {
-            char inner[ATF_ERRLEN];
-            snprintf(inner, sizeof inner, "%s", err ? err : "");
-            atf_errorf(err, "%s: %s", o->mlp_path, inner);
             atf_mlp_free(m);
-            return ATF_E_INPUT;
+            return e;
         }
         *out = m;
         return ATF_OK;

@@ -8,6 +8,7 @@
  * t·P.., Ds [M × T·Q] holds D_t in columns t·Q.. — so row i of Hs, seen as a T × P matrix, is
  * exactly what the materialising GEMM needs. */
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,16 @@ static int same_arch(const atf_arch *a, const atf_arch *b)
         if (a->widths[l] != b->widths[l])
             return 0;
     return 1;
+}
+
+/* "widths 4,5,1, bias 0, standard" for messages. */
+static void describe_arch(const atf_arch *a, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "widths ");
+    for (int l = 0; l <= a->L && n < len; l++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%d", l ? "," : "", a->widths[l]);
+    if (n < len)
+        snprintf(buf + n, len - n, ", bias %d, %s", a->bias, atf_param_name(a->param));
 }
 
 /* Jacobians at the T points of the segment, stacked per block. */
@@ -193,7 +204,12 @@ atf_error atf_kernel_path_average(const atf_mlp *m0, const atf_mlp *m1, int N, c
         return ATF_E_USAGE;
     }
     if (!same_arch(&m0->arch, &m1->arch)) {
-        atf_errorf(err, "path average: the two networks have different architectures");
+        char a0[256], a1[256];
+        describe_arch(&m0->arch, a0, sizeof a0);
+        describe_arch(&m1->arch, a1, sizeof a1);
+        atf_errorf(err, "%s: architecture %s but %s has %s (the path average needs one "
+                   "architecture)", m1->arch.origin[0] ? m1->arch.origin : "trained network", a1,
+                   m0->arch.origin[0] ? m0->arch.origin : "the initial network", a0);
         return ATF_E_INPUT;
     }
     int C = m0->arch.widths[m0->arch.L], M = N * C, nb = 0;

@@ -33,7 +33,7 @@ static atf_error split_alloc(atf_split_eval *s, int N, int C, const double *y, c
     s->y = malloc(n * sizeof *s->y);
     s->labels = labels ? malloc((size_t)(N > 0 ? N : 1) * sizeof *s->labels) : NULL;
     if (!s->f || !s->y || (labels && !s->labels)) {
-        atf_errorf(err, "predict: out of memory");
+        atf_errorf(err, "predict: out of memory for %d x %d predictions", N, C);
         return ATF_E_NOMEM;
     }
     if (y)
@@ -43,12 +43,14 @@ static atf_error split_alloc(atf_split_eval *s, int N, int C, const double *y, c
     return ATF_OK;
 }
 
-/* f = f0 + Σ_ℓ A_ℓ vec B_ℓ over one split (the test split shares the result's B). */
-static atf_error predict_split(const atf_problem *p, const atf_result *res, const char *what,
-                               atf_split_eval *s, char *err)
+/* f = f0 + Σ_ℓ A_ℓ vec B_ℓ over one split (the test split shares the result's B); `where` names
+ * the split's group in messages ("" for the root, "/test"). */
+static atf_error predict_split(const atf_problem *p, const atf_result *res, const char *prob_name,
+                               const char *where, atf_split_eval *s, char *err)
 {
     if (!p->y || !p->f0) {
-        atf_errorf(err, "%s: /y and /f0 are needed for predictions", what);
+        atf_errorf(err, "%s: %s/%s: missing (the problem's targets and initial outputs are needed "
+                   "for predictions)", prob_name, where, p->y ? "f0" : "y");
         return ATF_E_INPUT;
     }
     atf_error e = split_alloc(s, p->N, p->C, p->y, p->labels, err);
@@ -62,15 +64,17 @@ static atf_error predict_split(const atf_problem *p, const atf_result *res, cons
     return ATF_OK;
 }
 
-atf_error atf_predict_result(const atf_problem *p, const atf_result *res, atf_predictions *out,
-                             char *err)
+atf_error atf_predict_result(const atf_problem *p, const char *prob_name, const atf_result *res,
+                             const char *res_name, atf_predictions *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    atf_error e = atf_result_check(res, p, "result", err);
+    if (!prob_name)
+        prob_name = "problem";
+    atf_error e = atf_result_check(res, p, res_name, prob_name, err);
     if (!e)
-        e = predict_split(p, res, "problem", &out->train, err);
+        e = predict_split(p, res, prob_name, "", &out->train, err);
     if (!e && p->test)
-        e = predict_split(p->test, res, "problem /test", &out->test, err);
+        e = predict_split(p->test, res, prob_name, "/test", &out->test, err);
     if (e)
         atf_predictions_free(out);
     return e;

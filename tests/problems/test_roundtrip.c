@@ -399,7 +399,7 @@ static void test_results(const char *dir)
     if (back) {
         compare_results(res, back);
         CHECK(isnan(back->ls_residual), "NaN metric lost");
-        CHECK(atf_result_check(back, p, "back", err) == ATF_OK, "check: %s", err);
+        CHECK(atf_result_check(back, p, "back", NULL, err) == ATF_OK, "check: %s", err);
     }
     atf_result_free(back);
 
@@ -423,8 +423,9 @@ static void test_results(const char *dir)
 
     /* mismatches */
     snprintf(res->blocks[1].name, ATF_NAMELEN, "other");
-    CHECK(atf_result_check(res, p, "res.h5", err) == ATF_E_INPUT && strstr(err, "other") &&
-              strstr(err, "dense_block"), "name mismatch: %s", err);
+    CHECK(atf_result_check(res, p, "res.h5", "p.h5", err) == ATF_E_INPUT &&
+              strstr(err, "other") && strstr(err, "dense_block") && strstr(err, "res.h5: ") &&
+              strstr(err, "p.h5's"), "name mismatch: %s", err);
     CHECK(atf_result_factors(res, p, err) == ATF_E_INPUT, "factors on a mismatch");
     snprintf(res->blocks[1].name, ATF_NAMELEN, "dense_block");
     res->blocks[1].B[0] = NAN;
@@ -446,6 +447,156 @@ static void test_results(const char *dir)
               atf_status_error(ATF_STATUS_INTERRUPTED) == ATF_E_INTERRUPTED, "status errors");
 }
 
+/* ---------------------------------------------------------------- fingerprints */
+
+/* Fingerprint of p after `change` was applied to a fresh copy of make_problem(31, ...). */
+static int fingerprint_changes(void (*change)(atf_problem *), const char *fp0, const char *what)
+{
+    atf_problem *p = make_problem(31, 5, 2, 3);
+    change(p);
+    char fp[ATF_FINGERPRINT_LEN];
+    CHECK(atf_problem_fingerprint(p, fp) == ATF_OK, "%s: fingerprint", what);
+    atf_problem_free(p);
+    return strcmp(fp, fp0) != 0;
+}
+
+static void nudge_r(atf_problem *p) { p->r[3] = nextafter(p->r[3], 1e300); }
+static void nudge_H(atf_problem *p) { p->blocks[0].H[1] = nextafter(p->blocks[0].H[1], -1e300); }
+static void nudge_D(atf_problem *p) { p->blocks[0].D[2] *= 2; }
+static void nudge_J(atf_problem *p) { p->blocks[1].J[4] = -p->blocks[1].J[4]; }
+static void nudge_sparse(atf_problem *p) { p->blocks[2].data[0] += 1; }
+static void move_sparse(atf_problem *p)
+{
+    atf_block *b = &p->blocks[2];
+    b->indices[0] = (b->indices[0] + 1) % (b->rows * b->cols);
+}
+static void rename_block(atf_problem *p) { snprintf(p->blocks[1].name, ATF_NAMELEN, "dense_b"); }
+static void restructure(atf_problem *p) { p->blocks[0].structure = ATF_STRUCT_DIAGONAL; }
+static void nudge_test_y(atf_problem *p) { p->test->y[0] += 0.5; }
+static void nudge_test_f0(atf_problem *p) { p->test->f0[1] += 0.5; }
+static void relabel_test(atf_problem *p) { p->test->labels[0] += 1; }
+static void nudge_test_op(atf_problem *p) { p->test->blocks[1].J[0] += 1; }
+static void drop_test(atf_problem *p)
+{
+    atf_problem_free(p->test);
+    p->test = NULL;
+}
+static void swap_blocks(atf_problem *p) /* the same blocks in another order */
+{
+    atf_block t = p->blocks[0];
+    p->blocks[0] = p->blocks[1];
+    p->blocks[1] = t;
+}
+/* Not part of the content hash: penalties (a solver setting) and the training y, f0, labels. */
+static void repenalize(atf_problem *p)
+{
+    char err[ATF_ERRLEN];
+    atf_problem_set_penalty(p, "nuclear", err);
+}
+static void nudge_y(atf_problem *p) { p->y[0] += 1; }
+static void relabel(atf_problem *p) { p->labels[0] += 1; }
+static void reindex(atf_problem *p) { p->blocks[2].index = 42; } /* order kept */
+
+static void test_fingerprints(const char *dir)
+{
+    char path[4096], err[ATF_ERRLEN], fp0[ATF_FINGERPRINT_LEN], fp1[ATF_FINGERPRINT_LEN];
+    snprintf(path, sizeof path, "%s/fingerprint.h5", dir);
+    atf_problem *p = make_problem(31, 5, 2, 3);
+    CHECK(atf_problem_fingerprint(p, fp0) == ATF_OK && strlen(fp0) == 32 &&
+              strspn(fp0, "0123456789abcdef") == 32, "fingerprint form '%s'", fp0);
+    CHECK(atf_problem_fingerprint(p, fp1) == ATF_OK && !strcmp(fp0, fp1), "not deterministic");
+
+    static const struct {
+        void (*change)(atf_problem *);
+        const char *what;
+        int changes;
+    } cases[] = {
+        {nudge_r, "r (one ulp)", 1}, {nudge_H, "factored H (one ulp)", 1},
+        {nudge_D, "factored D", 1}, {nudge_J, "dense J", 1}, {nudge_sparse, "sparse data", 1},
+        {move_sparse, "sparse index", 1}, {rename_block, "block name", 1},
+        {restructure, "block structure", 1}, {nudge_test_y, "test y", 1},
+        {nudge_test_f0, "test f0", 1}, {relabel_test, "test labels", 1},
+        {nudge_test_op, "test operator", 1}, {drop_test, "no test split", 1},
+        {swap_blocks, "block order", 1}, {repenalize, "penalty", 0}, {nudge_y, "training y", 0},
+        {relabel, "training labels", 0}, {reindex, "index value (same order)", 0},
+    };
+    for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++)
+        CHECK(fingerprint_changes(cases[j].change, fp0, cases[j].what) == cases[j].changes,
+              "%s: fingerprint %s", cases[j].what, cases[j].changes ? "unchanged" : "changed");
+
+    /* write → read: the reader recomputes the same value and finds it stored; provenance kept */
+    snprintf(p->prov.command, sizeof p->prov.command, "atf features -o 'a b.h5'");
+    snprintf(p->prov.data_source, sizeof p->prov.data_source, "synthetic:d=4");
+    p->prov.has_data_seed = 1;
+    p->prov.data_seed = 1234567890123LL;
+    p->prov.has_standardize = 1;
+    p->prov.standardize = 0;
+    snprintf(p->prov.mlp_fingerprint, sizeof p->prov.mlp_fingerprint, "%s", fp1);
+    CHECK(atf_problem_write(path, p, err) == ATF_OK, "write: %s", err);
+    atf_problem *q = NULL;
+    CHECK(atf_problem_read(path, &q, err) == ATF_OK, "read: %s", err);
+    if (q) {
+        CHECK(!strcmp(q->fingerprint, fp0), "read fingerprint %s, want %s", q->fingerprint, fp0);
+        CHECK(q->fingerprint_state == ATF_FINGERPRINT_MATCHES, "state %d", q->fingerprint_state);
+        CHECK(!strcmp(q->prov.command, p->prov.command) &&
+                  !strcmp(q->prov.data_source, "synthetic:d=4") && q->prov.has_data_seed &&
+                  q->prov.data_seed == 1234567890123LL && q->prov.has_standardize &&
+                  q->prov.standardize == 0 && !strcmp(q->prov.mlp_fingerprint, fp1) &&
+                  q->prov.atf_version[0], "provenance lost");
+        /* a rewrite of what was read gives the same file fingerprint */
+        CHECK(atf_problem_write(path, q, err) == ATF_OK, "rewrite: %s", err);
+        atf_problem *q2 = NULL;
+        CHECK(atf_problem_read(path, &q2, err) == ATF_OK && !strcmp(q2->fingerprint, fp0) &&
+                  q2->fingerprint_state == ATF_FINGERPRINT_MATCHES, "rewrite: %s", err);
+        atf_problem_free(q2);
+    }
+
+    /* results carry it through their files; atf_result_match compares */
+    atf_result *res = q ? atf_result_alloc(q) : NULL;
+    CHECK(res && !strcmp(res->problem_fingerprint, fp0), "result without the fingerprint");
+    if (res) {
+        snprintf(res->method, sizeof res->method, "admm");
+        snprintf(res->loss, sizeof res->loss, "interpolate");
+        snprintf(res->penalty_override, sizeof res->penalty_override, "pow:p=1.5,scale=2");
+        res->tol = 1e-7;
+        res->max_iter = 77;
+        res->reduce = 0;
+        CHECK(atf_result_factors(res, q, err) == ATF_OK, "factors: %s", err);
+        snprintf(path, sizeof path, "%s/fingerprint_result.h5", dir);
+        CHECK(atf_result_write(path, res, err) == ATF_OK, "write result: %s", err);
+        atf_result *back = NULL;
+        CHECK(atf_result_read(path, &back, err) == ATF_OK, "read result: %s", err);
+        char note[ATF_ERRLEN];
+        if (back) {
+            CHECK(!strcmp(back->problem_fingerprint, fp0) && !strcmp(back->loss, "interpolate") &&
+                      !strcmp(back->penalty_override, "pow:p=1.5,scale=2") && back->tol == 1e-7 &&
+                      back->max_iter == 77 && back->reduce == 0 && back->adaptive_rho == -1 &&
+                      isnan(back->rho) && back->atf_version[0], "settings lost");
+            CHECK(atf_result_match(back, "r.h5", q, "p.h5", note, err) == ATF_OK && !note[0],
+                  "match: %s", err);
+            atf_problem *other = make_problem(32, 5, 2, 3);
+            CHECK(atf_result_match(back, "r.h5", other, "other.h5", note, err) == ATF_OK,
+                  "a problem built in code has no fingerprint to compare");
+            CHECK(atf_problem_fingerprint(other, other->fingerprint) == ATF_OK, "fingerprint");
+            CHECK(atf_result_match(back, "r.h5", other, "other.h5", note, err) == ATF_E_INPUT &&
+                      strstr(err, "r.h5: ") && strstr(err, "other.h5") && strstr(err, fp0),
+                  "mismatch: %s", err);
+            atf_problem_free(other);
+            back->problem_fingerprint[0] = '\0';
+            CHECK(atf_result_match(back, "r.h5", q, "p.h5", note, err) == ATF_OK &&
+                      strstr(note, "problem_fingerprint") && strstr(note, "r.h5"),
+                  "no note for a result without fingerprint: '%s'", note);
+        }
+        atf_result_free(back);
+        unlink(path);
+    }
+    atf_result_free(res);
+    atf_problem_free(q);
+    atf_problem_free(p);
+    snprintf(path, sizeof path, "%s/fingerprint.h5", dir);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -460,6 +611,7 @@ int main(int argc, char **argv)
     test_validation();
     test_atomic(dir);
     test_results(dir);
+    test_fingerprints(dir);
     rmdir(dir);
     return atf_test_finish("roundtrip");
 }

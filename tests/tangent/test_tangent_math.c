@@ -293,6 +293,80 @@ static void test_grams_and_adapted(void)
     free(A17);
 }
 
+/* Entrywise factors (diagonal structure): K = J diag((s1 s2)²) Jᵀ, for factored blocks in both
+ * summation orders (C = 1 sums over rows of B, C = 2 over columns here) and for a dense operator;
+ * eq. 17 adds the same minus K0. Blocks lacking factors are refused with a message. */
+static void test_entrywise(int C)
+{
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 21 + (uint64_t)C);
+    char err[ATF_ERRLEN];
+    int N = 4, P = 3, Q = 5, M = N * C, n = P * Q;
+    double *H = atf_test_new_normal(&rng, (size_t)N * P);
+    double *D = atf_test_new_normal(&rng, (size_t)M * Q);
+    double s1[15], s2[15], S[15];
+    for (int j = 0; j < n; j++) {
+        s1[j] = 1.0 + fabs(atf_test_normal(&rng));
+        s2[j] = 1.0 + 0.5 * fabs(atf_test_normal(&rng));
+        S[j] = s1[j] * s1[j] * s2[j] * s2[j];
+    }
+    atf_block b = factored_block(N, C, P, Q, H, D);
+    double *J = materialise(N, C, P, Q, H, D);
+    double *Kref = calloc((size_t)M * M, sizeof *Kref), *K0 = naive_gram(M, n, J);
+    for (int a = 0; a < M; a++)
+        for (int c = 0; c < M; c++)
+            for (int j = 0; j < n; j++)
+                Kref[(size_t)a * M + c] += J[(size_t)a * n + j] * S[j] * J[(size_t)c * n + j];
+    atf_result_block rb;
+    memset(&rb, 0, sizeof rb);
+    snprintf(rb.name, sizeof rb.name, "W1");
+    rb.rows = P;
+    rb.cols = Q;
+    rb.layout = ATF_FACTORS_ENTRYWISE;
+    rb.k = n;
+    rb.s1 = s1;
+    rb.s2 = s2;
+    double *K = calloc((size_t)M * M, sizeof *K), *Kd = calloc((size_t)M * M, sizeof *Kd);
+    double *K17 = malloc((size_t)M * M * sizeof *K17);
+    memcpy(K17, K0, (size_t)M * M * sizeof *K17);
+    CHECK(atf_kernel_adapted_block(&b, &rb, K, err) == ATF_OK, "entrywise: %s", err);
+    CHECK(max_rel_diff((size_t)M * M, K, Kref) < 1e-13, "entrywise factored (C = %d) vs "
+          "J diag(S) J^T: %g", C, max_rel_diff((size_t)M * M, K, Kref));
+    atf_block bd = b;
+    bd.kind = ATF_OP_DENSE;
+    bd.J = J;
+    bd.H = bd.D = NULL;
+    CHECK(atf_kernel_adapted_block(&bd, &rb, Kd, err) == ATF_OK, "entrywise dense: %s", err);
+    CHECK(max_rel_diff((size_t)M * M, Kd, Kref) < 1e-13, "entrywise dense vs J diag(S) J^T: %g",
+          max_rel_diff((size_t)M * M, Kd, Kref));
+    CHECK(atf_kernel_paper17_block(&b, &rb, K17, err) == ATF_OK, "entrywise eq. 17: %s", err);
+    CHECK(max_rel_diff((size_t)M * M, K17, Kref) < 1e-13, "entrywise eq. 17 vs eq. 7: %g",
+          max_rel_diff((size_t)M * M, K17, Kref));
+    /* refusals name the block and what is missing */
+    rb.s2 = NULL;
+    CHECK(atf_kernel_adapted_block(&b, &rb, K, err) == ATF_E_INPUT &&
+              strstr(err, "W1") && strstr(err, "s1, s2 missing"), "missing s2: %s", err);
+    rb.s2 = s2;
+    rb.layout = ATF_FACTORS_SPECTRAL;
+    CHECK(atf_kernel_adapted_block(&b, &rb, K, err) == ATF_E_INPUT, "spectral k = %d accepted",
+          n);
+    rb.k = 3;
+    CHECK(atf_kernel_adapted_block(&b, &rb, K, err) == ATF_E_INPUT &&
+              strstr(err, "U, V missing"), "spectral without U, V: %s", err);
+    rb.layout = ATF_FACTORS_VECTOR;
+    rb.k = 1;
+    CHECK(atf_kernel_adapted_block(&b, &rb, K, err) == ATF_E_USAGE &&
+              strstr(err, "atf_kernel_adapted"), "vector block alone: %s", err);
+    free(H);
+    free(D);
+    free(J);
+    free(Kref);
+    free(K0);
+    free(K);
+    free(Kd);
+    free(K17);
+}
+
 /* Theorem 1: a one-block vector problem, the adapted kernel with the result's factors equals
  * K0 + (s² − 1) ‖β‖⁻² (Aβ)(Aβ)ᵀ. */
 static void test_theorem1(void)
@@ -455,6 +529,8 @@ int main(void)
         test_path_average(bias);
     }
     test_grams_and_adapted();
+    test_entrywise(1);
+    test_entrywise(2);
     test_theorem1();
     test_alignment();
     return atf_test_finish("tangent_math");

@@ -1,0 +1,302 @@
+/* equilibrate.c — the solver works on an equilibrated copy of the problem, so units do not matter.
+ *
+ * Two exact transformations, both by powers of two (multiplying a double by 2^k is exact unless
+ * the result leaves the range of doubles, so the scaled data carry no new rounding):
+ *  - rows: row m of A and r_m are multiplied by 2^(−E_m), E_m the binary exponent of ‖a_m‖
+ *    (ATF_EQ_ROWS, as SCS and OSQP do), or all rows by the one factor of the largest row
+ *    (ATF_EQ_COMMON). {A vec B = r} is the same set either way, so the solution is unchanged;
+ *    but when r ∉ range(A) the least-squares point of W(A x − r) is not that of A x − r, and
+ *    atf reports the latter (and its relative residual, which a common factor leaves exactly
+ *    as it is): solver.c therefore decides consistency on the row-equilibrated data and, only
+ *    when they are inconsistent, rebuilds with the common factor (docs/solver.md §7).
+ *    Factored blocks are scaled inside their factors: each H row h_i is first brought to norm
+ *    in [1/2, 1) and its factor moved into the rows δ_m (i = m div C) of D — which leaves A_ℓ
+ *    unchanged — and then D takes the row factors, so A is never formed and the subspace bases
+ *    come from a well-scaled H;
+ *  - variables: B = c·B' with c = 2^k near the size of the row-scaled r. The constraints
+ *    become A' vec B' = r'/c, and since every family's ω carries its scale γ as a factor,
+ *    ω̃_γ(c v) = c²·ω̃_{γ/c²}(v) (substitute in min_z γω(z) + c²v²/z²): the penalty of B' is
+ *    the same family with γ/c² (for `nuclear`, 2√(γ/c²)·v, the same identity), and the
+ *    objective is c² times the scaled one. k is kept where every γ/c² stays inside
+ *    [2^−EQ_GAMMA_EXP, 2^EQ_GAMMA_EXP]. When every block is `nuclear` the penalty is
+ *    homogeneous, Σ 2√γ σ(c B') = c Σ 2√γ σ(B'): γ stays, the objective is c times the scaled
+ *    one, and k is not limited.
+ * Answers are unscaled by B = c·B' (blocks, least-squares point) and objective·c²; relative
+ * residuals and certificates are scale-free. docs/solver.md §7 has the details and numbers. */
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+/* γ/c² stays within 2^±EQ_GAMMA_EXP: far inside the range of doubles, so that the penalty
+ * calculus can still form γ·ω(z) and √γ without overflow. */
+#define EQ_GAMMA_EXP 900
+#define NO_EXP INT_MIN /* exponent of a zero norm: the part does not count */
+
+/* Binary exponent e with x = f·2^e, f ∈ [1/2, 1); NO_EXP for 0. */
+static int exponent_of(double x)
+{
+    if (!(x > 0.0))
+        return NO_EXP;
+    int e;
+    frexp(x, &e);
+    return e;
+}
+
+static double row_norm(const double *x, int n)
+{
+    return n > 0 ? cblas_dnrm2(n, x, 1) : 0.0;
+}
+
+/* Exponent of a block's part of row m (factored: ‖h_i‖‖δ_m‖ as eh_i + ed_m, eh the exponents
+ * of the block's H rows). */
+static int part_exponent(const atf_block *b, const int *eh, int m)
+{
+    switch (b->kind) {
+    case ATF_OP_DENSE: {
+        int len = b->rows * b->cols;
+        return exponent_of(row_norm(b->J + (size_t)m * (size_t)len, len));
+    }
+    case ATF_OP_SPARSE:
+        return exponent_of(row_norm(b->data + b->indptr[m], (int)(b->indptr[m + 1] - b->indptr[m])));
+    case ATF_OP_FACTORED: {
+        int ed = exponent_of(row_norm(b->D + (size_t)m * (size_t)b->cols, b->cols));
+        int i = m / b->C;
+        return ed == NO_EXP || eh[i] == NO_EXP ? NO_EXP : eh[i] + ed;
+    }
+    }
+    return NO_EXP;
+}
+
+static void scale_values(double *x, size_t n, int e)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = ldexp(x[i], e);
+}
+
+static double *copy_of(const double *x, size_t n)
+{
+    double *y = malloc((n ? n : 1) * sizeof *y);
+    if (y && n)
+        memcpy(y, x, n * sizeof *y);
+    return y;
+}
+
+/* The scaled copy of block b (row m of A_b by 2^−E_m); eh: exponents of b's H rows. */
+static int scale_block(const atf_block *b, const int *eh, const int *E, atf_block *out)
+{
+    int M = b->M;
+    if (b->kind == ATF_OP_DENSE) {
+        size_t len = (size_t)b->rows * (size_t)b->cols;
+        if (!(out->J = copy_of(b->J, (size_t)M * len)))
+            return -1;
+        for (int m = 0; m < M; m++)
+            scale_values(out->J + (size_t)m * len, len, -E[m]);
+    } else if (b->kind == ATF_OP_SPARSE) {
+        if (!(out->data = copy_of(b->data, (size_t)b->nnz)))
+            return -1;
+        for (int m = 0; m < M; m++)
+            scale_values(out->data + b->indptr[m], (size_t)(b->indptr[m + 1] - b->indptr[m]),
+                         -E[m]);
+    } else {
+        out->H = copy_of(b->H, (size_t)b->N * (size_t)b->rows);
+        out->D = copy_of(b->D, (size_t)M * (size_t)b->cols);
+        if (!out->H || !out->D)
+            return -1;
+        for (int i = 0; i < b->N; i++)
+            if (eh[i] != NO_EXP)
+                scale_values(out->H + (size_t)i * (size_t)b->rows, (size_t)b->rows, -eh[i]);
+        for (int m = 0; m < M; m++) {
+            int i = m / b->C;
+            scale_values(out->D + (size_t)m * (size_t)b->cols, (size_t)b->cols,
+                         (eh[i] == NO_EXP ? 0 : eh[i]) - E[m]);
+        }
+    }
+    return 0;
+}
+
+/* Exponents of the H rows of a factored block into eh[N]. */
+static void h_exponents(const atf_block *b, int *eh)
+{
+    for (int i = 0; i < b->N; i++)
+        eh[i] = b->kind == ATF_OP_FACTORED
+                    ? exponent_of(row_norm(b->H + (size_t)i * (size_t)b->rows, b->rows))
+                    : NO_EXP;
+}
+
+/* Largest binary exponent of the row-scaled r (NO_EXP if r = 0), without forming it (it may
+ * overflow when A is tiny and r is not). */
+static int scaled_r_exponent(const double *r, const int *E, int M)
+{
+    int K = NO_EXP;
+    for (int m = 0; m < M; m++) {
+        int q = exponent_of(fabs(r[m]));
+        if (q != NO_EXP && q - E[m] > K)
+            K = q - E[m];
+    }
+    return K;
+}
+
+/* Row exponents E[M]: each row's own (ATF_EQ_ROWS) or the largest (ATF_EQ_COMMON); a zero row
+ * keeps its r_m (then r ∉ range(A) unless r_m = 0), and A = 0 leaves everything as it is. */
+static void row_exponents(const atf_problem *prob, const int *eh, atf_sv_eq_mode mode, int *E)
+{
+    int top = NO_EXP;
+    for (int m = 0; m < prob->M; m++) {
+        int e = NO_EXP;
+        for (int l = 0; l < prob->nblocks; l++) {
+            int p = part_exponent(&prob->blocks[l], eh + (size_t)l * (size_t)prob->N, m);
+            if (p > e)
+                e = p;
+        }
+        E[m] = e == NO_EXP ? 0 : e;
+        if (e > top)
+            top = e;
+    }
+    if (mode == ATF_EQ_COMMON)
+        for (int m = 0; m < prob->M; m++)
+            E[m] = top == NO_EXP ? 0 : top;
+}
+
+static void gamma_exponent_range(const atf_omega *w, int *lo, int *hi)
+{
+    if (w->family == ATF_FAMILY_FIXED)
+        return;
+    int g;
+    frexp(w->scale, &g);
+    /* γ·2^(−2k) within 2^±EQ_GAMMA_EXP  ⇔  (g − EQ)/2 ≤ k ≤ (g + EQ)/2 */
+    *lo = fmax(*lo, ceil((g - EQ_GAMMA_EXP) / 2.0));
+    *hi = fmin(*hi, floor((g + EQ_GAMMA_EXP) / 2.0));
+}
+
+static int all_nuclear(const atf_problem *prob)
+{
+    for (int l = 0; l < prob->nblocks; l++)
+        if (!atf_penalty_is_nuclear(&prob->blocks[l].penalty))
+            return 0;
+    return 1;
+}
+
+/* k of the variable scale c = 2^k: the size of the row-scaled r, kept where every γ/c² is
+ * representable comfortably (0 if the blocks' γ are too far apart for any common k). */
+static int variable_exponent(const atf_problem *prob, int K)
+{
+    int lo = INT_MIN / 4, hi = INT_MAX / 4;
+    if (all_nuclear(prob))
+        return K == NO_EXP ? 0 : K;
+    for (int l = 0; l < prob->nblocks; l++) {
+        gamma_exponent_range(&prob->blocks[l].penalty.w1, &lo, &hi);
+        gamma_exponent_range(&prob->blocks[l].penalty.w2, &lo, &hi);
+    }
+    if (lo > hi)
+        return 0;
+    int k = K == NO_EXP ? 0 : K;
+    return k < lo ? lo : k > hi ? hi : k;
+}
+
+static void scale_gamma(atf_omega *w, int k)
+{
+    if (w->family != ATF_FAMILY_FIXED)
+        w->scale = ldexp(w->scale, -2 * k);
+}
+
+atf_error atf_sv_equilibrate(atf_solver *s, char *err)
+{
+    return atf_sv_equilibrate_mode(s, ATF_EQ_ROWS, err);
+}
+
+atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
+{
+    const atf_problem *prob = s->prob;
+    int M = prob->M, L = prob->nblocks, maxN = prob->N;
+    atf_problem *w = &s->work;
+    *w = *prob; /* sizes and the shared CSR structure; arrays below are the solver's own */
+    w->test = NULL;
+    w->y = w->f0 = NULL;
+    w->labels = NULL;
+    w->r = NULL;
+    w->blocks = calloc((size_t)L, sizeof *w->blocks);
+    int *eh = malloc((size_t)L * (size_t)maxN * sizeof *eh);
+    int *E = malloc((size_t)M * sizeof *E);
+    if (!w->blocks || !eh || !E)
+        goto nomem;
+    for (int l = 0; l < L; l++)
+        h_exponents(&prob->blocks[l], eh + (size_t)l * (size_t)maxN);
+    row_exponents(prob, eh, mode, E);
+    s->eq_mode = mode;
+    int k = variable_exponent(prob, scaled_r_exponent(prob->r, E, M));
+    s->var_exp = k;
+    int homogeneous = all_nuclear(prob);
+    s->obj_exp = homogeneous ? k : 2 * k;
+    if (!(w->r = malloc((size_t)M * sizeof *w->r)))
+        goto nomem;
+    for (int m = 0; m < M; m++)
+        w->r[m] = ldexp(prob->r[m], -E[m] - k);
+    for (int l = 0; l < L; l++) {
+        const atf_block *b = &prob->blocks[l];
+        atf_block *o = &w->blocks[l];
+        *o = *b;
+        o->J = o->data = o->H = o->D = NULL;
+        if (scale_block(b, eh + (size_t)l * (size_t)maxN, E, o) != 0)
+            goto nomem;
+        if (!homogeneous) {
+            scale_gamma(&o->penalty.w1, k);
+            scale_gamma(&o->penalty.w2, k);
+        }
+    }
+    free(eh), free(E);
+    return ATF_OK;
+nomem:
+    free(eh), free(E);
+    atf_errorf(err, "solver: out of memory for the equilibrated copy of the data");
+    return ATF_E_NOMEM;
+}
+
+void atf_sv_equilibrate_free(atf_solver *s)
+{
+    atf_problem *w = &s->work;
+    if (w->blocks)
+        for (int l = 0; l < w->nblocks; l++) {
+            atf_block *b = &w->blocks[l];
+            free(b->J), free(b->data), free(b->H), free(b->D);
+        }
+    free(w->blocks), free(w->r);
+    w->blocks = NULL;
+    w->r = NULL;
+}
+
+void atf_sv_unscale(const atf_solver *s, double *x, size_t n)
+{
+    scale_values(x, n, s->var_exp);
+}
+
+void atf_sv_to_scaled(const atf_solver *s, double *x, size_t n)
+{
+    scale_values(x, n, -s->var_exp);
+}
+
+double atf_sv_unscale_objective(const atf_solver *s, double objective)
+{
+    return ldexp(objective, s->obj_exp);
+}
+
+/* Ω = 2^obj_exp Ω'(B/2^var_exp): distances in B scale by 2^var_exp, gradients (and the dual
+ * residual ρ‖ΔZ‖) by 2^(obj_exp − var_exp), ρ (a gradient per distance) by
+ * 2^(obj_exp − 2 var_exp). */
+double atf_sv_unscale_primal(const atf_solver *s, double v)
+{
+    return ldexp(v, s->var_exp);
+}
+
+double atf_sv_unscale_dual(const atf_solver *s, double v)
+{
+    return ldexp(v, s->obj_exp - s->var_exp);
+}
+
+double atf_sv_unscale_rho(const atf_solver *s, double rho)
+{
+    return ldexp(rho, s->obj_exp - 2 * s->var_exp);
+}

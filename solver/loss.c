@@ -1,0 +1,373 @@
+/* loss.c — the loss of the penalized problem (16): spec strings, values and gradients (stable
+ * log-sum-exp for the softmax cross-entropy), and the same loss in the solver's equilibrated
+ * units with its Bregman divergence and convex conjugate (docs/penalized.md). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_penalized.h"
+
+/* ---- spec strings ------------------------------------------------------------------------ */
+
+atf_loss atf_loss_default(void)
+{
+    atf_loss l = {ATF_LOSS_INTERPOLATE, 0.0};
+    return l;
+}
+
+const char *atf_loss_name(atf_loss_kind kind)
+{
+    switch (kind) {
+    case ATF_LOSS_INTERPOLATE: return "interpolate";
+    case ATF_LOSS_SQUARED: return "squared";
+    case ATF_LOSS_XENT: return "xent";
+    }
+    return "?";
+}
+
+static atf_error bad_spec(const char *spec, const char *why, char *err)
+{
+    atf_errorf(err, "loss \"%.80s\": %s", spec, why);
+    return ATF_E_INPUT;
+}
+
+/* "lambda=λ" at s, the whole rest of the string. */
+static atf_error parse_lambda(const char *spec, const char *s, double *lambda, char *err)
+{
+    if (strncmp(s, "lambda=", 7) != 0)
+        return bad_spec(spec, "expected lambda=NUMBER after ':' (the only key)", err);
+    s += 7;
+    char *end;
+    double x = isspace((unsigned char)*s) ? NAN : strtod(s, &end);
+    if (isnan(x) || end == s)
+        return bad_spec(spec, "lambda= needs a number", err);
+    if (*end != '\0')
+        return bad_spec(spec, "unexpected text after the lambda value", err);
+    if (!isfinite(x) || !(x > 0.0))
+        return bad_spec(spec, "lambda must be a finite number > 0", err);
+    *lambda = x;
+    return ATF_OK;
+}
+
+atf_error atf_loss_parse(const char *spec, atf_loss *loss, char *err)
+{
+    if (!spec || !loss) {
+        atf_errorf(err, "loss: no spec given");
+        return ATF_E_INPUT;
+    }
+    if (strcmp(spec, "interpolate") == 0) {
+        *loss = atf_loss_default();
+        return ATF_OK;
+    }
+    static const struct {
+        const char *name;
+        atf_loss_kind kind;
+    } fitted[] = {{"squared", ATF_LOSS_SQUARED}, {"xent", ATF_LOSS_XENT}};
+    for (size_t i = 0; i < sizeof fitted / sizeof fitted[0]; i++) {
+        size_t n = strlen(fitted[i].name);
+        if (strncmp(spec, fitted[i].name, n) != 0 || (spec[n] != ':' && spec[n] != '\0'))
+            continue;
+        if (spec[n] == '\0')
+            return bad_spec(spec, "needs :lambda=NUMBER (e.g. squared:lambda=0.01)", err);
+        atf_loss l = {fitted[i].kind, 0.0};
+        atf_error e = parse_lambda(spec, spec + n + 1, &l.lambda, err);
+        if (e == ATF_OK)
+            *loss = l;
+        return e;
+    }
+    return bad_spec(spec, "unknown loss (expected interpolate, squared:lambda=λ or "
+                          "xent:lambda=λ)", err);
+}
+
+/* Shortest %.Ng (N = 15..17) that reads back as exactly x (as the penalty specs do). */
+static void format_number(double x, char *buf, size_t len)
+{
+    for (int digits = 15; digits <= 17; ++digits) {
+        snprintf(buf, len, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x)
+            return;
+    }
+}
+
+int atf_loss_format(const atf_loss *loss, char *buf, size_t len)
+{
+    if (loss->kind == ATF_LOSS_INTERPOLATE)
+        return snprintf(buf, len, "interpolate");
+    char num[40];
+    format_number(loss->lambda, num, sizeof num);
+    return snprintf(buf, len, "%s:lambda=%s", atf_loss_name(loss->kind), num);
+}
+
+atf_error atf_loss_check(const atf_loss *loss, const atf_problem *prob, const char *what,
+                         char *err)
+{
+    if (loss->kind != ATF_LOSS_XENT)
+        return ATF_OK;
+    if (prob->C < 2) {
+        atf_errorf(err, "%s: outputs: the xent loss needs at least 2 outputs (classes), the "
+                        "problem has %d", what, prob->C);
+        return ATF_E_INPUT;
+    }
+    if (!prob->labels) {
+        atf_errorf(err, "%s: /labels: missing (the xent loss needs the class of every example)",
+                   what);
+        return ATF_E_INPUT;
+    }
+    for (int i = 0; i < prob->N; i++)
+        if (prob->labels[i] < 0 || prob->labels[i] >= prob->C) {
+            atf_errorf(err, "%s: /labels: label %d of example %d is outside 0 … %d", what,
+                       prob->labels[i], i, prob->C - 1);
+            return ATF_E_INPUT;
+        }
+    return ATF_OK;
+}
+
+/* ---- values and gradients (problem units) ------------------------------------------------ */
+
+/* −log softmax(z)[y] of one example's C logits; p (may be NULL) receives softmax(z). */
+static double cross_entropy(int C, const double *z, int y, double *p)
+{
+    double mx = z[0];
+    for (int k = 1; k < C; k++)
+        mx = fmax(mx, z[k]);
+    double sum = 0.0;
+    for (int k = 0; k < C; k++)
+        sum += exp(z[k] - mx);
+    if (p)
+        for (int k = 0; k < C; k++)
+            p[k] = exp(z[k] - mx) / sum;
+    return mx + log(sum) - z[y];
+}
+
+double atf_loss_value(const atf_loss *loss, int N, int C, const double *pred, const double *r,
+                      const double *f0, const int *labels, double *grad)
+{
+    size_t M = (size_t)N * (size_t)C;
+    double sum = 0.0;
+    if (loss->kind == ATF_LOSS_SQUARED) {
+        for (size_t m = 0; m < M; m++) {
+            double d = pred[m] - r[m];
+            sum += d * d;
+            if (grad)
+                grad[m] = d / loss->lambda;
+        }
+        return sum / (2.0 * loss->lambda);
+    }
+    if (loss->kind != ATF_LOSS_XENT)
+        return NAN;
+    double zbuf[64], *z = C <= 64 ? zbuf : malloc((size_t)C * sizeof *z);
+    if (!z)
+        return NAN;
+    for (int i = 0; i < N; i++) {
+        size_t o = (size_t)i * (size_t)C;
+        for (int k = 0; k < C; k++)
+            z[k] = (f0 ? f0[o + (size_t)k] : 0.0) + pred[o + (size_t)k];
+        sum += cross_entropy(C, z, labels[i], grad ? grad + o : NULL);
+        if (grad) {
+            grad[o + (size_t)labels[i]] -= 1.0;
+            for (int k = 0; k < C; k++)
+                grad[o + (size_t)k] /= loss->lambda;
+        }
+    }
+    if (z != zbuf)
+        free(z);
+    return sum / loss->lambda;
+}
+
+double atf_loss_mean_xent(int N, int C, const double *logits, const int *labels)
+{
+    double sum = 0.0;
+    for (int i = 0; i < N; i++)
+        sum += cross_entropy(C, logits + (size_t)i * (size_t)C, labels[i], NULL);
+    return N > 0 ? sum / N : NAN;
+}
+
+double atf_loss_lipschitz(const atf_loss *loss)
+{
+    switch (loss->kind) {
+    case ATF_LOSS_SQUARED: return 1.0 / loss->lambda;
+    case ATF_LOSS_XENT: return 0.5 / loss->lambda;
+    case ATF_LOSS_INTERPOLATE: return 0.0;
+    }
+    return 0.0;
+}
+
+/* ---- the loss in the solver's units ------------------------------------------------------ */
+
+static double part_ratio(const atf_block *a, const atf_block *b, int m, double *bnorm)
+{
+    double na = 0.0, nb = 0.0;
+    if (a->kind == ATF_OP_DENSE) {
+        size_t len = (size_t)a->rows * (size_t)a->cols;
+        na = atf_sv_norm(a->J + (size_t)m * len, len);
+        nb = atf_sv_norm(b->J + (size_t)m * len, len);
+    } else if (a->kind == ATF_OP_SPARSE) {
+        size_t len = (size_t)(a->indptr[m + 1] - a->indptr[m]);
+        na = atf_sv_norm(a->data + a->indptr[m], len);
+        nb = atf_sv_norm(b->data + b->indptr[m], len);
+    } else {
+        int i = m / a->C;
+        double ha = atf_sv_norm(a->H + (size_t)i * (size_t)a->rows, (size_t)a->rows);
+        double hb = atf_sv_norm(b->H + (size_t)i * (size_t)b->rows, (size_t)b->rows);
+        double da = atf_sv_norm(a->D + (size_t)m * (size_t)a->cols, (size_t)a->cols);
+        double db = atf_sv_norm(b->D + (size_t)m * (size_t)b->cols, (size_t)b->cols);
+        *bnorm = hb * db;
+        return hb > 0.0 && db > 0.0 ? (ha / hb) * (da / db) : NAN;
+    }
+    *bnorm = nb;
+    return nb > 0.0 ? na / nb : NAN;
+}
+
+/* A ratio of norms of two rows that differ by a power of two is that power up to rounding. */
+static double snap_to_power_of_two(double x)
+{
+    double p = exp2(round(log2(x)));
+    return fabs(x - p) <= 1e-12 * p ? p : x;
+}
+
+/* scale_m = ‖row m of the problem's A‖ / ‖row m of the work A‖ × 2^var_exp, read off the block
+ * with the largest work part (zero rows: 2^var_exp, the equilibration leaves them alone), and
+ * checked against r: the equilibration is a row scaling of A and r together. */
+static atf_error row_scales(atf_solver *s, double *scale, char *err)
+{
+    const atf_problem *p = s->prob, *w = &s->work;
+    double var_scale = ldexp(1.0, s->var_exp);
+    for (int m = 0; m < p->M; m++) {
+        double best = 0.0, ratio = 1.0;
+        for (int l = 0; l < p->nblocks; l++) {
+            double bnorm = 0.0, q = part_ratio(&p->blocks[l], &w->blocks[l], m, &bnorm);
+            if (isfinite(q) && q > 0.0 && bnorm > best)
+                best = bnorm, ratio = q;
+        }
+        scale[m] = snap_to_power_of_two(ratio) * var_scale;
+        double back = scale[m] * w->r[m];
+        if (fabs(back - p->r[m]) > 1e-12 * fabs(p->r[m]) + 1e-300) {
+            atf_errorf(err, "solver: row %d: the equilibrated problem is not a row scaling of the "
+                            "problem (r %.17g vs %.17g); the penalized losses need one", m,
+                       p->r[m], back);
+            return ATF_E_NUMERICAL;
+        }
+    }
+    return ATF_OK;
+}
+
+atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl, char *err)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->loss = *loss;
+    pl->prob = s->prob;
+    pl->N = s->prob->N, pl->C = s->prob->C, pl->M = s->prob->M;
+    pl->kappa = ldexp(1.0, -s->obj_exp);
+    size_t M = (size_t)pl->M;
+    pl->scale = malloc(M * sizeof *pl->scale);
+    pl->pred = malloc(M * sizeof *pl->pred);
+    pl->gpred = malloc(M * sizeof *pl->gpred);
+    if (!pl->scale || !pl->pred || !pl->gpred) {
+        atf_pg_loss_free(pl);
+        atf_errorf(err, "solver: out of memory for the loss workspace (%d rows)", pl->M);
+        return ATF_E_NOMEM;
+    }
+    atf_error e = row_scales(s, pl->scale, err);
+    if (e != ATF_OK)
+        atf_pg_loss_free(pl);
+    return e;
+}
+
+void atf_pg_loss_free(atf_pg_loss *pl)
+{
+    free(pl->scale), free(pl->pred), free(pl->gpred);
+    pl->scale = pl->pred = pl->gpred = NULL;
+}
+
+double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad)
+{
+    size_t M = (size_t)pl->M;
+    for (size_t m = 0; m < M; m++)
+        pl->pred[m] = pl->scale[m] * z[m];
+    const atf_problem *p = pl->prob;
+    double v = atf_loss_value(&pl->loss, pl->N, pl->C, pl->pred, p->r, p->f0, p->labels,
+                              grad ? pl->gpred : NULL);
+    if (grad)
+        for (size_t m = 0; m < M; m++)
+            grad[m] = pl->kappa * pl->scale[m] * pl->gpred[m];
+    return pl->kappa * v;
+}
+
+/* e^d − 1 − d ≥ 0 to full relative precision (the series where the subtraction would cancel). */
+static double exp_excess(double d)
+{
+    if (fabs(d) < 1e-3)
+        return d * d * (0.5 + d * (1.0 / 6.0 + d * (1.0 / 24.0 + d / 120.0)));
+    return expm1(d) - d;
+}
+
+double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1)
+{
+    const atf_problem *p = pl->prob;
+    int C = pl->C;
+    double sum = 0.0;
+    if (pl->loss.kind == ATF_LOSS_SQUARED) {
+        for (int m = 0; m < pl->M; m++) {
+            double d = pl->scale[m] * (z1[m] - z0[m]);
+            sum += d * d;
+        }
+        return pl->kappa * sum / (2.0 * pl->loss.lambda);
+    }
+    /* xent: per example LSE(ℓ + δ) − LSE(ℓ) − ⟨softmax(ℓ), δ⟩ = log(1 + Σ_k p_k φ(d_k)) with
+     * d = δ − ⟨p, δ⟩ and φ(d) = e^d − 1 − d (Σ_k p_k d_k = 0); the linear −ℓ_y parts cancel. */
+    double *prob = pl->pred, *delta = pl->gpred; /* rows of one example at a time */
+    for (int i = 0; i < pl->N; i++) {
+        size_t o = (size_t)i * (size_t)C;
+        for (int k = 0; k < C; k++) {
+            size_t m = o + (size_t)k;
+            prob[k] = (p->f0 ? p->f0[m] : 0.0) + pl->scale[m] * z0[m];
+            delta[k] = pl->scale[m] * (z1[m] - z0[m]);
+        }
+        cross_entropy(C, prob, 0, prob);
+        double mean = 0.0, excess = 0.0;
+        for (int k = 0; k < C; k++)
+            mean += prob[k] * delta[k];
+        for (int k = 0; k < C; k++)
+            excess += prob[k] * exp_excess(delta[k] - mean);
+        sum += log1p(excess);
+    }
+    return pl->kappa * sum / pl->loss.lambda;
+}
+
+/* Conjugates (docs/penalized.md): with a_m = κ scale_m²/λ the squared loss is
+ * Σ a_m/2 (z_m − r_m/scale_m)², so φ*(u) = Σ u_m²/(2a_m) + u_m r_m/scale_m. For xent with
+ * c = κ/λ and q = u/(scale·c), φ*(u) = c Σ_i Σ_k p_ik ln p_ik − Σ_m (u_m/scale_m) f0_m where
+ * p_i = e_{y_i} + q_i must lie in the probability simplex (+∞ otherwise). */
+#define SIMPLEX_TOL 1e-9
+double atf_pg_loss_conjugate(atf_pg_loss *pl, const double *u)
+{
+    const atf_problem *p = pl->prob;
+    double sum = 0.0;
+    if (pl->loss.kind == ATF_LOSS_SQUARED) {
+        for (int m = 0; m < pl->M; m++) {
+            double a = pl->kappa * pl->scale[m] * pl->scale[m] / pl->loss.lambda;
+            sum += u[m] * u[m] / (2.0 * a) + u[m] * p->r[m] / pl->scale[m];
+        }
+        return sum;
+    }
+    double c = pl->kappa / pl->loss.lambda, entropy = 0.0;
+    for (int i = 0; i < pl->N; i++) {
+        double total = 0.0;
+        for (int k = 0; k < pl->C; k++) {
+            size_t m = (size_t)i * (size_t)pl->C + (size_t)k;
+            double q = u[m] / (pl->scale[m] * c) + (k == p->labels[i] ? 1.0 : 0.0);
+            if (q < -SIMPLEX_TOL)
+                return INFINITY;
+            total += q;
+            if (q > 0.0)
+                entropy += q * log(q);
+            if (p->f0)
+                sum -= u[m] / pl->scale[m] * p->f0[m];
+        }
+        if (fabs(total - 1.0) > SIMPLEX_TOL)
+            return INFINITY;
+    }
+    return c * entropy + sum;
+}

@@ -1,0 +1,89 @@
+/* solver_penalized.h — private to solver/: the penalized problem (16) solved by FISTA
+ * (fista.c), its loss in the solver's units (loss.c), and the IRLS alternation for
+ * interpolation (irls.c). docs/penalized.md has the math.
+ *
+ * Units. The solver works on an equilibrated copy of the problem (equilibrate.c): row m of A
+ * and r are multiplied by 2^(−E_m) and the variables by 2^(−k), so that with
+ * scale_m = 2^(E_m + k) the problem's predictions are p = scale ∘ (A' x) for the work operator
+ * A' and the work variable x, and Σ Ω̃(B) = 2^obj_exp Σ Ω̃'(x). The penalized objective in work
+ * units is therefore F(x) = Σ Ω̃'(x) + κ L(scale ∘ A'x) with κ = 2^(−obj_exp); every value the
+ * solver reports is multiplied back by 2^obj_exp. */
+#ifndef ATF_SOLVER_PENALIZED_H
+#define ATF_SOLVER_PENALIZED_H
+
+#include "atf_loss.h"
+#include "solver_internal.h"
+
+/* The loss of a solver in work units. */
+typedef struct {
+    atf_loss loss;
+    const atf_problem *prob; /* the caller's problem: r, f0, labels in its own units */
+    int N, C, M;
+    double *scale;           /* [M] prediction of the problem = scale_m × work prediction */
+    double kappa;            /* work objective = κ × the problem's objective */
+    double *pred, *gpred;    /* workspace [M] */
+} atf_pg_loss;
+
+/* ---- loss.c ---- */
+/* Builds the scales from the problem and s->work (a row scaling: checked, not assumed). */
+atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl, char *err);
+void atf_pg_loss_free(atf_pg_loss *pl);
+/* κ L(scale ∘ z) and its gradient with respect to z (grad may be NULL). */
+double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad);
+/* Bregman divergence κ[L(z1) − L(z0) − ⟨∇L(z0), z1 − z0⟩] ≥ 0, computed without the
+ * cancellation of the plain difference (for the backtracking test near convergence). */
+double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1);
+/* Conjugate (κ L(scale ∘ ·))*(u) at the dual point u [M]; +∞ outside its domain. */
+double atf_pg_loss_conjugate(atf_pg_loss *pl, const double *u);
+
+/* ---- fista.c: the stacked operator of all vars ---- */
+void atf_pg_apply(atf_solver *s, const double *x, double *z);   /* z = A' x  [M]  */
+void atf_pg_adjoint(atf_solver *s, const double *u, double *g); /* g = A'ᵀ u [n]  */
+/* (Σ Ω̃')*(v) = Σ_j ω̃*(σ_j(v)) blockwise (Lewis), ω̃*(u) = sup_{z≥1} u²z²/4 − ω(z); +∞ outside
+ * the domain. Exact only for convex ω̃ (unimodal sup); NaN when some ω̃ is nonconvex. */
+double atf_pg_penalty_conjugate(atf_solver *s, const double *v);
+/* ω̃*(u) of one penalty (see above). */
+double atf_pg_omega_conjugate(const atf_penalty *pen, double u);
+
+/* What a penalized run reports beyond atf_result (until atf_result carries these fields). */
+typedef struct {
+    double loss_value;     /* L(f0 + A vec B) in the problem's units */
+    double penalty_value;  /* Σ Ω̃(B) */
+    double objective;      /* their sum */
+    double pg_residual;    /* relative proximal-gradient residual at the answer */
+    double duality_gap;    /* (F − dual bound)/|F|, NaN when some ω̃ is nonconvex */
+    double step;           /* last accepted step t (work units) */
+    int iterations, restarts, backtracks;
+} atf_pg_info;
+
+/* atf_solver_init without the projection (the M × M Gram is never formed): settings and
+ * problem checks, equilibration, vars with the subspace reduction, SVD workspaces. The
+ * coordinator's hook replaces this by a `loss` setting in atf_solver_init. */
+atf_error atf_pg_solver_init(const atf_problem *prob, const atf_settings *set,
+                             const atf_loss *loss, atf_solver **out, char *err);
+
+/* FISTA on F from x (work units, in: the start, out: the answer). res gets status, iterations,
+ * objective (problem units), stationarity (relative distance of −∇L from ∂Ω̃ at the answer). */
+atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
+                       atf_pg_info *info, char *err);
+
+/* init + FISTA from B = 0 + the result's blocks and factors + free. */
+atf_error atf_solve_penalized(const atf_problem *prob, const atf_settings *set,
+                              const atf_loss *loss, atf_result **out, atf_pg_info *info,
+                              char *err);
+
+/* ---- irls.c: alternating adapted-kernel regression for interpolation ---- */
+typedef struct {
+    int iterations;
+    int safeguarded;   /* iterations where the full step would have increased Σ Ω̃ */
+    double objective;  /* Σ Ω̃(B) at the answer (problem units) */
+    double first_objective; /* at the first iterate (the NTK min-norm point) */
+    double max_increase;    /* largest relative increase of Σ Ω̃ between accepted iterates */
+} atf_irls_info;
+
+/* From the min-norm point (M̂ = I), alternate the weighted min-norm solve and the factor
+ * recovery; x receives the answer (work units). Needs the projection (atf_solver_init). */
+atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *info,
+                      char *err);
+
+#endif

@@ -27,7 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "atf_tangent.h"
+#include "atf_data.h"
+#include "atf_util.h"
 #include "solver_penalized.h"
 
 #define DIN 784
@@ -141,7 +142,7 @@ static void run_one(int N, const char *loss_name, double lambda0, double tol, in
     atf_error e = atf_solve_penalized(p, &set, &loss, &res, &info, err);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    if (!res) {
+    if (e) {
         printf("%7d %8d %-22s failed: %s\n", N, p->M, spec, err);
     } else {
         double per_iter = (res->solve_seconds - res->setup_seconds) / fmax(1, res->iterations);
@@ -149,22 +150,23 @@ static void run_one(int N, const char *loss_name, double lambda0, double tol, in
                atf_status_name(res->status), res->iterations, res->setup_seconds, per_iter,
                res->solve_seconds, ru.ru_maxrss / 1024.0, info.pg_residual, info.objective);
     }
-    (void)e;
     fflush(stdout);
     atf_result_free(res);
     atf_problem_free(p);
 }
 
-static int parse_list(const char *s, int *out, int max)
+/* "1000,2000" into out (at most max sizes); exits on a bad list. */
+static int parse_sizes(const char *s, int *out, int max)
 {
-    int n = 0;
-    while (*s && n < max) {
-        out[n++] = atoi(s);
-        const char *c = strchr(s, ',');
-        if (!c)
-            break;
-        s = c + 1;
+    long v[32];
+    int n;
+    char err[ATF_ERRLEN];
+    if (atf_parse_ints(s, 1, 1 << 28, v, max < 32 ? max : 32, &n, "--n", err)) {
+        fprintf(stderr, "bench_penalized: %s\n", err);
+        exit(2);
     }
+    for (int i = 0; i < n; i++)
+        out[i] = (int)v[i];
     return n;
 }
 
@@ -176,7 +178,7 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--n"))
-            nn = parse_list(argv[i + 1], ns, 32);
+            nn = parse_sizes(argv[i + 1], ns, 32);
         else if (!strcmp(argv[i], "--tol"))
             tol = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-iter"))

@@ -26,7 +26,8 @@
 #include <string.h>
 
 #include "atf_solver.h"
-#include "atf_tangent.h"
+#include "atf_data.h"
+#include "atf_util.h"
 
 static void fill_normal(atf_rng *rng, double *x, size_t n, double scale)
 {
@@ -85,13 +86,18 @@ static atf_problem *two_layer_problem(int N, int w, uint64_t seed)
     return p;
 }
 
-static int parse_list(const char *text, int *out, int max)
+/* "100,200" into out (at most max positive integers); exits on a bad list. */
+static int parse_list(const char *what, const char *text, int *out, int max)
 {
-    int n = 0;
-    char *copy = strdup(text), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
-        out[n++] = atoi(tok);
-    free(copy);
+    long v[16];
+    int n;
+    char err[ATF_ERRLEN];
+    if (atf_parse_ints(text, 1, 1 << 28, v, max < 16 ? max : 16, &n, what, err)) {
+        fprintf(stderr, "bench_solver: %s\n", err);
+        exit(2);
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = (int)v[i];
     return n;
 }
 
@@ -121,7 +127,7 @@ static int run_row(int N, int w, int reduce, uint64_t seed, const char *penalty,
         return 2;
     }
     atf_result *best = NULL;
-    atf_error status = ATF_OK;
+    atf_status status = ATF_STATUS_SOLVED;
     long core = -1;
     for (int k = 0; k < repeat; k++) {
         atf_settings set = atf_settings_default();
@@ -133,7 +139,7 @@ static int run_row(int N, int w, int reduce, uint64_t seed, const char *penalty,
         atf_error e = atf_solve(p, &set, &res, err);
         core = core_variables(set.log);
         fclose(set.log);
-        if (!res) {
+        if (e) {
             fprintf(stderr, "N %d width %d: %s\n", N, w, err);
             atf_result_free(best);
             atf_problem_free(p);
@@ -141,7 +147,7 @@ static int run_row(int N, int w, int reduce, uint64_t seed, const char *penalty,
         }
         if (!best || res->solve_seconds < best->solve_seconds) {
             atf_result_free(best);
-            best = res, status = e;
+            best = res, status = res->status;
         } else {
             atf_result_free(res);
         }
@@ -151,7 +157,7 @@ static int run_row(int N, int w, int reduce, uint64_t seed, const char *penalty,
     int it = best->iterations > 0 ? best->iterations : 1;
     printf("| %d | %d | %s | %ld | %ld | %d%s | %.3f | %.3f | %.0f%% | %.0f%% | %.2f |\n", N, w,
            reduce ? "on" : "off", vars, core, best->iterations,
-           status == ATF_OK ? "" : " (not solved)", best->setup_seconds, 1e3 * loop / it,
+           status == ATF_STATUS_SOLVED ? "" : " (not solved)", best->setup_seconds, 1e3 * loop / it,
            loop > 0 ? 100.0 * best->projection_seconds / loop : 0.0,
            loop > 0 ? 100.0 * best->prox_seconds / loop : 0.0, best->solve_seconds);
     fflush(stdout);
@@ -168,9 +174,9 @@ int main(int argc, char **argv)
     const char *penalty = "sq:scale=0.01";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--n"))
-            nn = parse_list(argv[i + 1], ns, 16);
+            nn = parse_list("--n", argv[i + 1], ns, 16);
         else if (!strcmp(argv[i], "--width"))
-            nw = parse_list(argv[i + 1], widths, 16);
+            nw = parse_list("--width", argv[i + 1], widths, 16);
         else if (!strcmp(argv[i], "--seed"))
             seed = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--penalty"))

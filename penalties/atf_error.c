@@ -1,7 +1,13 @@
 #include "atf_error.h"
+#include "atf_version.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+
+const char *atf_version(void)
+{
+    return ATF_VERSION;
+}
 
 const char *atf_error_name(atf_error e)
 {
@@ -9,27 +15,11 @@ const char *atf_error_name(atf_error e)
     case ATF_OK: return "ok";
     case ATF_E_USAGE: return "usage error";
     case ATF_E_INPUT: return "bad input";
-    case ATF_E_INFEASIBLE: return "infeasible";
-    case ATF_E_MAXITER: return "iteration limit";
-    case ATF_E_INTERRUPTED: return "interrupted";
     case ATF_E_NUMERICAL: return "numerical error";
     case ATF_E_NOMEM: return "out of memory";
     case ATF_E_IO: return "i/o error";
     }
     return "unknown error";
-}
-
-int atf_error_exit_code(atf_error e)
-{
-    switch (e) {
-    case ATF_OK: return 0;
-    case ATF_E_USAGE:
-    case ATF_E_INPUT: return 2;
-    case ATF_E_INFEASIBLE: return 3;
-    case ATF_E_MAXITER: return 4;
-    case ATF_E_INTERRUPTED: return 130;
-    default: return 1;
-    }
 }
 
 void atf_errorf(char *err, const char *fmt, ...)

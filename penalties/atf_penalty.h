@@ -13,6 +13,10 @@
 
 #include "atf_error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ATF_PENALTY_SPECLEN 128
 
 typedef enum {
@@ -27,8 +31,9 @@ typedef enum {
 
 typedef struct {
     atf_family family;
-    double p;     /* exponent for ATF_FAMILY_POW, else unused */
-    double scale; /* γ > 0, default 1 */
+    double p;       /* exponent for ATF_FAMILY_POW, else unused */
+    double scale;   /* γ > 0, default 1 */
+    int auto_scale; /* 1: `scale=auto` in a template (scale is then 1 until resolved) */
 } atf_omega;
 
 typedef struct {
@@ -41,8 +46,35 @@ typedef struct {
  * scale ≤ 0, non-finite numbers, `nuclear` joined with `+`, empty terms. `fixed + ω` equals ω. */
 atf_error atf_penalty_parse(const char *spec, atf_penalty *pen, char *err);
 
-/* Canonical spec string (round-trips through atf_penalty_parse). Returns chars needed. */
+/* A template: atf_penalty_parse that also accepts `scale=auto` in any term, marking the term
+ * (auto_scale = 1, scale = 1) for a caller that resolves it with atf_penalty_set_scale (e.g. from
+ * a baseline solution). atf_penalty_parse refuses `scale=auto`. */
+atf_error atf_penalty_parse_template(const char *spec, atf_penalty *pen, char *err);
+
+/* Canonical spec string (round-trips through atf_penalty_parse, and through
+ * atf_penalty_parse_template when a term is marked `scale=auto`). Returns chars needed. */
 int atf_penalty_format(const atf_penalty *pen, char *buf, size_t len);
+
+/* 1 if a term is marked `scale=auto`. */
+int atf_penalty_has_auto_scale(const atf_penalty *pen);
+
+/* Set the scale γ of every term that has one: every term except `fixed` (χ{1} ignores its
+ * scale), and a `fixed` term only when it is marked `scale=auto`; clears the auto marks. The
+ * families stay, so the parser's rules (p > 0, `nuclear` never joined) still hold.
+ * ATF_E_USAGE (pen unchanged) unless γ is finite and > 0. */
+atf_error atf_penalty_set_scale(atf_penalty *pen, double gamma);
+
+/* Mark the same terms `scale=auto` (scale 1 until resolved): the template of a scale axis. */
+void atf_penalty_set_auto_scale(atf_penalty *pen);
+
+/* Resolve a template: the terms marked `scale=auto` get scale γ (the others keep theirs) and
+ * lose the mark. ATF_E_USAGE (pen unchanged) unless γ is finite and > 0. */
+atf_error atf_penalty_resolve_auto_scale(atf_penalty *pen, double gamma);
+
+/* The families, in the parser's table order: count and name of the i-th (NULL outside
+ * [0, count)). */
+int atf_penalty_family_count(void);
+const char *atf_penalty_family_name(int i);
 
 /* Default penalty `sq`. */
 atf_penalty atf_penalty_default(void);
@@ -90,5 +122,9 @@ void atf_penalty_prox_many(const atf_penalty *pen, double *v, size_t n, double t
  * s1 = sqrt(d/√γ), s2 = 1, σ = sqrt(d√γ); at d = 0 the infimum is only approached as z → 0
  * and we return its limit s1 = σ = 0, s2 = 1 (ω(0) = 0, so the identity still holds). */
 void atf_penalty_factors(const atf_penalty *pen, double d, double *s1, double *sigma, double *s2);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

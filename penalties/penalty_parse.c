@@ -4,6 +4,8 @@
  *     penalty := term | term "+" term        (spaces around "+" allowed)
  *     term    := family [ ":" key "=" number { "," key "=" number } ]
  *
+ * In a template (atf_penalty_parse_template) the scale may also be `auto`: scale=auto.
+ *
  * Numbers are read with strtod, so a term is ended by the first character strtod does not
  * consume: "pow:p=1e+3" is one term, not two. */
 #include "atf_penalty.h"
@@ -26,6 +28,16 @@ static const family_name FAMILY_NAMES[] = {
 };
 #define N_FAMILIES (sizeof FAMILY_NAMES / sizeof FAMILY_NAMES[0])
 
+int atf_penalty_family_count(void)
+{
+    return (int)N_FAMILIES;
+}
+
+const char *atf_penalty_family_name(int i)
+{
+    return i >= 0 && i < (int)N_FAMILIES ? FAMILY_NAMES[i].name : NULL;
+}
+
 static const char *family_to_name(atf_family f)
 {
     for (size_t i = 0; i < N_FAMILIES; ++i)
@@ -36,13 +48,13 @@ static const char *family_to_name(atf_family f)
 
 static atf_omega omega_fixed(void)
 {
-    atf_omega w = {ATF_FAMILY_FIXED, 0.0, 1.0};
+    atf_omega w = {ATF_FAMILY_FIXED, 0.0, 1.0, 0};
     return w;
 }
 
 atf_penalty atf_penalty_default(void)
 {
-    atf_penalty pen = {{ATF_FAMILY_SQ, 0.0, 1.0}, omega_fixed()};
+    atf_penalty pen = {{ATF_FAMILY_SQ, 0.0, 1.0, 0}, omega_fixed()};
     return pen;
 }
 
@@ -52,6 +64,7 @@ typedef struct {
     const char *spec; /* whole string, for messages */
     const char *s;    /* cursor */
     char *err;
+    int allow_auto;   /* a template: scale=auto is accepted */
 } cursor;
 
 static void skip_spaces(cursor *c)
@@ -90,6 +103,7 @@ static atf_error parse_family(cursor *c, atf_omega *w)
             w->family = FAMILY_NAMES[i].family;
             w->p = 0.0;
             w->scale = 1.0;
+            w->auto_scale = 0;
             c->s += n;
             return ATF_OK;
         }
@@ -101,9 +115,17 @@ static atf_error parse_family(cursor *c, atf_omega *w)
     return fail(c, why);
 }
 
-/* Reads "key=number" at the cursor into *key (copied, truncated) and *value. */
-static atf_error parse_setting(cursor *c, char key[16], double *value)
+/* 1 if the cursor is at the word "auto" (followed by the end, ',', '+' or a space). */
+static int at_auto(const cursor *c)
 {
+    return strncmp(c->s, "auto", 4) == 0 && word_length(c->s) == 4;
+}
+
+/* Reads "key=number" at the cursor into *key (copied, truncated) and *value; "scale=auto" sets
+ * *is_auto instead (accepted in templates only). */
+static atf_error parse_setting(cursor *c, char key[16], double *value, int *is_auto)
+{
+    *is_auto = 0;
     size_t n = word_length(c->s);
     if (n == 0)
         return fail(c, "empty setting (expected key=number after ':' or ',')");
@@ -117,6 +139,15 @@ static atf_error parse_setting(cursor *c, char key[16], double *value)
         return fail(c, why);
     }
     ++c->s;
+    if (strcmp(key, "scale") == 0 && at_auto(c)) {
+        if (!c->allow_auto)
+            return fail(c, "scale=auto is not accepted here (only where a template is resolved "
+                           "from a baseline solution)");
+        c->s += 4;
+        *is_auto = 1;
+        *value = 1.0;
+        return ATF_OK;
+    }
     char *end;
     double x = isspace((unsigned char)*c->s) ? 0.0 : strtod(c->s, &end);
     if (isspace((unsigned char)*c->s) || end == c->s) {
@@ -136,7 +167,7 @@ static atf_error parse_setting(cursor *c, char key[16], double *value)
 }
 
 static atf_error apply_setting(cursor *c, atf_omega *w, const char *key, double value,
-                               int *seen_p, int *seen_scale)
+                               int is_auto, int *seen_p, int *seen_scale)
 {
     char why[160];
     if (strcmp(key, "p") == 0) {
@@ -164,6 +195,7 @@ static atf_error apply_setting(cursor *c, atf_omega *w, const char *key, double 
         }
         *seen_scale = 1;
         w->scale = value;
+        w->auto_scale = is_auto;
         return ATF_OK;
     }
     snprintf(why, sizeof why, "unknown key \"%s\" (keys are p for pow, and scale)", key);
@@ -181,9 +213,10 @@ static atf_error parse_term(cursor *c, atf_omega *w)
             ++c->s; /* past ':' or ',' */
             char key[16];
             double value;
-            if ((e = parse_setting(c, key, &value)) != ATF_OK)
+            int is_auto;
+            if ((e = parse_setting(c, key, &value, &is_auto)) != ATF_OK)
                 return e;
-            if ((e = apply_setting(c, w, key, value, &seen_p, &seen_scale)) != ATF_OK)
+            if ((e = apply_setting(c, w, key, value, is_auto, &seen_p, &seen_scale)) != ATF_OK)
                 return e;
         } while (*c->s == ',');
     }
@@ -192,9 +225,9 @@ static atf_error parse_term(cursor *c, atf_omega *w)
     return ATF_OK;
 }
 
-atf_error atf_penalty_parse(const char *spec, atf_penalty *pen, char *err)
+static atf_error parse_spec(const char *spec, int allow_auto, atf_penalty *pen, char *err)
 {
-    cursor c = {spec ? spec : "", spec ? spec : "", err};
+    cursor c = {spec ? spec : "", spec ? spec : "", err, allow_auto};
     atf_omega w[2] = {omega_fixed(), omega_fixed()};
     int nterms = 0;
     skip_spaces(&c);
@@ -233,6 +266,65 @@ atf_error atf_penalty_parse(const char *spec, atf_penalty *pen, char *err)
     return ATF_OK;
 }
 
+atf_error atf_penalty_parse(const char *spec, atf_penalty *pen, char *err)
+{
+    return parse_spec(spec, 0, pen, err);
+}
+
+atf_error atf_penalty_parse_template(const char *spec, atf_penalty *pen, char *err)
+{
+    return parse_spec(spec, 1, pen, err);
+}
+
+/* ---------------------------------------------------------------- editing ---------- */
+
+int atf_penalty_has_auto_scale(const atf_penalty *pen)
+{
+    return pen->w1.auto_scale || pen->w2.auto_scale;
+}
+
+/* The terms a scale applies to (see atf_penalty_set_scale). */
+static int takes_scale(const atf_omega *w)
+{
+    return w->family != ATF_FAMILY_FIXED || w->auto_scale;
+}
+
+atf_error atf_penalty_set_scale(atf_penalty *pen, double gamma)
+{
+    if (!(gamma > 0.0) || !isfinite(gamma))
+        return ATF_E_USAGE;
+    atf_omega *terms[2] = {&pen->w1, &pen->w2};
+    for (int i = 0; i < 2; ++i)
+        if (takes_scale(terms[i])) {
+            terms[i]->scale = gamma;
+            terms[i]->auto_scale = 0;
+        }
+    return ATF_OK;
+}
+
+atf_error atf_penalty_resolve_auto_scale(atf_penalty *pen, double gamma)
+{
+    if (!(gamma > 0.0) || !isfinite(gamma))
+        return ATF_E_USAGE;
+    atf_omega *terms[2] = {&pen->w1, &pen->w2};
+    for (int i = 0; i < 2; ++i)
+        if (terms[i]->auto_scale) {
+            terms[i]->scale = gamma;
+            terms[i]->auto_scale = 0;
+        }
+    return ATF_OK;
+}
+
+void atf_penalty_set_auto_scale(atf_penalty *pen)
+{
+    atf_omega *terms[2] = {&pen->w1, &pen->w2};
+    for (int i = 0; i < 2; ++i)
+        if (takes_scale(terms[i])) {
+            terms[i]->scale = 1.0;
+            terms[i]->auto_scale = 1;
+        }
+}
+
 /* ---------------------------------------------------------------- formatting ------- */
 
 /* Shortest %.Ng (N = 15..17) that reads back as exactly x. */
@@ -252,9 +344,12 @@ static void format_term(const atf_omega *w, char *buf, size_t len)
         strcpy(p, ":p=");
         format_number(w->p, p + 3, sizeof p - 3);
     }
-    if (w->scale != 1.0) {
+    if (w->auto_scale || w->scale != 1.0) {
         strcpy(scale, w->family == ATF_FAMILY_POW ? ",scale=" : ":scale=");
-        format_number(w->scale, scale + 7, sizeof scale - 7);
+        if (w->auto_scale)
+            strcpy(scale + 7, "auto");
+        else
+            format_number(w->scale, scale + 7, sizeof scale - 7);
     }
     snprintf(buf, len, "%s%s%s", family_to_name(w->family), p, scale);
 }
@@ -263,7 +358,7 @@ int atf_penalty_format(const atf_penalty *pen, char *buf, size_t len)
 {
     char left[ATF_PENALTY_SPECLEN], right[ATF_PENALTY_SPECLEN];
     format_term(&pen->w1, left, sizeof left);
-    if (pen->w2.family == ATF_FAMILY_FIXED && pen->w2.scale == 1.0)
+    if (pen->w2.family == ATF_FAMILY_FIXED && pen->w2.scale == 1.0 && !pen->w2.auto_scale)
         return snprintf(buf, len, "%s", left);
     format_term(&pen->w2, right, sizeof right);
     return snprintf(buf, len, "%s+%s", left, right);

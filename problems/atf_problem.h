@@ -12,6 +12,10 @@
 #include "atf_error.h"
 #include "atf_penalty.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ATF_NAMELEN 64
 
 typedef enum { ATF_OP_DENSE = 0, ATF_OP_SPARSE, ATF_OP_FACTORED } atf_operator_kind;
@@ -147,13 +151,24 @@ void atf_block_apply(const atf_block *b, const double *B, double beta, double *y
  * Σ_m λ_m h_i δ_mᵀ = Hᵀ Λ D with Λ the N × M spread of λ. */
 void atf_block_adjoint(const atf_block *b, const double *lambda, double beta, double *B);
 
-/* G[M × M] = beta·G + A_b A_bᵀ. Factored: (H Hᵀ expanded to rows) ∘ (D Dᵀ). */
+/* G[M × M] = beta·G + A_b A_bᵀ. Factored: atf_factored_gram. */
 void atf_block_gram(const atf_block *b, double beta, double *G);
+
+/* The Gram of a factored operator given by its arrays (factored blocks, a network's Jacobian
+ * blocks): G[M × M] = beta·G + (H Hᵀ expanded to rows) ∘ (D Dᵀ) for H [N × P], D [M × Q],
+ * M = N·C, i.e. G[m][m'] += (h_i·h_i') (δ_m·δ_m') with i = m / C. Needs N × N plus a 256 × M
+ * panel of scratch; without it G is filled with NaN and ATF_E_NOMEM is returned. */
+atf_error atf_factored_gram(int N, int C, int P, int Q, const double *H, const double *D,
+                            double beta, double *G);
 
 /* Materialise A_b densely as [M × rows·cols] (tests and small problems only). Caller frees. */
 double *atf_block_dense(const atf_block *b);
 
 /* Sum over blocks: y = A vec(B_1..B_L) − r (residual), with Bs[l] the l-th block. */
 void atf_problem_residual(const atf_problem *prob, double *const *Bs, double *res);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

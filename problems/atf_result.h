@@ -9,6 +9,14 @@
 #include "atf_error.h"
 #include "atf_problem.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a solve ended. Every status comes with a result (the solver returns ATF_OK and the
+ * result; errors are failures only): solved; max_iterations (the last iterate); infeasible (the
+ * least-squares point); interrupted (the last iterate); numerical_error (the least-squares
+ * point, when an iteration broke down). */
 typedef enum {
     ATF_STATUS_SOLVED = 0,
     ATF_STATUS_MAX_ITERATIONS,
@@ -20,8 +28,34 @@ typedef enum {
 /* "solved", "max_iterations", "infeasible", "interrupted", "numerical_error" */
 const char *atf_status_name(atf_status s);
 atf_error atf_status_parse(const char *name, atf_status *s);
-/* The atf_error a status maps to (SOLVED → ATF_OK, MAX_ITERATIONS → ATF_E_MAXITER, ...). */
-atf_error atf_status_error(atf_status s);
+
+/* The method that computed a result (file attribute `method`). ADMM, LP and BASELINE are the
+ * methods of atf_settings (solver/atf_solver.h); FISTA solves the penalized losses and IRLS is
+ * the alternating adapted-kernel regression. */
+typedef enum {
+    ATF_METHOD_ADMM = 0, /* Douglas–Rachford ADMM with over-relaxation (default)      */
+    ATF_METHOD_LP,       /* exact GLPK LP: diagonal structure + nuclear penalty only  */
+    ATF_METHOD_BASELINE, /* NTK min-norm interpolant (Theorem 1)                     */
+    ATF_METHOD_FISTA,    /* accelerated proximal gradient on a penalized loss         */
+    ATF_METHOD_IRLS      /* alternating adapted-kernel regression                     */
+} atf_method;
+
+/* "admm", "lp", "baseline", "fista", "irls"; "unknown" outside the enum. */
+const char *atf_method_name(atf_method m);
+/* ATF_OK and *m set, or ATF_E_INPUT (no message: the caller names the item) for any other text. */
+atf_error atf_method_parse(const char *name, atf_method *m);
+
+/* The global block structure a result was solved with (file attribute `structure`). */
+typedef enum {
+    ATF_GLOBAL_LAYER = 0, /* each block as in the file (matrix or diagonal)     */
+    ATF_GLOBAL_DIAGONAL,  /* every parameter its own 1×1 block (Appendix A.1)   */
+    ATF_GLOBAL_FULL       /* all parameters one vector block (Theorem 1)        */
+} atf_global_structure;
+
+/* "layer", "diagonal", "full"; "unknown" outside the enum. */
+const char *atf_structure_name(atf_global_structure s);
+/* ATF_OK and *s set, or ATF_E_INPUT (no message: the caller names the item) for any other text. */
+atf_error atf_structure_parse(const char *name, atf_global_structure *s);
 
 /* How a block's factors are laid out (file attribute `factors`):
  * - SPECTRAL (matrix blocks): k = min(rows, cols) singular values d (descending) of B with U, V.
@@ -52,8 +86,8 @@ typedef struct {
 
 typedef struct {
     atf_status status;
-    char method[32];              /* "admm", "lp", "baseline", ... */
-    char structure[16];           /* "layer", "diagonal" or "full" */
+    atf_method method;            /* what computed it (files: the attribute's name) */
+    atf_global_structure structure; /* layer, diagonal or full */
     double objective;             /* Σ_ℓ Ω̃_ℓ(B_ℓ) */
     int iterations;
     double primal_residual;       /* ‖X − Z‖ at exit */
@@ -70,7 +104,8 @@ typedef struct {
     char problem_fingerprint[ATF_FINGERPRINT_LEN]; /* the fingerprint of the problem solved */
     char loss[64];                 /* loss spec, e.g. "interpolate" (the constraints hold
                                       exactly); as long as solver/atf_loss.h's specs */
-    char penalty_override[ATF_PENALTY_SPECLEN]; /* --penalty, "" if the file's were used */
+    char penalty_override[ATF_PENALTY_SPECLEN]; /* the penalty override (atf
+                                                  solve --penalty), "" if the file's were used */
     double tol, eps_abs, rho, alpha;
     int max_iter, reduce, adaptive_rho;
     char atf_version[32];
@@ -78,12 +113,13 @@ typedef struct {
 } atf_result;
 
 /* Allocate a result with blocks shaped like prob's (B zeroed, vectors allocated; diagonal-
- * structure blocks get the ENTRYWISE layout). method "" and structure "layer". NULL on NOMEM. */
+ * structure blocks get the ENTRYWISE layout), method ADMM (the solver sets its own) and
+ * structure LAYER. NULL on NOMEM. */
 atf_result *atf_result_alloc(const atf_problem *prob);
 void atf_result_free(atf_result *res);
 
 /* Fill d, s1, σ, s2 (and U, V) of every block from its B and its penalty (thin SVD + eq. 15):
- * the result block's penalty spec when set (what it was solved with), else the problem's. The layout follows res->structure ("full" → VECTOR, "diagonal" → ENTRYWISE) and
+ * the result block's penalty spec when set (what it was solved with), else the problem's. The layout follows res->structure (FULL → VECTOR, DIAGONAL → ENTRYWISE) and
  * each block's structure; vectors are reallocated when k changes. Errors: ATF_E_INPUT if res
  * does not fit prob, ATF_E_NUMERICAL for non-finite B or an SVD failure, ATF_E_USAGE for
  * `full` with differing penalties (one vector block has one penalty), ATF_E_NOMEM. */
@@ -111,5 +147,9 @@ void atf_problem_note(const atf_problem *prob, const char *prob_path, char *note
  * in the message, e.g. "r.h5: /blocks: block 0 is 'W2' but p.h5's block 0 is 'W1'". */
 atf_error atf_result_check(const atf_result *res, const atf_problem *prob, const char *res_name,
                            const char *prob_name, char *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

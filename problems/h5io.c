@@ -612,105 +612,16 @@ atf_error h5io_read_ints(hid_t file, const char *fname, const char *path, int64_
 
 /* ------------------------------------------------------------------ writing */
 
-/* Create the temporary like any new file: mode 0666 less the umask (mkstemp's 0600 would
- * ignore the user's umask, and changing the umask to learn it is not thread-safe). O_EXCL makes
- * the name ours; the process id and an attempt counter keep concurrent writers of one target
- * and stale leftovers out of the way without any randomness. */
-static int create_exclusive(char *tmp, size_t len, const char *path)
-{
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, len, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST)
-            return fd;
-    }
-    return -1;
-}
-
-/* Reserve the temporary's name (in this process, so that it can always remove it). */
-static atf_error reserve_temporary(h5io_writer *w, const char *path, char *err)
-{
-    w->file = -1;
-    w->tmp_path[0] = '\0';
-    size_t n = strlen(path);
-    if (n == 0 || n + 40 >= sizeof w->tmp_path) {
-        atf_errorf(err, "%s: output path empty or too long", path);
-        return ATF_E_IO;
-    }
-    memcpy(w->final_path, path, n + 1);
-    /* Same directory as the target, so that rename() is atomic. */
-    int fd = create_exclusive(w->tmp_path, sizeof w->tmp_path, path);
-    if (fd < 0) {
-        atf_errorf(err, "%s: cannot create a temporary file next to it: %s", path,
-                   strerror(errno));
-        w->tmp_path[0] = '\0';
-        return ATF_E_IO;
-    }
-    close(fd);
-    return ATF_OK;
-}
-
-static void remove_temporary(h5io_writer *w)
-{
-    if (w->tmp_path[0])
-        unlink(w->tmp_path);
-    w->tmp_path[0] = '\0';
-}
-
 static atf_error create_hdf5_temporary(h5io_writer *w, char *err)
 {
     hid_t fapl = strong_close_fapl();
-    w->file = fapl >= 0 ? H5Fcreate(w->tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
+    w->file = fapl >= 0 ? H5Fcreate(w->af.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
     if (fapl >= 0)
         H5Pclose(fapl);
     if (w->file < 0) {
-        atf_errorf(err, "%s: cannot create the HDF5 file %s", w->final_path, w->tmp_path);
+        atf_errorf(err, "%s: cannot create the HDF5 file %s", w->af.path, w->af.tmp);
         return ATF_E_IO;
     }
-    return ATF_OK;
-}
-
-static int fsync_path(const char *path, int flags)
-{
-    int fd = open(path, flags);
-    if (fd < 0)
-        return -1;
-    int st = fsync(fd);
-    close(fd);
-    return st;
-}
-
-static void sync_parent_dir(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    /* Best effort: some file systems refuse fsync on directories; the rename already happened. */
-    fsync_path(dir, O_RDONLY | O_DIRECTORY);
-}
-
-/* The temporary is complete and closed: make it durable and put it in place. */
-static atf_error commit_temporary(h5io_writer *w, char *err)
-{
-    const char *what = NULL;
-    if (fsync_path(w->tmp_path, O_RDONLY) != 0)
-        what = "sync";
-    else if (rename(w->tmp_path, w->final_path) != 0)
-        what = "rename";
-    if (what) {
-        atf_errorf(err, "%s: cannot %s the temporary file %s: %s", w->final_path, what,
-                   w->tmp_path, strerror(errno));
-        remove_temporary(w);
-        return ATF_E_IO;
-    }
-    w->tmp_path[0] = '\0';
-    sync_parent_dir(w->final_path);
     return ATF_OK;
 }
 
@@ -878,14 +789,14 @@ static atf_error write_temporary(void *arg, char *err)
     herr_t closed = H5Fclose(o->w.file);
     o->w.file = -1;
     if (o->failed[0]) {
-        atf_errorf(err, "%s: cannot write %s%s%s", o->w.final_path, o->failed,
+        atf_errorf(err, "%s: cannot write %s%s%s", o->w.af.path, o->failed,
                    o->saved_errno ? ": " : "", o->saved_errno ? strerror(o->saved_errno) : "");
         return ATF_E_IO;
     }
     if (closed < 0) {
         int saved = errno;
-        atf_errorf(err, "%s: cannot close the temporary file %s%s%s", o->w.final_path,
-                   o->w.tmp_path, saved ? ": " : "", saved ? strerror(saved) : "");
+        atf_errorf(err, "%s: cannot close the temporary file %s%s%s", o->w.af.path,
+                   o->w.af.tmp, saved ? ": " : "", saved ? strerror(saved) : "");
         return ATF_E_IO;
     }
     return ATF_OK;
@@ -923,13 +834,6 @@ typedef struct {
     int e;
     char msg[ATF_ERRLEN];
 } child_report;
-
-static double monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Sanitizer builds: a child that returns an error checks for leaks on that error path (the
  * parent does not repeat a read that failed, and _exit skips the check at exit). */
@@ -979,13 +883,13 @@ static int reap(pid_t pid)
 /* Read the report until end of file, or until the time limit (limit <= 0: none). */
 static int read_report(int fd, double limit, child_report *rep, size_t *got)
 {
-    double deadline = monotonic_seconds() + limit;
+    double deadline = atf_now() + limit;
     char *buf = (char *)rep;
     *got = 0;
     for (;;) {
         int ms = -1;
         if (limit > 0) {
-            double left = deadline - monotonic_seconds();
+            double left = deadline - atf_now();
             if (left <= 0)
                 return -1;
             ms = left > 1e6 ? 1000000000 : (int)ceil(left * 1000.0);
@@ -1100,7 +1004,7 @@ static atf_error refuse_unsafe(const char *path, const child_outcome *c, double 
     }
     if (c->end == CHILD_DIED && c->sig == SIGINT) {
         atf_errorf(err, "%s: interrupted while reading", path);
-        return ATF_E_INTERRUPTED;
+        return ATF_E_IO; /* the program that raised SIGINT knows it was interrupted */
     }
     if (c->end == CHILD_DIED && c->sig == SIGKILL) { /* not by us: the kernel's OOM killer */
         atf_errorf(err, "%s: the process reading the file was killed (out of memory?)", path);
@@ -1143,19 +1047,19 @@ atf_error h5io_read_file(const char *path, h5io_read_fn fn, void *ctx, char *err
 static atf_error refuse_write(const h5io_writer *w, const child_outcome *c, char *err)
 {
     if (c->end == CHILD_NOT_STARTED) {
-        atf_errorf(err, "%s: cannot start the process that writes the file: %s", w->final_path,
+        atf_errorf(err, "%s: cannot start the process that writes the file: %s", w->af.path,
                    strerror(c->errnum));
         return c->errnum == ENOMEM ? ATF_E_NOMEM : ATF_E_IO;
     }
     if (c->sig == SIGXFSZ)
-        atf_errorf(err, "%s: cannot write: %s (file size limit exceeded)", w->final_path,
+        atf_errorf(err, "%s: cannot write: %s (file size limit exceeded)", w->af.path,
                    strerror(EFBIG));
     else if (c->sig == SIGINT)
-        atf_errorf(err, "%s: interrupted while writing", w->final_path);
+        atf_errorf(err, "%s: interrupted while writing", w->af.path);
     else
-        atf_errorf(err, "%s: the HDF5 library crashed while writing it (%s)", w->final_path,
+        atf_errorf(err, "%s: the HDF5 library crashed while writing it (%s)", w->af.path,
                    c->sig ? strsignal(c->sig) : "no report");
-    return c->sig == SIGINT ? ATF_E_INTERRUPTED : ATF_E_IO;
+    return ATF_E_IO; /* after SIGINT too: the program that raised it knows */
 }
 
 atf_error h5io_write_file(const char *path, h5io_put_fn fn, const void *ctx, char *err)
@@ -1167,7 +1071,9 @@ atf_error h5io_write_file(const char *path, h5io_put_fn fn, const void *ctx, cha
     job.fn = fn;
     job.ctx = ctx;
     h5io_writer *w = &job.out.w;
-    atf_error e = reserve_temporary(w, path, err);
+    w->file = -1;
+    /* Reserved in this process, so that it can always remove it. */
+    atf_error e = atf_atomic_begin(&w->af, path, NULL, err);
     if (!e) {
         child_outcome c;
         run_in_child(write_temporary, &job, 0.0, 0, &c);
@@ -1175,9 +1081,9 @@ atf_error h5io_write_file(const char *path, h5io_put_fn fn, const void *ctx, cha
             e = refuse_write(w, &c, err);
         else if ((e = c.e))
             atf_errorf(err, "%s", c.msg);
-        e = e ? e : commit_temporary(w, err);
+        e = e ? e : atf_atomic_commit(&w->af, err);
         if (e)
-            remove_temporary(w);
+            atf_atomic_abort(&w->af);
     }
     quiet_end(&q);
     return e;

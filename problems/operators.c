@@ -190,16 +190,22 @@ static int sparse_gram(const atf_block *b, double beta, double *G)
     return 0;
 }
 
-static int factored_gram(const atf_block *b, double beta, double *G)
+atf_error atf_factored_gram(int N, int C, int P, int Q, const double *H, const double *D,
+                            double beta, double *G)
 {
-    double *HH = calloc((size_t)b->N * (size_t)b->N, sizeof *HH);
-    if (!HH)
-        return -1;
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, b->N, b->rows, 1.0, b->H, b->rows, 0.0,
-                HH, b->N);
-    int st = gram_panels(b->D, b->M, b->cols, HH, b->N, b->C, beta, G);
+    int M = N * C;
+    double *HH = calloc((size_t)N * (size_t)N, sizeof *HH);
+    int st = -1;
+    if (HH) {
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, N, P, 1.0, H, P, 0.0, HH, N);
+        st = gram_panels(D, M, Q, HH, N, C, beta, G);
+    }
     free(HH);
-    return st;
+    if (st != 0) {
+        fill_nan(G, (int64_t)M * M);
+        return ATF_E_NOMEM;
+    }
+    return ATF_OK;
 }
 
 void atf_block_gram(const atf_block *b, double beta, double *G)
@@ -213,8 +219,8 @@ void atf_block_gram(const atf_block *b, double beta, double *G)
         st = sparse_gram(b, beta, G);
         break;
     case ATF_OP_FACTORED:
-        st = factored_gram(b, beta, G);
-        break;
+        atf_factored_gram(b->N, b->C, b->rows, b->cols, b->H, b->D, beta, G);
+        return;
     }
     if (st != 0)
         fill_nan(G, (int64_t)b->M * b->M);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "atf_problem.h"
+#include "atf_version.h"
 #include "h5io.h"
 #include "problem_internal.h"
 
@@ -520,7 +521,7 @@ static void put_provenance(h5io_out *o, const problem_out *po)
 {
     const atf_provenance *pv = &po->prob->prov;
     h5io_put_string(o, "/", "fingerprint", po->fingerprint);
-    h5io_put_string(o, "/", "atf_version", ATF_VERSION);
+    h5io_put_string(o, "/", "atf_version", atf_version());
     if (pv->command[0])
         h5io_put_string(o, "/", "command", pv->command);
     if (pv->data_source[0])

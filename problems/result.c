@@ -1,4 +1,4 @@
-/* result.c — results in memory: status names, allocation, the fit check and factor recovery
+/* result.c — results in memory: status, method and structure names, allocation, the fit check and factor recovery
  * (SPEC §5: singular values of each B and the eq. 15 split d = s1·σ·s2). */
 #include <lapacke.h>
 #include <math.h>
@@ -31,16 +31,44 @@ atf_error atf_status_parse(const char *name, atf_status *s)
     return ATF_E_INPUT;
 }
 
-atf_error atf_status_error(atf_status s)
+/* ------------------------------------------------------------------ methods, structures */
+
+static const char *const method_names[] = {"admm", "lp", "baseline", "fista", "irls"};
+#define NMETHOD (int)(sizeof method_names / sizeof method_names[0])
+
+const char *atf_method_name(atf_method m)
 {
-    switch (s) {
-    case ATF_STATUS_SOLVED: return ATF_OK;
-    case ATF_STATUS_MAX_ITERATIONS: return ATF_E_MAXITER;
-    case ATF_STATUS_INFEASIBLE: return ATF_E_INFEASIBLE;
-    case ATF_STATUS_INTERRUPTED: return ATF_E_INTERRUPTED;
-    case ATF_STATUS_NUMERICAL_ERROR: return ATF_E_NUMERICAL;
+    return ((int)m >= 0 && (int)m < NMETHOD) ? method_names[m] : "unknown";
+}
+
+atf_error atf_method_parse(const char *name, atf_method *m)
+{
+    for (int j = 0; name && j < NMETHOD; j++) {
+        if (strcmp(name, method_names[j]) == 0) {
+            *m = (atf_method)j;
+            return ATF_OK;
+        }
     }
-    return ATF_E_NUMERICAL;
+    return ATF_E_INPUT;
+}
+
+static const char *const structure_names[] = {"layer", "diagonal", "full"};
+#define NSTRUCTURE (int)(sizeof structure_names / sizeof structure_names[0])
+
+const char *atf_structure_name(atf_global_structure s)
+{
+    return ((int)s >= 0 && (int)s < NSTRUCTURE) ? structure_names[s] : "unknown";
+}
+
+atf_error atf_structure_parse(const char *name, atf_global_structure *s)
+{
+    for (int j = 0; name && j < NSTRUCTURE; j++) {
+        if (strcmp(name, structure_names[j]) == 0) {
+            *s = (atf_global_structure)j;
+            return ATF_OK;
+        }
+    }
+    return ATF_E_INPUT;
 }
 
 /* ------------------------------------------------------------------ layouts */
@@ -113,7 +141,8 @@ atf_result *atfr_new(int nblocks)
     if (!res)
         return NULL;
     res->status = ATF_STATUS_SOLVED;
-    snprintf(res->structure, sizeof res->structure, "layer");
+    res->method = ATF_METHOD_ADMM;
+    res->structure = ATF_GLOBAL_LAYER;
     /* NaN marks "not computed"; the solver overwrites what it measures. */
     res->objective = res->primal_residual = res->dual_residual = NAN;
     res->constraint_residual = res->stationarity = res->ls_residual = NAN;
@@ -345,9 +374,9 @@ atf_error atf_result_factors(atf_result *res, const atf_problem *prob, char *err
             }
         }
     }
-    if (strcmp(res->structure, "full") == 0)
+    if (res->structure == ATF_GLOBAL_FULL)
         return vector_factors(res, prob, err);
-    int diagonal = strcmp(res->structure, "diagonal") == 0;
+    int diagonal = res->structure == ATF_GLOBAL_DIAGONAL;
     for (int l = 0; l < res->nblocks && !e; l++) {
         const atf_block *b = &prob->blocks[l];
         /* the penalty the result was solved with (it may differ from the problem file's when

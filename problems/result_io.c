@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "atf_result.h"
+#include "atf_version.h"
 #include "h5io.h"
 #include "problem_internal.h"
 #include "result_internal.h"
@@ -51,11 +52,6 @@ static double metric_value(const atf_result *res, int j)
 }
 
 /* ------------------------------------------------------------------ validation */
-
-static int valid_structure(const char *s)
-{
-    return strcmp(s, "layer") == 0 || strcmp(s, "diagonal") == 0 || strcmp(s, "full") == 0;
-}
 
 static atf_error check_vector(const char *what, const char *gpath, const char *name,
                               const double *x, int64_t n, char *err)
@@ -135,11 +131,13 @@ static atf_error validate_result(const atf_result *res, const char *what, char *
         atf_errorf(err, "%s: / attribute 'status': unknown status %d", what, (int)res->status);
         return ATF_E_INPUT;
     }
-    if (strnlen(res->method, sizeof res->method) >= sizeof res->method ||
-        strnlen(res->structure, sizeof res->structure) >= sizeof res->structure ||
-        !valid_structure(res->structure)) {
-        atf_errorf(err, "%s: / attribute 'structure': '%.15s' is not layer, diagonal or full",
-                   what, res->structure);
+    if (!strcmp(atf_method_name(res->method), "unknown")) {
+        atf_errorf(err, "%s: / attribute 'method': unknown method %d", what, (int)res->method);
+        return ATF_E_INPUT;
+    }
+    if (!strcmp(atf_structure_name(res->structure), "unknown")) {
+        atf_errorf(err, "%s: / attribute 'structure': unknown structure %d", what,
+                   (int)res->structure);
         return ATF_E_INPUT;
     }
     if (res->iterations < 0) {
@@ -197,7 +195,7 @@ static void put_block(h5io_out *o, const atf_result_block *rb, int index)
 /* Provenance and settings: only what was recorded ("" / NaN / negative: not recorded). */
 static void put_run(h5io_out *o, const atf_result *res)
 {
-    h5io_put_string(o, "/", "atf_version", ATF_VERSION);
+    h5io_put_string(o, "/", "atf_version", atf_version());
     const struct {
         const char *name, *value;
     } strings[] = {{"problem_fingerprint", res->problem_fingerprint}, {"loss", res->loss},
@@ -229,8 +227,8 @@ static void put_result(h5io_out *o, const void *ctx)
     h5io_put_string(o, "/", "format", RESULT_FORMAT);
     h5io_put_int(o, "/", "version", RESULT_VERSION);
     h5io_put_string(o, "/", "status", atf_status_name(res->status));
-    h5io_put_string(o, "/", "method", res->method);
-    h5io_put_string(o, "/", "structure", res->structure);
+    h5io_put_string(o, "/", "method", atf_method_name(res->method));
+    h5io_put_string(o, "/", "structure", atf_structure_name(res->structure));
     h5io_put_int(o, "/", "iterations", res->iterations);
     for (int j = 0; j < NMETRICS; j++)
         h5io_put_double(o, "/", metrics[j].name, metric_value(res, j));
@@ -265,12 +263,23 @@ static atf_error read_header(const h5io_reader *rd, atf_result *res)
         atf_errorf(rd->err, "%s: / attribute 'status': unknown status '%s'", rd->fname, status);
         return ATF_E_INPUT;
     }
-    if ((e = h5io_attr_string(rd->f, rd->fname, "/", "method", res->method, sizeof res->method,
+    char method[32], structure[16];
+    if ((e = h5io_attr_string(rd->f, rd->fname, "/", "method", method, sizeof method,
                               rd->err)) ||
-        (e = h5io_attr_string_or(rd->f, rd->fname, "/", "structure", "layer", res->structure,
-                                 sizeof res->structure, rd->err)) ||
+        (e = h5io_attr_string_or(rd->f, rd->fname, "/", "structure", "layer", structure,
+                                 sizeof structure, rd->err)) ||
         (e = h5io_attr_int(rd->f, rd->fname, "/", "iterations", &iterations, rd->err)))
         return e;
+    if (atf_method_parse(method, &res->method) != ATF_OK) {
+        atf_errorf(rd->err, "%s: / attribute 'method': '%s' is not admm, lp, baseline, fista or "
+                   "irls", rd->fname, method);
+        return ATF_E_INPUT;
+    }
+    if (atf_structure_parse(structure, &res->structure) != ATF_OK) {
+        atf_errorf(rd->err, "%s: / attribute 'structure': '%s' is not layer, diagonal or full",
+                   rd->fname, structure);
+        return ATF_E_INPUT;
+    }
     if (iterations < 0 || iterations > INT_MAX) {
         atf_errorf(rd->err, "%s: / attribute 'iterations': %lld is not a count", rd->fname,
                    (long long)iterations);

@@ -81,7 +81,7 @@ static void log_header(const atf_solver *s)
     fprintf(f, "atf admm: %d blocks, %zu variables (%lld before reduction), %d constraints, "
                "structure %s\n",
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
-            atf_sv_structure_name(s->set.structure));
+            atf_structure_name(s->set.structure));
     fprintf(f, "atf admm: projection by %s, rank %d; rho0 %.3e (floor %.3e), alpha %.2f, "
                "eps_abs %.1e, eps_rel %.1e, max_iter %d\n",
             projection_name(s->proj.kind), s->proj.rank, atf_sv_unscale_rho(s, s->rho0),
@@ -104,7 +104,7 @@ static void log_row(atf_solver *s, const admm_state *st)
     fprintf(log_stream(s), "%8d %14.7e %10.3e %10.3e %10.3e %10.3e %9.3f\n", st->iter,
             atf_sv_unscale_objective(s, obj), atf_sv_unscale_primal(s, st->pri),
             atf_sv_unscale_dual(s, st->dual), cres, atf_sv_unscale_rho(s, st->rho),
-            atf_sv_now() - st->start);
+            atf_now() - st->start);
 }
 
 static void log_summary(const atf_solver *s, const atf_result *res, const admm_state *st)
@@ -114,7 +114,7 @@ static void log_summary(const atf_solver *s, const atf_result *res, const admm_s
             "(tol %.3e), %.3f s (projection %.3f s, prox %.3f s)\n",
             atf_status_name(res->status), st->iter, atf_sv_unscale_primal(s, st->pri),
             atf_sv_unscale_primal(s, st->eps_pri), atf_sv_unscale_dual(s, st->dual),
-            atf_sv_unscale_dual(s, st->eps_dual), atf_sv_now() - st->start, s->t.projection,
+            atf_sv_unscale_dual(s, st->eps_dual), atf_now() - st->start, s->t.projection,
             s->t.prox);
 }
 
@@ -194,9 +194,9 @@ static void initial_dual(atf_solver *s, admm_state *st)
 
 static void project_timed(atf_solver *s, double *v, int refine)
 {
-    double t0 = atf_sv_now();
+    double t0 = atf_now();
     atf_sv_project(s, v, s->work.r, refine);
-    s->t.projection += atf_sv_now() - t0;
+    s->t.projection += atf_now() - t0;
 }
 
 /* One iteration; x receives X⁺. */
@@ -213,9 +213,9 @@ static void iterate(atf_solver *s, admm_state *st, double *x)
     double *tmp = st->zprev;
     st->zprev = st->z;
     st->z = tmp;
-    double t0 = atf_sv_now();
+    double t0 = atf_now();
     atf_sv_prox(s, st->w, st->z, st->rho);
-    s->t.prox += atf_sv_now() - t0;
+    s->t.prox += atf_now() - t0;
     for (size_t i = 0; i < n; i++) /* U⁺ = U + X̂ − Z⁺ = w − Z⁺ */
         st->u[i] = st->w[i] - st->z[i];
 }
@@ -338,7 +338,7 @@ static double admm_certificate(atf_solver *s, admm_state *st, const double *x)
 atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
 {
     size_t n = s->n, bytes = (n ? n : 1) * sizeof(double);
-    admm_state st = {.rho = s->rho0, .alpha = s->set.alpha, .start = atf_sv_now(),
+    admm_state st = {.rho = s->rho0, .alpha = s->set.alpha, .start = atf_now(),
                      .window_best = INFINITY, .previous_best = INFINITY};
     st.z = malloc(bytes), st.u = malloc(bytes), st.w = malloc(bytes), st.zprev = malloc(bytes);
     atf_error e = ATF_OK;

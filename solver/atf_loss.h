@@ -17,6 +17,10 @@
 #include "atf_error.h"
 #include "atf_problem.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ATF_LOSS_SPECLEN 64
 
 typedef enum {
@@ -61,5 +65,9 @@ double atf_loss_mean_xent(int N, int C, const double *logits, const int *labels)
 /* Lipschitz constant of ∇_p L: 1/λ for squared, 1/(2λ) for xent (the softmax cross-entropy
  * Hessian diag(p) − p pᵀ has norm ≤ 1/2). 0 for interpolate. */
 double atf_loss_lipschitz(const atf_loss *loss);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -17,25 +17,19 @@
 #include "atf_problem.h"
 #include "atf_result.h"
 
-typedef enum {
-    ATF_METHOD_ADMM = 0, /* Douglas–Rachford ADMM with over-relaxation (default)      */
-    ATF_METHOD_LP,       /* exact GLPK LP: diagonal structure + nuclear penalty only  */
-    ATF_METHOD_BASELINE  /* NTK min-norm interpolant (Theorem 1)                     */
-} atf_method;
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-typedef enum {
-    ATF_GLOBAL_LAYER = 0, /* each block as in the file (matrix or diagonal)     */
-    ATF_GLOBAL_DIAGONAL,  /* every parameter its own 1×1 block (Appendix A.1)   */
-    ATF_GLOBAL_FULL       /* all parameters one vector block (Theorem 1)        */
-} atf_global_structure;
-
+/* atf_method and atf_global_structure (with their names and parsers) are defined in
+ * atf_result.h, since results carry them. */
 typedef struct {
-    atf_method method;
+    atf_method method;     /* ADMM (default), LP or BASELINE */
     atf_global_structure structure;
     int max_iter;          /* default 10000 */
     double eps_abs;        /* default 1e-8, in data units: multiplies ‖x_ls‖ (√n × RMS entry of the
                               least-squares point) in the primal test, × the curvature in the dual */
-    double eps_rel;        /* default 1e-6 (the --tol value sets this) */
+    double eps_rel;        /* default 1e-6 (`atf solve --tol` sets this) */
     double alpha;          /* over-relaxation, default 1.6 */
     double rho;            /* multiplier of the data-scaled initial penalty parameter
                               ρ0 = rho·⟨∇Ω̃(B0), B0⟩/‖B0‖² at the least-squares point B0;
@@ -60,19 +54,24 @@ typedef struct atf_solver atf_solver;
 atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_solver **out,
                           char *err);
 
-/* Solve; *out receives a newly allocated result (caller frees) whenever a result exists, also for
- * statuses infeasible (the least-squares point), max_iterations and interrupted (last iterate).
- * The returned atf_error mirrors the status (ATF_OK, ATF_E_INFEASIBLE, ATF_E_MAXITER,
- * ATF_E_INTERRUPTED) or reports a failure. */
+/* Solve. The solver owns its result: whenever a result exists it returns ATF_OK and *out
+ * receives it (newly allocated, caller frees), WHATEVER its status: solved, infeasible (the
+ * least-squares point), max_iterations and interrupted (the last iterate), numerical_error (the
+ * least-squares point). The status is only in (*out)->status; when it is not solved, err (if
+ * given) receives a one-line explanation. Any other return is a failure (ATF_E_USAGE,
+ * ATF_E_NOMEM, ATF_E_NUMERICAL...) and *out is NULL:
+ *     if ((e = atf_solver_solve(s, &res, err))) fail(e, err);
+ *     else switch (res->status) { ... } */
 atf_error atf_solver_solve(atf_solver *solver, atf_result **out, char *err);
 
 void atf_solver_free(atf_solver *solver);
 
-/* Convenience: init + solve + free. */
+/* Convenience: init + solve + free (returns as atf_solver_init, then as atf_solver_solve). */
 atf_error atf_solve(const atf_problem *prob, const atf_settings *set, atf_result **out, char *err);
 
 /* NTK min-norm baseline (Theorem 1): B = Aᵀ(AAᵀ)⁻¹ r, reported with its objective under the
- * blocks' own penalties, its factors, and its certificates. */
+ * blocks' own penalties, its factors, and its certificates. Returns as atf_solve: ATF_OK with
+ * status solved, or infeasible when r is not in the range of A. */
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
 
 /* ---- reporting (formatting only: the library never prints) ----
@@ -102,5 +101,9 @@ void atf_result_record_run(atf_result *res, const atf_settings *set, const char 
 /* Short human summary (a few lines, newline-terminated): status, objective, residuals,
  * certificate and time. Returns the length snprintf would need. */
 int atf_result_summary(const atf_result *res, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -279,7 +279,7 @@ static void log_header(atf_solver *s, const atf_loss *loss, const fista_state *s
     fprintf(f, "atf fista: loss %s, %d blocks, %zu variables (%lld before reduction), %d rows, "
                "structure %s\n",
             spec, s->nvars, s->n, (long long)s->n_orig, s->prob->M,
-            atf_sv_structure_name(s->set.structure));
+            atf_structure_name(s->set.structure));
     fprintf(f, "atf fista: first step %.3e (1/L bound), eps_rel %.1e, max_iter %d\n", st->t,
             s->set.eps_rel, s->set.max_iter);
     fprintf(f, "%8s %14s %13s %13s %10s %10s %8s %9s %9s\n", "iter", "objective", "loss",
@@ -306,7 +306,7 @@ static double eta_seconds(atf_solver *s, fista_state *st, double now)
 
 static void log_row(atf_solver *s, fista_state *st)
 {
-    double now = atf_sv_now() - st->start, eta = eta_seconds(s, st, now);
+    double now = atf_now() - st->start, eta = eta_seconds(s, st, now);
     char etabuf[24];
     if (isfinite(eta))
         snprintf(etabuf, sizeof etabuf, "%9.1f", eta);
@@ -380,9 +380,9 @@ static int backtracking_step(atf_solver *s, atf_pg_loss *pl, fista_state *st)
     for (int k = 0; k < MAX_BACKTRACK; k++) {
         for (size_t i = 0; i < n; i++)
             st->w[i] = st->y[i] - t * st->g[i];
-        double t0 = atf_sv_now();
+        double t0 = atf_now();
         atf_sv_prox(s, st->w, st->xn, 1.0 / t);
-        s->t.prox += atf_sv_now() - t0;
+        s->t.prox += atf_now() - t0;
         atf_pg_apply(s, st->xn, st->zn);
         double dx = dist(st->xn, st->y, n);
         double breg = atf_pg_loss_bregman(pl, st->zy, st->zn);
@@ -491,7 +491,7 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
     atf_error e = atf_pg_loss_init(s, loss, &pl, err);
     if (e != ATF_OK)
         return e;
-    fista_state st = {.theta = 1.0, .start = atf_sv_now()};
+    fista_state st = {.theta = 1.0, .start = atf_now()};
     memset(info, 0, sizeof *info);
     if (alloc_state(&st, s->n, pl.M) != ATF_OK) {
         free_state(&st), atf_pg_loss_free(&pl);
@@ -527,8 +527,13 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
     }
     if (st.iter > set->max_iter)
         st.iter = set->max_iter;
-    if (status == ATF_STATUS_NUMERICAL_ERROR && !atf_sv_all_finite(st.x, n))
-        memset(st.x, 0, n * sizeof *st.x); /* never hand out NaN */
+    if (status == ATF_STATUS_NUMERICAL_ERROR && !atf_sv_all_finite(st.x, n)) {
+        memset(st.x, 0, n * sizeof *st.x); /* never hand out NaN: B = 0, i.e. f = f0 */
+        atf_pg_apply(s, st.x, st.zx);
+        st.pen = atf_sv_objective(s, st.x);
+        st.loss = atf_pg_loss_eval(&pl, st.zx, NULL);
+        st.F = st.pen + st.loss;
+    }
     certify(s, &pl, &st, info, res);
     memcpy(x, st.x, n * sizeof *x);
     res->status = status;
@@ -548,7 +553,7 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
                                "gap %.3e; %d restarts, %d backtracks, %.2f s\n",
                 atf_status_name(status), st.iter, info->loss_value, info->penalty_value,
                 info->objective, info->pg_residual, res->stationarity, info->duality_gap,
-                st.restarts, st.backtracks, atf_sv_now() - st.start);
+                st.restarts, st.backtracks, atf_now() - st.start);
     free_state(&st);
     atf_pg_loss_free(&pl);
     return ATF_OK;
@@ -575,7 +580,7 @@ static atf_error check_full(const atf_problem *prob, char *err)
 atf_error atf_pg_solver_init(const atf_problem *prob, const atf_settings *set,
                              const atf_loss *loss, atf_solver **out, char *err)
 {
-    double t0 = atf_sv_now();
+    double t0 = atf_now();
     *out = NULL;
     if (!loss || loss->kind == ATF_LOSS_INTERPOLATE) {
         atf_errorf(err, "solver: the proximal-gradient method needs a squared or xent loss");
@@ -609,7 +614,7 @@ atf_error atf_pg_solver_init(const atf_problem *prob, const atf_settings *set,
     }
     s->rnorm = atf_sv_norm(s->work.r, (size_t)s->work.M);
     s->consistent = 1;
-    s->t.setup = atf_sv_now() - t0;
+    s->t.setup = atf_now() - t0;
     *out = s;
     return ATF_OK;
 }
@@ -655,7 +660,7 @@ atf_error atf_solve_penalized(const atf_problem *prob, const atf_settings *set,
     atf_error e = atf_pg_solver_init(prob, set, loss, &s, err);
     if (e != ATF_OK)
         return e;
-    double t0 = atf_sv_now();
+    double t0 = atf_now();
     atf_result *res = atf_result_alloc(prob);
     double *x = calloc(s->n ? s->n : 1, sizeof *x);
     if (!res || !x) {
@@ -665,27 +670,25 @@ atf_error atf_solve_penalized(const atf_problem *prob, const atf_settings *set,
     }
     if (s->warm)
         memcpy(x, s->warm, s->n * sizeof *x);
-    snprintf(res->method, sizeof res->method, "fista");
-    snprintf(res->structure, sizeof res->structure, "%s",
-             atf_sv_structure_name(s->set.structure));
-    snprintf(res->loss, sizeof res->loss, "%s", atf_loss_name(loss->kind));
+    res->method = ATF_METHOD_FISTA;
+    res->structure = s->set.structure;
+    atf_loss_format(loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
     e = atf_sv_fista(s, loss, res, x, info, err);
     if (e == ATF_OK)
         e = fill_result(s, res, x, err);
     if (e == ATF_OK) {
         res->setup_seconds = s->t.setup;
         res->prox_seconds = s->t.prox;
-        res->solve_seconds = s->t.setup + (atf_sv_now() - t0);
+        res->solve_seconds = s->t.setup + (atf_now() - t0);
         res->other_seconds = fmax(0.0, res->solve_seconds - res->setup_seconds - res->prox_seconds);
-        *out = res;
-        e = atf_status_error(res->status);
-        if (e == ATF_E_MAXITER)
+        *out = res; /* ATF_OK whatever the status; err explains a status other than solved */
+        if (res->status == ATF_STATUS_MAX_ITERATIONS)
             atf_errorf(err, "fista stopped at the iteration limit %d (pg residual %.3e); the last "
                             "iterate is returned", res->iterations, info->pg_residual);
-        else if (e == ATF_E_INTERRUPTED)
+        else if (res->status == ATF_STATUS_INTERRUPTED)
             atf_errorf(err, "fista interrupted after %d iterations; the last iterate is returned",
                        res->iterations);
-        else if (e == ATF_E_NUMERICAL)
+        else if (res->status == ATF_STATUS_NUMERICAL_ERROR)
             atf_errorf(err, "fista broke down numerically after %d iterations", res->iterations);
     } else {
         atf_result_free(res);

@@ -311,7 +311,7 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
         e = ATF_E_NOMEM;
         goto done;
     }
-    double start = atf_sv_now();
+    double start = atf_now();
     memcpy(x, s->x_ls, n * sizeof *x); /* M̂ = I: the NTK minimum-norm interpolant */
     double F = atf_sv_objective(s, x);
     info->first_objective = atf_sv_unscale_objective(s, F);
@@ -352,7 +352,7 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
         int done = step <= s->set.eps_rel;
         if (s->set.verbose && (done || iter == 1 || iter % s->set.log_every == 0))
             fprintf(log_stream(s), "%8d %14.7e %10.3e %9.3f\n", iter,
-                    atf_sv_unscale_objective(s, F), step, atf_sv_now() - start);
+                    atf_sv_unscale_objective(s, F), step, atf_now() - start);
         if (done) {
             res->status = ATF_STATUS_SOLVED;
             break;
@@ -372,7 +372,7 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
         fprintf(log_stream(s), "atf irls: %s after %d iterations, objective %.9e, stationarity "
                                "%.3e, %d safeguarded steps, %.3f s\n",
                 atf_status_name(res->status), iter, info->objective, res->stationarity,
-                info->safeguarded, atf_sv_now() - start);
+                info->safeguarded, atf_now() - start);
 done:
     free(K), free(lambda), free(xn), free(trial);
     return e;

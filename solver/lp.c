@@ -41,13 +41,13 @@ atf_error atf_sv_lp_check(const atf_solver *s, char *err)
         if (!is_entrywise(v)) {
             atf_errorf(err, "method lp solves only the diagonal structure with the nuclear "
                             "penalty (l1 basis pursuit): block %s has structure matrix "
-                            "(use --structure diagonal)", v->orig->name);
+                            "(use structure diagonal)", v->orig->name);
             return ATF_E_USAGE;
         }
         if (!atf_penalty_is_nuclear(&v->pen)) {
             atf_errorf(err, "method lp solves only the diagonal structure with the nuclear "
                             "penalty (l1 basis pursuit): block %s has penalty '%s' "
-                            "(use --penalty nuclear)", v->orig->name, v->orig->penalty_spec);
+                            "(use penalty nuclear)", v->orig->name, v->orig->penalty_spec);
             return ATF_E_USAGE;
         }
     }

@@ -42,8 +42,8 @@ json_t *atf_result_json_object(const atf_result *res)
     if (!o)
         return NULL;
     json_object_set_new(o, "status", atf_json_text(atf_status_name(res->status)));
-    json_object_set_new(o, "method", atf_json_text(res->method));
-    json_object_set_new(o, "structure", atf_json_text(res->structure));
+    json_object_set_new(o, "method", json_string(atf_method_name(res->method)));
+    json_object_set_new(o, "structure", json_string(atf_structure_name(res->structure)));
     json_object_set_new(o, "iterations", json_integer(res->iterations));
     const struct {
         const char *key;
@@ -129,16 +129,17 @@ int atf_result_summary(const atf_result *res, char *buf, size_t len)
                      "  constraint residual %.3e, stationarity %.3e, primal %.3e, dual %.3e, "
                      "least-squares residual %.3e\n"
                      "  time %.3f s (setup %.3f, projection %.3f, prox/SVD %.3f, other %.3f)\n",
-                     atf_status_name(res->status), res->method, res->structure, res->iterations,
+                     atf_status_name(res->status), atf_method_name(res->method),
+                     atf_structure_name(res->structure), res->iterations,
                      res->objective, res->constraint_residual, res->stationarity,
                      res->primal_residual, res->dual_residual, res->ls_residual,
                      res->solve_seconds, res->setup_seconds, res->projection_seconds,
                      res->prox_seconds, res->other_seconds));
-    if (res->status == ATF_STATUS_SOLVED && !strcmp(res->method, "admm") &&
+    if (res->status == ATF_STATUS_SOLVED && res->method == ATF_METHOD_ADMM &&
         res->stationarity > SUMMARY_CERTIFICATE_NOTE)
         add(&k, snprintf(at(&k), room(&k),
                          "  note: stationarity %.1e is large: the point is not yet stationary; "
-                         "tighten --tol (docs/solver.md §6)\n",
+                         "tighten the relative tolerance eps_rel (docs/solver.md §6)\n",
                          res->stationarity));
     return (int)k.used;
 }

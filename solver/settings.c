@@ -1,7 +1,6 @@
 /* settings.c — defaults and validation of atf_settings, and small shared helpers. */
 #include <cblas.h>
 #include <math.h>
-#include <time.h>
 
 #include "solver_internal.h"
 
@@ -30,7 +29,8 @@ atf_error atf_sv_settings_check(const atf_settings *set, char *err)
 {
     if (set->method != ATF_METHOD_ADMM && set->method != ATF_METHOD_LP &&
         set->method != ATF_METHOD_BASELINE) {
-        atf_errorf(err, "settings: unknown method %d", (int)set->method);
+        atf_errorf(err, "settings: method %s (%d) is not one of admm, lp, baseline",
+                   atf_method_name(set->method), (int)set->method);
         return ATF_E_USAGE;
     }
     if (set->structure != ATF_GLOBAL_LAYER && set->structure != ATF_GLOBAL_DIAGONAL &&
@@ -61,23 +61,6 @@ atf_error atf_sv_settings_check(const atf_settings *set, char *err)
         return ATF_E_USAGE;
     }
     return ATF_OK;
-}
-
-const char *atf_sv_structure_name(atf_global_structure s)
-{
-    switch (s) {
-    case ATF_GLOBAL_LAYER: return "layer";
-    case ATF_GLOBAL_DIAGONAL: return "diagonal";
-    case ATF_GLOBAL_FULL: return "full";
-    }
-    return "unknown";
-}
-
-double atf_sv_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 double atf_sv_norm(const double *x, size_t n)

@@ -1,11 +1,13 @@
 /* atf_cli.h — the subcommands of the `atf` binary and the helpers they share.
  *
- * Each subcommand lives in drivers/cmd_<name>.c and has the signature of atf_cmd_fn: it gets the
- * arguments after its name (argv[0] is the subcommand name) and returns the process exit code
- * (SPEC §6: 0 solved, 2 bad input/usage, 3 infeasible, 4 iteration limit, 130 interrupted). */
+ * Each subcommand lives in drivers/cli/cmd_<name>.c and has the signature of atf_cmd_fn: it gets
+ * the arguments after its name (argv[0] is the subcommand name) and returns the process exit code
+ * (docs/cli.md: 0 solved, 2 bad input/usage, 3 infeasible, 4 iteration limit, 130 interrupted,
+ * 1 other failures). */
 #ifndef ATF_CLI_H
 #define ATF_CLI_H
 
+#include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stddef.h>
@@ -24,16 +26,103 @@ int atf_cmd_features(int argc, char **argv);
 int atf_cmd_predict(int argc, char **argv);
 int atf_cmd_train(int argc, char **argv);
 int atf_cmd_kernel(int argc, char **argv);
+int atf_cmd_experiment(int argc, char **argv);
+int atf_cmd_sweep(int argc, char **argv);
 
-/* ---- shared helpers (drivers/cli.c) ---- */
+/* ---- shared helpers (drivers/cli/cli.c) ---- */
 
-/* 1 if any argument after the subcommand name is --help or -h. */
+/* ---- Options: getopt_long, the same way in every command ----
+ *
+ * Every command parses its arguments with getopt_long over a `struct option` table (every long
+ * option; short ones only where they exist, -o and -h). `--opt value` and `--opt=value` both
+ * work, positional arguments may come before, between or after the options (GNU permutation:
+ * getopt_long reorders argv, so record the command line BEFORE parsing), and `--` ends the
+ * options; a long option may be shortened to an unambiguous prefix (getopt_long). Problems
+ * with the options themselves are one line and exit 2:
+ *   atf CMD: unknown option '--x' (atf CMD --help)
+ *   atf CMD: option '--x' needs a value
+ *   atf CMD: option '--x' takes no value
+ *   atf CMD: option '--x' is ambiguous (--xa, --xb)
+ * Bad values keep the messages of the strict parsers below ("--tol: 'x' is not a finite number").
+ *
+ * The pattern (a command with -o FILE, --json, --tol EPS and one positional argument):
+ *
+ *   enum { OPT_JSON = ATF_CLI_OPT_FIRST, OPT_TOL };
+ *   static const struct option options[] = {
+ *       {"output", required_argument, NULL, 'o'},
+ *       {"json", no_argument, NULL, OPT_JSON},
+ *       {"tol", required_argument, NULL, OPT_TOL},
+ *       ATF_CLI_HELP_OPTION,
+ *       {NULL, 0, NULL, 0}};
+ *
+ *   static atf_error parse_args(int argc, char **argv, my_args *a, char *err)
+ *   {
+ *       int c;
+ *       atf_error e = ATF_OK;
+ *       atf_cli_getopt_begin();
+ *       while (!e && (c = atf_cli_getopt("mycmd", argc, argv, "o:h", options, err)) != -1) {
+ *           switch (c) {
+ *           case 'o': a->out = optarg; break;
+ *           case OPT_JSON: a->json = 1; break;
+ *           case OPT_TOL: e = atf_cli_double("--tol", optarg, &a->tol, err); break;
+ *           case 'h': break; // atf_cli_wants_help (below) has seen it
+ *           default: e = ATF_E_USAGE; // ATF_CLI_BAD_OPTION: err holds the message
+ *           }
+ *       }
+ *       if (!e)
+ *           e = atf_cli_positionals("mycmd", argc, argv, 1, 1, "INPUT", &a->input, NULL, err);
+ *       return e;
+ *   }
+ *
+ *   int atf_cmd_mycmd(int argc, char **argv)
+ *   {
+ *       if (atf_cli_wants_help(argc, argv)) { usage(stdout); return 0; } // help wins
+ *       atf_cli_command_line(argc, argv, a.command, sizeof a.command); // before getopt permutes
+ *       ... e = parse_args(argc, argv, &a, err); if (e) return atf_cli_fail("mycmd", e, err);
+ *   }
+ *
+ * Commands that take the data and network options include ATF_CLI_DATA_OPTIONS and
+ * ATF_CLI_NET_OPTIONS in their table and pass the codes to atf_cli_tangent_option (cli_tangent.h).
+ */
+
+/* First code for a command's own long-only options (above every character code). */
+#define ATF_CLI_OPT_FIRST 0x100
+/* Code atf_cli_getopt returns for a bad option (unknown, missing value, ...); err says which. */
+#define ATF_CLI_BAD_OPTION '?'
+/* The --help / -h entry of every table. */
+#define ATF_CLI_HELP_OPTION {"help", no_argument, NULL, 'h'}
+
+/* Start a parse: GNU re-initialisation (optind = 0) and no messages from getopt (opterr = 0). */
+void atf_cli_getopt_begin(void);
+
+/* getopt_long(argc, argv, shortopts, longopts) (":" is put in front of shortopts here, after a
+ * leading '+' that stops at the first positional argument, as main.c does), except
+ * that a bad option returns ATF_CLI_BAD_OPTION with the one-line message above in err
+ * (without the "atf CMD: " prefix that atf_cli_fail adds). The value is in optarg. */
+int atf_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts, char *err);
+
+/* The positional arguments left after the options (argv[optind..argc)): between min and max of
+ * them, stored in out[0..max) (unused entries NULL); *n (may be NULL) receives their count.
+ * Too few: "missing ARGUMENT (atf CMD --help)" with `what` naming them; too many: "unexpected
+ * argument 'X'". */
+atf_error atf_cli_positionals(const char *cmd, int argc, char **argv, int min, int max,
+                              const char *what, const char **out, int *n, char *err);
+
+/* 1 if any argument after the subcommand name (before a "--") is --help or -h: help wins over
+ * every other argument, as it always has. */
 int atf_cli_wants_help(int argc, char **argv);
+
+/* ---- Exit codes (only here: the library returns errors and statuses, not exit codes) ----
+ * 0 solved, 2 bad input or usage, 3 infeasible, 4 iteration limit, 130 interrupted, 1 other. */
+int atf_cli_exit_code(atf_error e);
+int atf_cli_status_exit_code(atf_status s);
 
 /* Print "atf CMD: message" on stderr and return the exit code of e. */
 int atf_cli_fail(const char *cmd, atf_error e, const char *msg);
 
-/* Strict number parsing for option values; on failure write a message naming the option. */
+/* Strict number parsing for option values; on failure write a message naming the option
+ * (ATF_E_USAGE). */
 atf_error atf_cli_int(const char *opt, const char *text, long lo, long hi, long *out, char *err);
 atf_error atf_cli_double(const char *opt, const char *text, double *out, char *err);
 
@@ -45,12 +134,20 @@ atf_error atf_cli_double(const char *opt, const char *text, double *out, char *e
 atf_error atf_cli_check_output(const char *path, char *err);
 atf_error atf_cli_output_dir(const char *dir, char *err);
 
+/* ---- Data directories (independent of the working directory) ----
+ * The data roots the data sets are searched in (ROOT/mnist, ROOT/fashion-mnist), in order:
+ * if the environment variable ATF_DATA is set and not empty, its ':'-separated directories and
+ * nothing else (an explicit choice never falls back to another copy of the data); otherwise the
+ * data/ folder of the repository the atf binary was built in (BUILD/drivers/atf → BUILD/../data), the
+ * source repository's data/ (ATF_SOURCE_DATA, defined at compile time) and
+ * /usr/share/datasets (Debian's dataset-* packages). The same directory is listed once.
+ * Writes up to max paths of ATF_CLI_PATHLEN bytes into roots; returns their count. */
+#define ATF_CLI_PATHLEN 1024
+int atf_cli_data_roots(char (*roots)[ATF_CLI_PATHLEN], int max);
+
 /* SIGINT handling: installs a handler that sets the returned flag (first Ctrl-C asks the solver
  * to stop and write its last iterate; a second one kills the process). */
 volatile sig_atomic_t *atf_cli_interrupt_flag(void);
-
-/* Wall-clock seconds (monotonic). */
-double atf_cli_now(void);
 
 /* The command line of this run, "atf CMD ARG..." (argv as a subcommand gets it), with arguments
  * a shell would split or expand single-quoted; recorded in the files atf writes. */

@@ -1,5 +1,6 @@
-/* cli.c — helpers shared by the subcommands: failure messages, strict number parsing, SIGINT,
- * the recorded command line, the result ↔ problem check and JSON lines (jansson). */
+/* cli.c — helpers shared by the subcommands: getopt_long with one-line messages, strict number
+ * parsing, exit codes, failure messages, SIGINT, the recorded command line, the result ↔ problem
+ * check and JSON lines (jansson). */
 #include "atf_cli.h"
 #include "atf_solver.h"
 
@@ -8,23 +9,141 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "experiment.h"
+#include "atf_experiments.h" /* atf_mkdir_p */
 
 int atf_cli_wants_help(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             return 1;
     return 0;
 }
 
+void atf_cli_getopt_begin(void)
+{
+    optind = 0; /* 0, not 1: glibc then also resets its internal state (a new argv) */
+    opterr = 0;
+}
+
+/* The long options whose names start with `name` (len characters), listed in out; their count. */
+static int long_matches(const struct option *longopts, const char *name, size_t len, char *out,
+                        size_t outlen)
+{
+    int n = 0;
+    size_t used = 0;
+    out[0] = '\0';
+    for (const struct option *o = longopts; o && o->name; o++) {
+        if (strncmp(o->name, name, len) != 0)
+            continue;
+        if (used + 1 < outlen)
+            used += (size_t)snprintf(out + used, outlen - used, "%s--%s", n ? ", " : "", o->name);
+        n++;
+    }
+    return n;
+}
+
+/* The message for getopt's '?' (unknown, ambiguous, or a flag given a value) and ':' (missing
+ * value). A long option is the element before optind; a short one is optopt. */
+static void bad_option(const char *cmd, int c, char **argv, int argc,
+                       const struct option *longopts, char *err)
+{
+    const char *arg = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "";
+    if (strncmp(arg, "--", 2) != 0) { /* a short option */
+        if (c == ':')
+            atf_errorf(err, "option '-%c' needs a value", optopt);
+        else
+            atf_errorf(err, "unknown option '-%c' (atf %s%s--help)", optopt, cmd, *cmd ? " " : "");
+        return;
+    }
+    const char *eq = strchr(arg, '=');
+    int len = eq ? (int)(eq - arg) : (int)strlen(arg);
+    if (len > 100)
+        len = 100;
+    char names[256];
+    if (c == ':')
+        atf_errorf(err, "option '%.*s' needs a value", len, arg);
+    else if (optopt != 0 && eq)
+        atf_errorf(err, "option '%.*s' takes no value", len, arg);
+    else if (long_matches(longopts, arg + 2, (size_t)len - 2, names, sizeof names) > 1)
+        atf_errorf(err, "option '%.*s' is ambiguous (%s)", len, arg, names);
+    else
+        atf_errorf(err, "unknown option '%.*s' (atf %s%s--help)", len, arg, cmd, *cmd ? " " : "");
+}
+
+int atf_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts, char *err)
+{
+    /* ':' (report a missing value as ':') goes after a leading '+' or '-' (argument order) */
+    char optstring[64];
+    const char *rest = shortopts ? shortopts : "";
+    int order = *rest == '+' || *rest == '-';
+    snprintf(optstring, sizeof optstring, "%.*s:%s", order, rest, rest + order);
+    int c = getopt_long(argc, argv, optstring, longopts, NULL);
+    if (c == '?' || c == ':') {
+        bad_option(cmd, c, argv, argc, longopts, err);
+        return ATF_CLI_BAD_OPTION;
+    }
+    return c;
+}
+
+atf_error atf_cli_positionals(const char *cmd, int argc, char **argv, int min, int max,
+                              const char *what, const char **out, int *n, char *err)
+{
+    int count = argc - optind;
+    for (int i = 0; i < max; i++)
+        out[i] = i < count ? argv[optind + i] : NULL;
+    if (n)
+        *n = count < max ? count : max;
+    if (count > max) {
+        atf_errorf(err, "unexpected argument '%s' (atf %s --help)", argv[optind + max], cmd);
+        return ATF_E_USAGE;
+    }
+    if (count < min) {
+        atf_errorf(err, "missing %s (atf %s --help)", what, cmd);
+        return ATF_E_USAGE;
+    }
+    return ATF_OK;
+}
+
+int atf_cli_exit_code(atf_error e)
+{
+    switch (e) {
+    case ATF_OK:
+        return 0;
+    case ATF_E_USAGE:
+    case ATF_E_INPUT:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+int atf_cli_status_exit_code(atf_status s)
+{
+    switch (s) {
+    case ATF_STATUS_SOLVED:
+        return 0;
+    case ATF_STATUS_INFEASIBLE:
+        return 3;
+    case ATF_STATUS_MAX_ITERATIONS:
+        return 4;
+    case ATF_STATUS_INTERRUPTED:
+        return 130;
+    default:
+        return 1;
+    }
+}
+
+static volatile sig_atomic_t interrupted; /* raised by the SIGINT handler (below) */
+
 int atf_cli_fail(const char *cmd, atf_error e, const char *msg)
 {
     fprintf(stderr, "atf %s: %s\n", cmd, msg && *msg ? msg : atf_error_name(e));
-    return atf_error_exit_code(e);
+    /* a failure after Ctrl-C (e.g. a read or write stopped by the signal) exits as interrupted */
+    return e != ATF_OK && interrupted ? atf_cli_status_exit_code(ATF_STATUS_INTERRUPTED)
+                                      : atf_cli_exit_code(e);
 }
 
 atf_error atf_cli_int(const char *opt, const char *text, long lo, long hi, long *out, char *err)
@@ -108,7 +227,75 @@ atf_error atf_cli_output_dir(const char *dir, char *err)
     return why ? unwritable_dir(dir, dir, why, err) : ATF_OK;
 }
 
-static volatile sig_atomic_t interrupted = 0;
+
+/* 1 if a and b name the same existing directory. */
+static int same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* Append dir to roots (count *n of max) unless it is there already (same path, or the same
+ * existing directory under another name). */
+static void add_root(char (*roots)[ATF_CLI_PATHLEN], int max, int *n, const char *dir)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(roots[i], dir) || same_dir(roots[i], dir))
+            return;
+    if (*n < max && snprintf(roots[*n], ATF_CLI_PATHLEN, "%s", dir) < ATF_CLI_PATHLEN)
+        (*n)++;
+}
+
+/* BUILD/../data for the binary BUILD/drivers/atf (the repository it was built in), or "". */
+static void binary_repository_data(char *out, size_t len)
+{
+    char exe[ATF_CLI_PATHLEN];
+    out[0] = '\0';
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1); /* an absolute, resolved path */
+    if (n <= 0 || n >= (ssize_t)sizeof exe - 1)
+        return;
+    exe[n] = '\0';
+    const char *tail = "/drivers/atf"; /* an installed atf (PREFIX/bin/atf) has no repository */
+    size_t nt = strlen(tail);
+    if ((size_t)n <= nt || strcmp(exe + n - nt, tail) != 0)
+        return;
+    for (int up = 0; up < 3; up++) { /* atf, drivers, BUILD */
+        char *slash = strrchr(exe, '/');
+        if (!slash || slash == exe)
+            return;
+        *slash = '\0';
+    }
+    if (snprintf(out, len, "%s/data", exe) >= (int)len)
+        out[0] = '\0'; /* too long to be of use */
+}
+
+int atf_cli_data_roots(char (*roots)[ATF_CLI_PATHLEN], int max)
+{
+    int n = 0;
+    const char *env = getenv("ATF_DATA");
+    if (env && *env) { /* set and not empty */
+        for (const char *p = env; *p;) {
+            size_t len = strcspn(p, ":");
+            char dir[ATF_CLI_PATHLEN];
+            if (len > 0 && len < sizeof dir) {
+                snprintf(dir, sizeof dir, "%.*s", (int)len, p);
+                add_root(roots, max, &n, dir);
+            }
+            p += len + (p[len] == ':');
+        }
+        return n;
+    }
+    char here[ATF_CLI_PATHLEN];
+    binary_repository_data(here, sizeof here);
+    if (here[0])
+        add_root(roots, max, &n, here);
+#ifdef ATF_SOURCE_DATA
+    add_root(roots, max, &n, ATF_SOURCE_DATA);
+#endif
+    add_root(roots, max, &n, "/usr/share/datasets");
+    return n;
+}
 
 static void on_sigint(int sig)
 {
@@ -127,13 +314,6 @@ volatile sig_atomic_t *atf_cli_interrupt_flag(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     return &interrupted;
-}
-
-double atf_cli_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Characters that need no quoting in a POSIX shell word. */

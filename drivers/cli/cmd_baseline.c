@@ -1,4 +1,4 @@
-/* cmd_baseline.c — `atf baseline PROBLEM.h5 -o RESULT.h5 [--json] [--quiet]` (SPEC §6).
+/* cmd_baseline.c — `atf baseline PROBLEM.h5 -o RESULT.h5 [--json] [--quiet]` (docs/cli.md).
  *
  * The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), with its objective under the blocks'
  * own penalties, its certificates and factors. It shares the code path of `atf solve`
@@ -26,47 +26,49 @@ static void usage(FILE *out)
             "            written)\n");
 }
 
-static int takes_value(const char *arg)
-{
-    return !strcmp(arg, "-o") || !strcmp(arg, "--output");
-}
+enum { OPT_JSON = ATF_CLI_OPT_FIRST };
 
-static int allowed(const char *arg)
+/* The options a baseline accepts (a subset of atf solve's). */
+static const struct option options[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"quiet", no_argument, NULL, 'q'},
+    ATF_CLI_HELP_OPTION,
+    {NULL, 0, NULL, 0}};
+
+/* Refuse an option a baseline does not take (getopt reorders argv: give it a copy). */
+static atf_error check_options(int argc, char **argv, char *err)
 {
-    static const char *const flags[] = {"--json", "--quiet", "-q"};
-    if (takes_value(arg) || !strncmp(arg, "--output=", 9))
-        return 1;
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(arg, flags[i]))
-            return 1;
-    return 0;
+    atf_cli_getopt_begin();
+    for (int c; (c = atf_cli_getopt("baseline", argc, argv, "o:qh", options, err)) != -1;)
+        if (c == ATF_CLI_BAD_OPTION)
+            return ATF_E_USAGE;
+    return ATF_OK;
 }
 
 int atf_cmd_baseline(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (argv[i][0] == '-' && argv[i][1] != '\0' && !allowed(argv[i])) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "unknown option '%.100s' (atf baseline --help)", argv[i]);
-            return atf_cli_fail("baseline", ATF_E_USAGE, msg);
-        }
-        if (takes_value(argv[i]))
-            i++;
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
     }
-    char **args = malloc((size_t)(argc + 3) * sizeof *args);
+    char err[ATF_ERRLEN] = "";
+    char **args = malloc((size_t)(argc + 2) * sizeof *args);
     if (!args)
         return atf_cli_fail("baseline", ATF_E_NOMEM, "out of memory");
+    memcpy(args, argv, (size_t)argc * sizeof *args);
+    atf_error e = check_options(argc, args, err);
+    if (e) {
+        free(args);
+        return atf_cli_fail("baseline", e, err);
+    }
+    /* atf solve --method=baseline with the arguments as typed (atf solve records them without
+     * the inserted option) */
     args[0] = "baseline";
-    for (int i = 1; i < argc; i++)
-        args[i] = argv[i];
-    args[argc] = "--method";
-    args[argc + 1] = "baseline";
-    args[argc + 2] = NULL;
-    int code = atf_cmd_solve(argc + 2, args);
+    args[1] = "--method=baseline";
+    memcpy(args + 2, argv + 1, (size_t)(argc - 1) * sizeof *args);
+    args[argc + 1] = NULL;
+    int code = atf_cmd_solve(argc + 1, args);
     free(args);
     return code;
 }

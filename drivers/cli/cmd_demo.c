@@ -1,15 +1,15 @@
 /* cmd_demo.c — `atf demo`: the built-in example behind `bash scripts/demo.sh`.
  *
- * The sample-complexity experiment at a small size on the synthetic multi-index task (no
- * download): NTK min-norm regression on the tangent features of a random ReLU network against
- * problem (16) on the same features, and the trained network, at a few n. A table on stdout and
- * a figure in OUT (default out/demo). Deterministic for its seeds; resumable like the
- * experiment (re-running reuses the rows already in OUT/samples.csv). */
+ * The samples experiment of the experiments library at its demo size (atf_demo_defaults) on
+ * the synthetic multi-index task (no download): NTK min-norm regression on the tangent
+ * features of a random ReLU network against problem (16) on the same features, and the trained
+ * network, at a few n. A table on stdout and a figure in OUT (default out/demo). Deterministic
+ * for its seeds; resumable like the experiment (re-running reuses the rows already in
+ * OUT/samples.csv). */
 #include <stdio.h>
 #include <string.h>
 
-#include "atf_cli.h"
-#include "experiment.h"
+#include "cmd_experiments.h"
 
 static void usage(FILE *out)
 {
@@ -27,54 +27,57 @@ static void usage(FILE *out)
             "The same experiment with every option: atf experiment samples --help.\n");
 }
 
+enum { OPT_OUT = ATF_CLI_OPT_FIRST, OPT_SEEDS, OPT_NS, OPT_EPOCHS, OPT_NO_MLP, OPT_JSON };
+
+static atf_error demo_option(int c, const char *val, atf_samples_config *cfg, char *err)
+{
+    long k;
+    atf_error e = ATF_OK;
+    switch (c) {
+    case OPT_OUT: snprintf(cfg->out, sizeof cfg->out, "%s", val); break;
+    case OPT_SEEDS: return atf_cli_exp_seeds("--seeds", val, 0, cfg, err);
+    case OPT_NS: return atf_cli_exp_ns("--ns", val, cfg, err);
+    case OPT_EPOCHS:
+        e = atf_cli_int("--epochs", val, 1, 1000000, &k, err);
+        cfg->train.epochs = (int)k;
+        break;
+    case OPT_NO_MLP: cfg->train_mlp = 0; break;
+    case OPT_JSON: cfg->io.json = 1; break;
+    case 'h': break;
+    default: e = ATF_E_USAGE; /* err from atf_cli_getopt */
+    }
+    return e;
+}
+
 int atf_cmd_demo(int argc, char **argv)
 {
-    static atf_samples_config cfg;
-    atf_samples_defaults(&cfg);
-    int ns[] = {125, 250, 500, 1000, 2000};
-    cfg.nn = 5;
-    memcpy(cfg.ns, ns, sizeof ns);
-    cfg.nseeds = 3;
-    cfg.data.n_test = 1000;
-    cfg.train.epochs = 100;
-    snprintf(cfg.out, sizeof cfg.out, "out/demo");
-    cfg.title = "atf demo: synthetic multi-index task (d = 16, r = 2), NTK vs problem (16) vs MLP";
-    char err[ATF_ERRLEN] = "";
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(opt, "--json")) {
-            cfg.json = 1;
-        } else if (!strcmp(opt, "--no-mlp")) {
-            cfg.train_mlp = 0;
-        } else if (!strcmp(opt, "--out") && i + 1 < argc) {
-            snprintf(cfg.out, sizeof cfg.out, "%s", argv[++i]);
-        } else if (!strcmp(opt, "--seeds") && i + 1 < argc) {
-            long k;
-            if (atf_cli_int(opt, argv[++i], 1, ATF_SAMPLES_MAXSEEDS, &k, err))
-                return atf_cli_fail("demo", ATF_E_USAGE, err);
-            cfg.nseeds = (int)k;
-            for (int s = 0; s < cfg.nseeds; s++)
-                cfg.seeds[s] = (uint64_t)s + 1;
-        } else if (!strcmp(opt, "--ns") && i + 1 < argc) {
-            long v[ATF_SAMPLES_MAXN];
-            int n;
-            if (atf_parse_list(opt, argv[++i], 2, 1 << 24, v, ATF_SAMPLES_MAXN, &n, err))
-                return atf_cli_fail("demo", ATF_E_USAGE, err);
-            for (int k = 0; k < n; k++)
-                cfg.ns[k] = (int)v[k];
-            cfg.nn = n;
-        } else if (!strcmp(opt, "--epochs") && i + 1 < argc) {
-            long k;
-            if (atf_cli_int(opt, argv[++i], 1, 1000000, &k, err))
-                return atf_cli_fail("demo", ATF_E_USAGE, err);
-            cfg.train.epochs = (int)k;
-        } else {
-            atf_errorf(err, "unknown or incomplete option '%s' (atf demo --help)", opt);
-            return atf_cli_fail("demo", ATF_E_USAGE, err);
-        }
+    static const struct option options[] = {
+        {"out", required_argument, NULL, OPT_OUT}, {"seeds", required_argument, NULL, OPT_SEEDS},
+        {"ns", required_argument, NULL, OPT_NS}, {"epochs", required_argument, NULL, OPT_EPOCHS},
+        {"no-mlp", no_argument, NULL, OPT_NO_MLP}, {"json", no_argument, NULL, OPT_JSON},
+        ATF_CLI_HELP_OPTION, {NULL, 0, NULL, 0}};
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
     }
-    return atf_samples_run(&cfg, "demo");
+    static atf_samples_config cfg; /* large */
+    char err[ATF_ERRLEN] = "";
+    atf_exp_outcome o = {ATF_STATUS_SOLVED, 0, 0};
+    atf_demo_defaults(&cfg);
+    atf_cli_getopt_begin();
+    int c;
+    atf_error e = ATF_OK;
+    while (!e && (c = atf_cli_getopt("demo", argc, argv, "h", options, err)) != -1)
+        e = demo_option(c, optarg, &cfg, err);
+    if (!e)
+        e = atf_cli_positionals("demo", argc, argv, 0, 0, "", NULL, NULL, err);
+    if (!e)
+        e = atf_samples_check(&cfg, err);
+    if (!e)
+        e = atf_cli_output_dir(cfg.out, err);
+    if (!e) {
+        cfg.io = atf_cli_exp_io(cfg.io.json, 0);
+        e = atf_samples_run(&cfg, &o, err);
+    }
+    return atf_cli_exp_exit("demo", e, &o, err);
 }

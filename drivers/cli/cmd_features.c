@@ -1,12 +1,13 @@
-/* cmd_features.c — `atf features`: data + an MLP → a factored atf-problem file (SPEC §6). */
+/* cmd_features.c — `atf features`: data + an MLP → a factored atf-problem file (docs/cli.md). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "atf_cli.h"
+#include "cli_tangent.h"
 #include "atf_problem.h"
 #include "atf_solver.h"
-#include "atf_tangent.h"
+#include "atf_features.h"
 
 static void usage(FILE *out)
 {
@@ -18,8 +19,11 @@ static void usage(FILE *out)
         "/labels and the held-out split as /test.\n"
         "\n"
         "data:\n"
-        "  --data SRC           synthetic[:d=16,r=2,noise=0] | mnist[:DIR] (default data/mnist,\n"
-        "                       see scripts/fetch_mnist.sh) | fashion-mnist[:DIR] | FILE.h5\n"
+        "  --data SRC           synthetic[:d=16,r=2,noise=0] | mnist[:DIR] | fashion-mnist[:DIR]\n"
+        "                       | FILE.h5; without DIR, ROOT/mnist or ROOT/fashion-mnist of the\n"
+        "                       first data root that has it: the ':'-separated directories of\n"
+        "                       $ATF_DATA if set, else data/ of atf's repository (where\n"
+        "                       scripts/fetch_mnist.sh puts MNIST) and /usr/share/datasets\n"
         "  --classes 2,3        keep these classes (label order: first -> -1, second -> +1)\n"
         "  --n-train N --n-test N   sizes (default 500 / 500; HDF5 file: all / 0)\n"
         "  --data-seed S        sampling / synthetic seed (default 1)\n"
@@ -51,36 +55,52 @@ typedef struct {
     char command[ATF_COMMANDLEN]; /* recorded in the problem file */
 } features_args;
 
-static int parse_args(int argc, char **argv, features_args *a, char *err)
+enum { OPT_PENALTY = ATF_CLI_OPT_FIRST, OPT_SAVE_MLP, OPT_JSON };
+
+static const struct option options[] = {
+    ATF_CLI_DATA_OPTIONS,
+    ATF_CLI_NET_OPTIONS,
+    {"output", required_argument, NULL, 'o'},
+    {"penalty", required_argument, NULL, OPT_PENALTY},
+    {"save-mlp", required_argument, NULL, OPT_SAVE_MLP},
+    {"json", no_argument, NULL, OPT_JSON},
+    ATF_CLI_HELP_OPTION,
+    {NULL, 0, NULL, 0}};
+
+static atf_error apply_option(int c, const char *val, features_args *a, char *err)
 {
-    for (int i = 1; i < argc; i++) {
-        int used = 0;
-        if (atf_tangent_arg(argc, argv, &i, &a->data, &a->net, &used, err))
-            return -1;
-        if (used)
-            continue;
-        const char *opt = argv[i];
-        const char **target = !strcmp(opt, "-o") ? &a->out
-                              : !strcmp(opt, "--penalty") ? &a->penalty
-                              : !strcmp(opt, "--save-mlp") ? &a->save_mlp : NULL;
-        if (target) {
-            if (i + 1 >= argc) {
-                atf_errorf(err, "%s needs a value", opt);
-                return -1;
-            }
-            *target = argv[++i];
-        } else if (!strcmp(opt, "--json")) {
-            a->json = 1;
-        } else {
-            atf_errorf(err, "unknown option or argument '%s' (atf features --help)", opt);
-            return -1;
-        }
+    int used = 0;
+    atf_error e = ATF_OK;
+    switch (c) {
+    case 'o': a->out = val; break;
+    case OPT_PENALTY: a->penalty = val; break;
+    case OPT_SAVE_MLP: a->save_mlp = val; break;
+    case OPT_JSON: a->json = 1; break;
+    case 'h': break; /* atf_cli_wants_help has seen it */
+    default:
+        e = atf_cli_tangent_option(c, val, &a->data, &a->net, &used, err);
+        if (!e && !used) /* ATF_CLI_BAD_OPTION: err holds the message */
+            e = ATF_E_USAGE;
     }
-    if (!a->out) {
+    return e;
+}
+
+static atf_error parse_args(int argc, char **argv, features_args *a, char *err)
+{
+    atf_error e = ATF_OK;
+    int c;
+    atf_cli_getopt_begin();
+    while (!e && (c = atf_cli_getopt("features", argc, argv, "o:h", options, err)) != -1)
+        e = apply_option(c, optarg, a, err);
+    if (!e)
+        e = atf_cli_positionals("features", argc, argv, 0, 0, "", NULL, NULL, err);
+    if (!e)
+        e = atf_cli_add_data_dirs(&a->data, err);
+    if (!e && !a->out) {
         atf_errorf(err, "missing -o PROBLEM.h5");
-        return -1;
+        e = ATF_E_USAGE;
     }
-    return 0;
+    return e;
 }
 
 static void print_json(const features_args *a, const atf_task *t, const atf_mlp *m,
@@ -190,9 +210,10 @@ int atf_cmd_features(int argc, char **argv)
     }
     features_args a = {atf_data_options_default(), atf_net_options_default(), NULL, NULL, NULL,
                        0, ""};
+    atf_cli_command_line(argc, argv, a.command, sizeof a.command); /* before getopt reorders */
     char err[ATF_ERRLEN] = "";
-    if (parse_args(argc, argv, &a, err))
-        return atf_cli_fail("features", ATF_E_USAGE, err);
-    atf_cli_command_line(argc, argv, a.command, sizeof a.command);
+    atf_error e = parse_args(argc, argv, &a, err);
+    if (e)
+        return atf_cli_fail("features", e, err);
     return run(&a);
 }

@@ -1,5 +1,5 @@
 /* cmd_kernel.c — `atf kernel`: NTK, adapted, eq. 17, Theorem 1, label, final and path-averaged
- * kernels of a problem (and networks) with their cosine and centered alignments (SPEC §5). */
+ * kernels of a problem (and networks) with their cosine and centered alignments (docs/cli.md). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "atf_cli.h"
 #include "atf_result.h"
 #include "atf_solver.h"
-#include "atf_tangent.h"
+#include "atf_kernel.h"
 
 static void usage(FILE *out)
 {
@@ -117,42 +117,47 @@ typedef struct {
     atf_path_method method;
 } kernel_args;
 
-static int parse_args(int argc, char **argv, kernel_args *a, char *err)
+enum { OPT_MLP0 = ATF_CLI_OPT_FIRST, OPT_MLP, OPT_PATH_POINTS, OPT_PATH_METHOD, OPT_JSON };
+
+static const struct option options[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"mlp0", required_argument, NULL, OPT_MLP0},
+    {"mlp", required_argument, NULL, OPT_MLP},
+    {"path-points", required_argument, NULL, OPT_PATH_POINTS},
+    {"path-method", required_argument, NULL, OPT_PATH_METHOD},
+    {"json", no_argument, NULL, OPT_JSON},
+    ATF_CLI_HELP_OPTION,
+    {NULL, 0, NULL, 0}};
+
+static atf_error apply_option(int c, const char *val, kernel_args *a, char *err)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        int takes_value = !strcmp(opt, "-o") || !strcmp(opt, "--mlp0") || !strcmp(opt, "--mlp") ||
-                          !strcmp(opt, "--path-points") || !strcmp(opt, "--path-method");
-        if (takes_value && i + 1 >= argc) {
-            atf_errorf(err, "%s needs a value", opt);
-            return -1;
-        }
-        if (!strcmp(opt, "-o"))
-            a->out = argv[++i];
-        else if (!strcmp(opt, "--mlp0"))
-            a->mlp0 = argv[++i];
-        else if (!strcmp(opt, "--mlp"))
-            a->mlp = argv[++i];
-        else if (!strcmp(opt, "--path-points")) {
-            if (atf_cli_int(opt, argv[++i], 1, 100000, &a->T, err))
-                return -1;
-        } else if (!strcmp(opt, "--path-method")) {
-            if (atf_path_method_parse(argv[++i], &a->method, err))
-                return -1;
-        } else if (!strcmp(opt, "--json"))
-            a->json = 1;
-        else if (opt[0] != '-' && a->npos < 2)
-            a->pos[a->npos++] = opt;
-        else {
-            atf_errorf(err, "unknown option or argument '%s' (atf kernel --help)", opt);
-            return -1;
-        }
+    switch (c) {
+    case 'o': a->out = val; break;
+    case OPT_MLP0: a->mlp0 = val; break;
+    case OPT_MLP: a->mlp = val; break;
+    case OPT_PATH_POINTS: return atf_cli_int("--path-points", val, 1, 100000, &a->T, err);
+    case OPT_PATH_METHOD: return atf_path_method_parse(val, &a->method, err);
+    case OPT_JSON: a->json = 1; break;
+    case 'h': break; /* atf_cli_wants_help has seen it */
+    default: return ATF_E_USAGE; /* ATF_CLI_BAD_OPTION: err holds the message */
     }
-    if (a->npos < 1 || !a->out) {
+    return ATF_OK;
+}
+
+static atf_error parse_args(int argc, char **argv, kernel_args *a, char *err)
+{
+    atf_error e = ATF_OK;
+    int c;
+    atf_cli_getopt_begin();
+    while (!e && (c = atf_cli_getopt("kernel", argc, argv, "o:h", options, err)) != -1)
+        e = apply_option(c, optarg, a, err);
+    if (!e)
+        e = atf_cli_positionals("kernel", argc, argv, 1, 2, "PROBLEM.h5", a->pos, &a->npos, err);
+    if (!e && !a->out) {
         atf_errorf(err, "expected PROBLEM.h5 [RESULT.h5] -o KERNELS.h5");
-        return -1;
+        e = ATF_E_USAGE;
     }
-    return 0;
+    return e;
 }
 
 static atf_error load(const kernel_args *a, atf_problem **p, atf_result **res, atf_mlp **m0,
@@ -180,13 +185,14 @@ int atf_cmd_kernel(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.T = 50;
     char err[ATF_ERRLEN] = "";
-    if (parse_args(argc, argv, &a, err))
-        return atf_cli_fail("kernel", ATF_E_USAGE, err);
+    atf_error e = parse_args(argc, argv, &a, err);
+    if (e)
+        return atf_cli_fail("kernel", e, err);
     atf_problem *p = NULL;
     atf_result *res = NULL;
     atf_mlp *m0 = NULL, *m = NULL;
     atf_kernel_report r;
-    atf_error e = atf_cli_check_output(a.out, err);
+    e = atf_cli_check_output(a.out, err);
     if (!e)
         e = load(&a, &p, &res, &m0, &m, err);
     if (!e) {

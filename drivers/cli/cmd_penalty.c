@@ -1,4 +1,4 @@
-/* cmd_penalty.c — `atf penalty SPEC`: tabulate a penalty as CSV (SPEC §6).
+/* cmd_penalty.c — `atf penalty SPEC`: tabulate a penalty as CSV (docs/cli.md).
  *
  * Columns: v, ω̃(v), z (argmin of ω̃), prox_{tω̃}(v), and the factor split s1, s2 of z. */
 #include <math.h>
@@ -30,39 +30,42 @@ typedef struct {
     int geometric;
 } penalty_args;
 
+enum { OPT_FROM = ATF_CLI_OPT_FIRST, OPT_TO, OPT_NUM, OPT_LOG, OPT_T };
+
+static const struct option options[] = {
+    {"from", required_argument, NULL, OPT_FROM},
+    {"to", required_argument, NULL, OPT_TO},
+    {"num", required_argument, NULL, OPT_NUM},
+    {"log", no_argument, NULL, OPT_LOG},
+    {"t", required_argument, NULL, OPT_T},
+    ATF_CLI_HELP_OPTION,
+    {NULL, 0, NULL, 0}};
+
+static atf_error apply_option(int c, const char *val, penalty_args *a, char *err)
+{
+    switch (c) {
+    case OPT_FROM: return atf_cli_double("--from", val, &a->from, err);
+    case OPT_TO: return atf_cli_double("--to", val, &a->to, err);
+    case OPT_T: return atf_cli_double("--t", val, &a->t, err);
+    case OPT_NUM: return atf_cli_int("--num", val, 1, 100000000, &a->num, err);
+    case OPT_LOG: a->geometric = 1; return ATF_OK;
+    case 'h': return ATF_OK; /* atf_cli_wants_help has seen it */
+    default: return ATF_E_USAGE; /* ATF_CLI_BAD_OPTION: err holds the message */
+    }
+}
+
 static atf_error parse_args(int argc, char **argv, penalty_args *a, char *err)
 {
     *a = (penalty_args){NULL, 0.0, 5.0, 1.0, 101, 0};
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        atf_error e = ATF_OK;
-        if (!strcmp(opt, "--from"))
-            e = atf_cli_double(opt, val, &a->from, err), i++;
-        else if (!strcmp(opt, "--to"))
-            e = atf_cli_double(opt, val, &a->to, err), i++;
-        else if (!strcmp(opt, "--t"))
-            e = atf_cli_double(opt, val, &a->t, err), i++;
-        else if (!strcmp(opt, "--num"))
-            e = atf_cli_int(opt, val, 1, 100000000, &a->num, err), i++;
-        else if (!strcmp(opt, "--log"))
-            a->geometric = 1;
-        else if (opt[0] == '-' && opt[1] != '\0') {
-            atf_errorf(err, "unknown option '%s' (atf penalty --help)", opt);
-            return ATF_E_USAGE;
-        } else if (!a->spec)
-            a->spec = opt;
-        else {
-            atf_errorf(err, "unexpected argument '%s'", opt);
-            return ATF_E_USAGE;
-        }
-        if (e)
-            return e;
-    }
-    if (!a->spec) {
-        atf_errorf(err, "missing SPEC (atf penalty --help)");
-        return ATF_E_USAGE;
-    }
+    atf_error e = ATF_OK;
+    int c;
+    atf_cli_getopt_begin();
+    while (!e && (c = atf_cli_getopt("penalty", argc, argv, "h", options, err)) != -1)
+        e = apply_option(c, optarg, a, err);
+    if (!e)
+        e = atf_cli_positionals("penalty", argc, argv, 1, 1, "SPEC", &a->spec, NULL, err);
+    if (e)
+        return e;
     if (a->from < 0 || a->to < a->from) {
         atf_errorf(err, "--from/--to: need 0 <= A <= B, got %g, %g", a->from, a->to);
         return ATF_E_USAGE;

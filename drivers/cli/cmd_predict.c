@@ -5,9 +5,10 @@
 #include <string.h>
 
 #include "atf_cli.h"
+#include "cli_tangent.h"
 #include "atf_result.h"
 #include "atf_solver.h"
-#include "atf_tangent.h"
+#include "atf_features.h"
 
 static void usage(FILE *out)
 {
@@ -92,7 +93,7 @@ static int predict_result(const char *prob_path, const char *res_path, const cha
     if (!e)
         e = atf_predict_result(p, prob_path, res, res_path, &pr, err);
     char what[64];
-    snprintf(what, sizeof what, "%s result", res ? res->method : "");
+    snprintf(what, sizeof what, "%s result", res ? atf_method_name(res->method) : "");
     atf_problem_free(p);
     atf_result_free(res);
     if (e)
@@ -123,49 +124,78 @@ static int predict_mlp(const atf_data_options *d, const atf_net_options *n, cons
     return finish(&pr, "network", out, json);
 }
 
+enum { OPT_JSON = ATF_CLI_OPT_FIRST };
+
+static const struct option options[] = {
+    ATF_CLI_DATA_OPTIONS,
+    ATF_CLI_NET_OPTIONS,
+    {"output", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, OPT_JSON},
+    ATF_CLI_HELP_OPTION,
+    {NULL, 0, NULL, 0}};
+
+typedef struct {
+    atf_data_options data;
+    atf_net_options net;
+    const char *pos[2], *out;
+    int npos, json, data_given;
+} predict_args;
+
+static atf_error apply_option(int c, const char *val, predict_args *a, char *err)
+{
+    int used = 0;
+    atf_error e = ATF_OK;
+    switch (c) {
+    case 'o': a->out = val; break;
+    case OPT_JSON: a->json = 1; break;
+    case 'h': break; /* atf_cli_wants_help has seen it */
+    default:
+        a->data_given |= c == ATF_CLI_OPT_DATA;
+        e = atf_cli_tangent_option(c, val, &a->data, &a->net, &used, err);
+        if (!e && !used) /* ATF_CLI_BAD_OPTION: err holds the message */
+            e = ATF_E_USAGE;
+    }
+    return e;
+}
+
+static atf_error parse_args(int argc, char **argv, predict_args *a, char *err)
+{
+    atf_error e = ATF_OK;
+    int c;
+    atf_cli_getopt_begin();
+    while (!e && (c = atf_cli_getopt("predict", argc, argv, "o:h", options, err)) != -1)
+        e = apply_option(c, optarg, a, err);
+    if (!e)
+        e = atf_cli_positionals("predict", argc, argv, 0, 2, "PROBLEM.h5 RESULT.h5", a->pos,
+                                &a->npos, err);
+    if (e)
+        return e;
+    if (a->net.mlp_path[0] && (a->npos || !a->data_given)) {
+        atf_errorf(err, "--mlp needs --data and takes no PROBLEM/RESULT files");
+        return ATF_E_USAGE;
+    }
+    if (!a->net.mlp_path[0] && a->npos != 2) {
+        atf_errorf(err, "expected PROBLEM.h5 RESULT.h5 (or --mlp MLP.h5 --data SRC)");
+        return ATF_E_USAGE;
+    }
+    return atf_cli_add_data_dirs(&a->data, err);
+}
+
 int atf_cmd_predict(int argc, char **argv)
 {
-    atf_data_options d = atf_data_options_default();
-    atf_net_options n = atf_net_options_default();
-    const char *pos[2] = {NULL, NULL}, *out = NULL;
-    int npos = 0, json = 0, data_given = 0;
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
+    predict_args a = {atf_data_options_default(), atf_net_options_default(), {NULL, NULL}, NULL,
+                      0, 0, 0};
     char err[ATF_ERRLEN] = "";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        int used = 0;
-        data_given |= !strcmp(a, "--data");
-        if (atf_tangent_arg(argc, argv, &i, &d, &n, &used, err))
-            return atf_cli_fail("predict", ATF_E_USAGE, err);
-        if (used)
-            continue;
-        if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "-o")) {
-            if (i + 1 >= argc)
-                return atf_cli_fail("predict", ATF_E_USAGE, "-o needs a value");
-            out = argv[++i];
-        } else if (a[0] != '-' && npos < 2) {
-            pos[npos++] = a;
-        } else {
-            atf_errorf(err, "unknown option or argument '%s' (atf predict --help)", a);
-            return atf_cli_fail("predict", ATF_E_USAGE, err);
-        }
-    }
-    atf_error oe = out ? atf_cli_check_output(out, err) : ATF_OK;
-    if (oe)
-        return atf_cli_fail("predict", oe, err);
-    if (n.mlp_path[0]) {
-        if (npos || !data_given)
-            return atf_cli_fail("predict", ATF_E_USAGE,
-                                "--mlp needs --data and takes no PROBLEM/RESULT files");
-        return predict_mlp(&d, &n, out, json);
-    }
-    if (npos != 2)
-        return atf_cli_fail("predict", ATF_E_USAGE,
-                            "expected PROBLEM.h5 RESULT.h5 (or --mlp MLP.h5 --data SRC)");
-    return predict_result(pos[0], pos[1], out, json);
+    atf_error e = parse_args(argc, argv, &a, err);
+    if (!e && a.out)
+        e = atf_cli_check_output(a.out, err);
+    if (e)
+        return atf_cli_fail("predict", e, err);
+    if (a.net.mlp_path[0])
+        return predict_mlp(&a.data, &a.net, a.out, a.json);
+    return predict_result(a.pos[0], a.pos[1], a.out, a.json);
 }

@@ -1,4 +1,4 @@
-/* cmd_solve.c — `atf solve PROBLEM.h5 -o RESULT.h5 [options]` (SPEC §6).
+/* cmd_solve.c — `atf solve PROBLEM.h5 -o RESULT.h5 [options]` (docs/cli.md).
  *
  * Reads a problem, applies the command-line overrides, runs the solver (iteration table on
  * stderr unless --quiet), writes the result atomically whenever one exists (also for statuses
@@ -6,7 +6,7 @@
  * --json, one JSON line on stdout. Exit codes: 0 solved, 2 bad input or usage, 3 infeasible,
  * 4 iteration limit, 130 interrupted by SIGINT, 1 other failures.
  *
- * `atf baseline` forwards here with argv[0] = "baseline" and `--method baseline`, so both
+ * `atf baseline` forwards here with argv[0] = "baseline" and `--method=baseline`, so both
  * commands share one code path and name themselves correctly in messages. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,19 +54,13 @@ static void usage(FILE *out)
 typedef struct {
     const char *problem, *output, *penalty, *warm;
     atf_settings set;
-    int quiet, json, help;
+    int quiet, json;
     char command[ATF_COMMANDLEN]; /* recorded in the result */
 } solve_args;
 
 static atf_error parse_structure(const char *v, atf_global_structure *s, char *err)
 {
-    if (v && !strcmp(v, "layer"))
-        *s = ATF_GLOBAL_LAYER;
-    else if (v && !strcmp(v, "diagonal"))
-        *s = ATF_GLOBAL_DIAGONAL;
-    else if (v && !strcmp(v, "full"))
-        *s = ATF_GLOBAL_FULL;
-    else {
+    if (atf_structure_parse(v, s) != ATF_OK) {
         atf_errorf(err, "--structure: '%s' is not one of layer, diagonal, full", v ? v : "");
         return ATF_E_USAGE;
     }
@@ -75,124 +69,100 @@ static atf_error parse_structure(const char *v, atf_global_structure *s, char *e
 
 static atf_error parse_method(const char *v, atf_method *m, char *err)
 {
-    if (v && !strcmp(v, "admm"))
-        *m = ATF_METHOD_ADMM;
-    else if (v && !strcmp(v, "lp"))
-        *m = ATF_METHOD_LP;
-    else if (v && !strcmp(v, "baseline"))
-        *m = ATF_METHOD_BASELINE;
-    else {
+    /* the methods of atf_settings (baseline is `atf baseline`); fista and irls are not */
+    if (atf_method_parse(v, m) != ATF_OK ||
+        (*m != ATF_METHOD_ADMM && *m != ATF_METHOD_LP && *m != ATF_METHOD_BASELINE)) {
         atf_errorf(err, "--method: '%s' is not one of admm, lp", v ? v : "");
         return ATF_E_USAGE;
     }
     return ATF_OK;
 }
 
-static atf_error need_value(const char *opt, const char *val, char *err)
-{
-    if (val)
-        return ATF_OK;
-    atf_errorf(err, "%s: missing value", opt);
-    return ATF_E_USAGE;
-}
+enum {
+    OPT_PENALTY = ATF_CLI_OPT_FIRST,
+    OPT_STRUCTURE,
+    OPT_METHOD,
+    OPT_TOL,
+    OPT_EPS_ABS,
+    OPT_MAX_ITER,
+    OPT_RHO,
+    OPT_ALPHA,
+    OPT_NO_REDUCE,
+    OPT_NO_ADAPTIVE_RHO,
+    OPT_WARM,
+    OPT_LOG_EVERY,
+    OPT_JSON
+};
 
-/* One option with its value (if it takes one); *used tells whether the value was consumed. */
-static atf_error parse_option(const char *opt, const char *val, solve_args *a, int *used,
-                              char *err)
+static const struct option options[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"penalty", required_argument, NULL, OPT_PENALTY},
+    {"structure", required_argument, NULL, OPT_STRUCTURE},
+    {"method", required_argument, NULL, OPT_METHOD},
+    {"tol", required_argument, NULL, OPT_TOL},
+    {"eps-abs", required_argument, NULL, OPT_EPS_ABS},
+    {"max-iter", required_argument, NULL, OPT_MAX_ITER},
+    {"rho", required_argument, NULL, OPT_RHO},
+    {"alpha", required_argument, NULL, OPT_ALPHA},
+    {"no-reduce", no_argument, NULL, OPT_NO_REDUCE},
+    {"no-adaptive-rho", no_argument, NULL, OPT_NO_ADAPTIVE_RHO},
+    {"warm", required_argument, NULL, OPT_WARM},
+    {"log-every", required_argument, NULL, OPT_LOG_EVERY},
+    {"quiet", no_argument, NULL, 'q'},
+    {"json", no_argument, NULL, OPT_JSON},
+    ATF_CLI_HELP_OPTION,
+    {NULL, 0, NULL, 0}};
+
+/* One option c with its value (optarg). */
+static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
 {
     atf_settings *s = &a->set;
     long n = 0;
     atf_error e = ATF_OK;
-    *used = 1;
-    if (!strcmp(opt, "-o") || !strcmp(opt, "--output")) {
-        if (!(e = need_value(opt, val, err)))
-            a->output = val;
-    } else if (!strcmp(opt, "--penalty")) {
-        if (!(e = need_value(opt, val, err)))
-            a->penalty = val;
-    } else if (!strcmp(opt, "--warm")) {
-        if (!(e = need_value(opt, val, err)))
-            a->warm = val;
-    } else if (!strcmp(opt, "--structure")) {
-        e = parse_structure(val, &s->structure, err);
-    } else if (!strcmp(opt, "--method")) {
-        e = parse_method(val, &s->method, err);
-    } else if (!strcmp(opt, "--tol")) {
-        e = atf_cli_double(opt, val, &s->eps_rel, err);
-    } else if (!strcmp(opt, "--eps-abs")) {
-        e = atf_cli_double(opt, val, &s->eps_abs, err);
-    } else if (!strcmp(opt, "--rho")) {
-        e = atf_cli_double(opt, val, &s->rho, err);
-    } else if (!strcmp(opt, "--alpha")) {
-        e = atf_cli_double(opt, val, &s->alpha, err);
-    } else if (!strcmp(opt, "--max-iter")) {
-        if (!(e = atf_cli_int(opt, val, 1, 1000000000L, &n, err)))
+    switch (c) {
+    case 'o': a->output = val; break;
+    case OPT_PENALTY: a->penalty = val; break;
+    case OPT_WARM: a->warm = val; break;
+    case OPT_STRUCTURE: return parse_structure(val, &s->structure, err);
+    case OPT_METHOD: return parse_method(val, &s->method, err);
+    case OPT_TOL: return atf_cli_double("--tol", val, &s->eps_rel, err);
+    case OPT_EPS_ABS: return atf_cli_double("--eps-abs", val, &s->eps_abs, err);
+    case OPT_RHO: return atf_cli_double("--rho", val, &s->rho, err);
+    case OPT_ALPHA: return atf_cli_double("--alpha", val, &s->alpha, err);
+    case OPT_MAX_ITER:
+        if (!(e = atf_cli_int("--max-iter", val, 1, 1000000000L, &n, err)))
             s->max_iter = (int)n;
-    } else if (!strcmp(opt, "--log-every")) {
-        if (!(e = atf_cli_int(opt, val, 1, 1000000000L, &n, err)))
+        return e;
+    case OPT_LOG_EVERY:
+        if (!(e = atf_cli_int("--log-every", val, 1, 1000000000L, &n, err)))
             s->log_every = (int)n;
-    } else {
-        *used = 0;
-        if (!strcmp(opt, "--no-reduce"))
-            s->reduce = 0;
-        else if (!strcmp(opt, "--no-adaptive-rho"))
-            s->adaptive_rho = 0;
-        else if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q"))
-            a->quiet = 1;
-        else if (!strcmp(opt, "--json"))
-            a->json = 1;
-        else if (!strcmp(opt, "--help") || !strcmp(opt, "-h"))
-            a->help = 1;
-        else {
-            atf_errorf(err, "unknown option '%s' (atf solve --help)", opt);
-            e = ATF_E_USAGE;
-        }
+        return e;
+    case OPT_NO_REDUCE: s->reduce = 0; break;
+    case OPT_NO_ADAPTIVE_RHO: s->adaptive_rho = 0; break;
+    case 'q': a->quiet = 1; break;
+    case OPT_JSON: a->json = 1; break;
+    case 'h': break; /* atf_cli_wants_help has seen it */
+    default: return ATF_E_USAGE; /* ATF_CLI_BAD_OPTION: err holds the message */
     }
-    return e;
+    return ATF_OK;
 }
 
 static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
 {
+    const char *cmd = argv[0];
     memset(a, 0, sizeof *a);
     a->set = atf_settings_default();
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (arg[0] != '-' || arg[1] == '\0') {
-            if (a->problem) {
-                atf_errorf(err, "unexpected argument '%s' (one problem file)", arg);
-                return ATF_E_USAGE;
-            }
-            a->problem = arg;
-            continue;
-        }
-        char opt[64];
-        const char *eq = strchr(arg, '='), *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (eq && !strncmp(arg, "--", 2) && (size_t)(eq - arg) < sizeof opt) { /* --opt=value */
-            snprintf(opt, sizeof opt, "%.*s", (int)(eq - arg), arg);
-            val = eq + 1;
-        } else {
-            snprintf(opt, sizeof opt, "%s", arg);
-            eq = NULL;
-        }
-        int used = 0;
-        atf_error e = parse_option(opt, val, a, &used, err);
-        if (e)
-            return e;
-        if (used && !eq)
-            i++;
-        else if (!used && eq) {
-            atf_errorf(err, "%s takes no value", opt);
-            return ATF_E_USAGE;
-        }
-    }
-    if (a->help)
-        return ATF_OK;
-    if (!a->problem) {
-        atf_errorf(err, "missing PROBLEM.h5 (atf %s --help)", argv[0]);
-        return ATF_E_USAGE;
-    }
+    atf_error e = ATF_OK;
+    int c;
+    atf_cli_getopt_begin();
+    while (!e && (c = atf_cli_getopt(cmd, argc, argv, "o:qh", options, err)) != -1)
+        e = apply_option(c, optarg, a, err);
+    if (e)
+        return e;
+    if ((e = atf_cli_positionals(cmd, argc, argv, 1, 1, "PROBLEM.h5", &a->problem, NULL, err)))
+        return e;
     if (!a->output) {
-        atf_errorf(err, "missing -o RESULT.h5 (atf %s --help)", argv[0]);
+        atf_errorf(err, "missing -o RESULT.h5 (atf %s --help)", cmd);
         return ATF_E_USAGE;
     }
     return ATF_OK;
@@ -253,15 +223,17 @@ static int run(const char *cmd, solve_args *a)
         code = atf_cli_fail(cmd, e, msg);
         goto done;
     }
-    atf_error status = atf_solver_solve(solver, &res, err);
-    if (!res) { /* a failure, not a status: nothing to write */
-        code = atf_cli_fail(cmd, status, err);
+    e = atf_solver_solve(solver, &res, err);
+    if (e) { /* a failure, not a status: nothing to write */
+        code = atf_cli_fail(cmd, e, err);
         goto done;
     }
-    if (status == ATF_E_NUMERICAL) { /* exit 1 writes nothing: an existing output stays */
+    if (res->status == ATF_STATUS_NUMERICAL_ERROR) { /* exit 1 writes nothing: an existing
+                                                       output stays */
         char msg[ATF_ERRLEN + 4200];
         snprintf(msg, sizeof msg, "%s: %s; %s not written", a->problem, err, a->output);
-        code = atf_cli_fail(cmd, status, msg);
+        fprintf(stderr, "atf %s: %s\n", cmd, msg);
+        code = atf_cli_status_exit_code(res->status);
         goto done;
     }
     char werr[ATF_ERRLEN] = "";
@@ -271,10 +243,10 @@ static int run(const char *cmd, solve_args *a)
         code = atf_cli_fail(cmd, we, werr);
         goto done;
     }
-    if (status)
+    if (res->status != ATF_STATUS_SOLVED) /* err explains the status */
         fprintf(stderr, "atf %s: %s: %s\n", cmd, a->problem, err);
     report(a, res);
-    code = atf_error_exit_code(status);
+    code = atf_cli_status_exit_code(res->status);
 done:
     atf_result_free(res);
     atf_solver_free(solver);
@@ -283,20 +255,34 @@ done:
     return code;
 }
 
+/* The command line as the user typed it: `atf baseline` forwards here with "--method=baseline"
+ * inserted as argv[1], which is left out. */
+static void typed_command(const char *cmd, int argc, char **argv, char *out, size_t len)
+{
+    if (strcmp(cmd, "baseline") || argc < 2) {
+        atf_cli_command_line(argc, argv, out, len);
+        return;
+    }
+    char *saved = argv[1];
+    argv[1] = argv[0];
+    atf_cli_command_line(argc - 1, argv + 1, out, len);
+    argv[1] = saved;
+}
+
 int atf_cmd_solve(int argc, char **argv)
 {
     const char *cmd = argc > 0 ? argv[0] : "solve";
+    if (atf_cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
     char err[ATF_ERRLEN] = "";
+    char command[ATF_COMMANDLEN];
+    typed_command(cmd, argc, argv, command, sizeof command); /* before getopt reorders argv */
     solve_args a;
     atf_error e = parse_args(argc, argv, &a, err);
     if (e)
         return atf_cli_fail(cmd, e, err);
-    if (a.help) {
-        usage(stdout);
-        return 0;
-    }
-    /* `atf baseline` appends "--method baseline" to what the user typed: record the latter */
-    int typed = !strcmp(cmd, "baseline") && argc >= 2 ? argc - 2 : argc;
-    atf_cli_command_line(typed, argv, a.command, sizeof a.command);
+    memcpy(a.command, command, sizeof a.command);
     return run(cmd, &a);
 }

@@ -4,8 +4,9 @@
 #include <string.h>
 
 #include "atf_cli.h"
+#include "cli_tangent.h"
 #include "atf_solver.h"
-#include "atf_tangent.h"
+#include "atf_features.h"
 
 static void usage(FILE *out)
 {
@@ -71,77 +72,108 @@ static atf_error on_epoch(const atf_train_progress *p, const atf_mlp *m, void *c
     return ATF_OK;
 }
 
-static int parse_number(const char *opt, const char *v, train_args *a, char *err)
+enum {
+    OPT_EPOCHS = ATF_CLI_OPT_FIRST,
+    OPT_BATCH,
+    OPT_LR,
+    OPT_MOMENTUM,
+    OPT_SHUFFLE_SEED,
+    OPT_CHECKPOINT_EVERY,
+    OPT_SAVE_INIT,
+    OPT_QUIET,
+    OPT_JSON
+};
+
+static const struct option options[] = {
+    ATF_CLI_DATA_OPTIONS,
+    ATF_CLI_NET_OPTIONS,
+    {"output", required_argument, NULL, 'o'},
+    {"epochs", required_argument, NULL, OPT_EPOCHS},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"lr", required_argument, NULL, OPT_LR},
+    {"momentum", required_argument, NULL, OPT_MOMENTUM},
+    {"shuffle-seed", required_argument, NULL, OPT_SHUFFLE_SEED},
+    {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+    {"save-init", required_argument, NULL, OPT_SAVE_INIT},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"json", no_argument, NULL, OPT_JSON},
+    ATF_CLI_HELP_OPTION,
+    {NULL, 0, NULL, 0}};
+
+/* --lr LR > 0 and --momentum MU in [0, 1). */
+static atf_error parse_rate(const char *opt, const char *v, double lo, int lo_open, double hi,
+                            double *out, char *err)
 {
-    long n;
     double x;
-    if (!strcmp(opt, "--epochs"))
-        return atf_cli_int(opt, v, 1, 1000000, &n, err) ? -1 : (a->train.epochs = (int)n, 0);
-    if (!strcmp(opt, "--batch"))
-        return atf_cli_int(opt, v, 1, 1 << 30, &n, err) ? -1 : (a->train.batch = (int)n, 0);
-    if (!strcmp(opt, "--shuffle-seed"))
-        return atf_cli_int(opt, v, 0, 0x7fffffffL, &n, err) ? -1 : (a->train.seed = (uint64_t)n, 0);
-    if (!strcmp(opt, "--checkpoint-every"))
-        return atf_cli_int(opt, v, 1, 1000000, &a->checkpoint_every, err) ? -1 : 0;
     if (atf_cli_double(opt, v, &x, err))
-        return -1;
-    if (!strcmp(opt, "--lr") && x > 0.0)
-        a->train.lr = x;
-    else if (!strcmp(opt, "--momentum") && x >= 0.0 && x < 1.0)
-        a->train.momentum = x;
-    else {
+        return ATF_E_USAGE;
+    if ((lo_open ? x <= lo : x < lo) || x >= hi) {
         atf_errorf(err, "%s: %s out of range (lr > 0, 0 <= momentum < 1)", opt, v);
-        return -1;
+        return ATF_E_USAGE;
     }
-    return 0;
+    *out = x;
+    return ATF_OK;
 }
 
-static int parse_args(int argc, char **argv, train_args *a, char *err)
+static atf_error parse_count(const char *opt, const char *v, long hi, int *out, char *err)
 {
-    static const char *numeric[] = {"--epochs", "--batch", "--lr", "--momentum",
-                                    "--shuffle-seed", "--checkpoint-every"};
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        int used = 0;
-        int is_file = i + 1 < argc && strcmp(argv[i + 1], "he") && strcmp(argv[i + 1], "torch");
-        if (!strcmp(opt, "--init") && is_file) { /* the starting network, as --mlp */
-            if (atf_net_option(&a->net, "mlp", argv[++i], &used, err))
-                return -1;
-            continue;
-        }
-        if (atf_tangent_arg(argc, argv, &i, &a->data, &a->net, &used, err))
-            return -1;
-        if (used)
-            continue;
-        int is_numeric = 0;
-        for (size_t k = 0; k < sizeof numeric / sizeof numeric[0]; k++)
-            is_numeric |= !strcmp(opt, numeric[k]);
-        if (is_numeric || !strcmp(opt, "-o") || !strcmp(opt, "--save-init")) {
-            if (i + 1 >= argc) {
-                atf_errorf(err, "%s needs a value", opt);
-                return -1;
-            }
-            const char *v = argv[++i];
-            if (!strcmp(opt, "-o"))
-                a->out = v;
-            else if (!strcmp(opt, "--save-init"))
-                a->save_init = v;
-            else if (parse_number(opt, v, a, err))
-                return -1;
-        } else if (!strcmp(opt, "--quiet")) {
-            a->quiet = 1;
-        } else if (!strcmp(opt, "--json")) {
-            a->json = 1;
-        } else {
-            atf_errorf(err, "unknown option or argument '%s' (atf train --help)", opt);
-            return -1;
-        }
+    long n;
+    atf_error e = atf_cli_int(opt, v, 1, hi, &n, err);
+    if (!e)
+        *out = (int)n;
+    return e;
+}
+
+static atf_error apply_option(int c, const char *val, train_args *a, char *err)
+{
+    atf_train_settings *t = &a->train;
+    long n;
+    int used = 0;
+    atf_error e = ATF_OK;
+    switch (c) {
+    case 'o': a->out = val; break;
+    case OPT_SAVE_INIT: a->save_init = val; break;
+    case OPT_QUIET: a->quiet = 1; break;
+    case OPT_JSON: a->json = 1; break;
+    case OPT_EPOCHS: return parse_count("--epochs", val, 1000000, &t->epochs, err);
+    case OPT_BATCH: return parse_count("--batch", val, 1L << 30, &t->batch, err);
+    case OPT_LR: return parse_rate("--lr", val, 0.0, 1, INFINITY, &t->lr, err);
+    case OPT_MOMENTUM: return parse_rate("--momentum", val, 0.0, 0, 1.0, &t->momentum, err);
+    case OPT_SHUFFLE_SEED:
+        if (!(e = atf_cli_int("--shuffle-seed", val, 0, 0x7fffffffL, &n, err)))
+            t->seed = (uint64_t)n;
+        return e;
+    case OPT_CHECKPOINT_EVERY:
+        return atf_cli_int("--checkpoint-every", val, 1, 1000000, &a->checkpoint_every, err);
+    case 'h': break; /* atf_cli_wants_help has seen it */
+    case ATF_CLI_OPT_INIT: /* --init MLP0.h5: the starting network, as --mlp; he|torch below */
+        if (strcmp(val, "he") && strcmp(val, "torch"))
+            return atf_net_option(&a->net, "mlp", val, err);
+        /* fall through */
+    default:
+        e = atf_cli_tangent_option(c, val, &a->data, &a->net, &used, err);
+        if (!e && !used) /* ATF_CLI_BAD_OPTION: err holds the message */
+            e = ATF_E_USAGE;
     }
-    if (!a->out) {
+    return e;
+}
+
+static atf_error parse_args(int argc, char **argv, train_args *a, char *err)
+{
+    atf_error e = ATF_OK;
+    int c;
+    atf_cli_getopt_begin();
+    while (!e && (c = atf_cli_getopt("train", argc, argv, "o:h", options, err)) != -1)
+        e = apply_option(c, optarg, a, err);
+    if (!e)
+        e = atf_cli_positionals("train", argc, argv, 0, 0, "", NULL, NULL, err);
+    if (!e)
+        e = atf_cli_add_data_dirs(&a->data, err);
+    if (!e && !a->out) {
         atf_errorf(err, "missing -o MLP.h5");
-        return -1;
+        e = ATF_E_USAGE;
     }
-    return 0;
+    return e;
 }
 
 static void report(const train_args *a, double loss, const atf_predictions *pr, int interrupted)
@@ -201,8 +233,9 @@ static int run(train_args *a)
     a->train.interrupt = atf_cli_interrupt_flag();
     double loss = NAN;
     atf_error te = e ? e : atf_mlp_train(m, &task.train, &a->train, &loss, err);
-    int interrupted = te == ATF_E_INTERRUPTED;
-    e = interrupted ? ATF_OK : te;
+    /* training stopped early by Ctrl-C returns ATF_OK with the model as it is */
+    int interrupted = !te && *a->train.interrupt;
+    e = te;
     if (!e)
         e = atf_mlp_write(a->out, m, err);
     atf_predictions pr;
@@ -218,7 +251,7 @@ static int run(train_args *a)
     atf_task_free(&task);
     if (e)
         return atf_cli_fail("train", e, err);
-    return interrupted ? atf_error_exit_code(ATF_E_INTERRUPTED) : 0;
+    return interrupted ? atf_cli_status_exit_code(ATF_STATUS_INTERRUPTED) : 0;
 }
 
 int atf_cmd_train(int argc, char **argv)
@@ -233,7 +266,8 @@ int atf_cmd_train(int argc, char **argv)
     a.net = atf_net_options_default();
     a.train = atf_train_default();
     char err[ATF_ERRLEN] = "";
-    if (parse_args(argc, argv, &a, err))
-        return atf_cli_fail("train", ATF_E_USAGE, err);
+    atf_error e = parse_args(argc, argv, &a, err);
+    if (e)
+        return atf_cli_fail("train", e, err);
     return run(&a);
 }

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "atf_cli.h"
-#include "experiment.h"
+#include "atf_version.h"
 
 typedef struct {
     const char *name;
@@ -35,26 +35,49 @@ static void usage(FILE *out)
     for (size_t i = 0; i < ncommands; i++)
         fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nexit codes: 0 solved, 2 bad input or usage, 3 infeasible,\n"
-                 "            4 iteration limit (result written), 130 interrupted (last iterate written)\n");
+                 "            4 iteration limit (result written), 130 interrupted (last iterate written)\n"
+                 "environment: ATF_DATA  ':'-separated data roots for --data mnist and\n"
+                 "            fashion-mnist (see atf features --help)\n");
 }
+
+enum { OPT_VERSION = ATF_CLI_OPT_FIRST };
+
+/* The options before the command ('+': the first non-option is the command, and what follows
+ * it belongs to the command). */
+static const struct option options[] = {
+    {"version", no_argument, NULL, OPT_VERSION},
+    ATF_CLI_HELP_OPTION,
+    {NULL, 0, NULL, 0}};
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
+    char err[ATF_ERRLEN] = "";
+    int c;
+    atf_cli_getopt_begin();
+    while ((c = atf_cli_getopt("", argc, argv, "+h", options, err)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (c == OPT_VERSION) {
+            printf("atf %s\n", atf_version()); /* the library's version */
+            return 0;
+        }
+        fprintf(stderr, "atf: %s\n", err);
+        return atf_cli_exit_code(ATF_E_USAGE);
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (optind >= argc) {
+        usage(stderr);
+        return atf_cli_exit_code(ATF_E_USAGE);
+    }
+    const char *name = argv[optind];
+    if (!strcmp(name, "help")) {
         usage(stdout);
         return 0;
     }
-    if (!strcmp(argv[1], "--version")) {
-        printf("atf %s\n", ATF_VERSION);
-        return 0;
-    }
     for (size_t i = 0; i < ncommands; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "atf: unknown command '%s' (atf --help lists the commands)\n", argv[1]);
-    return 2;
+        if (!strcmp(name, commands[i].name))
+            return commands[i].fn(argc - optind, argv + optind);
+    fprintf(stderr, "atf: unknown command '%s' (atf --help lists the commands)\n", name);
+    return atf_cli_exit_code(ATF_E_USAGE);
 }

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atf_util.h"
+
 /* Okabe–Ito palette (colour-blind safe); cmap0 indices 2.. are used for series. */
 static const int palette[8][3] = {
     {0, 114, 178},  /* blue */
@@ -275,25 +277,61 @@ static void draw_legend(const atf_plot_panel *p, atf_legend_pos where)
              NULL, lcol, lsty, lwid, scol, sscale, snum, sym);
 }
 
-/* Viewport of a panel inside its grid cell (normalised page coordinates); heat maps keep room on
- * the right for the colour bar. */
+/* Viewport of a panel inside its grid cell (normalised page coordinates): room on the left for
+ * the y tick labels and the y label, below for the x ones, above for the title, and on the
+ * right of heat maps for the colour bar and its labels. */
 typedef struct {
     double x0, x1, y0, y1;
 } cell;
 
-static void panel_viewport(const cell *c, int heatmap)
+static void panel_viewport(const cell *c, double left_chars, double right_chars)
 {
+    /* Margins in character heights (the labels' own unit), converted to page fractions; a
+     * margin never takes more than a third of the cell. */
+    PLFLT def, ht, x0, x1, y0, y1;
+    plgchr(&def, &ht);
+    plgspa(&x0, &x1, &y0, &y1);
     double w = c->x1 - c->x0, h = c->y1 - c->y0;
-    plvpor(c->x0 + (heatmap ? 0.14 : 0.16) * w, c->x1 - (heatmap ? 0.24 : 0.04) * w, c->y0 + 0.19 * h,
-           c->y1 - 0.11 * h);
+    double cw = ht / (x1 - x0), chh = ht / (y1 - y0);
+    plvpor(c->x0 + fmin(left_chars * cw, 0.33 * w), c->x1 - fmin(right_chars * cw, 0.33 * w),
+           c->y0 + fmin(4.9 * chh, 0.33 * h), c->y1 - fmin(2.7 * chh, 0.25 * h));
 }
 
 /* Axis labels and title at fixed distances (in character heights) from the viewport. */
-static void draw_labels(const atf_plot_panel *p, double ylabel_disp)
+/* Characters of a UTF-8 text (continuation bytes not counted). */
+static size_t text_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* Text centred above the viewport (disp character heights off it), made smaller when wider
+ * than `width` (a fraction of the page): long panel titles must not reach the neighbours.
+ * (This PLplot has no string-length query: a glyph is at most about 0.8 heights wide.) */
+static void fitted_title(const char *text, double disp, double width)
+{
+    PLFLT def, ht, x0, x1, y0, y1;
+    plgchr(&def, &ht);
+    plgspa(&x0, &x1, &y0, &y1);
+    double avail = width * (x1 - x0), len = 0.8 * ht * (double)text_chars(text);
+    if (len > avail && len > 0)
+        plschr(0, ht / def * avail / len);
+    plmtex("t", disp, 0.5, 0.5, text);
+    plschr(0, ht / def);
+}
+
+/* Axis labels and the title at fixed distances (in character heights) from the viewport; the
+ * title at most as wide as the panel's cell. */
+static void draw_labels(const atf_plot_panel *p, const cell *c, double ylabel_disp)
 {
     plcol0(COL_FG);
+    PLFLT vx0, vx1, vy0, vy1;
+    plgvpd(&vx0, &vx1, &vy0, &vy1);
+    double mid = 0.5 * (vx0 + vx1); /* the title is centred on the viewport, not the cell */
     if (p->title)
-        plmtex("t", 1.2, 0.5, 0.5, p->title);
+        fitted_title(p->title, 1.2, 1.94 * fmin(mid - c->x0, c->x1 - mid));
     if (p->xlabel)
         plmtex("b", 3.1, 0.5, 0.5, p->xlabel);
     if (p->ylabel)
@@ -315,36 +353,116 @@ static void format_tick(double v, char *buf, size_t len)
         snprintf(buf, len, "%.0e", v);
 }
 
-static void manual_log_labels(int yaxis, double lo, double hi)
+static double nice_step(double raw);
+
+enum { MAXTICKS = 40 };
+
+/* The values labelled on a short log axis [lo, hi] (log10 units): 1-2-5 multiples (1..9 within
+ * a decade); when fewer than two of those fall inside (a range like 1.05 .. 1.6), evenly spaced
+ * round values instead. Returns their number. */
+static int log_tick_values(double lo, double hi, double *vals)
 {
     static const double steps125[] = {1, 2, 5}, steps19[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     const double *steps = hi - lo < 0.6 ? steps19 : steps125;
-    int nsteps = hi - lo < 0.6 ? 9 : 3;
+    int nsteps = hi - lo < 0.6 ? 9 : 3, n = 0;
+    for (int k = (int)floor(lo) - 1; k <= (int)ceil(hi) && n < MAXTICKS; k++)
+        for (int j = 0; j < nsteps && n < MAXTICKS; j++) {
+            double v = steps[j] * pow(10.0, k), w = log10(v);
+            if (w >= lo && w <= hi)
+                vals[n++] = v;
+        }
+    if (n >= 2)
+        return n;
+    double a = pow(10.0, lo), b = pow(10.0, hi), step = nice_step((b - a) / 4.0);
+    n = 0;
+    for (double v = ceil(a / step) * step; step > 0 && v <= b && n < MAXTICKS; v += step)
+        vals[n++] = v;
+    return n;
+}
+
+static void manual_log_labels(int yaxis, double lo, double hi)
+{
+    double vals[MAXTICKS];
+    int n = log_tick_values(lo, hi, vals);
     PLFLT xmin, xmax, ymin, ymax;
     plgvpw(&xmin, &xmax, &ymin, &ymax);
-    for (int k = (int)floor(lo) - 1; k <= (int)ceil(hi); k++)
-        for (int j = 0; j < nsteps; j++) {
-            double v = steps[j] * pow(10.0, k), w = log10(v);
-            if (w < lo || w > hi)
-                continue;
-            double pos = (w - lo) / (hi - lo);
-            PLFLT gx[2], gy[2];
-            if (yaxis)
-                gx[0] = xmin, gx[1] = xmax, gy[0] = gy[1] = w;
-            else
-                gx[0] = gx[1] = w, gy[0] = ymin, gy[1] = ymax;
-            plcol0(COL_GRID);
-            plwidth(0.5);
-            plline(2, gx, gy);
-            char label[32];
-            format_tick(v, label, sizeof label);
-            plcol0(COL_FG);
-            plwidth(1.0);
-            if (yaxis)
-                plmtex("lv", 0.7, pos, 1.0, label);
-            else
-                plmtex("b", 1.6, pos, 0.5, label);
+    for (int i = 0; i < n; i++) {
+        double w = log10(vals[i]), pos = (w - lo) / (hi - lo);
+        PLFLT gx[2], gy[2];
+        if (yaxis)
+            gx[0] = xmin, gx[1] = xmax, gy[0] = gy[1] = w;
+        else
+            gx[0] = gx[1] = w, gy[0] = ymin, gy[1] = ymax;
+        plcol0(COL_GRID);
+        plwidth(0.5);
+        plline(2, gx, gy);
+        char label[32];
+        format_tick(vals[i], label, sizeof label);
+        plcol0(COL_FG);
+        plwidth(1.0);
+        if (yaxis)
+            plmtex("lv", 0.7, pos, 1.0, label);
+        else
+            plmtex("b", 1.6, pos, 0.5, label);
+    }
+}
+
+/* Characters of the widest y tick label: the y label goes just beyond it, so that neither
+ * touches the other. PLplot writes linear labels with the decimals the step needs; log labels
+ * are 10^k (about four characters wide), manual ones come from format_tick. */
+static int ytick_chars(const atf_plot_panel *p, const double lim[4], double step, int manual)
+{
+    char buf[32];
+    int widest = 1;
+    if (p->logy && !manual)
+        return 4;
+    if (p->logy) {
+        double vals[MAXTICKS];
+        int n = log_tick_values(lim[2], lim[3], vals);
+        for (int i = 0; i < n; i++) {
+            format_tick(vals[i], buf, sizeof buf);
+            widest = fmax(widest, (int)strlen(buf));
         }
+        return widest;
+    }
+    if (!(step > 0))
+        return 4;
+    int decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    for (double v = ceil(lim[2] / step) * step; v <= lim[3] + 1e-9 * step; v += step) {
+        snprintf(buf, sizeof buf, "%.*f", decimals, fabs(v) < 1e-12 * step ? 0.0 : v);
+        widest = fmax(widest, (int)strlen(buf));
+    }
+    return widest;
+}
+
+/* Distance of the y label from the axis, in character heights (a digit is about 0.85 wide,
+ * and the labels sit about one height off the axis). */
+static double ylabel_offset(const atf_plot_panel *p, const double lim[4], double step, int manual)
+{
+    return 2.0 + 0.85 * ytick_chars(p, lim, step, manual);
+}
+
+/* Notes next to their points, slightly above and to the right. */
+static void draw_notes(const atf_plot_panel *p, const double lim[4])
+{
+    PLFLT def, ht;
+    plgchr(&def, &ht);
+    plschr(0, 0.75 * ht / def);
+    plcol0(COL_FG);
+    for (int i = 0; i < p->nnotes && i < ATF_PLOT_MAXNOTES; i++) {
+        const atf_plot_note *n = &p->notes[i];
+        if (!n->text || !usable(n->x, p->logx) || !usable(n->y, p->logy))
+            continue;
+        /* inside the frame (text is clipped to it): left of points in the right half, below
+         * points near the top */
+        double x = axis_value(n->x, p->logx), y = axis_value(n->y, p->logy);
+        int right = x > lim[0] + 0.5 * (lim[1] - lim[0]);
+        int top = y > lim[2] + 0.85 * (lim[3] - lim[2]);
+        x += (right ? -0.015 : 0.015) * (lim[1] - lim[0]);
+        y += (top ? -0.06 : 0.03) * (lim[3] - lim[2]);
+        plptex(x, y, 1.0, 0.0, right ? 1.0 : 0.0, n->text);
+    }
+    plschr(0, ht / def);
 }
 
 /* The 1-2-5 multiple of a power of ten at or above `raw`: at most about five labelled ticks on a
@@ -357,39 +475,36 @@ static double nice_step(double raw)
     return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * p10;
 }
 
-static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
+/* The data range, grown when the legend's corner would cover data; *where gets the corner. */
+static void lines_limits(const atf_plot_panel *p, double lim[4], atf_legend_pos *where)
 {
-    double lim[4];
     panel_limits(p, lim);
-    atf_legend_pos where = p->legend;
-    if (where == ATF_LEGEND_AUTO) {
-        /* the emptiest corner; if even that one has data, make room above or below the curves */
-        where = best_corner(p, lim);
-        if (points_in_corner(p, lim, where) > 0 && !p->fixed_y) {
-            double grow = 0.55 * (lim[3] - lim[2]);
-            if (where == ATF_LEGEND_TOP_LEFT || where == ATF_LEGEND_TOP_RIGHT)
-                lim[3] += grow;
-            else
-                lim[2] -= grow;
-        }
+    *where = p->legend;
+    if (*where != ATF_LEGEND_AUTO)
+        return;
+    /* the emptiest corner; if even that one has data, make room above or below the curves */
+    *where = best_corner(p, lim);
+    if (points_in_corner(p, lim, *where) > 0 && !p->fixed_y) {
+        double grow = 0.55 * (lim[3] - lim[2]);
+        if (*where == ATF_LEGEND_TOP_LEFT || *where == ATF_LEGEND_TOP_RIGHT)
+            lim[3] += grow;
+        else
+            lim[2] -= grow;
     }
-    panel_viewport(c, 0);
-    plwind(lim[0], lim[1], lim[2], lim[3]);
+}
+
+/* Grid, tick marks and tick labels (y labels horizontal: rotated numbers read badly). On a log
+ * axis the world unit is a decade: every decade is labelled up to six, then fewer; short log
+ * axes get 1-2-5 labels by hand. */
+static void draw_axes(const atf_plot_panel *p, const double lim[4], double xtick, double ytick)
+{
     int manual_x = p->logx && short_log_axis(lim[0], lim[1]);
     int manual_y = p->logy && short_log_axis(lim[2], lim[3]);
-    /* Log-axis labels (10^k) read badly when rotated: draw them horizontally. */
-    char xopt[16] = "bcst", yopt[16] = "bcst";
-    if (!manual_x)
-        strcat(xopt, "n");
-    if (!manual_y)
-        strcat(yopt, "n");
-    if (p->logx)
-        strcat(xopt, "l");
-    if (p->logy)
-        strcat(yopt, "lv");
-    /* On a log axis the world unit is a decade: label every decade up to six, then thin out. */
-    double xtick = p->logx ? ceil((lim[1] - lim[0]) / 6.0) : 0.0;
-    double ytick = p->logy ? ceil((lim[3] - lim[2]) / 6.0) : nice_step((lim[3] - lim[2]) / 5.0);
+    char xopt[16] = "bcst", yopt[16] = "bcstv";
+    strcat(xopt, manual_x ? "" : "n");
+    strcat(yopt, manual_y ? "" : "n");
+    strcat(xopt, p->logx ? "l" : "");
+    strcat(yopt, p->logy ? "l" : "");
     plcol0(COL_GRID);
     plwidth(0.5);
     plbox(p->logx ? "gh" : "g", xtick, 0, p->logy ? "gh" : "g", ytick, 0);
@@ -400,9 +515,23 @@ static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
     plcol0(COL_FG);
     plwidth(1.0);
     plbox(xopt, xtick, 0, yopt, ytick, 0);
+}
+
+static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
+{
+    double lim[4];
+    atf_legend_pos where;
+    lines_limits(p, lim, &where);
+    double xtick = p->logx ? ceil((lim[1] - lim[0]) / 6.0) : 0.0;
+    double ytick = p->logy ? ceil((lim[3] - lim[2]) / 6.0) : nice_step((lim[3] - lim[2]) / 5.0);
+    double ylabel = ylabel_offset(p, lim, ytick, p->logy && short_log_axis(lim[2], lim[3]));
+    panel_viewport(c, ylabel + 1.4, 1.5);
+    plwind(lim[0], lim[1], lim[2], lim[3]);
+    draw_axes(p, lim, xtick, ytick);
     for (int s = 0; s < p->nseries; s++)
         draw_series(p, &p->series[s]);
-    draw_labels(p, p->logy ? 5.2 : 3.6);
+    draw_notes(p, lim);
+    draw_labels(p, c, ylabel);
     draw_legend(p, where);
 }
 
@@ -445,34 +574,9 @@ static double pooled(const atf_plot_panel *p, int x0, int y0, int fx, int fy)
     return n ? sum / n : NAN;
 }
 
-static void draw_heatmap_panel(const atf_plot_panel *p, const cell *c)
+/* The colour bar right of a heat map, labels horizontal. */
+static void draw_colorbar(const atf_plot_panel *p, double lo, double hi)
 {
-    double lo, hi;
-    heat_range(p, &lo, &hi);
-    /* Large maps are average-pooled to at most HEAT_MAXCELLS per side: the SVG device writes one
-     * polygon per cell. PLplot wants idata[ix][iy]: the column index is x. */
-    int fx = (p->cols + HEAT_MAXCELLS - 1) / HEAT_MAXCELLS;
-    int fy = (p->rows + HEAT_MAXCELLS - 1) / HEAT_MAXCELLS;
-    int nx = (p->cols + fx - 1) / fx, ny = (p->rows + fy - 1) / fy;
-    PLFLT **idata = calloc((size_t)nx, sizeof(PLFLT *));
-    if (!idata)
-        return;
-    for (int ix = 0; ix < nx; ix++) {
-        idata[ix] = malloc(sizeof(PLFLT) * (size_t)ny);
-        if (!idata[ix])
-            goto done;
-        for (int iy = 0; iy < ny; iy++)
-            idata[ix][iy] = pooled(p, ix * fx, iy * fy, fx, fy);
-    }
-    set_colormap(p->diverging);
-    panel_viewport(c, 1);
-    plwind(0, p->cols, 0, p->rows);
-    plimagefr((PLFLT_MATRIX)idata, nx, ny, 0, p->cols, 0, p->rows, -DBL_MAX, DBL_MAX, lo, hi,
-              NULL, NULL);
-    plcol0(COL_FG);
-    plbox("bcnst", 0, 0, "bcnstv", 0, 0);
-    draw_labels(p, 4.2);
-
     PLINT n_values[1] = {2};
     PLFLT range[2] = {lo, hi};
     const PLFLT *values[1] = {range};
@@ -486,7 +590,50 @@ static void draw_heatmap_panel(const atf_plot_panel *p, const cell *c)
                PL_POSITION_RIGHT | PL_POSITION_OUTSIDE | PL_POSITION_VIEWPORT,
                0.03, 0.0, 0.04, 0.85, COL_BG, COL_FG, 1, 0.0, 1.0, 0, 0.0, 1, label_opts,
                labels, 1, axis_opts, ticks, sub_ticks, n_values, (PLFLT_MATRIX)values);
-done:
+}
+
+/* Large maps are average-pooled to at most HEAT_MAXCELLS per side (the SVG device writes one
+ * polygon per cell). PLplot wants idata[ix][iy]: the column index is x. NULL without memory. */
+static PLFLT **pooled_image(const atf_plot_panel *p, int *nx, int *ny)
+{
+    int fx = (p->cols + HEAT_MAXCELLS - 1) / HEAT_MAXCELLS;
+    int fy = (p->rows + HEAT_MAXCELLS - 1) / HEAT_MAXCELLS;
+    *nx = (p->cols + fx - 1) / fx, *ny = (p->rows + fy - 1) / fy;
+    PLFLT **idata = calloc((size_t)*nx, sizeof(PLFLT *));
+    for (int ix = 0; idata && ix < *nx; ix++) {
+        if (!(idata[ix] = malloc(sizeof(PLFLT) * (size_t)*ny))) {
+            for (int k = 0; k < ix; k++)
+                free(idata[k]);
+            free(idata);
+            return NULL;
+        }
+        for (int iy = 0; iy < *ny; iy++)
+            idata[ix][iy] = pooled(p, ix * fx, iy * fy, fx, fy);
+    }
+    return idata;
+}
+
+static void draw_heatmap_panel(const atf_plot_panel *p, const cell *c)
+{
+    double lo, hi;
+    int nx, ny;
+    heat_range(p, &lo, &hi);
+    PLFLT **idata = pooled_image(p, &nx, &ny);
+    if (!idata)
+        return;
+    set_colormap(p->diverging);
+    char rows[16];
+    snprintf(rows, sizeof rows, "%d", p->rows);
+    double ylabel = 2.0 + 0.85 * (double)strlen(rows);
+    panel_viewport(c, ylabel + 1.4, 7.5); /* the bar (or a neighbour's) and its labels */
+    plwind(0, p->cols, 0, p->rows);
+    plimagefr((PLFLT_MATRIX)idata, nx, ny, 0, p->cols, 0, p->rows, -DBL_MAX, DBL_MAX, lo, hi,
+              NULL, NULL);
+    plcol0(COL_FG);
+    plbox("bcnst", 0, 0, "bcnstv", 0, 0);
+    draw_labels(p, c, ylabel);
+    if (!p->no_colorbar)
+        draw_colorbar(p, lo, hi);
     for (int ix = 0; ix < nx; ix++)
         free(idata[ix]);
     free(idata);
@@ -549,10 +696,8 @@ static void render(const atf_plot_figure *fig, const char *device, const char *p
         plvpor(0.0, 1.0, top, 1.0);
         plwind(0, 1, 0, 1);
         plcol0(COL_FG);
-        /* about 18 px per character at scale 1: keep long titles inside the page */
-        double fit = 0.95 * fig->width / (18.0 * (double)strlen(fig->title));
-        plschr(0, fmin(fmin(1.1, fmax(0.7, px / 550.0)), fmax(0.5, fit)));
-        plmtex("t", -1.6, 0.5, 0.5, fig->title);
+        plschr(0, fmin(1.1, fmax(0.7, px / 550.0)));
+        fitted_title(fig->title, -1.6, 0.95); /* inside the page */
     }
     plend();
 }
@@ -589,26 +734,23 @@ int atf_plot_png_available(void)
 static atf_error render_to(const atf_plot_figure *fig, const char *device, const char *base,
                            const char *ext, char *err)
 {
-    size_t len = strlen(base) + 32;
-    char *tmp = malloc(len), *final = malloc(len);
-    atf_error e = ATF_OK;
-    if (!tmp || !final) {
-        e = ATF_E_NOMEM;
-        atf_errorf(err, "plot: out of memory");
-        goto done;
+    char final[ATF_PATH_MAX];
+    if (snprintf(final, sizeof final, "%s.%s", base, ext) >= (int)sizeof final) {
+        atf_errorf(err, "%s: path too long", base);
+        return ATF_E_IO;
     }
-    snprintf(final, len, "%s.%s", base, ext);
-    snprintf(tmp, len, "%s.tmp%ld.%s", base, (long)getpid(), ext);
-    render(fig, device, tmp);
-    if (!nonempty_file(tmp) || rename(tmp, final) != 0) {
-        remove(tmp);
+    /* PLplot writes the reserved temporary by name; it goes in place only when complete. */
+    atf_atomic_file af;
+    atf_error e = atf_atomic_begin(&af, final, NULL, err);
+    if (e)
+        return e;
+    render(fig, device, af.tmp);
+    if (!nonempty_file(af.tmp)) {
+        atf_atomic_abort(&af);
         atf_errorf(err, "%s: could not write the figure (PLplot device %s)", final, device);
-        e = ATF_E_IO;
+        return ATF_E_IO;
     }
-done:
-    free(tmp);
-    free(final);
-    return e;
+    return atf_atomic_commit(&af, err);
 }
 
 atf_error atf_plot_save(const atf_plot_figure *fig, const char *base, char *err)

@@ -1,4 +1,4 @@
-/* plot.h — a small PLplot wrapper for the experiment figures (drivers only).
+/* plot.h — a small PLplot wrapper for the experiment figures (part of atf_experiments.h).
  *
  * A figure is a grid of panels; each panel is either a set of line/marker series on linear or
  * logarithmic axes (with optional error bars and a legend) or a heat map with a colour bar.
@@ -11,7 +11,17 @@
 
 #include "atf_error.h"
 
-enum { ATF_PLOT_MAXSERIES = 12 };
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { ATF_PLOT_MAXSERIES = 12, ATF_PLOT_MAXNOTES = 16 };
+
+/* A text next to one data point (e.g. what a point's x value was resolved from). */
+typedef struct {
+    double x, y;        /* data coordinates of the point */
+    const char *text;
+} atf_plot_note;
 
 typedef struct {
     const char *label;  /* legend text; NULL or "" keeps the series out of the legend */
@@ -45,6 +55,8 @@ typedef struct {
     atf_legend_pos legend;
     int nseries;
     atf_plot_series series[ATF_PLOT_MAXSERIES];
+    int nnotes;
+    atf_plot_note notes[ATF_PLOT_MAXNOTES];
     /* heat map: z is rows × cols row-major, row 0 drawn at the bottom */
     const double *z;
     int rows, cols;
@@ -52,6 +64,8 @@ typedef struct {
     double zmin, zmax;
     int diverging;                      /* blue–white–red, symmetric around 0 */
     const char *zlabel;                 /* colour-bar caption */
+    int no_colorbar;                    /* 1: no colour bar (a neighbour with the same colour
+                                           range carries it) */
 } atf_plot_panel;
 
 typedef struct {
@@ -69,5 +83,9 @@ atf_error atf_plot_save(const atf_plot_figure *fig, const char *base, char *err)
 
 /* Whether the PNG device (cairo) is available; without it only the SVG is written. */
 int atf_plot_png_available(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

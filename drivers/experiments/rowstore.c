@@ -9,15 +9,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "atf_experiments.h"
 #include "atf_solver.h"
+#include "atf_util.h"
 
 struct atf_rowstore {
     char *csv_path, *jsonl_path;
     char key_field[ATF_ROW_NAMELEN];
     FILE *csv, *jsonl;
     int lock_fd;      /* write lock on CSV_PATH.lock: one writer per table */
+    char *lock_path;  /* set once the lock is ours: the file is removed on close */
     int have_header;
     atf_row header;   /* column names in names[], values unused */
     atf_row *rows;
@@ -296,7 +300,57 @@ static atf_error push_row(atf_rowstore *st, const atf_row *row, char *err)
     return ATF_OK;
 }
 
-/* Parse the complete lines of the CSV; cut a torn tail. */
+/* The first record: the column names; the key column must be among them. */
+static atf_error take_header(atf_rowstore *st, const atf_row *row, int n, int *key_col, char *err)
+{
+    st->header.nfields = n;
+    for (int i = 0; i < n; i++)
+        snprintf(st->header.names[i], ATF_ROW_NAMELEN, "%.*s", ATF_ROW_NAMELEN - 1,
+                 row->values[i]);
+    st->have_header = 1;
+    *key_col = field_index(&st->header, st->key_field);
+    if (*key_col < 0) {
+        atf_errorf(err, "%s: header has no '%s' column", st->csv_path, st->key_field);
+        return ATF_E_INPUT;
+    }
+    return ATF_OK;
+}
+
+/* A data record of n fields (record number lineno): named by the header, with a new key. */
+static atf_error take_row(atf_rowstore *st, atf_row *row, int n, int key_col, int lineno,
+                          char *err)
+{
+    if (n != st->header.nfields) {
+        atf_errorf(err, "%s: line %d: %d fields but the header has %d", st->csv_path, lineno, n,
+                   st->header.nfields);
+        return ATF_E_INPUT;
+    }
+    row->nfields = n;
+    for (int i = 0; i < n; i++)
+        memcpy(row->names[i], st->header.names[i], ATF_ROW_NAMELEN);
+    if (atf_rowstore_has(st, row->values[key_col])) {
+        atf_errorf(err, "%s: line %d: duplicate key '%s'", st->csv_path, lineno,
+                   row->values[key_col]);
+        return ATF_E_INPUT;
+    }
+    return push_row(st, row, err);
+}
+
+/* Cut a torn tail (a record without its line break) off the file and the text. */
+static atf_error cut_torn_tail(atf_rowstore *st, char *text, long size, char *err)
+{
+    long complete = 0; /* up to the end of the last whole record */
+    for (char *end = text; (end = record_end(end)); end++)
+        complete = end - text + 1;
+    if (complete < size && truncate(st->csv_path, complete) != 0) {
+        atf_errorf(err, "%s: cannot cut the torn last line: %s", st->csv_path, strerror(errno));
+        return ATF_E_IO;
+    }
+    text[complete] = '\0';
+    return ATF_OK;
+}
+
+/* Parse the complete records of the CSV; cut a torn tail. */
 static atf_error load_csv(atf_rowstore *st, char *err)
 {
     char *text;
@@ -304,18 +358,10 @@ static atf_error load_csv(atf_rowstore *st, char *err)
     atf_error e = slurp(st->csv_path, &text, &size, err);
     if (e || !text)
         return e;
-    long complete = 0; /* up to the end of the last whole record */
-    for (char *end = text; (end = record_end(end)); end++)
-        complete = end - text + 1;
-    if (complete < size && truncate(st->csv_path, complete) != 0) {
-        atf_errorf(err, "%s: cannot cut the torn last line: %s", st->csv_path, strerror(errno));
-        free(text);
-        return ATF_E_IO;
-    }
-    text[complete] = '\0';
+    e = cut_torn_tail(st, text, size, err);
     int lineno = 0; /* records, counted as lines when no field holds a line break */
     int key_col = -1;
-    for (char *line = text, *next; *line; line = next) {
+    for (char *line = text, *next; !e && *line; line = next) {
         next = record_end(line);
         *next++ = '\0';
         lineno++;
@@ -324,39 +370,10 @@ static atf_error load_csv(atf_rowstore *st, char *err)
         if (n < 0) {
             atf_errorf(err, "%s: line %d: malformed CSV", st->csv_path, lineno);
             e = ATF_E_INPUT;
-            break;
+        } else {
+            e = lineno == 1 ? take_header(st, &row, n, &key_col, err)
+                            : take_row(st, &row, n, key_col, lineno, err);
         }
-        if (lineno == 1) {
-            st->header.nfields = n;
-            for (int i = 0; i < n; i++)
-                snprintf(st->header.names[i], ATF_ROW_NAMELEN, "%.*s", ATF_ROW_NAMELEN - 1,
-                         row.values[i]);
-            st->have_header = 1;
-            key_col = field_index(&st->header, st->key_field);
-            if (key_col < 0) {
-                atf_errorf(err, "%s: header has no '%s' column", st->csv_path, st->key_field);
-                e = ATF_E_INPUT;
-                break;
-            }
-            continue;
-        }
-        if (n != st->header.nfields) {
-            atf_errorf(err, "%s: line %d: %d fields but the header has %d", st->csv_path, lineno,
-                       n, st->header.nfields);
-            e = ATF_E_INPUT;
-            break;
-        }
-        row.nfields = n;
-        for (int i = 0; i < n; i++)
-            memcpy(row.names[i], st->header.names[i], ATF_ROW_NAMELEN);
-        if (atf_rowstore_has(st, row.values[key_col])) {
-            atf_errorf(err, "%s: line %d: duplicate key '%s'", st->csv_path, lineno,
-                       row.values[key_col]);
-            e = ATF_E_INPUT;
-            break;
-        }
-        if ((e = push_row(st, &row, err)))
-            break;
     }
     free(text);
     return e;
@@ -388,27 +405,8 @@ static atf_error sync_jsonl(atf_rowstore *st, char *err)
     }
     int same = text ? !strcmp(text, want) : n == 0;
     free(text);
-    if (!same) {
-        size_t len = strlen(st->jsonl_path) + 16;
-        char *tmp = malloc(len);
-        FILE *f = NULL;
-        if (tmp) {
-            snprintf(tmp, len, "%s.tmp", st->jsonl_path);
-            f = fopen(tmp, "wb");
-        }
-        int ok = f && fwrite(want, 1, n, f) == n;
-        if (f) { /* always closed, whatever failed before */
-            ok = sync_file(f, tmp, err) == ATF_OK && ok;
-            ok = fclose(f) == 0 && ok;
-        }
-        if (!ok || rename(tmp, st->jsonl_path) != 0) {
-            atf_errorf(err, "%s: cannot rewrite: %s", st->jsonl_path, strerror(errno));
-            if (tmp)
-                remove(tmp);
-            e = ATF_E_IO;
-        }
-        free(tmp);
-    }
+    if (!same)
+        e = atf_write_text_atomic(st->jsonl_path, want, n, err);
     free(want);
     return e;
 }
@@ -439,7 +437,10 @@ static atf_error take_lock(atf_rowstore *st, char *err)
                    path);
         e = ATF_E_USAGE;
     }
-    free(path);
+    if (e)
+        free(path); /* not ours: the other run's lock file stays */
+    else
+        st->lock_path = path;
     return e;
 }
 
@@ -490,8 +491,11 @@ void atf_rowstore_close(atf_rowstore *st)
         fclose(st->csv);
     if (st->jsonl)
         fclose(st->jsonl);
+    if (st->lock_path) /* removed while still locked: no other run can hold it meanwhile */
+        unlink(st->lock_path);
     if (st->lock_fd >= 0)
         close(st->lock_fd);
+    free(st->lock_path);
     free(st->csv_path);
     free(st->jsonl_path);
     free(st->rows);
@@ -566,3 +570,34 @@ const atf_row *atf_rowstore_row(const atf_rowstore *st, int i)
 {
     return i >= 0 && i < st->nrows ? &st->rows[i] : NULL;
 }
+
+/* ---- files ---- */
+
+atf_error atf_mkdir_p(const char *path, char *err)
+{
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        atf_errorf(err, "%s: path too long", path);
+        return ATF_E_USAGE;
+    }
+    for (char *p = buf + 1;; p++) {
+        int end = *p == '\0';
+        if (*p == '/' || end) {
+            *p = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+                atf_errorf(err, "%s: cannot create directory: %s", buf, strerror(errno));
+                return ATF_E_IO;
+            }
+            struct stat st;
+            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                atf_errorf(err, "%s: exists and is not a directory", buf);
+                return ATF_E_IO;
+            }
+            if (end)
+                break;
+            *p = '/';
+        }
+    }
+    return ATF_OK;
+}
+

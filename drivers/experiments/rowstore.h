@@ -1,17 +1,22 @@
-/* rowstore.h — resumable result tables for sweeps and experiments (drivers only).
+/* rowstore.h — resumable result tables for sweeps and experiments (part of atf_experiments.h).
  *
  * A table is a CSV file (the record) plus a JSON-lines copy of it. Rows are appended one at a
  * time and each append is flushed and fsync'ed, so an interrupted run loses at most the row in
  * flight. Every row carries a key; reopening a table loads the finished keys so a re-run skips
  * them. A torn last line (a crash in the middle of a write) is cut off on open, and the JSON
  * lines are rebuilt from the CSV whenever they disagree with it, so the two never differ. One
- * writer at a time: opening takes a lock on CSV_PATH.lock and a second opener gets ATF_E_USAGE. */
+ * writer at a time: opening takes a lock on CSV_PATH.lock and a second opener gets ATF_E_USAGE;
+ * closing removes the lock file, so a finished, failed or interrupted run leaves none behind. */
 #ifndef ATF_ROWSTORE_H
 #define ATF_ROWSTORE_H
 
 #include <stddef.h>
 
 #include "atf_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 enum { ATF_ROW_MAXFIELDS = 64, ATF_ROW_NAMELEN = 48, ATF_ROW_VALUELEN = 192 };
 
@@ -63,5 +68,9 @@ int atf_csv_field(const char *s, char *buf, size_t len);
 int atf_row_json(const atf_row *row, char *buf, int len);
 /* The same, newline-terminated, in a new buffer (caller frees); NULL when memory is short. */
 char *atf_row_json_line(const atf_row *row);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,9 +1,10 @@
-/* dataset_h5.c — user data sets in HDF5 (SPEC §6: /X [N, D], /Y [N, C], optional /labels [N]).
+/* dataset_h5.c — user data sets in HDF5 (docs/formats.md "Dataset file": /X [N, D], /Y [N, C],
+ * optional /labels [N]).
  * /Y may be omitted when /labels is present (label targets are then built from the labels). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_data.h"
 #include "h5io.h"
 
 static atf_error read_dataset(const h5io_reader *rd, void *ctx)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "atf_tangent.h"
+#include "atf_data.h"
 
 #define IDX_MAX_BYTES ((int64_t)1 << 34) /* refuse absurd headers before allocating */
 

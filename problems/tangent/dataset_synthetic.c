@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_data.h"
 
 static double multi_index_g(const double *z, int r)
 {

@@ -1,14 +1,14 @@
-/* jacobian.c — factored per-layer Jacobians of an MLP and their (cross) Gram matrices.
+/* jacobian.c — factored per-layer Jacobians of an MLP (their Gram: atf_factored_gram in
+ * problems/operators.c).
  *
  * ∂f^{(k)}(x_i)/∂W_ℓ[a, b] = c_ℓ h_{ℓ−1,a}(x_i) · δ_{ℓ,b}^{(k)}(x_i), so the Jacobian of block ℓ
  * is the rank-one matrix h δᵀ per row m = i·C + k. The cotangents δ of all C outputs are pushed
  * back together as an M × Q matrix (row m starts as e_k), one GEMM per layer. */
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_features.h"
 #include "mlp_internal.h"
 
 void atf_jacobian_free(atf_jacobian *J)
@@ -108,50 +108,5 @@ atf_error atf_mlp_jacobian(const atf_mlp *m, int N, const double *X, atf_jacobia
     free(delta);
     free(prev);
     mlp_cache_free(&c);
-    return ATF_OK;
-}
-
-/* Full symmetric n × n product A Aᵀ (SYRK on the upper triangle, then mirrored). */
-static void gram_sym(int n, int k, const double *A, double *G)
-{
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, n, k, 1.0, A, k, 0.0, G, n);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < i; j++)
-            G[(size_t)i * n + j] = G[(size_t)j * n + i];
-}
-
-static void gram_cross(int n, int k, const double *A, const double *B, double *G)
-{
-    if (A == B)
-        gram_sym(n, k, A, G);
-    else
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0, A, k, B, k, 0.0, G, n);
-}
-
-atf_error atf_factored_gram(int N, int C, int P, int Q, const double *H1, const double *H2,
-                            const double *D1, const double *D2, double alpha, double *G,
-                            double *work)
-{
-    int M = N * C;
-    double *own = NULL;
-    if (!work) {
-        work = own = malloc(((size_t)N * N + (size_t)M * M) * sizeof *work);
-        if (!own)
-            return ATF_E_NOMEM;
-    }
-    double *HH = work, *DD = work + (size_t)N * N;
-    gram_cross(N, P, H1, H2, HH);
-    gram_cross(M, Q, D1, D2, DD);
-    for (int a = 0; a < M; a++) {
-        const double *hh = HH + (size_t)(a / C) * N;
-        const double *dd = DD + (size_t)a * M;
-        double *g = G + (size_t)a * M;
-        for (int ib = 0, b = 0; ib < N; ib++) {
-            double h = alpha * hh[ib];
-            for (int k = 0; k < C; k++, b++)
-                g[b] += h * dd[b];
-        }
-    }
-    free(own);
     return ATF_OK;
 }

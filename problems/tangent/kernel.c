@@ -1,5 +1,5 @@
 /* kernel.c — NTK, exact adapted kernel (eq. 7), the paper's eq. 17, Theorem 1's kernel, outer
- * products and alignments (SPEC §5).
+ * products and alignments (docs/math.md §6, docs/tangent.md §5).
  *
  * For a factored block the transformation W ↦ M̂1 W M̂2 maps the feature h δᵀ to M̂1 h δᵀ M̂2, so
  * K = (H M̂1² Hᵀ) ∘ (D M̂2² Dᵀ) expanded to rows, and with M̂1² = I + U diag(s1²−1) Uᵀ:
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_kernel.h"
 #include "result_internal.h"
 
 static atf_error oom(char *err, const char *what)
@@ -21,7 +21,7 @@ static atf_error oom(char *err, const char *what)
 atf_error atf_kernel_ntk_block(const atf_block *b, double *K, char *err)
 {
     if (b->kind == ATF_OP_FACTORED) {
-        if (atf_factored_gram(b->N, b->C, b->rows, b->cols, b->H, b->H, b->D, b->D, 1.0, K, NULL))
+        if (atf_factored_gram(b->N, b->C, b->rows, b->cols, b->H, b->D, 1.0, K))
             return oom(err, b->name);
         return ATF_OK;
     }
@@ -527,21 +527,13 @@ atf_error atf_kernel_mlp(const atf_mlp *m, int N, const double *X, double *K, do
     if (e)
         return e;
     size_t MM = (size_t)J.M * J.M;
-    double *work = malloc(((size_t)N * N + MM) * sizeof *work);
-    if (!work) {
-        atf_jacobian_free(&J);
-        return oom(err, "network NTK");
-    }
-    for (int b = 0; b < J.nblocks; b++) {
+    for (int b = 0; !e && b < J.nblocks; b++) {
         const atf_jac_block *jb = &J.blocks[b];
-        atf_factored_gram(N, J.C, jb->rows, jb->cols, jb->H, jb->H, jb->D, jb->D, 1.0, K, work);
-        if (K_blocks) {
-            memset(K_blocks + b * MM, 0, MM * sizeof *K_blocks);
-            atf_factored_gram(N, J.C, jb->rows, jb->cols, jb->H, jb->H, jb->D, jb->D, 1.0,
-                              K_blocks + b * MM, work);
-        }
+        if (atf_factored_gram(N, J.C, jb->rows, jb->cols, jb->H, jb->D, 1.0, K) ||
+            (K_blocks && atf_factored_gram(N, J.C, jb->rows, jb->cols, jb->H, jb->D, 0.0,
+                                           K_blocks + b * MM)))
+            e = oom(err, "network NTK");
     }
-    free(work);
     atf_jacobian_free(&J);
-    return ATF_OK;
+    return e;
 }

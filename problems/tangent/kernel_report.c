@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_kernel.h"
 #include "h5io.h"
 
 void atf_kernel_report_free(atf_kernel_report *r)
@@ -163,8 +163,8 @@ static atf_error recover_inputs(const atf_kernel_inputs *in, const atf_mlp *m, d
     }
     /* both networks run on these inputs (mlp0 for the /f0 check and the path's start) */
     const atf_mlp *nets[2] = {in->mlp0, in->mlp};
-    const char *names[2] = {in->mlp0_name ? in->mlp0_name : "--mlp0",
-                            in->mlp_name ? in->mlp_name : "--mlp"};
+    const char *names[2] = {in->mlp0_name ? in->mlp0_name : "mlp0",
+                            in->mlp_name ? in->mlp_name : "mlp"};
     for (int j = 0; j < 2; j++) {
         const atf_arch *a = nets[j] ? &nets[j]->arch : NULL;
         if (a && (w1->rows != a->widths[0] || p->C != a->widths[a->L])) {
@@ -204,7 +204,7 @@ static atf_error check_f0(atf_kernel_report *r, const atf_kernel_inputs *in, con
     r->f0_check = diff;
     if (!e && diff > 1e-8 * scale) {
         atf_errorf(err, "%s: does not reproduce %s's /f0 (max difference %.3g): not the network "
-                   "the problem was built from", in->mlp0_name ? in->mlp0_name : "--mlp0",
+                   "the problem was built from", in->mlp0_name ? in->mlp0_name : "mlp0",
                    problem_name(in), diff);
         e = ATF_E_INPUT;
     }

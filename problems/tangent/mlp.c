@@ -1,42 +1,26 @@
 /* mlp.c — ReLU MLPs: architecture parsing, seeded initialisation, forward pass. */
 #include <cblas.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_mlp.h"
+#include "atf_util.h"
 #include "mlp_internal.h"
 
 atf_error atf_arch_parse_widths(const char *text, atf_arch *arch, char *err)
 {
-    int n = 0;
-    const char *p = text;
-    while (p && *p) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 1 || v > (1 << 24) || (*end && *end != ',')) {
-            atf_errorf(err, "--widths: '%s' is not a comma-separated list of positive widths",
-                       text);
-            return ATF_E_USAGE;
-        }
-        if (n > ATF_MAX_LAYERS) {
-            atf_errorf(err, "--widths: more than %d layers", ATF_MAX_LAYERS);
-            return ATF_E_USAGE;
-        }
-        arch->widths[n++] = (int)v;
-        p = *end ? end + 1 : end;
-        if (*end && !*p) {
-            atf_errorf(err, "--widths: '%s' ends with a comma", text);
-            return ATF_E_USAGE;
-        }
-    }
+    long v[ATF_MAX_LAYERS + 1];
+    int n;
+    if (atf_parse_ints(text, 1, 1 << 24, v, ATF_MAX_LAYERS + 1, &n, "widths", err))
+        return ATF_E_USAGE;
     if (n < 2) {
-        atf_errorf(err, "--widths: '%s' needs at least an input and an output width",
+        atf_errorf(err, "widths: '%s' needs at least an input and an output width",
                    text ? text : "");
         return ATF_E_USAGE;
     }
+    for (int i = 0; i < n; i++)
+        arch->widths[i] = (int)v[i];
     arch->L = n - 1;
     return ATF_OK;
 }
@@ -107,7 +91,7 @@ static atf_error check_arch(const atf_arch *a, char *err)
         return ATF_E_USAGE;
     }
     if (a->init == ATF_INIT_TORCH && a->param != ATF_PARAM_STANDARD) {
-        atf_errorf(err, "MLP: --init torch needs --param standard");
+        atf_errorf(err, "MLP: init torch needs param standard");
         return ATF_E_USAGE;
     }
     for (int l = 0; l <= a->L; l++) {

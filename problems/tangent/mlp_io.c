@@ -1,14 +1,16 @@
-/* mlp_io.c — MLP files (SPEC §6): root attributes format = "atf-mlp", activation = "relu",
- * bias (0/1), parameterization; datasets /W0.. [P_ℓ, Q_ℓ] (input × output) and /b0.. [Q_ℓ]. */
+/* mlp_io.c — MLP files (docs/formats.md "MLP file"): root attributes format = "atf-mlp",
+ * activation = "relu", bias (0/1), parameterization; datasets /W0.. [P_ℓ, Q_ℓ] (input × output)
+ * and /b0.. [Q_ℓ]. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_mlp.h"
 #include "h5io.h"
 #include "mlp_internal.h"
 
-/* Names are 0-based (/W0, /W1, ...) as SPEC §6 lists them; 1-based files are accepted too. */
+/* Names are 0-based (/W0, /W1, ...) as docs/formats.md lists them; 1-based files are accepted
+ * too. */
 static int first_index(hid_t f)
 {
     return h5io_exists(f, "/W0") ? 0 : 1;

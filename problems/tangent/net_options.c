@@ -1,11 +1,12 @@
-/* net_options.c — the network options the commands share (--mlp, --widths, --seed, --bias,
- * --param) and building the network they describe. */
+/* net_options.c — the network options (atf_net_options: mlp, widths, seed, bias, param, init),
+ * setting one by name, checking an architecture against a task and building the network the
+ * options describe. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_mlp.h"
 
 atf_net_options atf_net_options_default(void)
 {
@@ -18,14 +19,12 @@ atf_net_options atf_net_options_default(void)
     return o;
 }
 
-atf_error atf_net_option(atf_net_options *o, const char *name, const char *value, int *used,
-                         char *err)
+atf_error atf_net_option(atf_net_options *o, const char *name, const char *value, char *err)
 {
-    *used = 1;
     if (!strcmp(name, "mlp")) {
         if (!*value || snprintf(o->mlp_path, sizeof o->mlp_path, "%s", value) >=
                            (int)sizeof o->mlp_path) {
-            atf_errorf(err, "--mlp: empty or too long path");
+            atf_errorf(err, "mlp: empty or too long path");
             return ATF_E_USAGE;
         }
         return ATF_OK;
@@ -40,7 +39,7 @@ atf_error atf_net_option(atf_net_options *o, const char *name, const char *value
         errno = 0;
         unsigned long long v = strtoull(value, &end, 10);
         if (!*value || *end || errno || value[0] == '-') {
-            atf_errorf(err, "--seed: '%s' is not a nonnegative integer", value);
+            atf_errorf(err, "seed: '%s' is not a nonnegative integer", value);
             return ATF_E_USAGE;
         }
         o->seed = v;
@@ -55,13 +54,54 @@ atf_error atf_net_option(atf_net_options *o, const char *name, const char *value
         return atf_param_parse(value, &o->arch.param, err);
     if (!strcmp(name, "init")) {
         if (strcmp(value, "he") && strcmp(value, "torch")) {
-            atf_errorf(err, "--init: '%s' unknown (expected he or torch)", value);
+            atf_errorf(err, "init: '%s' unknown (expected he or torch)", value);
             return ATF_E_USAGE;
         }
         o->arch.init = value[0] == 't' ? ATF_INIT_TORCH : ATF_INIT_HE;
         return ATF_OK;
     }
-    *used = 0;
+    atf_errorf(err, "unknown network option '%s'", name);
+    return ATF_E_USAGE;
+}
+
+/* Where the widths came from ("m.h5", the MLP file, or "widths", the option) and the data item
+ * ("data.h5: /X" for an HDF5 file's arrays, else "SRC: inputs" / "SRC: targets"), for messages. */
+static void fit_names(const atf_arch *arch, const atf_task *task, const char *item, char *widths,
+                      char *data, size_t len)
+{
+    if (arch->origin[0])
+        snprintf(widths, len, "%s", arch->origin);
+    else
+        snprintf(widths, len, "widths");
+    if (!strcmp(task->source_name, "hdf5") &&
+        (item[1] == 'X' || task->targets == ATF_TARGETS_GIVEN))
+        snprintf(data, len, "%s: %s", task->source, item);
+    else
+        snprintf(data, len, "%s: %s", task->source, item[1] == 'X' ? "inputs" :
+                 "targets");
+}
+
+atf_error atf_arch_fit_task(atf_arch *arch, const atf_task *task, char *err)
+{
+    int D = task->train.D, C = task->train.C;
+    if (arch->widths[0] == 0)
+        arch->widths[0] = D;
+    if (arch->widths[arch->L] == 0)
+        arch->widths[arch->L] = C;
+    char widths[ATF_PATHLEN + 16], data[ATF_PATHLEN + 32];
+    atf_error e = arch->origin[0] ? ATF_E_INPUT : ATF_E_USAGE;
+    if (arch->widths[0] != D) {
+        fit_names(arch, task, "/X", widths, data, sizeof widths);
+        atf_errorf(err, "%s: dimension %d but %s has input width %d", data, D, widths,
+                   arch->widths[0]);
+        return e;
+    }
+    if (arch->widths[arch->L] != C) {
+        fit_names(arch, task, "/Y", widths, data, sizeof widths);
+        atf_errorf(err, "%s: %d output%s but %s has output width %d", data, C,
+                   C == 1 ? "" : "s", widths, arch->widths[arch->L]);
+        return e;
+    }
     return ATF_OK;
 }
 
@@ -101,45 +141,4 @@ atf_error atf_net_build(const atf_net_options *o, const atf_task *task, atf_mlp 
     if ((e = atf_arch_fit_task(&arch, task, err)))
         return e;
     return atf_mlp_create(&arch, o->seed, out, err);
-}
-
-/* Which option kind knows `name`: 1 data, 2 network, 0 neither (probed with a throwaway copy). */
-static int option_kind(const char *name, const char *value)
-{
-    int used = 0;
-    atf_data_options d = atf_data_options_default();
-    atf_net_options n = atf_net_options_default();
-    atf_data_option(&d, name, value, &used, NULL);
-    if (used)
-        return 1;
-    atf_net_option(&n, name, value, &used, NULL);
-    return used ? 2 : 0;
-}
-
-atf_error atf_tangent_arg(int argc, char **argv, int *i, atf_data_options *d, atf_net_options *n,
-                          int *used, char *err)
-{
-    const char *a = argv[*i];
-    *used = 0;
-    if (n && !strcmp(a, "--bias")) {
-        *used = 1;
-        return atf_net_option(n, "bias", "1", used, err);
-    }
-    if (d && (!strcmp(a, "--standardize") || !strcmp(a, "--no-standardize"))) {
-        *used = 1;
-        return atf_data_option(d, "standardize", a[2] == 's' ? "1" : "0", used, err);
-    }
-    if (strncmp(a, "--", 2) != 0)
-        return ATF_OK;
-    int kind = option_kind(a + 2, "0");
-    if ((kind == 1 && !d) || (kind == 2 && !n) || kind == 0)
-        return ATF_OK;
-    *used = 1;
-    if (*i + 1 >= argc) {
-        atf_errorf(err, "%s needs a value", a);
-        return ATF_E_USAGE;
-    }
-    const char *value = argv[++*i];
-    return kind == 1 ? atf_data_option(d, a + 2, value, used, err)
-                     : atf_net_option(n, a + 2, value, used, err);
 }

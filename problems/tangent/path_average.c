@@ -1,7 +1,7 @@
 /* path_average.c — the path-averaged tangent kernel of a trained network (paper eq. 2 / 20).
  *
  * J̄_m = (1/T) Σ_t h_{t,i} δ_{t,m}ᵀ for block ℓ is a sum of T rank-one P × Q matrices, so K̄ can
- * be formed two ways (see atf_tangent.h for the cost model):
+ * be formed two ways (see atf_kernel.h for the cost model):
  *   materialise: J̄ (M × P·Q) in column panels, K̄ += J̄ J̄ᵀ by SYRK;
  *   Hadamard:    K̄ = T⁻² Σ_{t,t'} (H_t H_t'ᵀ) ∘ (D_t D_t'ᵀ), pairs t < t' counted twice.
  * The factors of all T points are kept stacked per block: Hs [N × T·P] holds H_t in columns
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_kernel.h"
 
 #define PANEL_BUDGET ((size_t)1 << 24) /* doubles per materialised panel (128 MiB) */
 
@@ -25,7 +25,7 @@ atf_error atf_path_method_parse(const char *text, atf_path_method *out, char *er
     else if (!strcmp(text, "hadamard"))
         *out = ATF_PATH_HADAMARD;
     else {
-        atf_errorf(err, "--path-method: '%s' unknown (expected auto, materialize or hadamard)",
+        atf_errorf(err, "path method: '%s' unknown (expected auto, materialize or hadamard)",
                    text);
         return ATF_E_USAGE;
     }

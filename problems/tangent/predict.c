@@ -1,24 +1,52 @@
-/* predict.c — predictions and errors of solutions and networks, and their files. */
+/* predict.c — predictions and their metrics for solutions and networks (one f0 rule, see
+ * atf_features.h), and their files. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_features.h"
 #include "h5io.h"
 
-static double mean_squared(size_t n, const double *f, const double *y)
+/* Every number reported for predictions F against y (and labels): one implementation for `atf
+ * predict`, the experiments' test metrics, networks and linear models. rel_mse is a ratio of
+ * sums (the mean of y over all N·C entries). */
+static void prediction_metrics(int N, int C, const double *F, const double *y, const int *labels,
+                               atf_split_eval *s)
 {
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += (f[i] - y[i]) * (f[i] - y[i]);
-    return n ? s / (double)n : NAN;
+    s->mse = s->rel_mse = s->error = s->class_error = NAN;
+    if (N <= 0)
+        return;
+    size_t M = (size_t)N * C;
+    double mean = 0.0, var = 0.0, sq = 0.0;
+    for (size_t i = 0; i < M; i++)
+        mean += y[i];
+    mean /= (double)M;
+    for (size_t i = 0; i < M; i++) {
+        var += (y[i] - mean) * (y[i] - mean);
+        sq += (F[i] - y[i]) * (F[i] - y[i]);
+    }
+    s->mse = sq / (double)M;
+    s->rel_mse = var > 0 ? sq / var : NAN;
+    s->error = atf_prediction_error(N, C, F, y);
+    s->class_error = atf_prediction_class_error(N, C, F, labels);
+}
+
+static atf_test_metrics test_metrics_of(const atf_split_eval *s, int has_labels)
+{
+    return (atf_test_metrics){has_labels ? s->class_error : s->error, s->rel_mse};
+}
+
+atf_test_metrics atf_prediction_metrics(int N, int C, const double *F, const double *y,
+                                        const int *labels)
+{
+    atf_split_eval s;
+    prediction_metrics(N, C, F, y, labels, &s);
+    return test_metrics_of(&s, labels != NULL);
 }
 
 static void fill_metrics(atf_split_eval *s)
 {
-    s->mse = mean_squared((size_t)s->N * s->C, s->f, s->y);
-    s->error = atf_prediction_error(s->N, s->C, s->f, s->y);
-    s->class_error = atf_prediction_class_error(s->N, s->C, s->f, s->labels);
+    prediction_metrics(s->N, s->C, s->f, s->y, s->labels, s);
 }
 
 /* Allocate f, y (copied) and labels (copied when given). */
@@ -43,8 +71,9 @@ static atf_error split_alloc(atf_split_eval *s, int N, int C, const double *y, c
     return ATF_OK;
 }
 
-/* f = f0 + Σ_ℓ A_ℓ vec B_ℓ over one split (the test split shares the result's B); `where` names
- * the split's group in messages ("" for the root, "/test"). */
+/* f = f0 + Σ_ℓ A_ℓ vec B_ℓ over one split, by the f0 rule of atf_features.h: f0 first, then the
+ * blocks in order (the test split shares the result's B); `where` names the split's group in
+ * messages ("" for the root, "/test"). */
 static atf_error predict_split(const atf_problem *p, const atf_result *res, const char *prob_name,
                                const char *where, atf_split_eval *s, char *err)
 {
@@ -53,13 +82,17 @@ static atf_error predict_split(const atf_problem *p, const atf_result *res, cons
                    "for predictions)", prob_name, where, p->y ? "f0" : "y");
         return ATF_E_INPUT;
     }
+    if (res->nblocks != p->nblocks) {
+        atf_errorf(err, "%s: %s: %d blocks but the result has %d", prob_name,
+                   *where ? where : "/blocks", p->nblocks, res->nblocks);
+        return ATF_E_INPUT;
+    }
     atf_error e = split_alloc(s, p->N, p->C, p->y, p->labels, err);
     if (e)
         return e;
+    memcpy(s->f, p->f0, (size_t)p->M * sizeof *s->f);
     for (int l = 0; l < p->nblocks; l++)
         atf_block_apply(&p->blocks[l], res->blocks[l].B, 1.0, s->f);
-    for (int m = 0; m < p->M; m++)
-        s->f[m] += p->f0[m];
     fill_metrics(s);
     return ATF_OK;
 }
@@ -152,4 +185,19 @@ static void put_predictions(h5io_out *o, const void *ctx)
 atf_error atf_predictions_write(const char *path, const atf_predictions *pr, char *err)
 {
     return h5io_write_file(path, put_predictions, pr, err);
+}
+
+atf_error atf_result_test_metrics(const atf_problem *prob, const atf_result *res,
+                                  atf_test_metrics *out, char *err)
+{
+    *out = (atf_test_metrics){NAN, NAN};
+    if (!prob->test || prob->test->N <= 0)
+        return ATF_OK;
+    atf_split_eval s;
+    memset(&s, 0, sizeof s);
+    atf_error e = predict_split(prob->test, res, "problem", "/test", &s, err);
+    if (!e)
+        *out = test_metrics_of(&s, s.labels != NULL);
+    split_free(&s);
+    return e;
 }

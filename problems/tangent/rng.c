@@ -8,7 +8,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "atf_tangent.h"
+#include "atf_data.h"
 
 static uint64_t splitmix64(uint64_t *x)
 {

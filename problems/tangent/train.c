@@ -4,19 +4,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "atf_tangent.h"
+#include "atf_mlp.h"
+#include "atf_util.h"
 #include "mlp_internal.h"
 
 static const double PI = 3.14159265358979323846;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 atf_train_settings atf_train_default(void)
 {
@@ -231,15 +224,15 @@ atf_error atf_mlp_train(atf_mlp *m, const atf_dataset *ds, const atf_train_setti
     atf_rng_seed(&rng, s->seed);
     for (int i = 0; i < ds->N; i++)
         w.perm[i] = i;
-    double t0 = now_seconds();
-    for (int epoch = 0; !e && epoch < s->epochs; epoch++) {
+    double t0 = atf_now();
+    int stopped = 0; /* the interrupt flag was raised: keep the model as it is (not an error) */
+    for (int epoch = 0; !e && !stopped && epoch < s->epochs; epoch++) {
         double lr = s->lr * 0.5 * (1.0 + cos(PI * epoch / s->epochs));
         atf_rng_shuffle(&rng, ds->N, w.perm);
         double loss_sum = 0.0;
         for (int start = 0; !e && start < ds->N; start += B) {
             if (s->interrupt && *s->interrupt) {
-                atf_errorf(err, "train: interrupted in epoch %d", epoch + 1);
-                e = ATF_E_INTERRUPTED;
+                stopped = 1;
                 break;
             }
             int nb = ds->N - start < B ? ds->N - start : B;
@@ -248,11 +241,12 @@ atf_error atf_mlp_train(atf_mlp *m, const atf_dataset *ds, const atf_train_setti
             loss_sum += loss * nb;
         }
         if (!e && !isfinite(loss_sum)) {
-            atf_errorf(err, "train: loss diverged in epoch %d (lower --lr)", epoch + 1);
+            atf_errorf(err, "train: loss diverged in epoch %d (lower the learning rate)",
+                       epoch + 1);
             e = ATF_E_NUMERICAL;
         }
-        if (!e && s->progress) {
-            double elapsed = now_seconds() - t0;
+        if (!e && !stopped && s->progress) {
+            double elapsed = atf_now() - t0;
             atf_train_progress p = {epoch + 1, s->epochs, loss_sum / ds->N, lr, elapsed,
                                     elapsed / (epoch + 1) * (s->epochs - epoch - 1)};
             e = s->progress(&p, m, s->ctx);

@@ -118,13 +118,25 @@ class Escaping(unittest.TestCase):
         self.assertEqual(len(js["layer_cosine_label"]), len(BLOCKS))
 
     def test_predict_method_name(self):
+        """Methods are an enum: a result names its method in JSON as read, and a file whose
+        `method` attribute is no method (here one with a quote, a backslash, a line break and
+        a non-ASCII letter) is refused with one line that names the file and the attribute."""
+        with h5py.File(self.res, "r") as f:
+            method = f.attrs["method"]
+            method = method.decode() if isinstance(method, bytes) else method
+        js = one_json_line(run("predict", self.prob, self.res, "--json").stdout)
+        self.assertEqual(js["source"], method + " result")
+        self.assertIn("test", js)
         odd = os.path.join(self.dir, "odd_method.h5")
         shutil.copy(self.res, odd)
         with h5py.File(odd, "r+") as f:
             f.attrs["method"] = 'm"e\\t,h\n\u00e9'
-        js = one_json_line(run("predict", self.prob, odd, "--json").stdout)
-        self.assertEqual(js["source"], 'm"e\\t,h\n\u00e9 result')
-        self.assertIn("test", js)
+        p = run("predict", self.prob, odd, "--json", expect=2)
+        self.assertEqual(p.stdout, b"")
+        err = p.stderr.decode("utf-8", errors="replace")
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn("odd_method.h5", err)
+        self.assertIn("'method'", err)
 
     def test_penalty_specs_csv_and_json(self):
         out = os.path.join(self.dir, 'pen "dir", \u00e9')

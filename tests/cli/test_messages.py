@@ -127,12 +127,12 @@ def main(d):
            2, [f"{f['d3']}: /X: dimension 3", f"{f['m']} has input width 4"])
     expect("features --widths, data /X",
            ["features", "--data", f["d3"], "--widths", "4,5,1", "-o", out], 2,
-           [f"{f['d3']}: /X: dimension 3", "--widths has input width 4"])
+           [f"{f['d3']}: /X: dimension 3", "widths has input width 4"])
     expect("features --mlp, data /Y", ["features", "--data", f["d2"], "--mlp", f["m"], "-o", out],
            2, [f"{f['d2']}: /Y: 2 outputs", f"{f['m']} has output width 1"])
     expect("features --widths, synthetic",
            ["features", "--data", "synthetic:d=4", "--widths", "3,5,1", "-o", out], 2,
-           ["--data synthetic:d=4: inputs: dimension 4", "--widths has input width 3"])
+           ["synthetic:d=4: inputs: dimension 4", "widths has input width 3"])
     expect("predict --mlp, data /X", ["predict", "--data", f["d3"], "--mlp", f["m"]], 2,
            [f"{f['d3']}: /X: dimension 3", f"{f['m']} has input width 4"])
     expect("train --mlp, data /X", ["train", "--data", f["d3"], "--mlp", f["m"], "-o", out], 2,

@@ -129,7 +129,7 @@ def case_penalties(scratch):
     p = run(["experiment", "penalties", "--out", out, "--num", "21", "--json"])
     summary = json.loads(p.stdout)
     slopes = summary["tail_slopes"]
-    # the closed-form tails of SPEC §2: sq ~ v (slope 1), abs ~ v^(2/3)
+    # the closed-form tails (docs/math.md): sq ~ v (slope 1), abs ~ v^(2/3)
     assert abs(slopes["sq"] - 1.0) < 0.06, slopes
     assert abs(slopes["abs"] - 2.0 / 3.0) < 0.06, slopes
     assert slopes["sq+abs"] < slopes["abs"] + 1e-9, slopes
@@ -143,8 +143,8 @@ def case_penalties(scratch):
             math.isclose(float(r["s1"]) * float(r["s2"]), float(r["z"]), rel_tol=1e-9), r
     check_figure(os.path.join(out, "penalties"), ["sq+abs", "Effective penalties"])
     # a custom list; a bad spec is refused with exit 2 and one line
-    run(["experiment", "penalties", "--out", out, "--penalty", "pow:p=1.5,scale=0.1",
-         "--penalty", "zsq:scale=1e-4", "--num", "5"])
+    run(["experiment", "penalties", "--out", out, "--penalty=pow:p=1.5,scale=0.1",
+         "--penalty", "zsq:scale=1e-4", "--num=5"])
     rows = read_rows(os.path.join(out, "penalties.csv"))
     assert {r["spec"] for r in rows} == {"pow:p=1.5,scale=0.1", "zsq:scale=1e-4"}
     bad = run(["experiment", "penalties", "--penalty", "cubic", "--out", out], expect=2)
@@ -179,10 +179,11 @@ def case_sweep(scratch):
             assert -1.0 <= float(r["align_label"]) <= 1.0
     auto = [r for r in rows if r["scale"] == "auto"]
     assert auto and all(float(r["gamma"]) > 0 for r in auto)
-    check_figure(os.path.join(out, "sweep"), ["layer", "full"])
-    # a second run has nothing to do
-    p = run(["sweep", prob, "--out", out, "--families", "sq,abs", "--scales", "1e-2,1,auto",
-             "--structures", "layer,full", "--json"])
+    check_figure(os.path.join(out, "sweep"), ["layer", "full", "auto: γ="])
+    assert not [f for f in os.listdir(out) if f.endswith(".lock")], os.listdir(out)
+    # a second run has nothing to do (and --opt=value works as --opt value)
+    p = run(["sweep", prob, "--out=" + out, "--families=sq,abs", "--scales", "1e-2,1,auto",
+             "--structures=layer,full", "--json"])
     assert json.loads(p.stdout.strip().splitlines()[-1])["new_rows"] == 0
     # bad input: exit 2, one line naming the problem
     bad = run(["sweep", os.path.join(scratch, "missing.h5"), "--out", out], expect=2)
@@ -221,6 +222,7 @@ def case_resume(scratch):
         assert "resume" in err, err
     partial = read_rows(csv_path)
     assert 3 <= len(partial) <= len(expected)
+    assert not [f for f in os.listdir(out) if f.endswith(".lock")], "lock left after SIGINT"
     # simulate a crash in the middle of the next row as well
     with open(csv_path, "a") as f:
         f.write("layer|torn,layer,sq:sca")

@@ -1,14 +1,14 @@
-/* test_helpers.c — unit tests of the experiment drivers' helpers: the resumable row store
+/* test_helpers.c — unit tests of the experiments library (linked, not compiled in): the resumable row store
  * (quoting, reopen, torn last line, JSON lines rebuilt from the CSV, refused duplicates and
  * column changes), effective rank, scale=auto resolution and test metrics. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include "experiment.h"
-#include "rowstore.h"
+#include "atf_experiments.h"
 
 static int failures = 0;
 
@@ -110,12 +110,33 @@ static void test_rowstore(const char *dir)
     CHECK(text && !strstr(text, "torn") && strstr(text, "\nc,0.5,whole,7\n"));
     free(text);
 
+    /* one writer per table: the lock file exists while the table is open, a second opener is
+     * refused and leaves it, closing removes it */
+    char lock[1100];
+    snprintf(lock, sizeof lock, "%s.lock", csv);
+    CHECK(atf_rowstore_open(csv, jsonl, "key", &st, err) == ATF_OK);
+    CHECK(access(lock, F_OK) == 0);
+    pid_t pid = fflush(NULL) == 0 ? fork() : -1; /* record locks belong to a process */
+    if (pid == 0) {
+        atf_rowstore *second = NULL;
+        int refused = atf_rowstore_open(csv, jsonl, "key", &second, err) == ATF_E_USAGE &&
+                      !second && strstr(err, "another atf run");
+        _exit(refused ? 0 : 1);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+          WEXITSTATUS(status) == 0);
+    CHECK(access(lock, F_OK) == 0);
+    atf_rowstore_close(st);
+    CHECK(access(lock, F_OK) != 0);
+
     /* a CSV whose header lacks the key column is refused */
     f = fopen(csv, "wb");
     fputs("name,x\nq,1\n", f);
     fclose(f);
     CHECK(atf_rowstore_open(csv, jsonl, "key", &st, err) == ATF_E_INPUT);
     CHECK(strstr(err, "rows.csv") != NULL);
+    CHECK(access(lock, F_OK) != 0); /* a refused table leaves no lock behind either */
     remove(csv);
     remove(jsonl);
 }
@@ -137,10 +158,15 @@ static void test_auto_scale(void)
     char out[256], err[ATF_ERRLEN];
     double g;
     CHECK(atf_resolve_auto_scale("sq:scale=auto", 2.0, 0.5, out, sizeof out, &g, err) == ATF_OK);
-    CHECK(!strcmp(out, "sq:scale=1") && g == 1.0);
+    CHECK(!strcmp(out, "sq") && g == 1.0); /* canonical (atf_penalty_format): γ = 1 is sq */
     CHECK(atf_resolve_auto_scale("sq:scale=auto+abs:scale=auto", 1.0, 0.1, out, sizeof out, &g,
                                  err) == ATF_OK);
     CHECK(!strcmp(out, "sq:scale=0.01+abs:scale=0.01"));
+    CHECK(atf_resolve_auto_scale("sq:scale=auto+abs:scale=3", 1.0, 0.1, out, sizeof out, &g,
+                                 err) == ATF_OK); /* only the auto term is resolved */
+    CHECK(!strcmp(out, "sq:scale=0.01+abs:scale=3") && g == 0.01);
+    CHECK(atf_resolve_auto_scale("bogus:scale=auto", 1.0, 0.1, out, sizeof out, &g, err) ==
+          ATF_E_INPUT);
     CHECK(atf_resolve_auto_scale("pow:p=1.5,scale=0.3", 1.0, 0.1, out, sizeof out, &g, err) ==
           ATF_OK);
     CHECK(!strcmp(out, "pow:p=1.5,scale=0.3") && isnan(g));
@@ -157,7 +183,7 @@ static void test_with_scale(void)
     CHECK(atf_penalty_with_scale("pow:p=1.5", "auto", out, sizeof out, err) == ATF_OK);
     CHECK(!strcmp(out, "pow:p=1.5,scale=auto"));
     CHECK(atf_penalty_with_scale("pow:scale=3,p=2+abs", "0.1", out, sizeof out, err) == ATF_OK);
-    CHECK(!strcmp(out, "pow:scale=0.1,p=2+abs:scale=0.1"));
+    CHECK(!strcmp(out, "pow:p=2,scale=0.1+abs:scale=0.1")); /* canonical order of keys */
     CHECK(atf_penalty_with_scale("zsq:scale=1", "0.01", out, 12, err) == ATF_E_USAGE);
 }
 
@@ -167,7 +193,7 @@ static void test_metrics(void)
     double F[6] = {1, 0, 0, 1, 1, 0};
     double Y[6] = {1, 0, 0, 1, 0, 1};
     int labels[3] = {0, 1, 1};
-    atf_test_metrics m = atf_metrics_of(3, 2, F, Y, labels);
+    atf_test_metrics m = atf_prediction_metrics(3, 2, F, Y, labels);
     CHECK(fabs(m.error - 1.0 / 3.0) < 1e-15);
     /* mean(y) = 1/2, Σ(y − ȳ)² = 6/4, Σ(F − y)² = 2 */
     CHECK(fabs(m.rel_mse - 2.0 / 1.5) < 1e-15);

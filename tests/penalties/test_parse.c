@@ -7,7 +7,7 @@
 
 static int same_omega(const atf_omega *a, const atf_omega *b)
 {
-    return a->family == b->family && a->scale == b->scale &&
+    return a->family == b->family && a->scale == b->scale && a->auto_scale == b->auto_scale &&
            (a->family != ATF_FAMILY_POW || a->p == b->p);
 }
 
@@ -94,9 +94,9 @@ static void test_random_round_trips(void)
     for (int i = 0; i < 500; ++i) {
         const double scale = atf_test_uniform(&rng) * 1e3 + 1e-9;
         const double p = atf_test_uniform(&rng) * 5.0 + 1e-9;
-        atf_penalty pen = {{ATF_FAMILY_POW, p, scale}, {ATF_FAMILY_FIXED, 0.0, 1.0}};
+        atf_penalty pen = {{ATF_FAMILY_POW, p, scale, 0}, {ATF_FAMILY_FIXED, 0.0, 1.0, 0}};
         if (i % 2)
-            pen.w2 = (atf_omega){ATF_FAMILY_SQ, 0.0, scale * 3.0};
+            pen.w2 = (atf_omega){ATF_FAMILY_SQ, 0.0, scale * 3.0, 0};
         if (i % 3 == 0) {
             char spec[64];
             snprintf(spec, sizeof spec, "%s", families[i % 5]);
@@ -173,9 +173,112 @@ static void test_predicates(void)
     CHECK(atf_penalty_is_nuclear(&nuc) == 1 && atf_penalty_is_nuclear(&sq) == 0, "is_nuclear");
 }
 
+/* Templates: scale=auto is a parsed mark, refused by atf_penalty_parse; the formatter writes
+ * it back (parse_template(format(p)) == p), and atf_penalty_resolve_auto_scale resolves it. */
+static void check_template(const char *spec, const char *canonical, const char *resolved)
+{
+    atf_penalty pen, again, plain;
+    char err[ATF_ERRLEN] = "", buf[ATF_PENALTY_SPECLEN];
+    CHECK(atf_penalty_parse_template(spec, &pen, err) == ATF_OK, "template %s: %s", spec, err);
+    CHECK(atf_penalty_has_auto_scale(&pen), "%s has scale=auto", spec);
+    atf_penalty_format(&pen, buf, sizeof buf);
+    CHECK(!strcmp(buf, canonical), "format of template %s is %s, expected %s", spec, buf,
+          canonical);
+    CHECK(atf_penalty_parse_template(buf, &again, err) == ATF_OK && same_penalty(&pen, &again),
+          "template %s does not round-trip", buf);
+    CHECK(atf_penalty_parse(spec, &plain, err) == ATF_E_INPUT && strstr(err, "scale=auto"),
+          "atf_penalty_parse accepted %s: %s", spec, err);
+    CHECK(atf_penalty_resolve_auto_scale(&pen, 0.25) == ATF_OK &&
+              !atf_penalty_has_auto_scale(&pen), "resolve_auto_scale resolves %s", spec);
+    atf_penalty_format(&pen, buf, sizeof buf);
+    CHECK(!strcmp(buf, resolved), "%s resolved is %s, expected %s", spec, buf, resolved);
+    CHECK(atf_penalty_parse(buf, &again, err) == ATF_OK && same_penalty(&pen, &again),
+          "resolved %s does not round-trip: %s", buf, err);
+}
+
+static void test_templates(void)
+{
+    check_template("sq:scale=auto", "sq:scale=auto", "sq:scale=0.25");
+    check_template("pow:scale=auto,p=1.5", "pow:p=1.5,scale=auto", "pow:p=1.5,scale=0.25");
+    check_template("sq:scale=auto + abs:scale=auto", "sq:scale=auto+abs:scale=auto",
+                   "sq:scale=0.25+abs:scale=0.25");
+    /* only the marked terms are resolved */
+    check_template("sq:scale=auto+abs:scale=3", "sq:scale=auto+abs:scale=3",
+                   "sq:scale=0.25+abs:scale=3");
+    check_template("fixed+zsq:scale=auto", "fixed+zsq:scale=auto", "fixed+zsq:scale=0.25");
+    check_template("nuclear:scale=auto", "nuclear:scale=auto", "nuclear:scale=0.25");
+
+    atf_penalty pen;
+    char err[ATF_ERRLEN] = "", buf[ATF_PENALTY_SPECLEN];
+    CHECK(atf_penalty_parse_template("sq:scale=autox", &pen, err) == ATF_E_INPUT,
+          "scale=autox is not auto");
+    CHECK(atf_penalty_parse_template("sq:scale=auto,scale=2", &pen, err) == ATF_E_INPUT &&
+              strstr(err, "given twice"), "scale=auto counts as the scale: %s", err);
+    CHECK(atf_penalty_parse_template("nuclear:scale=auto+sq", &pen, err) == ATF_E_INPUT,
+          "templates keep the nuclear rule");
+    CHECK(atf_penalty_parse_template("pow:p=auto", &pen, err) == ATF_E_INPUT, "p=auto refused");
+
+    pen = parse_or_die("sq");
+    CHECK(atf_penalty_resolve_auto_scale(&pen, 2.0) == ATF_OK && pen.w1.scale == 1.0,
+          "resolving a penalty without scale=auto changes nothing");
+    CHECK(atf_penalty_parse_template("abs:scale=auto", &pen, err) == ATF_OK &&
+              atf_penalty_resolve_auto_scale(&pen, 0.0) == ATF_E_USAGE && pen.w1.auto_scale,
+          "resolve_auto_scale refuses gamma = 0 and leaves the mark");
+
+    /* editing a parsed penalty: the scale axis of a spec (every term; fixed only when marked) */
+    pen = parse_or_die("sq:scale=2+abs:scale=3");
+    CHECK(atf_penalty_set_scale(&pen, 0.5) == ATF_OK, "set_scale 0.5");
+    atf_penalty_format(&pen, buf, sizeof buf);
+    CHECK(!strcmp(buf, "sq:scale=0.5+abs:scale=0.5"), "set_scale sets every term: %s", buf);
+    pen = parse_or_die("pow:scale=3,p=2+abs");
+    CHECK(atf_penalty_set_scale(&pen, 0.1) == ATF_OK, "set_scale 0.1");
+    atf_penalty_format(&pen, buf, sizeof buf);
+    CHECK(!strcmp(buf, "pow:p=2,scale=0.1+abs:scale=0.1"), "scaled joint: %s", buf);
+    pen = parse_or_die("sq");
+    CHECK(atf_penalty_set_scale(&pen, 1e-4) == ATF_OK, "set_scale 1e-4");
+    atf_penalty_format(&pen, buf, sizeof buf);
+    CHECK(!strcmp(buf, "sq:scale=0.0001"), "a single term stays single: %s", buf);
+    atf_penalty_set_auto_scale(&pen);
+    atf_penalty_format(&pen, buf, sizeof buf);
+    CHECK(!strcmp(buf, "sq:scale=auto"), "set_auto_scale: %s", buf);
+    pen = parse_or_die("fixed");
+    CHECK(atf_penalty_set_scale(&pen, 2.0) == ATF_OK, "set_scale on fixed");
+    atf_penalty_format(&pen, buf, sizeof buf);
+    CHECK(!strcmp(buf, "fixed"), "fixed has no scale to set: %s", buf);
+    atf_penalty before = parse_or_die("zsq:scale=2");
+    pen = before;
+    CHECK(atf_penalty_set_scale(&pen, 0.0) == ATF_E_USAGE &&
+              atf_penalty_set_scale(&pen, -1.0) == ATF_E_USAGE &&
+              atf_penalty_set_scale(&pen, INFINITY) == ATF_E_USAGE &&
+              atf_penalty_set_scale(&pen, NAN) == ATF_E_USAGE && same_penalty(&pen, &before),
+          "set_scale refuses non-positive and non-finite scales and leaves pen as it was");
+}
+
+/* The family table: every name parses to its own family, the list has no repeats. */
+static void test_family_table(void)
+{
+    int n = atf_penalty_family_count();
+    CHECK(n == 7, "7 families, got %d", n);
+    for (int i = 0; i < n; ++i) {
+        const char *name = atf_penalty_family_name(i);
+        atf_penalty pen;
+        char err[ATF_ERRLEN], spec[32];
+        snprintf(spec, sizeof spec, "%s%s", name ? name : "?",
+                 name && !strcmp(name, "pow") ? ":p=2" : "");
+        CHECK(name && atf_penalty_parse(spec, &pen, err) == ATF_OK, "family %d (%s) parses", i,
+              spec);
+        for (int j = 0; j < i; ++j)
+            CHECK(strcmp(atf_penalty_family_name(j), name), "family %s listed twice", name);
+    }
+    CHECK(atf_penalty_family_name(-1) == NULL && atf_penalty_family_name(n) == NULL,
+          "names outside the table are NULL");
+}
+
 int main(void)
 {
     test_accepted();
+    test_templates();
+    test_family_table();
     test_random_round_trips();
     test_errors();
     test_predicates();

@@ -330,8 +330,8 @@ static void check_spectral(const atf_result_block *rb, const atf_penalty *pen)
 
 static void compare_results(const atf_result *a, const atf_result *b)
 {
-    CHECK(a->status == b->status && strcmp(a->method, b->method) == 0 &&
-              strcmp(a->structure, b->structure) == 0 && a->iterations == b->iterations,
+    CHECK(a->status == b->status && a->method == b->method && a->structure == b->structure &&
+              a->iterations == b->iterations,
           "result header differs");
     CHECK(same_bits(&a->objective, &b->objective, sizeof(double)) &&
               same_bits(&a->primal_residual, &b->primal_residual, sizeof(double)) &&
@@ -377,7 +377,7 @@ static void test_results(const char *dir)
         for (int j = 0; j < res->blocks[l].rows * res->blocks[l].cols; j++)
             res->blocks[l].B[j] = 3 * atf_test_symmetric(&rng);
     res->status = ATF_STATUS_MAX_ITERATIONS;
-    snprintf(res->method, sizeof res->method, "admm");
+    res->method = ATF_METHOD_LP;
     res->iterations = 123;
     res->objective = 1.25;
     res->primal_residual = 1e-9;
@@ -404,7 +404,7 @@ static void test_results(const char *dir)
     atf_result_free(back);
 
     /* structure full: one vector block, same d = ‖β‖ in every block */
-    snprintf(res->structure, sizeof res->structure, "full");
+    res->structure = ATF_GLOBAL_FULL;
     CHECK(atf_result_factors(res, p, err) == ATF_E_USAGE, "full with mixed penalties: %s", err);
     atf_problem_set_penalty(p, "sq", err);
     CHECK(atf_result_factors(res, p, err) == ATF_OK, "full factors: %s", err);
@@ -442,9 +442,24 @@ static void test_results(const char *dir)
     atf_status s;
     CHECK(atf_status_parse("infeasible", &s) == ATF_OK && s == ATF_STATUS_INFEASIBLE, "parse");
     CHECK(atf_status_parse("done", &s) == ATF_E_INPUT, "parse bad");
-    CHECK(atf_status_error(ATF_STATUS_SOLVED) == ATF_OK &&
-              atf_status_error(ATF_STATUS_MAX_ITERATIONS) == ATF_E_MAXITER &&
-              atf_status_error(ATF_STATUS_INTERRUPTED) == ATF_E_INTERRUPTED, "status errors");
+    /* methods and structures: names round-trip through their parsers, nothing else parses */
+    for (int m = ATF_METHOD_ADMM; m <= ATF_METHOD_IRLS; m++) {
+        atf_method back_m = ATF_METHOD_ADMM;
+        CHECK(atf_method_parse(atf_method_name((atf_method)m), &back_m) == ATF_OK &&
+                  back_m == (atf_method)m, "method %d round trip", m);
+    }
+    for (int g = ATF_GLOBAL_LAYER; g <= ATF_GLOBAL_FULL; g++) {
+        atf_global_structure back_g = ATF_GLOBAL_LAYER;
+        CHECK(atf_structure_parse(atf_structure_name((atf_global_structure)g), &back_g) ==
+                      ATF_OK && back_g == (atf_global_structure)g, "structure %d round trip", g);
+    }
+    atf_method bad_m;
+    atf_global_structure bad_g;
+    CHECK(atf_method_parse("ADMM", &bad_m) == ATF_E_INPUT && atf_method_parse(NULL, &bad_m) &&
+              atf_structure_parse("layers", &bad_g) == ATF_E_INPUT &&
+              !strcmp(atf_method_name((atf_method)99), "unknown") &&
+              !strcmp(atf_structure_name((atf_global_structure)-1), "unknown"),
+          "method/structure parsers accept bad text");
 }
 
 /* ---------------------------------------------------------------- fingerprints */
@@ -555,7 +570,7 @@ static void test_fingerprints(const char *dir)
     atf_result *res = q ? atf_result_alloc(q) : NULL;
     CHECK(res && !strcmp(res->problem_fingerprint, fp0), "result without the fingerprint");
     if (res) {
-        snprintf(res->method, sizeof res->method, "admm");
+        res->method = ATF_METHOD_ADMM;
         snprintf(res->loss, sizeof res->loss, "interpolate");
         snprintf(res->penalty_override, sizeof res->penalty_override, "pow:p=1.5,scale=2");
         res->tol = 1e-7;

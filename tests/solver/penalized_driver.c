@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     atf_result *res = NULL;
     atf_pg_info info;
     e = atf_solve_penalized(p, &set, &loss, &res, &info, err);
-    if (!res) {
+    if (e) {
         fprintf(stderr, "%s\n", err);
         atf_problem_free(p);
         return 1;
@@ -59,7 +59,10 @@ int main(int argc, char **argv)
     printf("%s\n", line);
     free(line);
     json_decref(o);
+    atf_status res_status = res->status;
+    if (res_status != ATF_STATUS_SOLVED)
+        fprintf(stderr, "%s\n", err);
     atf_result_free(res);
     atf_problem_free(p);
-    return e == ATF_OK ? 0 : 1;
+    return res_status == ATF_STATUS_SOLVED ? 0 : 1; /* err explains any other status */
 }

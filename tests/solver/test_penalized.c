@@ -15,6 +15,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -383,8 +384,10 @@ static double *ridge_reference(const atf_problem *p, double lambda, int n)
 static void test_squared_vs_gram(void)
 {
     static const int shapes[3][2] = {{12, 9}, {9, 3}, {3, 4}};
-    for (int variant = 0; variant < 2; variant++) {
-        atf_problem *p = factored(21 + (uint64_t)variant, 7, 3, 3, shapes, "fixed", 1);
+    /* variant 0: factored, 1: factored + dense + sparse, 2 and 3: factored under the `full` and
+     * `diagonal` structures (the Frobenius penalty is the same function under all three) */
+    for (int variant = 0; variant < 4; variant++) {
+        atf_problem *p = factored(21 + (uint64_t)(variant % 2), 7, 3, 3, shapes, "fixed", 1);
         if (variant == 1) {
             make_dense(p, 1, 0);
             make_dense(p, 2, 1);
@@ -393,6 +396,8 @@ static void test_squared_vs_gram(void)
         for (int li = 0; li < 2; li++) {
             atf_loss loss = {ATF_LOSS_SQUARED, lambdas[li]};
             atf_settings set = tight(1e-8);
+            set.structure = variant == 2 ? ATF_GLOBAL_FULL
+                            : variant == 3 ? ATF_GLOBAL_DIAGONAL : ATF_GLOBAL_LAYER;
             atf_result *res = NULL;
             atf_pg_info info;
             char err[ATF_ERRLEN] = "";
@@ -400,6 +405,8 @@ static void test_squared_vs_gram(void)
             CHECK(e == ATF_OK, "variant %d λ %g: %s", variant, lambdas[li], err);
             if (!res)
                 continue;
+            CHECK(res->status == ATF_STATUS_SOLVED, "variant %d λ %g: not solved: %s", variant,
+                  lambdas[li], err);
             int n;
             double *A = dense_A(p, &n), *ref = ridge_reference(p, lambdas[li], n);
             double *x = stack_result(res, n), *resid = atf_test_alloc((size_t)p->M);
@@ -432,6 +439,42 @@ static void test_squared_vs_gram(void)
         }
         atf_problem_free(p);
     }
+}
+
+/* A preset interrupt stops before the first step with B = 0; the iteration limit is reported
+ * with a message; the table (with loss, penalty, ETA) is written only when verbose. */
+static void test_run_control(void)
+{
+    static const int shape[1][2] = {{4, 3}};
+    atf_problem *p = factored(81, 5, 2, 1, shape, "sq", 1);
+    atf_loss loss = {ATF_LOSS_SQUARED, 0.1};
+    atf_settings set = tight(1e-10);
+    volatile sig_atomic_t stop = 1;
+    set.interrupt = &stop;
+    atf_result *res = NULL;
+    atf_pg_info info;
+    char err[ATF_ERRLEN] = "";
+    CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK && res &&
+              res->status == ATF_STATUS_INTERRUPTED && res->iterations == 0 &&
+              res->blocks[0].B[0] == 0.0, "preset interrupt: %s", err);
+    atf_result_free(res);
+    set.interrupt = NULL;
+    set.max_iter = 3;
+    FILE *log = tmpfile();
+    set.verbose = 1, set.log = log, set.log_every = 1;
+    CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK &&
+              strstr(err, "iteration limit 3"), "iteration limit: %s", err);
+    CHECK(res && res->status == ATF_STATUS_MAX_ITERATIONS && res->iterations == 3 && isfinite(res->objective), "iteration limit result");
+    atf_result_free(res);
+    char text[4096] = "";
+    rewind(log);
+    size_t got = fread(text, 1, sizeof text - 1, log);
+    text[got] = '\0';
+    CHECK(strstr(text, "atf fista: loss squared:lambda=0.1") && strstr(text, "ETA(s)") &&
+              strstr(text, "penalty") && strstr(text, "max_iterations after 3 iterations"),
+          "log: %s", text);
+    fclose(log);
+    atf_problem_free(p);
 }
 
 /* ---- cross-entropy: FISTA against a long plain proximal-gradient run -------------------- */
@@ -510,8 +553,8 @@ static void test_xent_reference(void)
         atf_result *res = NULL;
         atf_pg_info info;
         char err[ATF_ERRLEN] = "";
-        CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK, "%s: %s",
-              pens[pi], err);
+        CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK && res &&
+                  res->status == ATF_STATUS_SOLVED, "%s: %s", pens[pi], err);
         int n, M = p->M;
         double *A = dense_A(p, &n);
         /* plain proximal gradient with t = 1/L, L = ‖A‖²/(2λ) */
@@ -557,7 +600,7 @@ static atf_result *admm_solution_in(const atf_problem *p, atf_global_structure s
     atf_result *res = NULL;
     char err[ATF_ERRLEN] = "";
     atf_error e = atf_solve(p, &set, &res, err);
-    CHECK(e == ATF_OK, "admm: %s", err);
+    CHECK(e == ATF_OK && res && res->status == ATF_STATUS_SOLVED, "admm: %s", err);
     return res;
 }
 
@@ -583,8 +626,8 @@ static void lambda_limit(const char *penalty, const double *lambdas, int count, 
         atf_result *res = NULL;
         atf_pg_info info;
         char err[ATF_ERRLEN] = "";
-        CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK, "%s λ %g: %s",
-              penalty, lambdas[li], err);
+        CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK && res &&
+                  res->status == ATF_STATUS_SOLVED, "%s λ %g: %s", penalty, lambdas[li], err);
         if (!res)
             continue;
         double *x = stack_result(res, n), d = rel_dist(x, xr, (size_t)n);
@@ -719,6 +762,7 @@ int main(void)
     test_work_units();
     test_omega_conjugate();
     test_squared_vs_gram();
+    test_run_control();
     test_xent_reference();
     test_lambda_limit();
     test_irls();

@@ -267,7 +267,9 @@ static void test_tail(void)
         atf_result *res = NULL;
         char err[ATF_ERRLEN] = "";
         atf_error e = solve(mc, cases[k].fa, cases[k].fr, &res, err);
-        CHECK(res && (e == ATF_OK || e == ATF_E_MAXITER), "%s, A × %g, r × %g: %s", mc->name,
+        CHECK(e == ATF_OK && res && (res->status == ATF_STATUS_SOLVED ||
+                                     res->status == ATF_STATUS_MAX_ITERATIONS),
+              "%s, A × %g, r × %g: %s", mc->name,
               cases[k].fa, cases[k].fr, err);
         if (!res)
             continue;
@@ -282,7 +284,7 @@ static void test_tail(void)
     atf_result *res = NULL;
     char err[ATF_ERRLEN] = "";
     atf_error e = solve(&METHODS[1], 1.0, 1e300, &res, err);
-    CHECK(e == ATF_E_NUMERICAL && res && res->status == ATF_STATUS_NUMERICAL_ERROR,
+    CHECK(e == ATF_OK && res && res->status == ATF_STATUS_NUMERICAL_ERROR,
           "abs, r × 1e300: error %d, status %s", (int)e,
           res ? atf_status_name(res->status) : "none");
     CHECK(strstr(err, "curvature") != NULL, "abs, r × 1e300: message '%s'", err);
@@ -314,7 +316,7 @@ static void test_lp_verdict_checked(void)
         set.structure = ATF_GLOBAL_DIAGONAL;
         atf_result *res = NULL;
         atf_error e = atf_solve(p, &set, &res, err);
-        CHECK(e == ATF_E_NUMERICAL && res && res->status == ATF_STATUS_NUMERICAL_ERROR,
+        CHECK(e == ATF_OK && res && res->status == ATF_STATUS_NUMERICAL_ERROR,
               "seed %d: error %d, status %s (%s)", (int)seed, (int)e,
               res ? atf_status_name(res->status) : "none", err);
         CHECK(strstr(err, "GLPK found no feasible point") != NULL, "seed %d: message '%s'",

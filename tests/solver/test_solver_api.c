@@ -131,8 +131,8 @@ static void test_determinism_and_reuse(void)
     if (a && b && c) {
         CHECK(same_bits(a, b), "atf_solve and a solver object give different bits");
         CHECK(same_bits(b, c), "a reused solver gives different bits");
-        CHECK(!strcmp(a->method, "admm") && !strcmp(a->structure, "layer"), "method %s / %s",
-              a->method, a->structure);
+        CHECK(a->method == ATF_METHOD_ADMM && a->structure == ATF_GLOBAL_LAYER, "method %s / %s",
+              atf_method_name(a->method), atf_structure_name(a->structure));
     }
     atf_solver_free(s);
     atf_result_free(a), atf_result_free(b), atf_result_free(c);
@@ -148,7 +148,8 @@ static void test_interrupt_warm_and_limit(void)
     volatile sig_atomic_t flag = 1;
     set.interrupt = &flag;
     atf_result *res = NULL;
-    CHECK(atf_solve(p, &set, &res, err) == ATF_E_INTERRUPTED, "preset flag: %s", err);
+    /* the solver owns its result: ATF_OK whatever the status, the status in the result */
+    CHECK(atf_solve(p, &set, &res, err) == ATF_OK, "preset flag: %s", err);
     CHECK(res && res->status == ATF_STATUS_INTERRUPTED && res->iterations == 0,
           "interrupted result missing or wrong");
     if (res)
@@ -160,7 +161,7 @@ static void test_interrupt_warm_and_limit(void)
     limit.max_iter = 3;
     limit.eps_rel = 1e-14;
     res = NULL;
-    CHECK(atf_solve(p, &limit, &res, err) == ATF_E_MAXITER, "max_iter: %s", err);
+    CHECK(atf_solve(p, &limit, &res, err) == ATF_OK, "max_iter: %s", err);
     CHECK(res && res->status == ATF_STATUS_MAX_ITERATIONS && res->iterations == 3,
           "iteration-limit result missing or wrong");
     CHECK(strstr(err, "iteration limit") != NULL, "message '%s'", err);

@@ -361,7 +361,7 @@ def test_bad(tmp):
                 "input width 3", out)
     expect_fail(tmp, ["predict", prob], "expected PROBLEM.h5 RESULT.h5", out)
     expect_fail(tmp, ["features", "--data", "synthetic", "--init", "torch", "--param", "ntk",
-                      "-o", out], "--init torch", out)
+                      "-o", out], "init torch needs param standard", out)
 
 
 GROUPS = {"autograd": test_autograd, "roundtrip": test_roundtrip, "mnist": test_mnist,

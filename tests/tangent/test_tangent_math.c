@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_kernel.h"
 #include "atf_test.h"
 
 /* ---------------------------------------------------------------- generator */

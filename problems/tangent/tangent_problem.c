@@ -1,9 +1,10 @@
-/* features.c — the factored problem (16) of an MLP on a task (SPEC §6 `atf features`). */
+/* tangent_problem.c — the factored problem (16) of an MLP on a task (`atf features`; the file
+ * layout is docs/formats.md "Problem file"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "atf_tangent.h"
+#include "atf_features.h"
 
 /* A problem over one split: r = y − f0, the Jacobian blocks moved (not copied) into it. */
 static atf_error split_problem(const atf_mlp *m, const atf_dataset *ds, const atf_penalty *pen,

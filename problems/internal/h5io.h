@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "atf_error.h"
+#include "atf_util.h"
 
 #define H5IO_MAXRANK 4
 #define H5IO_PATHLEN 512
@@ -87,8 +88,7 @@ atf_error h5io_read_ints(hid_t file, const char *fname, const char *path, int64_
 
 typedef struct {
     hid_t file;
-    char final_path[4096];
-    char tmp_path[4096];
+    atf_atomic_file af; /* the target and its temporary (atf_util.h) */
 } h5io_writer;
 
 /* Sticky-error output: after the first failure every put is a no-op and `failed` names the

@@ -67,7 +67,8 @@ atf_error atf_pg_solver_init(const atf_problem *prob, const atf_settings *set,
 atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
                        atf_pg_info *info, char *err);
 
-/* init + FISTA from B = 0 + the result's blocks and factors + free. */
+/* init + FISTA from B = 0 + the result's blocks and factors + free. As atf_solve: ATF_OK
+ * whenever a result exists, whatever its status (err explains a status other than solved). */
 atf_error atf_solve_penalized(const atf_problem *prob, const atf_settings *set,
                               const atf_loss *loss, atf_result **out, atf_pg_info *info,
                               char *err);

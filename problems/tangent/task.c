@@ -1,5 +1,6 @@
-/* dataset_prep.c — tasks: source parsing, class selection, seeded sampling, train/test split,
- * per-image standardisation and targets (labels, given, teacher, teacher-sign).
+/* task.c — loading a task (atf_task_load): source parsing, the IDX directory search, class
+ * selection, seeded sampling, train/test split, per-image standardisation and targets (labels,
+ * given, teacher, teacher-sign).
  *
  * Image sources are kept as bytes until the examples are chosen, so a 70 000-image pool costs
  * 55 MB, not 440 MB of doubles. */
@@ -11,12 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "atf_tangent.h"
+#include "atf_data.h"
+#include "atf_mlp.h"
 #include "h5io.h"
 #include "mlp_internal.h"
 
-#define DEFAULT_MNIST_DIR "data/mnist"
-#define DEFAULT_FASHION_DIR "/usr/share/datasets/fashion-mnist"
 #define DEFAULT_N 500
 #define TEACHER_RCOND 1e-10
 
@@ -28,140 +28,6 @@ typedef struct {
     const double *Y;      /* NULL: no given targets */
     const int *labels;    /* NULL: no labels */
 } pool;
-
-atf_data_options atf_data_options_default(void)
-{
-    atf_data_options o;
-    memset(&o, 0, sizeof o);
-    snprintf(o.source, sizeof o.source, "synthetic");
-    o.n_train = -1;
-    o.n_test = -1;
-    o.seed = 1;
-    o.standardize = -1;
-    o.targets = ATF_TARGETS_AUTO;
-    o.teacher_seed = 99991;
-    return o;
-}
-
-const char *atf_targets_name(atf_targets t)
-{
-    switch (t) {
-    case ATF_TARGETS_LABELS: return "labels";
-    case ATF_TARGETS_GIVEN: return "given";
-    case ATF_TARGETS_TEACHER: return "teacher";
-    case ATF_TARGETS_TEACHER_SIGN: return "teacher-sign";
-    default: return "auto";
-    }
-}
-
-static atf_error parse_u64(const char *opt, const char *text, uint64_t *out, char *err)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (!*text || *end || errno || text[0] == '-') {
-        atf_errorf(err, "--%s: '%s' is not a nonnegative integer", opt, text);
-        return ATF_E_USAGE;
-    }
-    *out = v;
-    return ATF_OK;
-}
-
-static atf_error parse_count(const char *opt, const char *text, int *out, char *err)
-{
-    uint64_t v;
-    if (parse_u64(opt, text, &v, err))
-        return ATF_E_USAGE;
-    if (v > (1u << 30)) {
-        atf_errorf(err, "--%s: %s is too large", opt, text);
-        return ATF_E_USAGE;
-    }
-    *out = (int)v;
-    return ATF_OK;
-}
-
-static atf_error parse_classes(const char *text, atf_data_options *o, char *err)
-{
-    o->nclasses = 0;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > (1 << 30) || (*end && *end != ',') ||
-            (*end == ',' && !end[1])) {
-            atf_errorf(err, "--classes: '%s' is not a comma-separated list of class labels", text);
-            return ATF_E_USAGE;
-        }
-        for (int j = 0; j < o->nclasses; j++) {
-            if (o->classes[j] == v) {
-                atf_errorf(err, "--classes: class %ld listed twice", v);
-                return ATF_E_USAGE;
-            }
-        }
-        if (o->nclasses == ATF_MAX_CLASSES) {
-            atf_errorf(err, "--classes: more than %d classes", ATF_MAX_CLASSES);
-            return ATF_E_USAGE;
-        }
-        o->classes[o->nclasses++] = (int)v;
-        p = *end ? end + 1 : end;
-    }
-    if (o->nclasses == 0) {
-        atf_errorf(err, "--classes: empty list");
-        return ATF_E_USAGE;
-    }
-    return ATF_OK;
-}
-
-static atf_error parse_targets(const char *text, atf_targets *t, char *err)
-{
-    static const atf_targets all[] = {ATF_TARGETS_AUTO, ATF_TARGETS_LABELS, ATF_TARGETS_GIVEN,
-                                      ATF_TARGETS_TEACHER, ATF_TARGETS_TEACHER_SIGN};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        if (!strcmp(text, atf_targets_name(all[i]))) {
-            *t = all[i];
-            return ATF_OK;
-        }
-    }
-    atf_errorf(err, "--targets: '%s' unknown (expected labels, given, teacher or teacher-sign)",
-               text);
-    return ATF_E_USAGE;
-}
-
-atf_error atf_data_option(atf_data_options *o, const char *name, const char *value, int *used,
-                          char *err)
-{
-    *used = 1;
-    if (!strcmp(name, "data")) {
-        if (!*value || snprintf(o->source, sizeof o->source, "%s", value) >= (int)sizeof o->source) {
-            atf_errorf(err, "--data: empty or too long");
-            return ATF_E_USAGE;
-        }
-        return ATF_OK;
-    }
-    if (!strcmp(name, "classes"))
-        return parse_classes(value, o, err);
-    if (!strcmp(name, "n-train"))
-        return parse_count(name, value, &o->n_train, err);
-    if (!strcmp(name, "n-test"))
-        return parse_count(name, value, &o->n_test, err);
-    if (!strcmp(name, "data-seed"))
-        return parse_u64(name, value, &o->seed, err);
-    if (!strcmp(name, "teacher-seed"))
-        return parse_u64(name, value, &o->teacher_seed, err);
-    if (!strcmp(name, "targets"))
-        return parse_targets(value, &o->targets, err);
-    if (!strcmp(name, "standardize")) {
-        if (strcmp(value, "0") && strcmp(value, "1")) {
-            atf_errorf(err, "--standardize: '%s' (expected 0 or 1)", value);
-            return ATF_E_USAGE;
-        }
-        o->standardize = value[0] == '1';
-        return ATF_OK;
-    }
-    *used = 0;
-    return ATF_OK;
-}
 
 /* ---- sources ---- */
 
@@ -179,7 +45,7 @@ static atf_error parse_synthetic(const char *spec, atf_synthetic *s, char *err)
         char key[16];
         size_t klen = strcspn(p, "=");
         if (klen == 0 || klen >= sizeof key || !p[klen]) {
-            atf_errorf(err, "--data %s: expected key=value pairs (d, r, noise)", spec);
+            atf_errorf(err, "%s: expected key=value pairs (d, r, noise)", spec);
             return ATF_E_USAGE;
         }
         memcpy(key, p, klen);
@@ -189,7 +55,7 @@ static atf_error parse_synthetic(const char *spec, atf_synthetic *s, char *err)
         errno = 0;
         double v = strtod(p, &end);
         if (end == p || errno || (*end && *end != ',') || !isfinite(v)) {
-            atf_errorf(err, "--data %s: bad value for '%s'", spec, key);
+            atf_errorf(err, "%s: bad value for '%s'", spec, key);
             return ATF_E_USAGE;
         }
         if (!strcmp(key, "d") && v == floor(v) && v >= 1 && v <= 1e6)
@@ -199,14 +65,14 @@ static atf_error parse_synthetic(const char *spec, atf_synthetic *s, char *err)
         else if (!strcmp(key, "noise") && v >= 0)
             s->noise = v;
         else {
-            atf_errorf(err, "--data %s: unknown key or bad value '%s' (keys: d, r, noise)", spec,
+            atf_errorf(err, "%s: unknown key or bad value '%s' (keys: d, r, noise)", spec,
                        key);
             return ATF_E_USAGE;
         }
         p = *end ? end + 1 : end;
     }
     if (s->r > s->d) {
-        atf_errorf(err, "--data %s: r = %d exceeds d = %d", spec, s->r, s->d);
+        atf_errorf(err, "%s: r = %d exceeds d = %d", spec, s->r, s->d);
         return ATF_E_USAGE;
     }
     return ATF_OK;
@@ -222,6 +88,44 @@ static void find_idx(const char *dir, const char *name, char *out, size_t len)
     if (access(out, R_OK) == 0)
         return;
     out[0] = '\0';
+}
+
+/* 1 if dir holds the training images and labels (plain or .gz). */
+static int has_train_files(const char *dir)
+{
+    char path[ATF_PATHLEN + 64];
+    find_idx(dir, "train-images-idx3-ubyte", path, sizeof path);
+    if (!path[0])
+        return 0;
+    find_idx(dir, "train-labels-idx1-ubyte", path, sizeof path);
+    return path[0] != '\0';
+}
+
+/* The first ROOT/name among the data roots that holds the training files, into dir; else an
+ * error listing every directory searched. The working directory is never searched on its own. */
+static atf_error search_data_dirs(const atf_data_options *o, const char *name, char *dir,
+                                  char *err)
+{
+    if (o->ndata_dirs == 0) {
+        atf_errorf(err, "%s: no data directory to search (give %s:DIR)", name, name);
+        return ATF_E_INPUT;
+    }
+    char searched[ATF_ERRLEN] = "";
+    size_t used = 0;
+    for (int j = 0; j < o->ndata_dirs; j++) {
+        snprintf(dir, ATF_PATHLEN, "%s/%s", o->data_dirs[j], name);
+        if (has_train_files(dir))
+            return ATF_OK;
+        if (used < sizeof searched) {
+            int w = snprintf(searched + used, sizeof searched - used, "%s%s", j ? ", " : "", dir);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    dir[0] = '\0';
+    atf_errorf(err, "%s: train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] not found "
+               "in %s%s", name, searched,
+               strcmp(name, "mnist") ? "" : " (run scripts/fetch_mnist.sh)");
+    return ATF_E_INPUT;
 }
 
 typedef struct {
@@ -362,16 +266,18 @@ static atf_error load_pool(const atf_data_options *o, int n_total, pool *pl, poo
         snprintf(task->source_name, sizeof task->source_name, "%s",
                  fashion ? "fashion-mnist" : "mnist");
         const char *colon = strchr(src, ':');
-        const char *dir = colon && colon[1] ? colon + 1
-                                            : (fashion ? DEFAULT_FASHION_DIR : DEFAULT_MNIST_DIR);
-        return load_idx_dir(dir, pl, st, err);
+        if (colon && colon[1])
+            snprintf(task->data_dir, sizeof task->data_dir, "%s", colon + 1);
+        else if (search_data_dirs(o, task->source_name, task->data_dir, err))
+            return ATF_E_INPUT;
+        return load_idx_dir(task->data_dir, pl, st, err);
     } else if (strchr(src, '/') || strchr(src, '.')) {
         snprintf(task->source_name, sizeof task->source_name, "hdf5");
         atf_error e = atf_dataset_read_h5(src, &st->ds, err);
         if (e)
             return e;
     } else {
-        atf_errorf(err, "--data: unknown data source '%s' (expected synthetic[:d=..,r=..,noise=..],"
+        atf_errorf(err, "unknown data source '%s' (expected synthetic[:d=..,r=..,noise=..],"
                    " mnist[:DIR], fashion-mnist[:DIR] or an HDF5 file)", src);
         return ATF_E_USAGE;
     }
@@ -398,7 +304,7 @@ static atf_error resolve_classes(const atf_data_options *o, const pool *pl, atf_
 {
     if (!pl->labels) {
         if (o->nclasses) {
-            atf_errorf(err, "%s: --classes given but the data has no labels", o->source);
+            atf_errorf(err, "%s: classes given but the data has no labels", o->source);
             return ATF_E_USAGE;
         }
         task->nclasses = 0;
@@ -431,7 +337,7 @@ static atf_error resolve_classes(const atf_data_options *o, const pool *pl, atf_
             continue;
         if (n == ATF_MAX_CLASSES) {
             free(sorted);
-            atf_errorf(err, "%s: more than %d distinct labels (select some with --classes)",
+            atf_errorf(err, "%s: more than %d distinct labels (select some with classes)",
                        o->source, ATF_MAX_CLASSES);
             return ATF_E_INPUT;
         }
@@ -647,18 +553,18 @@ static atf_error make_targets(const atf_data_options *o, const atf_arch *arch, a
     task->targets = t;
     if (t == ATF_TARGETS_GIVEN) {
         if (!has_y) {
-            atf_errorf(err, "%s: --targets given but the data has no /Y targets", o->source);
+            atf_errorf(err, "%s: targets given but the data has no /Y targets", o->source);
             return ATF_E_USAGE;
         }
         return ATF_OK;
     }
     if (task->nclasses == 0) {
-        atf_errorf(err, "%s: --targets %s needs class labels but the data has none", o->source,
+        atf_errorf(err, "%s: targets %s need class labels but the data has none", o->source,
                    atf_targets_name(t));
         return ATF_E_USAGE;
     }
     if (task->nclasses < 2) {
-        atf_errorf(err, "%s: --targets %s needs at least two classes", o->source,
+        atf_errorf(err, "%s: targets %s need at least two classes", o->source,
                    atf_targets_name(t));
         return ATF_E_USAGE;
     }
@@ -675,7 +581,7 @@ static atf_error make_targets(const atf_data_options *o, const atf_arch *arch, a
     if ((e = atf_arch_fit_task(&ta, task, err)))
         return e;
     if (ta.L < 2) {
-        atf_errorf(err, "teacher targets need at least one hidden layer (--widths)");
+        atf_errorf(err, "teacher targets need at least one hidden layer (widths)");
         return ATF_E_USAGE;
     }
     atf_mlp *teacher = NULL;
@@ -684,46 +590,6 @@ static atf_error make_targets(const atf_data_options *o, const atf_arch *arch, a
     e = apply_teacher(teacher, task, t == ATF_TARGETS_TEACHER_SIGN, err);
     atf_mlp_free(teacher);
     return e;
-}
-
-/* "the MLP file m.h5" or "--widths", and "data.h5: /X" or "--data SRC", for fit messages. */
-static void fit_names(const atf_arch *arch, const atf_task *task, const char *item, char *widths,
-                      char *data, size_t len)
-{
-    if (arch->origin[0])
-        snprintf(widths, len, "%s", arch->origin);
-    else
-        snprintf(widths, len, "--widths");
-    if (!strcmp(task->source_name, "hdf5") &&
-        (item[1] == 'X' || task->targets == ATF_TARGETS_GIVEN))
-        snprintf(data, len, "%s: %s", task->source, item);
-    else
-        snprintf(data, len, "--data %s: %s", task->source, item[1] == 'X' ? "inputs" :
-                 "targets");
-}
-
-atf_error atf_arch_fit_task(atf_arch *arch, const atf_task *task, char *err)
-{
-    int D = task->train.D, C = task->train.C;
-    if (arch->widths[0] == 0)
-        arch->widths[0] = D;
-    if (arch->widths[arch->L] == 0)
-        arch->widths[arch->L] = C;
-    char widths[ATF_PATHLEN + 16], data[ATF_PATHLEN + 32];
-    atf_error e = arch->origin[0] ? ATF_E_INPUT : ATF_E_USAGE;
-    if (arch->widths[0] != D) {
-        fit_names(arch, task, "/X", widths, data, sizeof widths);
-        atf_errorf(err, "%s: dimension %d but %s has input width %d", data, D, widths,
-                   arch->widths[0]);
-        return e;
-    }
-    if (arch->widths[arch->L] != C) {
-        fit_names(arch, task, "/Y", widths, data, sizeof widths);
-        atf_errorf(err, "%s: %d output%s but %s has output width %d", data, C,
-                   C == 1 ? "" : "s", widths, arch->widths[arch->L]);
-        return e;
-    }
-    return ATF_OK;
 }
 
 void atf_task_free(atf_task *task)

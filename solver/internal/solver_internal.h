@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "atf_solver.h"
+#include "atf_util.h" /* atf_now */
 
 /* How a var's penalty acts on it. */
 typedef enum {
@@ -102,10 +103,8 @@ struct atf_solver {
 
 /* ---- settings.c ---- */
 atf_error atf_sv_settings_check(const atf_settings *set, char *err);
-const char *atf_sv_structure_name(atf_global_structure s);
 
 /* ---- small helpers (settings.c) ---- */
-double atf_sv_now(void);
 /* Euclidean norm of n values (0 for n = 0). */
 double atf_sv_norm(const double *x, size_t n);
 /* 1 if all n values are finite (no NaN, no ±Inf). */

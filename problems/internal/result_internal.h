@@ -13,7 +13,7 @@ int atfr_layout_parse(const char *s, atf_factor_layout *out);
 /* Length k of d, s1, σ, s2 for a layout and block shape. */
 int64_t atfr_layout_k(atf_factor_layout l, int rows, int cols);
 
-/* A result with nblocks zeroed blocks, metrics NaN, structure "layer". NULL on NOMEM. */
+/* A result with nblocks zeroed blocks, metrics NaN, method ADMM, structure LAYER. NULL on NOMEM. */
 atf_result *atfr_new(int nblocks);
 
 #endif

@@ -2,7 +2,7 @@
 #ifndef ATF_MLP_INTERNAL_H
 #define ATF_MLP_INTERNAL_H
 
-#include "atf_tangent.h"
+#include "atf_mlp.h"
 
 /* h[0] = X (not owned); h[l] (l = 1..L−1) = relu(a_{l−1}) [N × widths[l]]; out = a_{L−1}
  * [N × C]. The ReLU mask of layer l's input is h[l] > 0 (relu'(0) = 0 as in PyTorch). */

@@ -1,0 +1,250 @@
+/* atf_experiments.h — the experiment harness as a library (static library atf_experiments).
+ *
+ * Programs over atf: the paper's experiments, the penalty sweep and the demo, and the pieces
+ * they are built from (docs/experiments.md):
+ *   tables      rowstore.h: resumable CSV + JSON-lines tables, one fsync'ed row at a time
+ *   figures     plot.h: grids of line and heat-map panels rendered with PLplot to SVG + PNG
+ *   statistics  median, mean ± std, effective rank (stats.c); centering and scale=auto
+ *               penalty specs (metrics.c)
+ *   progress    a progress line with elapsed time and ETA                       (progress.c)
+ *   experiments alignment (paper Fig. 1, 3), penalties (Fig. 2), samples (test error vs n)
+ *   sweep       penalty family × parameter × scale × structure on one problem file
+ *   demo        the samples experiment at its built-in small size
+ *
+ * No argv here: every experiment has a config struct, a defaults function that fills it and
+ * a run function. A run returns ATF_OK or an error (with a one-line message in err, naming the
+ * item, never a command-line flag); being stopped through io.interrupt is not an error: the run
+ * returns ATF_OK with outcome->status = ATF_STATUS_INTERRUPTED and a message saying how to
+ * resume. Exit codes belong to the programs (drivers/cli). Nothing is printed unless
+ * io.report, io.progress or io.log ask. */
+#ifndef ATF_EXPERIMENTS_H
+#define ATF_EXPERIMENTS_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "atf_error.h"
+#include "atf_problem.h"
+#include "atf_result.h"
+#include "atf_solver.h"
+#include "atf_kernel.h"
+#include "plot.h"
+#include "rowstore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- what every run shares ---- */
+
+typedef struct {
+    FILE *report;                     /* Markdown tables or the JSON summary line (NULL: none) */
+    FILE *progress;                   /* progress line and what is being done (NULL: none) */
+    FILE *log;                        /* warnings, runs that failed and were skipped (NULL: none) */
+    int json;                         /* report one JSON line instead of tables */
+    volatile sig_atomic_t *interrupt; /* nonzero asks the run to stop (NULL: never) */
+} atf_exp_io;
+
+/* How a run ended when it returned ATF_OK: ATF_STATUS_SOLVED, it completed;
+ * ATF_STATUS_INTERRUPTED, stopped through io.interrupt (the rows recorded so far stay, the same
+ * run resumes); ATF_STATUS_INFEASIBLE, the problem has no interpolant (the NTK baseline is
+ * infeasible, so is every model). err then says why in one line. */
+typedef struct {
+    atf_status status;
+    int rows;        /* rows in the run's table (earlier runs included) */
+    int new_rows;    /* rows this run added */
+} atf_exp_outcome;
+
+/* ---- the experiments ---- */
+
+/* `samples` (and the demo): test error against n of three models on one initial network θ0
+ * per seed: the NTK min-norm interpolant, problem (16) (one model per penalty variant: the
+ * penalty, or one per scale of the scale axis) and the trained network. Rows in
+ * OUT/samples.csv (resumable), summary OUT/samples_summary.csv, figure OUT/samples.{svg,png}. */
+enum { ATF_SAMPLES_MAXN = 16, ATF_SAMPLES_MAXSEEDS = 16, ATF_SAMPLES_MAXPEN = 8 };
+
+typedef struct {
+    atf_data_options data;          /* task (data source, classes, n_test, targets, ...) */
+    atf_arch arch;                  /* hidden widths (end widths 0: from the data); L = 0:
+                                       128,128 (mnist, fashion-mnist: 128,128,128,128) */
+    int init;                       /* ATF_INIT_*, or -1: torch for mnist and fashion-mnist,
+                                       he otherwise */
+    int ns[ATF_SAMPLES_MAXN], nn;   /* training-set sizes */
+    uint64_t seeds[ATF_SAMPLES_MAXSEEDS];
+    int nseeds;
+    char penalty[128];              /* problem (16) penalty; may contain scale=auto */
+    char scales[ATF_SAMPLES_MAXPEN][32]; /* the scale axis: numbers or "auto" (nscales = 0: */
+    int nscales;                         /* the penalty as given)                           */
+    double auto_fraction;           /* scale=auto: √γ = fraction × largest baseline singular value */
+    atf_global_structure structure;
+    int max_iter;
+    double tol;
+    int train_mlp;                  /* also train the network (0: NTK and problem (16) only) */
+    int center;                     /* f0 := 0 in the linear models (r = y) */
+    atf_train_settings train;       /* lr ≤ 0: 0.1 with the torch initialisation, else 0.01 */
+    char out[1024];                 /* output directory */
+    char title[256];                /* figure title ("": one naming the data and penalty) */
+    atf_exp_io io;
+} atf_samples_config;
+
+void atf_samples_defaults(atf_samples_config *cfg);
+/* The scale axis from a comma list of positive numbers and "auto" (ATF_E_USAGE naming
+ * "scales" for a bad list). */
+atf_error atf_samples_set_scales(atf_samples_config *cfg, const char *list, char *err);
+/* The demo: the defaults at the built-in size (synthetic task, out/demo, its own title). */
+void atf_demo_defaults(atf_samples_config *cfg);
+/* ATF_E_USAGE when the configuration cannot run (bad penalty or scale, sizes, tolerances). */
+atf_error atf_samples_check(const atf_samples_config *cfg, char *err);
+/* Run every (n, seed) not yet in OUT/samples.csv, then write the summary, the figure and the
+ * report (a Markdown table, or a JSON line with io.json). */
+atf_error atf_samples_run(const atf_samples_config *cfg, atf_exp_outcome *outcome, char *err);
+
+/* `penalties` (paper Fig. 2): effective penalties ω̃ (eq. 12) and prox maps on a grid of v.
+ * OUT/penalties.csv and OUT/penalties.{svg,png}; the report gives the tail slopes. */
+enum { ATF_PENALTIES_MAX = 8 };
+
+typedef struct {
+    const char *specs[ATF_PENALTIES_MAX]; /* nspecs = 0: sq, abs and sq+abs */
+    int nspecs;
+    double from, to;                      /* grid of v for the linear panels */
+    int num;
+    double t;                             /* prox step */
+    char out[1024];
+    atf_exp_io io;
+} atf_penalties_config;
+
+void atf_penalties_defaults(atf_penalties_config *cfg);
+atf_error atf_penalties_check(const atf_penalties_config *cfg, char *err);
+atf_error atf_penalties_run(const atf_penalties_config *cfg, atf_exp_outcome *outcome, char *err);
+
+/* `alignment` (paper Fig. 1 and 3): networks trained on teacher targets y and sign(y) from
+ * one θ0, their path-averaged kernels against the label kernel, and problem (16)'s adapted
+ * kernel against them, block by block. OUT/alignment.csv, OUT/alignment_summary.json,
+ * OUT/alignment_kernels.{svg,png}, OUT/alignment_residual.{svg,png}. */
+typedef struct {
+    atf_data_options data;          /* default mnist, classes 2,3, 500 + 500 examples */
+    atf_net_options net;            /* default init torch */
+    atf_train_settings train;       /* lr ≤ 0: 0.03 with torch init, 0.01 with he */
+    int path_points;
+    char penalty[128];
+    double auto_fraction, tol;
+    int max_iter;
+    char out[1024];
+    atf_exp_io io;
+} atf_alignment_config;
+
+void atf_alignment_defaults(atf_alignment_config *cfg);
+atf_error atf_alignment_check(const atf_alignment_config *cfg, char *err);
+atf_error atf_alignment_run(const atf_alignment_config *cfg, atf_exp_outcome *outcome,
+                            char *err);
+
+/* ---- the sweep: problem (16) on one problem file over a grid ---- */
+
+enum { ATF_SWEEP_MAXLIST = 32, ATF_SWEEP_MAXRUNS = 2048 };
+
+typedef struct {
+    char problem[1024];
+    char out[1024];
+    char families[ATF_SWEEP_MAXLIST][16]; /* penalty families (fixed: one run, no scale) */
+    int nfamilies;
+    double ps[ATF_SWEEP_MAXLIST];          /* exponents of pow */
+    int np;
+    char scales[ATF_SWEEP_MAXLIST][32];    /* numbers or "auto" */
+    int nscales;
+    atf_global_structure structures[3];
+    int nstructures;
+    const char *extra[ATF_SWEEP_MAXLIST];  /* penalties run as given */
+    int nextra;
+    double tol;
+    int max_iter;
+    double auto_fraction;
+    int align_max;                         /* kernel alignments only when M ≤ this */
+    int center;
+    atf_exp_io io;
+} atf_sweep_config;
+
+void atf_sweep_defaults(atf_sweep_config *cfg);
+/* Parse and check a comma list into the config (names the list: "families", "p", ...). */
+atf_error atf_sweep_set_families(atf_sweep_config *cfg, const char *list, char *err);
+atf_error atf_sweep_set_ps(atf_sweep_config *cfg, const char *list, char *err);
+atf_error atf_sweep_set_scales(atf_sweep_config *cfg, const char *list, char *err);
+atf_error atf_sweep_set_structures(atf_sweep_config *cfg, const char *list, char *err);
+atf_error atf_sweep_check(const atf_sweep_config *cfg, char *err);
+/* Baseline row first, then every grid run not yet in OUT/sweep.csv; the figure
+ * OUT/sweep.{svg,png} also after an interruption. The table's lock file is gone when it
+ * returns, whatever happened. */
+atf_error atf_sweep_run(const atf_sweep_config *cfg, atf_exp_outcome *outcome, char *err);
+
+/* ---- statistics (stats.c) ---- */
+
+/* Median of n values (copies; NaN for n = 0). */
+double atf_median(const double *v, int n);
+/* Mean and sample standard deviation of the finite values among n (NaN when none). */
+void atf_mean_std(const double *v, int n, double *mean, double *std);
+/* Smallest number of the values d (any order, e.g. singular values) whose largest ones hold
+ * `energy` (e.g. 0.9) of Σ d²; 0 when all are zero. */
+int atf_effective_rank(const double *d, int k, double energy);
+/* Largest singular value over the result's blocks. */
+double atf_result_max_singular(const atf_result *res);
+
+/* ---- centering (metrics.c) ---- */
+
+/* Test metrics: atf_test_metrics, atf_result_test_metrics and atf_prediction_metrics (the one
+ * implementation of predictions and their f0 rule) are the tangent library's: atf_features.h.
+ *
+ * Centering: drop the initial function from the linear model of a problem (one split): r = y and
+ * f0 := 0, so predictions are A vec B. With He initialisation f0 is as large as the targets and
+ * acts as noise on every prediction of a linearised model (the trained network can undo it, a
+ * linear model cannot); equivalent to linearising the symmetrised network f_θ − f_θ0. NULL is
+ * allowed. */
+void atf_problem_center(atf_problem *p);
+
+/* ---- penalty specs with scale=auto (metrics.c) ---- */
+
+/* The penalty a run solves: spec parsed as a template (atf_penalty_parse_template); the terms
+ * that say scale=auto get γ = (fraction · dmax)² rounded to 6 significant digits
+ * (atf_penalty_resolve_auto_scale) and out receives the canonical spec (atf_penalty_format),
+ * otherwise the spec as given. *gamma (may be NULL) receives γ, or NaN when spec has no scale=auto.
+ * ATF_E_INPUT for a bad spec or dmax, fraction ≤ 0; ATF_E_USAGE when out (outlen) is short. */
+atf_error atf_resolve_auto_scale(const char *spec, double dmax, double fraction, char *out,
+                                 size_t outlen, double *gamma, char *err);
+/* The spec with the scale of every term that takes one set to the text `scale` (a number or
+ * "auto"), through the parsed struct and its formatter: "sq" -> "sq:scale=S", "pow:p=1.5" ->
+ * "pow:p=1.5,scale=S" (the scale text kept as given: it names a model of the scale axis).
+ * ATF_E_USAGE for a bad spec or when out (outlen) is short. */
+atf_error atf_penalty_with_scale(const char *spec, const char *scale, char *out, size_t outlen,
+                                 char *err);
+/* ATF_E_USAGE unless spec parses as a template (scale=auto allowed). */
+atf_error atf_check_auto_spec(const char *spec, char *err);
+
+/* ---- progress (progress.c) ---- */
+
+/* "[=====>     ] 3/12  1m20s elapsed, ETA 4m10s  what" on `to` (NULL: silent). Rewrites one
+ * line on a terminal, prints one line per update otherwise. */
+typedef struct {
+    int total, done, skipped;
+    double t0;
+    int tty;
+    FILE *to;
+} atf_progress;
+
+void atf_progress_start(atf_progress *p, FILE *to, int total, int skipped);
+void atf_progress_show(atf_progress *p, const char *what);
+void atf_progress_step(atf_progress *p);
+void atf_progress_end(atf_progress *p);
+/* End an interrupted line on a terminal (so that a message can follow). */
+void atf_progress_break(atf_progress *p);
+
+/* ---- files ---- */
+
+/* mkdir -p. */
+atf_error atf_mkdir_p(const char *path, char *err);
+/* Atomic writes of whole files: atf_write_text_atomic (problems/atf_util.h). */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,39 @@
+/* exp_internal.h — helpers shared by the files of the experiments library (not installed,
+ * not on dependants' include path). */
+#ifndef ATF_EXP_INTERNAL_H
+#define ATF_EXP_INTERNAL_H
+
+#include "atf_experiments.h"
+
+/* Timer (atf_now), atomic writes, number lists: problems/atf_util.h. */
+#include "atf_util.h"
+
+/* Split a comma list of names (or numbers kept as text, e.g. scales with "auto") into items
+ * of at most ATF_EXP_NAMELEN − 1 characters, at most max of them; ATF_E_USAGE naming `what`
+ * for an empty list, an empty or too long item, too many items. */
+enum { ATF_EXP_NAMELEN = 32 };
+atf_error atf_exp_split_names(const char *what, const char *text, char items[][ATF_EXP_NAMELEN],
+                              int max, int *n, char *err);
+
+/* 1 when the run was asked to stop. */
+int atf_exp_stopped(const atf_exp_io *io);
+
+/* printf to io->log (warnings) / io->progress (what is being done) when there is one. */
+void atf_exp_log(const atf_exp_io *io, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void atf_exp_note(const atf_exp_io *io, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* "DIR/NAME" into buf (len bytes); ATF_E_USAGE with a message when it does not fit. */
+atf_error atf_exp_path(char *buf, size_t len, const char *dir, const char *name, char *err);
+
+/* 1 for the image data sources (mnist, fashion-mnist), whose defaults follow the paper. */
+int atf_exp_image_data(const atf_data_options *d);
+
+#endif

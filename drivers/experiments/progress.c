@@ -1,0 +1,114 @@
+/* progress.c — the progress line of long runs, and the small run-time helpers every
+ * experiment shares (timer, stop flag, log, output paths). */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal/exp_internal.h"
+
+int atf_exp_stopped(const atf_exp_io *io)
+{
+    return io->interrupt && *io->interrupt;
+}
+
+static void vprint(FILE *f, const char *fmt, va_list ap)
+{
+    if (!f)
+        return;
+    vfprintf(f, fmt, ap);
+    fflush(f);
+}
+
+void atf_exp_log(const atf_exp_io *io, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprint(io->log, fmt, ap);
+    va_end(ap);
+}
+
+void atf_exp_note(const atf_exp_io *io, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprint(io->progress, fmt, ap);
+    va_end(ap);
+}
+
+atf_error atf_exp_path(char *buf, size_t len, const char *dir, const char *name, char *err)
+{
+    int n = snprintf(buf, len, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= len) {
+        atf_errorf(err, "%s: output directory name too long", dir);
+        return ATF_E_USAGE;
+    }
+    return ATF_OK;
+}
+
+int atf_exp_image_data(const atf_data_options *d)
+{
+    return !strncmp(d->source, "mnist", 5) || !strncmp(d->source, "fashion-mnist", 13);
+}
+
+static void format_duration(double s, char *buf, size_t len)
+{
+    if (!isfinite(s) || s < 0)
+        snprintf(buf, len, "?");
+    else if (s < 60)
+        snprintf(buf, len, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+void atf_progress_start(atf_progress *p, FILE *to, int total, int skipped)
+{
+    p->total = total;
+    p->done = skipped;
+    p->skipped = skipped;
+    p->t0 = atf_now();
+    p->to = to;
+    p->tty = to && isatty(fileno(to));
+    if (to && skipped > 0)
+        fprintf(to, "resuming: %d of %d runs already recorded\n", skipped, total);
+}
+
+void atf_progress_show(atf_progress *p, const char *what)
+{
+    if (!p->to)
+        return;
+    const int width = 24;
+    int fill = p->total > 0 ? (int)((double)width * p->done / p->total) : width;
+    char bar[32];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
+    bar[width] = '\0';
+    double elapsed = atf_now() - p->t0;
+    int ran = p->done - p->skipped;
+    double eta = ran > 0 ? elapsed / ran * (p->total - p->done) : NAN;
+    char el[32], et[32];
+    format_duration(elapsed, el, sizeof el);
+    format_duration(eta, et, sizeof et);
+    fprintf(p->to, "%s[%s] %d/%d  %s elapsed, ETA %s  %s%s", p->tty ? "\r\033[K" : "", bar,
+            p->done, p->total, el, et, what ? what : "", p->tty ? "" : "\n");
+    fflush(p->to);
+}
+
+void atf_progress_step(atf_progress *p)
+{
+    p->done++;
+}
+
+void atf_progress_end(atf_progress *p)
+{
+    atf_progress_show(p, "done");
+    atf_progress_break(p);
+}
+
+void atf_progress_break(atf_progress *p)
+{
+    if (p->to && p->tty)
+        fputc('\n', p->to);
+}

@@ -29,7 +29,7 @@
 
 #include "atf_data.h"
 #include "atf_util.h"
-#include "solver_penalized.h"
+#include "atf_solver.h"
 
 #define DIN 784
 #define WIDTH 128
@@ -132,14 +132,13 @@ static void run_one(int N, const char *loss_name, double lambda0, double tol, in
     atf_problem *p = mlp_problem(N, seed);
     char spec[64], err[ATF_ERRLEN] = "";
     snprintf(spec, sizeof spec, "%s:lambda=%g", loss_name, lambda0 * N);
-    atf_loss loss;
-    atf_loss_parse(spec, &loss, err);
     atf_settings set = atf_settings_default();
+    atf_loss_parse(spec, &set.loss, err);
+    set.method = ATF_METHOD_FISTA;
     set.eps_rel = tol;
     set.max_iter = max_iter;
     atf_result *res = NULL;
-    atf_pg_info info;
-    atf_error e = atf_solve_penalized(p, &set, &loss, &res, &info, err);
+    atf_error e = atf_solve(p, &set, &res, err);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     if (e) {
@@ -148,7 +147,7 @@ static void run_one(int N, const char *loss_name, double lambda0, double tol, in
         double per_iter = (res->solve_seconds - res->setup_seconds) / fmax(1, res->iterations);
         printf("%7d %8d %-22s %-15s %6d %8.2f %9.3f %9.1f %9.0f %10.2e %14.7e\n", N, p->M, spec,
                atf_status_name(res->status), res->iterations, res->setup_seconds, per_iter,
-               res->solve_seconds, ru.ru_maxrss / 1024.0, info.pg_residual, info.objective);
+               res->solve_seconds, ru.ru_maxrss / 1024.0, res->pg_residual, res->objective);
     }
     fflush(stdout);
     atf_result_free(res);

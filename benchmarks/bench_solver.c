@@ -3,7 +3,7 @@
  *
  * Network f(x) = w2ᵀ relu(W1ᵀ x) with input dimension = width w (so W1 is w × w and both sides
  * of the first block grow with the width), He-initialised from the library's seeded generator
- * (atf_rng, problems/tangent). Its factored problem (SPEC §3, C = 1): block W1 with H = X
+ * (atf_rng, problems/tangent). Its factored problem (docs/formats.md, C = 1): block W1 with H = X
  * (N × w), D = w2 ∘ relu'(X W1) (N × w); block W2 with H = relu(X W1) (N × w), D = 1 (N × 1);
  * r = y − f(X) with y standard normal. Penalty `sq:scale=0.01` on both blocks (an adaptive
  * penalty whose optimum is not the NTK point).

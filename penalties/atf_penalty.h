@@ -1,4 +1,4 @@
-/* atf_penalty.h — the scalar penalty calculus of SPEC §2.
+/* atf_penalty.h — the scalar penalty calculus of docs/penalties.md.
  *
  * A penalty is a pair (ω1, ω2) of families; a single spec term sets ω1 and leaves ω2 = `fixed`.
  * From it follow the joint penalty ω1 ⊕ ω2 (eq. 11), the effective penalty ω̃ (eq. 12), its
@@ -41,7 +41,7 @@ typedef struct {
     atf_omega w2; /* right transformation M2; family FIXED for a single term */
 } atf_penalty;
 
-/* Parse a spec string (SPEC §2 grammar: `sq`, `pow:p=1.5,scale=0.1`, `sq + abs`, ...).
+/* Parse a spec string (docs/penalties.md grammar: `sq`, `pow:p=1.5,scale=0.1`, `sq + abs`, ...).
  * Errors (ATF_E_INPUT, message names the spec and the reason): unknown family or key, p ≤ 0,
  * scale ≤ 0, non-finite numbers, `nuclear` joined with `+`, empty terms. `fixed + ω` equals ω. */
 atf_error atf_penalty_parse(const char *spec, atf_penalty *pen, char *err);
@@ -89,7 +89,7 @@ int atf_penalty_is_convex(const atf_penalty *pen);
 /* 1 for the `nuclear` family (nondifferentiable at 0: the solver uses the subdifferential). */
 int atf_penalty_is_nuclear(const atf_penalty *pen);
 
-/* ω(z) of one family (may be +INFINITY). The formulas of SPEC §2 for any z; logsq is +∞ for
+/* ω(z) of one family (may be +INFINITY). The formulas of docs/penalties.md for any z; logsq is +∞ for
  * z ≤ 0, and nuclear is γ z² on z ≥ 0 (closed at 0, the factor of d = 0) and +∞ below. */
 double atf_omega_value(const atf_omega *w, double z);
 

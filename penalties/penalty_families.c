@@ -1,4 +1,4 @@
-/* penalty_families.c — the seven families ω of SPEC §2 and the quantities the effective-penalty
+/* penalty_families.c — the seven families ω of docs/penalties.md and the quantities the effective-penalty
  * solver needs from them, all in the offset x = z − 1.
  *
  * Notation (docs/penalties.md): k(z) = z ω'(z); for the 1-D problem

@@ -1,4 +1,4 @@
-/* penalty_parse.c — the spec-string grammar of SPEC §2, its canonical format, and the
+/* penalty_parse.c — the spec-string grammar of docs/penalties.md, its canonical format, and the
  * structural predicates (convexity, nuclear) of a parsed penalty.
  *
  *     penalty := term | term "+" term        (spaces around "+" allowed)

@@ -1,4 +1,4 @@
-/* atf_problem.h — tangent-feature constraint problems (SPEC §1, §3, §6).
+/* atf_problem.h — tangent-feature constraint problems (docs/math.md §1, docs/formats.md).
  *
  * A problem holds M = N·C constraint rows (row m = i·C + k: example i, output k), the right-hand
  * side r and a list of blocks. Each block is a matrix variable B (rows × cols) with its own
@@ -91,7 +91,7 @@ typedef struct atf_problem {
     atf_provenance prov;      /* root problems only (unused in `test`) */
 } atf_problem;
 
-/* ---- files (SPEC §6). Every error names the file, the item and the reason. ---- */
+/* ---- files (docs/formats.md). Every error names the file, the item and the reason. ---- */
 
 /* Read and fully validate a problem file: format/version, every dataset's presence and shape,
  * positive sizes, finite values, known operator/structure, penalty strings, CSR consistency. */
@@ -138,7 +138,7 @@ void atf_problem_set_structure(atf_problem *prob, atf_structure s);
 /* Total number of variables Σ rows·cols. */
 int64_t atf_problem_nvars(const atf_problem *prob);
 
-/* ---- constraint operators (SPEC §3). Factored blocks are never materialised. ----
+/* ---- constraint operators (docs/formats.md). Factored blocks are never materialised. ----
  * beta = 0 overwrites the output (which may then hold garbage or NaN). Factored blocks use
  * scratch space (N × cols doubles for apply and adjoint; N × N plus a 256 × M panel for the
  * Gram; dense blocks the panel, sparse ones a rows·cols vector); if it cannot be allocated the

@@ -1,4 +1,4 @@
-/* atf_result.h — solutions of problem (16) and their files (SPEC §5, §6).
+/* atf_result.h — solutions of problem (16) and their files (docs/math.md §5–6, docs/formats.md).
  *
  * A result holds per block the solution B, its singular values d (descending) and the Theorem 2
  * factors s1, σ, s2 (eq. 15), plus the run's status and certificates. The solver fills it; the
@@ -88,13 +88,19 @@ typedef struct {
     atf_status status;
     atf_method method;            /* what computed it (files: the attribute's name) */
     atf_global_structure structure; /* layer, diagonal or full */
-    double objective;             /* Σ_ℓ Ω̃_ℓ(B_ℓ) */
+    double objective;             /* Σ_ℓ Ω̃_ℓ(B_ℓ), plus the loss value for penalized losses */
     int iterations;
     double primal_residual;       /* ‖X − Z‖ at exit */
     double dual_residual;         /* ρ‖Z − Z_prev‖ at exit */
     double constraint_residual;   /* ‖A vec B − r‖ / ‖r‖ */
     double stationarity;          /* relative distance of ∇Ω̃(B) from range(Aᵀ) */
     double ls_residual;           /* least-squares residual ‖A x_ls − r‖/‖r‖ (infeasible runs) */
+    /* Penalized losses (`loss` below is not "interpolate"): objective = loss_value +
+     * penalty_value. NaN where they do not apply (interpolation has no loss value). */
+    double loss_value;            /* L(f0 + A vec B) of the loss spec, in the problem's units */
+    double penalty_value;         /* Σ_ℓ Ω̃_ℓ(B_ℓ) (interpolation: the objective itself) */
+    double pg_residual;           /* FISTA: relative proximal-gradient residual at the answer */
+    double duality_gap;           /* FISTA, convex penalties: (F − dual bound)/|F| */
     double solve_seconds;
     double setup_seconds, projection_seconds, prox_seconds, other_seconds;
     int nblocks;

@@ -1,4 +1,4 @@
-/* operators.c — the constraint operators A_b of SPEC §3: apply, adjoint, Gram, dense.
+/* operators.c — the constraint operators A_b of docs/formats.md: apply, adjoint, Gram, dense.
  *
  * Dense blocks store A_b itself (J, M × n with n = rows·cols); sparse blocks store it in CSR;
  * factored blocks store H (N × rows) and D (M × cols) with (A_b vec B)_m = h_iᵀ B δ_m for

@@ -1,4 +1,4 @@
-/* problem_io.c — problem files (SPEC §6): strict reader and atomic writer.
+/* problem_io.c — problem files (docs/formats.md): strict reader and atomic writer.
  *
  * The reader checks every item as it reads it, so that a message names the first thing that
  * is wrong: FILE: ITEM: reason. Shapes are checked against the root and block attributes before

@@ -1,5 +1,5 @@
 /* result.c — results in memory: status, method and structure names, allocation, the fit check and factor recovery
- * (SPEC §5: singular values of each B and the eq. 15 split d = s1·σ·s2). */
+ * (docs/math.md §5–6: singular values of each B and the eq. 15 split d = s1·σ·s2). */
 #include <lapacke.h>
 #include <math.h>
 #include <stdio.h>
@@ -146,6 +146,7 @@ atf_result *atfr_new(int nblocks)
     /* NaN marks "not computed"; the solver overwrites what it measures. */
     res->objective = res->primal_residual = res->dual_residual = NAN;
     res->constraint_residual = res->stationarity = res->ls_residual = NAN;
+    res->loss_value = res->penalty_value = res->pg_residual = res->duality_gap = NAN;
     res->tol = res->eps_abs = res->rho = res->alpha = NAN; /* settings: not recorded */
     res->max_iter = res->reduce = res->adaptive_rho = -1;
     res->nblocks = nblocks;

@@ -1,4 +1,4 @@
-/* result_io.c — result files (SPEC §6): validation, atomic writer, strict reader.
+/* result_io.c — result files (docs/formats.md): validation, atomic writer, strict reader.
  *
  * Root attributes: format "atf-result", version 1, status, method, structure and the run's
  * scalar metrics (which may be NaN: "not computed"). Per block /blocks/<name>: attributes
@@ -19,7 +19,7 @@
 #define RESULT_FORMAT "atf-result"
 #define RESULT_VERSION 1
 
-/* Scalar metrics: file attribute name and field. The first `required` are SPEC §6's. */
+/* Scalar metrics: file attribute name and field. The first `required` are docs/formats.md's. */
 typedef struct {
     const char *name;
     size_t offset;
@@ -37,6 +37,10 @@ static const metric metrics[] = {
     {"projection_seconds", offsetof(atf_result, projection_seconds)},
     {"prox_seconds", offsetof(atf_result, prox_seconds)},
     {"other_seconds", offsetof(atf_result, other_seconds)},
+    {"loss_value", offsetof(atf_result, loss_value)},
+    {"penalty_value", offsetof(atf_result, penalty_value)},
+    {"pg_residual", offsetof(atf_result, pg_residual)},
+    {"duality_gap", offsetof(atf_result, duality_gap)},
 };
 #define NMETRICS (int)(sizeof metrics / sizeof metrics[0])
 #define NREQUIRED 6

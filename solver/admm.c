@@ -1,4 +1,4 @@
-/* admm.c — the ADMM (Douglas–Rachford) loop of SPEC §4 and its iteration table.
+/* admm.c — the ADMM (Douglas–Rachford) loop of docs/solver.md and its iteration table.
  *
  *   X⁺ = Π(Z − U);  X̂ = αX⁺ + (1−α)Z;  Z⁺ = prox_{Ω̃/ρ}(X̂ + U);  U⁺ = U + X̂ − Z⁺
  *

@@ -1,7 +1,8 @@
 /* atf_loss.h — the loss of problem (16): exact interpolation, or a penalized fit.
  *
  * Minimising Ω(M) + ‖W‖² + L(f0 + ⟨G, M W⟩) over (M, W) equals minimising
- * Σ_ℓ Σ_j ω̃_ℓ(σ_j(B_ℓ)) + L(f0 + A vec B) over B for any loss L (docs/penalized.md):
+ * Σ_ℓ Σ_j ω̃_ℓ(σ_j(B_ℓ)) + L(f0 + A vec B) over B for any loss L (docs/solver.md,
+ * "Penalized problem"):
  *
  *   interpolate          the constraint A vec B = r (the default; L = χ{A vec B = r})
  *   squared:lambda=λ     L = (1/2λ) ‖A vec B − r‖²

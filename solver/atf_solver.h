@@ -1,4 +1,5 @@
-/* atf_solver.h — solve problem (16): min Σ_ℓ Ω̃_ℓ(B_ℓ) s.t. Σ_ℓ A_ℓ vec B_ℓ = r (SPEC §4).
+/* atf_solver.h — solve problem (16): min Σ_ℓ Ω̃_ℓ(B_ℓ) s.t. Σ_ℓ A_ℓ vec B_ℓ = r (docs/math.md),
+ * or its penalized form min Σ_ℓ Ω̃_ℓ(B_ℓ) + L(f0 + A vec B) with settings.loss (atf_loss.h).
  *
  * SCS/OSQP style: fill an atf_settings (start from atf_settings_default), create a solver with
  * atf_solver_init (it validates, equilibrates the data by exact powers of two so that units do
@@ -14,6 +15,7 @@
 #include <stdio.h>
 
 #include "atf_error.h"
+#include "atf_loss.h"
 #include "atf_problem.h"
 #include "atf_result.h"
 
@@ -24,7 +26,9 @@ extern "C" {
 /* atf_method and atf_global_structure (with their names and parsers) are defined in
  * atf_result.h, since results carry them. */
 typedef struct {
-    atf_method method;     /* ADMM (default), LP or BASELINE */
+    atf_method method;     /* interpolation: ADMM (default), LP, BASELINE or IRLS;
+                              a penalized loss: FISTA (docs/solver.md "Penalized problem") */
+    atf_loss loss;         /* interpolate (default), squared:lambda=λ or xent:lambda=λ */
     atf_global_structure structure;
     int max_iter;          /* default 10000 */
     double eps_abs;        /* default 1e-8, in data units: multiplies ‖x_ls‖ (√n × RMS entry of the
@@ -48,9 +52,10 @@ atf_settings atf_settings_default(void);
 
 typedef struct atf_solver atf_solver;
 
-/* The problem must outlive the solver. Errors: ATF_E_USAGE (method/structure/penalty
- * combination refused, e.g. lp without diagonal+nuclear), ATF_E_INPUT, ATF_E_NOMEM,
- * ATF_E_NUMERICAL. */
+/* The problem must outlive the solver. Errors: ATF_E_USAGE (method/loss/structure/penalty
+ * combination refused, e.g. lp without diagonal+nuclear, fista with interpolate, admm with a
+ * penalized loss), ATF_E_INPUT (also a problem that cannot carry the loss: xent without
+ * /labels), ATF_E_NOMEM, ATF_E_NUMERICAL. A penalized loss never forms the M × M Gram. */
 atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_solver **out,
                           char *err);
 
@@ -84,8 +89,9 @@ json_t *atf_json_text(const char *s);
 /* Compact one-line text of a JSON value (caller frees), NULL on out of memory. */
 char *atf_json_line(const json_t *v);
 
-/* The result as a JSON object: status, method, structure, iterations, objective,
- * primal_residual, dual_residual, constraint_residual, stationarity, ls_residual, seconds and the
+/* The result as a JSON object: status, method, structure, loss (the spec; null when not
+ * recorded), iterations, objective, loss_value, penalty_value, primal_residual, dual_residual,
+ * constraint_residual, stationarity, pg_residual, duality_gap, ls_residual, seconds and the
  * time split (setup/projection/prox/other_seconds), and problem_fingerprint when recorded;
  * non-finite numbers are null. NULL on out of memory. */
 json_t *atf_result_json_object(const atf_result *res);

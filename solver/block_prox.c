@@ -1,7 +1,7 @@
 /* block_prox.c — the proximal map of Σ_ℓ Ω̃_ℓ/ρ, block by block, and objective values.
  *
  * Spectral blocks: Σ_j ω̃(σ_j(·)) is absolutely symmetric, so its prox keeps the singular
- * vectors and applies the scalar prox to the singular values (SPEC §2; valid for nonconvex ω̃
+ * vectors and applies the scalar prox to the singular values (docs/penalties.md; valid for nonconvex ω̃
  * because the scalar prox is monotone and so keeps their order and sign). A thin SVD
  * (dgesdd), the scalar prox with t = 1/ρ, and one GEMM over the singular values that stay
  * nonzero recompose the block. A row-major core is read as its column-major transpose, which

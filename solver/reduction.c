@@ -4,7 +4,7 @@
  * rows in span(Q_r) = range(Dᵀ). Replacing B by Q_c Q_cᵀ B Q_r Q_rᵀ keeps every constraint and
  * does not increase any singular value, so for a spectral (rotation-invariant) penalty an
  * optimum has the form B = Q_c C Q_rᵀ and the core problem in C is again factored, with
- * H Q_c and D Q_r (SPEC §3). Entrywise penalties are not rotation invariant: diagonal-structure
+ * H Q_c and D Q_r (docs/math.md §7). Entrywise penalties are not rotation invariant: diagonal-structure
  * blocks are never reduced. Under the `full` structure the penalty depends on ‖B‖_F only, which
  * the same argument covers, so every factored block is reduced there. */
 #include <cblas.h>

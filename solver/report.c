@@ -44,16 +44,21 @@ json_t *atf_result_json_object(const atf_result *res)
     json_object_set_new(o, "status", atf_json_text(atf_status_name(res->status)));
     json_object_set_new(o, "method", json_string(atf_method_name(res->method)));
     json_object_set_new(o, "structure", json_string(atf_structure_name(res->structure)));
+    json_object_set_new(o, "loss", res->loss[0] ? atf_json_text(res->loss) : json_null());
     json_object_set_new(o, "iterations", json_integer(res->iterations));
     const struct {
         const char *key;
         double v;
     } fields[] = {
         {"objective", res->objective},
+        {"loss_value", res->loss_value},
+        {"penalty_value", res->penalty_value},
         {"primal_residual", res->primal_residual},
         {"dual_residual", res->dual_residual},
         {"constraint_residual", res->constraint_residual},
         {"stationarity", res->stationarity},
+        {"pg_residual", res->pg_residual},
+        {"duality_gap", res->duality_gap},
         {"ls_residual", res->ls_residual},
         {"seconds", res->solve_seconds},
         {"setup_seconds", res->setup_seconds},
@@ -135,6 +140,12 @@ int atf_result_summary(const atf_result *res, char *buf, size_t len)
                      res->primal_residual, res->dual_residual, res->ls_residual,
                      res->solve_seconds, res->setup_seconds, res->projection_seconds,
                      res->prox_seconds, res->other_seconds));
+    if (!isnan(res->loss_value)) /* a penalized loss: its parts and FISTA's certificates */
+        add(&k, snprintf(at(&k), room(&k),
+                         "  loss %s: loss %.10g + penalty %.10g = objective %.10g\n"
+                         "  proximal-gradient residual %.3e, duality gap %.3e\n",
+                         res->loss[0] ? res->loss : "?", res->loss_value, res->penalty_value,
+                         res->objective, res->pg_residual, res->duality_gap));
     if (res->status == ATF_STATUS_SOLVED && res->method == ATF_METHOD_ADMM &&
         res->stationarity > SUMMARY_CERTIFICATE_NOTE)
         add(&k, snprintf(at(&k), room(&k),

@@ -8,6 +8,7 @@ atf_settings atf_settings_default(void)
 {
     atf_settings s = {
         .method = ATF_METHOD_ADMM,
+        .loss = {ATF_LOSS_INTERPOLATE, 0.0},
         .structure = ATF_GLOBAL_LAYER,
         .max_iter = 10000,
         .eps_abs = 1e-8,
@@ -25,14 +26,55 @@ atf_settings atf_settings_default(void)
     return s;
 }
 
-atf_error atf_sv_settings_check(const atf_settings *set, char *err)
+/* Interpolation is solved by admm, lp, baseline or irls; a penalized loss only by fista. */
+static atf_error check_method_loss(const atf_settings *set, char *err)
 {
-    if (set->method != ATF_METHOD_ADMM && set->method != ATF_METHOD_LP &&
-        set->method != ATF_METHOD_BASELINE) {
-        atf_errorf(err, "settings: method %s (%d) is not one of admm, lp, baseline",
-                   atf_method_name(set->method), (int)set->method);
+    const atf_loss *loss = &set->loss;
+    if (loss->kind != ATF_LOSS_INTERPOLATE && loss->kind != ATF_LOSS_SQUARED &&
+        loss->kind != ATF_LOSS_XENT) {
+        atf_errorf(err, "settings: unknown loss %d", (int)loss->kind);
         return ATF_E_USAGE;
     }
+    if (loss->kind != ATF_LOSS_INTERPOLATE && !(loss->lambda > 0.0 && isfinite(loss->lambda))) {
+        atf_errorf(err, "settings: loss %s: lambda = %g must be a finite number > 0",
+                   atf_loss_name(loss->kind), loss->lambda);
+        return ATF_E_USAGE;
+    }
+    int penalized = loss->kind != ATF_LOSS_INTERPOLATE;
+    switch (set->method) {
+    case ATF_METHOD_FISTA:
+        if (penalized)
+            return ATF_OK;
+        atf_errorf(err, "settings: method fista needs a penalized loss (squared or xent), not "
+                        "interpolate");
+        return ATF_E_USAGE;
+    case ATF_METHOD_IRLS:
+        if (set->warm) { /* its monotone path starts at the minimum-norm interpolant */
+            atf_errorf(err, "settings: method irls starts from the minimum-norm interpolant and "
+                            "takes no warm start");
+            return ATF_E_USAGE;
+        }
+        /* fall through */
+    case ATF_METHOD_ADMM:
+    case ATF_METHOD_LP:
+    case ATF_METHOD_BASELINE:
+        if (!penalized)
+            return ATF_OK;
+        atf_errorf(err, "settings: method %s solves the interpolation problem only; the loss %s "
+                        "needs method fista", atf_method_name(set->method),
+                   atf_loss_name(loss->kind));
+        return ATF_E_USAGE;
+    }
+    atf_errorf(err, "settings: method %d is not one of admm, lp, baseline, irls, fista",
+               (int)set->method);
+    return ATF_E_USAGE;
+}
+
+atf_error atf_sv_settings_check(const atf_settings *set, char *err)
+{
+    atf_error e = check_method_loss(set, err);
+    if (e != ATF_OK)
+        return e;
     if (set->structure != ATF_GLOBAL_LAYER && set->structure != ATF_GLOBAL_DIAGONAL &&
         set->structure != ATF_GLOBAL_FULL) {
         atf_errorf(err, "settings: unknown structure %d", (int)set->structure);

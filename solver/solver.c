@@ -1,16 +1,18 @@
 /* solver.c — atf_solver_init / atf_solver_solve / atf_solver_free and the result assembly.
  *
  * init does everything that does not depend on the run: settings and problem validation, the
- * method/structure check, the cores of the exact subspace reduction, the single factorisation
- * of AAᵀ with the least-squares point and the consistency decision, the warm start mapped into
- * the cores, and the data-scaled initial ρ. solve runs the method and fills a result with the
- * blocks expanded back to their original shapes, certificates, timings and Theorem 2 factors. */
+ * method/loss/structure check, the cores of the exact subspace reduction, the single
+ * factorisation of AAᵀ with the least-squares point and the consistency decision, the warm start
+ * mapped into the cores, and the data-scaled initial ρ. A penalized loss (squared, xent) skips
+ * the factorisation: FISTA is matrix-free and the M × M Gram is never formed. solve runs the
+ * method and fills a result with the blocks expanded back to their original shapes,
+ * certificates, loss and penalty values, timings and Theorem 2 factors. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "solver_penalized.h"
 
 /* Relative constraint residual an answer may have before it is reported as solved: √ε, or the
  * consistency tolerance of the projection when that is looser (rank-deficient A). */
@@ -86,6 +88,28 @@ static atf_error build(atf_solver *s, atf_sv_eq_mode mode, char *err)
     return e;
 }
 
+/* A penalized loss: the row-equilibrated data and their cores, no projection. Every r is
+ * "consistent" (there is no constraint) and there is no least-squares point. */
+static atf_error build_penalized(atf_solver *s, char *err)
+{
+    atf_error e = atf_loss_check(&s->set.loss, s->prob, "problem", err);
+    if (e == ATF_OK)
+        e = atf_sv_equilibrate_mode(s, ATF_EQ_ROWS, err);
+    if (e == ATF_OK)
+        e = atf_sv_vars_build(s, err);
+    if (e == ATF_OK)
+        e = atf_sv_prox_alloc(s, err);
+    s->rnorm = e == ATF_OK ? atf_sv_norm(s->work.r, (size_t)s->work.M) : 0.0;
+    s->consistent = 1;
+    s->ls_residual = NAN;
+    return e;
+}
+
+static int penalized(const atf_solver *s)
+{
+    return s->set.loss.kind != ATF_LOSS_INTERPOLATE;
+}
+
 static void release_build(atf_solver *s)
 {
     atf_sv_vars_free(s);
@@ -105,7 +129,9 @@ static atf_error setup(atf_solver *s, char *err)
     atf_error e = ATF_OK;
     if (s->set.structure == ATF_GLOBAL_FULL)
         e = check_full_penalty(s->prob, err);
-    if (e == ATF_OK)
+    if (e == ATF_OK && penalized(s))
+        e = build_penalized(s, err);
+    else if (e == ATF_OK)
         e = build(s, ATF_EQ_ROWS, err);
     if (e == ATF_OK && !s->consistent) {
         release_build(s);
@@ -193,21 +219,53 @@ static atf_error finish(atf_solver *s, atf_result *res, const double *x, char *e
         }
         atf_sv_unscale(s, Bs[l], (size_t)prob->blocks[l].rows * (size_t)prob->blocks[l].cols);
     }
-    res->objective = atf_sv_unscale_objective(s, atf_sv_objective(s, x));
+    res->penalty_value = atf_sv_unscale_objective(s, atf_sv_objective(s, x));
+    res->objective = res->penalty_value;
     atf_problem_residual(prob, Bs, resid);
     double cres = cblas_dnrm2(prob->M, resid, 1), rnorm = cblas_dnrm2(prob->M, prob->r, 1);
     res->constraint_residual = rnorm > 0.0 ? cres / rnorm : cres;
     res->ls_residual = s->ls_residual;
+    if (penalized(s)) { /* the loss of the answer, on the problem's own data and units */
+        for (int m = 0; m < prob->M; m++)
+            resid[m] += prob->r[m]; /* A vec B */
+        res->loss_value = atf_loss_value(&s->set.loss, prob->N, prob->C, resid, prob->r,
+                                         prob->f0, prob->labels, NULL);
+        res->objective = res->loss_value + res->penalty_value;
+    }
     free(Bs), free(resid);
     return atf_result_factors(res, prob, err);
 }
 
-/* The least-squares point in place of an answer that failed, with status numerical_error. */
+/* What replaces an answer that failed: the least-squares point for interpolation, B = 0 (the
+ * predictions f0) for a penalized loss, which has no least-squares point. */
+static const char *fallback_name(const atf_solver *s)
+{
+    return penalized(s) ? "B = 0" : "the least-squares point";
+}
+
+/* The fallback point in place of an answer that failed, with status numerical_error. */
 static void fall_back(atf_solver *s, atf_result *res, double *x)
 {
     int iterations = res->iterations;
-    least_squares_result(s, res, x, ATF_STATUS_NUMERICAL_ERROR);
+    if (penalized(s)) {
+        memset(x, 0, s->n * sizeof *x);
+        res->status = ATF_STATUS_NUMERICAL_ERROR;
+        res->stationarity = res->pg_residual = res->duality_gap = NAN;
+    } else {
+        least_squares_result(s, res, x, ATF_STATUS_NUMERICAL_ERROR);
+    }
     res->iterations = iterations;
+}
+
+/* A penalized answer has no constraint to check; it must be finite and carry a finite
+ * proximal-gradient residual (its certificate). */
+static void check_penalized_answer(atf_solver *s, atf_result *res, double *x)
+{
+    if (atf_sv_all_finite(x, s->n) && isfinite(res->pg_residual) && !isnan(res->stationarity))
+        return;
+    snprintf(s->check, sizeof s->check, "%s returned a point without a finite certificate",
+             atf_method_name(res->method));
+    fall_back(s, res, x);
 }
 
 /* No method reports `solved` for an answer that does not satisfy the constraints or has no
@@ -216,6 +274,10 @@ static void check_answer(atf_solver *s, atf_result *res, double *x)
 {
     if (res->status != ATF_STATUS_SOLVED)
         return;
+    if (penalized(s)) {
+        check_penalized_answer(s, res, x);
+        return;
+    }
     double cres = atf_sv_constraint_norm(s, x, s->work.r);
     if (s->rnorm > 0.0)
         cres /= s->rnorm;
@@ -231,6 +293,20 @@ static void check_answer(atf_solver *s, atf_result *res, double *x)
     fall_back(s, res, x);
 }
 
+/* FISTA from the warm start, or from B = 0 (the predictions f0). */
+static atf_error run_fista(atf_solver *s, atf_result *res, double *x, char *err)
+{
+    if (s->warm)
+        memcpy(x, s->warm, s->n * sizeof *x);
+    else
+        memset(x, 0, s->n * sizeof *x);
+    atf_pg_info info;
+    atf_error e = atf_sv_fista(s, &s->set.loss, res, x, &info, err);
+    res->pg_residual = info.pg_residual;
+    res->duality_gap = info.duality_gap;
+    return e;
+}
+
 static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err)
 {
     if (!s->consistent) { /* r ∉ range(A): report the least-squares point */
@@ -243,8 +319,11 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
     case ATF_METHOD_BASELINE:
         least_squares_result(s, res, x, ATF_STATUS_SOLVED);
         return ATF_OK;
-    case ATF_METHOD_FISTA: /* refused by the settings check: not methods of atf_settings */
-    case ATF_METHOD_IRLS: break;
+    case ATF_METHOD_FISTA: return run_fista(s, res, x, err);
+    case ATF_METHOD_IRLS: {
+        atf_irls_info info;
+        return atf_sv_irls(s, res, x, &info, err);
+    }
     }
     atf_errorf(err, "solver: unknown method");
     return ATF_E_USAGE;
@@ -260,10 +339,17 @@ static void status_message(const atf_solver *s, const atf_result *res, char *err
                         "least-squares point is returned", s->ls_residual, s->proj.feas_tol);
         break;
     case ATF_STATUS_MAX_ITERATIONS:
-        atf_errorf(err, "%s stopped at the iteration limit %d (primal residual %.3e, dual "
-                        "residual %.3e); the last iterate is returned",
-                   atf_method_name(res->method), res->iterations, res->primal_residual,
-                   res->dual_residual);
+        if (res->method == ATF_METHOD_FISTA)
+            atf_errorf(err, "fista stopped at the iteration limit %d (pg residual %.3e); the "
+                            "last iterate is returned", res->iterations, res->pg_residual);
+        else if (res->method == ATF_METHOD_IRLS)
+            atf_errorf(err, "irls stopped at the iteration limit %d (relative step %.3e); the "
+                            "last iterate is returned", res->iterations, res->primal_residual);
+        else
+            atf_errorf(err, "%s stopped at the iteration limit %d (primal residual %.3e, dual "
+                            "residual %.3e); the last iterate is returned",
+                       atf_method_name(res->method), res->iterations, res->primal_residual,
+                       res->dual_residual);
         break;
     case ATF_STATUS_INTERRUPTED:
         atf_errorf(err, "%s interrupted after %d iterations; the last iterate is returned",
@@ -271,11 +357,14 @@ static void status_message(const atf_solver *s, const atf_result *res, char *err
         break;
     case ATF_STATUS_NUMERICAL_ERROR:
         if (s->check[0]) {
-            atf_errorf(err, "%s; the least-squares point is returned", s->check);
+            atf_errorf(err, "%s; %s is returned", s->check, fallback_name(s));
             break;
         }
-        atf_errorf(err, "%s broke down numerically after %d iterations; the least-squares point "
-                        "is returned", atf_method_name(res->method), res->iterations);
+        atf_errorf(err, "%s broke down numerically after %d iterations; %s is returned",
+                   atf_method_name(res->method), res->iterations,
+                   res->method == ATF_METHOD_FISTA  ? "the last finite iterate (or B = 0)"
+                   : res->method == ATF_METHOD_IRLS ? "the last iterate"
+                                                    : "the least-squares point");
         break;
     }
 }
@@ -298,6 +387,7 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
     }
     res->method = s->set.method;
     res->structure = s->set.structure;
+    atf_loss_format(&s->set.loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
     s->check[0] = '\0';
     atf_error e = run_method(s, res, x, err);
     if (e == ATF_OK) {

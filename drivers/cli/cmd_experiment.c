@@ -114,7 +114,7 @@ enum {
     OPT_JSON = ATF_CLI_OPT_FIRST, OPT_OUT, OPT_PENALTY, OPT_FROM, OPT_TO, OPT_NUM, OPT_T,
     OPT_NO_MLP, OPT_CENTER, OPT_NS, OPT_SEEDS, OPT_SEED_LIST, OPT_INIT, OPT_HIDDEN, OPT_SCALES,
     OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_EPOCHS, OPT_BATCH, OPT_LR,
-    OPT_MOMENTUM, OPT_PATH_POINTS
+    OPT_MOMENTUM, OPT_PATH_POINTS, OPT_LOSS
 };
 
 static atf_error penalties_option(int c, const char *val, atf_penalties_config *cfg, char *err)
@@ -192,7 +192,7 @@ static void samples_usage(FILE *out)
     fprintf(out,
             "usage: atf experiment samples [--data SOURCE] [--classes LIST] [--ns LIST]\n"
             "          [--seeds K | --seed-list LIST] [--n-test N] [--hidden LIST] [--init he|torch]\n"
-            "          [--penalty SPEC] [--scales LIST] [--auto-fraction Q]\n"
+            "          [--penalty SPEC] [--loss SPEC] [--scales LIST] [--auto-fraction Q]\n"
             "          [--structure layer|diagonal|full]\n"
             "          [--tol EPS] [--max-iter N] [--epochs E] [--batch B] [--lr LR]\n"
             "          [--momentum MU] [--center] [--no-mlp] [--out DIR] [--json]\n"
@@ -215,6 +215,9 @@ static void samples_usage(FILE *out)
             "                     PyTorch's nn.Linear default (default for mnist, as in the paper)\n"
             "  --penalty SPEC     problem (16) penalty (default sq:scale=auto); scale=auto sets\n"
             "                     sqrt(gamma) = Q x the largest singular value of the NTK solution\n"
+            "  --loss SPEC        problem (16)'s loss: interpolate (default, ADMM),\n"
+            "                     squared:lambda=L or xent:lambda=L (fista; see atf solve\n"
+            "                     --help); rows then carry a loss column\n"
             "  --scales LIST      the scale axis: run problem (16) once per value (numbers or\n"
             "                     auto), each a model of its own, e.g. --penalty zsq\n"
             "                     --scales 1e-4,1e-3,1e-2,1e-1,1,auto (at most 8)\n"
@@ -237,6 +240,10 @@ static atf_error samples_model_option(int c, const char *val, atf_samples_config
     case OPT_INIT: return parse_init(val, &cfg->init, err);
     case OPT_HIDDEN: return parse_hidden(val, &cfg->arch, err);
     case OPT_PENALTY: snprintf(cfg->penalty, sizeof cfg->penalty, "%s", val); break;
+    case OPT_LOSS:
+        if (atf_loss_parse(val, &cfg->loss, err))
+            e = ATF_E_USAGE;
+        break;
     case OPT_SCALES: return atf_samples_set_scales(cfg, val, err);
     case OPT_AUTO_FRACTION: return parse_positive("--auto-fraction", val, &cfg->auto_fraction, err);
     case OPT_STRUCTURE:
@@ -303,6 +310,7 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"seed-list", required_argument, NULL, OPT_SEED_LIST},
         {"hidden", required_argument, NULL, OPT_HIDDEN}, {"init", required_argument, NULL, OPT_INIT},
         {"penalty", required_argument, NULL, OPT_PENALTY},
+        {"loss", required_argument, NULL, OPT_LOSS},
         {"scales", required_argument, NULL, OPT_SCALES},
         {"auto-fraction", required_argument, NULL, OPT_AUTO_FRACTION},
         {"structure", required_argument, NULL, OPT_STRUCTURE},

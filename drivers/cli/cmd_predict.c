@@ -25,10 +25,23 @@ static void usage(FILE *out)
         "--standardize, --targets, --teacher-seed).\n"
         "\n"
         "Reports the mean squared error, the error rate (sign agreement with y for one output,\n"
-        "argmax agreement for several) and, with labels, the class error.\n"
+        "argmax agreement for several) and, with labels, the class error and (for two or more\n"
+        "outputs) the mean softmax cross-entropy of the predictions as logits (xent).\n"
         "\n"
         "  -o PRED.h5    write /train/f, /train/y, /test/f, /test/y and the metrics\n"
         "  --json        one JSON line on stdout\n");
+}
+
+/* Mean softmax cross-entropy of the predictions (as logits) against the labels: NaN without
+ * labels, with one output, or with a label outside 0 … C−1. */
+static double split_xent(const atf_split_eval *s)
+{
+    if (!s->labels || s->C < 2 || s->N <= 0)
+        return NAN;
+    for (int i = 0; i < s->N; i++)
+        if (s->labels[i] < 0 || s->labels[i] >= s->C)
+            return NAN;
+    return atf_loss_mean_xent(s->N, s->C, s->f, s->labels);
 }
 
 static json_t *split_json(const atf_split_eval *s)
@@ -38,6 +51,7 @@ static json_t *split_json(const atf_split_eval *s)
     json_object_set_new(o, "mse", atf_json_number(s->mse));
     json_object_set_new(o, "error", atf_json_number(s->error));
     json_object_set_new(o, "class_error", atf_json_number(s->class_error));
+    json_object_set_new(o, "xent", atf_json_number(split_xent(s)));
     return o;
 }
 
@@ -46,6 +60,9 @@ static void print_split_text(const char *name, const atf_split_eval *s)
     printf("%-5s  %6d  %12.6g  %8.4f", name, s->N, s->mse, s->error);
     if (isfinite(s->class_error))
         printf("  %11.4f", s->class_error);
+    double xent = split_xent(s);
+    if (isfinite(xent))
+        printf("  %9.4f", xent);
     printf("\n");
 }
 
@@ -61,7 +78,8 @@ static void report(const atf_predictions *pr, const char *what, int json)
         atf_cli_print_json(o);
         return;
     }
-    printf("predict: %s\nsplit  samples           mse     error  class_error\n", what);
+    printf("predict: %s\nsplit  samples           mse     error  class_error%s\n", what,
+           isfinite(split_xent(&pr->train)) ? "       xent" : "");
     print_split_text("train", &pr->train);
     if (pr->test.N > 0)
         print_split_text("test", &pr->test);

@@ -19,22 +19,31 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: atf solve PROBLEM.h5 -o RESULT.h5 [--penalty SPEC]\n"
-            "                 [--structure layer|diagonal|full] [--method admm|lp]\n"
+            "usage: atf solve PROBLEM.h5 -o RESULT.h5 [--penalty SPEC] [--loss SPEC]\n"
+            "                 [--structure layer|diagonal|full] [--method admm|lp|irls|fista]\n"
             "                 [--tol EPS] [--eps-abs E] [--max-iter N] [--rho R] [--alpha A]\n"
             "                 [--no-reduce] [--no-adaptive-rho] [--warm RESULT.h5]\n"
             "                 [--log-every K] [--quiet] [--json]\n"
             "\n"
             "Solve problem (16): minimise the sum over blocks of the spectral penalty\n"
-            "omega~(singular values of B) subject to the tangent-feature constraints.\n"
+            "omega~(singular values of B) subject to the tangent-feature constraints, or,\n"
+            "with --loss squared|xent, that penalty plus a loss of the predictions.\n"
             "\n"
             "  -o RESULT.h5        output file (written atomically; also for statuses\n"
             "                      infeasible, max_iterations and interrupted)\n"
             "  --penalty SPEC      override every block's penalty (see atf penalty --help)\n"
             "  --structure S       layer: blocks as in the file (default); diagonal: every\n"
             "                      parameter its own 1x1 block; full: one vector block\n"
-            "  --method M          admm (default) or lp (exact GLPK; diagonal + nuclear only)\n"
-            "  --tol EPS           relative tolerance eps_rel (default 1e-6)\n"
+            "  --loss SPEC         interpolate (default: A vec B = r exactly),\n"
+            "                      squared:lambda=L (penalty + ||A vec B - r||^2 / 2L) or\n"
+            "                      xent:lambda=L (penalty + softmax cross-entropy of the\n"
+            "                      logits f0 + A vec B against /labels, summed, / L); L > 0.\n"
+            "                      squared and xent are solved by fista (matrix-free)\n"
+            "  --method M          interpolation: admm (default), lp (exact GLPK; diagonal +\n"
+            "                      nuclear only) or irls (alternating adapted-kernel\n"
+            "                      regression, monotone); penalized losses: fista (implied)\n"
+            "  --tol EPS           relative tolerance eps_rel (default 1e-6; fista: on the\n"
+            "                      proximal-gradient residual, irls: on the relative step)\n"
             "  --eps-abs E         absolute tolerance eps_abs (default 1e-8)\n"
             "  --max-iter N        iteration limit (default 10000)\n"
             "  --rho R             multiplier of the data-scaled initial rho (default 1)\n"
@@ -45,7 +54,8 @@ static void usage(FILE *out)
             "                      by fingerprint: a result of another problem is exit 2)\n"
             "  --log-every K       iteration table row every K iterations (default 50)\n"
             "  --quiet             no iteration table and no summary on stderr\n"
-            "  --json              one JSON line on stdout (status, objective, residuals, ...)\n"
+            "  --json              one JSON line on stdout (status, loss, objective,\n"
+            "                      loss_value, penalty_value, residuals, ...)\n"
             "\n"
             "exit codes: 0 solved, 2 bad input or usage, 3 infeasible, 4 iteration limit,\n"
             "            130 interrupted (Ctrl-C; the last iterate is written)\n");
@@ -54,7 +64,7 @@ static void usage(FILE *out)
 typedef struct {
     const char *problem, *output, *penalty, *warm;
     atf_settings set;
-    int quiet, json;
+    int quiet, json, method_given;
     char command[ATF_COMMANDLEN]; /* recorded in the result */
 } solve_args;
 
@@ -69,17 +79,26 @@ static atf_error parse_structure(const char *v, atf_global_structure *s, char *e
 
 static atf_error parse_method(const char *v, atf_method *m, char *err)
 {
-    /* the methods of atf_settings (baseline is `atf baseline`); fista and irls are not */
-    if (atf_method_parse(v, m) != ATF_OK ||
-        (*m != ATF_METHOD_ADMM && *m != ATF_METHOD_LP && *m != ATF_METHOD_BASELINE)) {
-        atf_errorf(err, "--method: '%s' is not one of admm, lp", v ? v : "");
+    /* baseline is `atf baseline` (which forwards here with --method=baseline) */
+    if (atf_method_parse(v, m) != ATF_OK) {
+        atf_errorf(err, "--method: '%s' is not one of admm, lp, irls, fista", v ? v : "");
         return ATF_E_USAGE;
     }
     return ATF_OK;
 }
 
+static atf_error parse_loss(const char *v, atf_loss *loss, char *err)
+{
+    char msg[ATF_ERRLEN];
+    if (atf_loss_parse(v, loss, msg) == ATF_OK)
+        return ATF_OK;
+    atf_errorf(err, "--loss: %s", msg);
+    return ATF_E_USAGE;
+}
+
 enum {
     OPT_PENALTY = ATF_CLI_OPT_FIRST,
+    OPT_LOSS,
     OPT_STRUCTURE,
     OPT_METHOD,
     OPT_TOL,
@@ -97,6 +116,7 @@ enum {
 static const struct option options[] = {
     {"output", required_argument, NULL, 'o'},
     {"penalty", required_argument, NULL, OPT_PENALTY},
+    {"loss", required_argument, NULL, OPT_LOSS},
     {"structure", required_argument, NULL, OPT_STRUCTURE},
     {"method", required_argument, NULL, OPT_METHOD},
     {"tol", required_argument, NULL, OPT_TOL},
@@ -124,7 +144,10 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
     case OPT_PENALTY: a->penalty = val; break;
     case OPT_WARM: a->warm = val; break;
     case OPT_STRUCTURE: return parse_structure(val, &s->structure, err);
-    case OPT_METHOD: return parse_method(val, &s->method, err);
+    case OPT_METHOD:
+        a->method_given = 1;
+        return parse_method(val, &s->method, err);
+    case OPT_LOSS: return parse_loss(val, &s->loss, err);
     case OPT_TOL: return atf_cli_double("--tol", val, &s->eps_rel, err);
     case OPT_EPS_ABS: return atf_cli_double("--eps-abs", val, &s->eps_abs, err);
     case OPT_RHO: return atf_cli_double("--rho", val, &s->rho, err);
@@ -165,6 +188,8 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
         atf_errorf(err, "missing -o RESULT.h5 (atf %s --help)", cmd);
         return ATF_E_USAGE;
     }
+    if (!a->method_given && a->set.loss.kind != ATF_LOSS_INTERPOLATE)
+        a->set.method = ATF_METHOD_FISTA; /* a penalized loss implies the method that solves it */
     return ATF_OK;
 }
 
@@ -191,6 +216,8 @@ static atf_error load(const char *cmd, const solve_args *a, atf_problem **prob,
         atf_cli_note_problem(cmd, *prob, a->problem);
     if (!e && a->penalty)
         e = atf_problem_set_penalty(*prob, a->penalty, err);
+    if (!e) /* e.g. xent without /labels: named by the file */
+        e = atf_loss_check(&a->set.loss, *prob, a->problem, err);
     if (!e && a->warm)
         e = atf_result_read(a->warm, warm, err);
     if (!e && a->warm)

@@ -9,7 +9,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: atf sweep PROBLEM.h5 [--out DIR] [--families LIST] [--p LIST] [--scales LIST]\n"
-            "                 [--structures LIST] [--penalty SPEC]... [--tol EPS] [--max-iter N]\n"
+            "                 [--structures LIST] [--penalty SPEC]... [--loss SPEC] [--tol EPS]\n"
+            "                 [--max-iter N]\n"
             "                 [--auto-fraction Q] [--alignment-max M] [--center] [--quiet] [--json]\n"
             "\n"
             "Solve problem (16) on PROBLEM.h5 for every penalty family x parameter x structure and\n"
@@ -27,8 +28,11 @@ static void usage(FILE *out)
             "  --scales LIST      scale values gamma, or 'auto' (default 1e-4,1e-3,1e-2,1e-1,1)\n"
             "  --structures LIST  of layer, diagonal, full (default layer,full)\n"
             "  --penalty SPEC     an extra penalty run as given (repeatable; ';'-free spec)\n"
+            "  --loss SPEC        interpolate (default, ADMM), squared:lambda=L or\n"
+            "                     xent:lambda=L (fista; rows add loss, loss_value and\n"
+            "                     penalty_value; see atf solve --help)\n"
             "  --tol EPS          relative tolerance (default 1e-6)\n"
-            "  --max-iter N       ADMM iteration limit per run (default 5000)\n"
+            "  --max-iter N       iteration limit per run (default 5000)\n"
             "  --auto-fraction Q  scale=auto means sqrt(gamma) = Q x the largest singular value\n"
             "                     of the baseline solution (default 0.3)\n"
             "  --alignment-max M  compute kernel alignments only when M <= this (default 4000)\n"
@@ -38,7 +42,8 @@ static void usage(FILE *out)
 
 enum {
     OPT_OUT = ATF_CLI_OPT_FIRST, OPT_FAMILIES, OPT_P, OPT_SCALES, OPT_STRUCTURES, OPT_PENALTY,
-    OPT_TOL, OPT_MAX_ITER, OPT_AUTO_FRACTION, OPT_ALIGNMENT_MAX, OPT_CENTER, OPT_QUIET, OPT_JSON
+    OPT_TOL, OPT_MAX_ITER, OPT_AUTO_FRACTION, OPT_ALIGNMENT_MAX, OPT_CENTER, OPT_QUIET, OPT_JSON,
+    OPT_LOSS
 };
 
 /* The library names a list by its item ("families: ..."); the command's message names the
@@ -72,6 +77,7 @@ static atf_error sweep_option(int c, const char *val, atf_sweep_config *cfg, int
         }
         cfg->extra[cfg->nextra++] = val;
         break;
+    case OPT_LOSS: return as_flag(atf_loss_parse(val, &cfg->loss, err) ? ATF_E_USAGE : ATF_OK, err);
     case OPT_TOL: e = atf_cli_double("--tol", val, &cfg->tol, err); break;
     case OPT_MAX_ITER:
         e = atf_cli_int("--max-iter", val, 1, 100000000, &v, err);
@@ -99,6 +105,7 @@ static atf_error parse_sweep(int argc, char **argv, atf_sweep_config *cfg, int *
         {"p", required_argument, NULL, OPT_P}, {"scales", required_argument, NULL, OPT_SCALES},
         {"structures", required_argument, NULL, OPT_STRUCTURES},
         {"penalty", required_argument, NULL, OPT_PENALTY}, {"tol", required_argument, NULL, OPT_TOL},
+        {"loss", required_argument, NULL, OPT_LOSS},
         {"max-iter", required_argument, NULL, OPT_MAX_ITER},
         {"auto-fraction", required_argument, NULL, OPT_AUTO_FRACTION},
         {"alignment-max", required_argument, NULL, OPT_ALIGNMENT_MAX},

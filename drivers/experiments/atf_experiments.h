@@ -79,6 +79,8 @@ typedef struct {
     int nscales;                         /* the penalty as given)                           */
     double auto_fraction;           /* scale=auto: √γ = fraction × largest baseline singular value */
     atf_global_structure structure;
+    atf_loss loss;                  /* problem (16)'s loss: interpolate (default, ADMM) or a
+                                       penalized loss (FISTA; rows then carry a `loss` column) */
     int max_iter;
     double tol;
     int train_mlp;                  /* also train the network (0: NTK and problem (16) only) */
@@ -157,6 +159,8 @@ typedef struct {
     int nstructures;
     const char *extra[ATF_SWEEP_MAXLIST];  /* penalties run as given */
     int nextra;
+    atf_loss loss;                         /* interpolate (default, ADMM) or a penalized loss
+                                              (FISTA; rows then carry loss columns) */
     double tol;
     int max_iter;
     double auto_fraction;

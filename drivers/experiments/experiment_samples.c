@@ -233,6 +233,14 @@ static void base_row(atf_row *row, int n, uint64_t seed, const char *method, con
     atf_row_str(row, "penalty", penalty);
 }
 
+/* With a penalized loss every row says which loss its model fits (interpolation tables keep
+ * their columns): the loss spec of a result, "-" for the trained network. */
+static void loss_field(const samples_state *s, atf_row *row, const char *loss)
+{
+    if (s->plan->cfg.loss.kind != ATF_LOSS_INTERPOLATE)
+        atf_row_str(row, "loss", loss[0] ? loss : "interpolate");
+}
+
 static void result_fields(atf_row *row, const atf_result *res, double secs,
                           const atf_test_metrics *tm)
 {
@@ -263,6 +271,7 @@ static atf_error record_solution(samples_state *s, const point *pt, const atf_re
         return e;
     atf_row row;
     base_row(&row, pt->n, pt->seed, method, penalty);
+    loss_field(s, &row, res->loss);
     result_fields(&row, res, secs, &tm);
     return append(s, &row, err);
 }
@@ -288,6 +297,9 @@ static atf_error run_adaptive(samples_state *s, point *pt, const method *m, char
     show(s, pt, "problem (16) ", m->spec);
     atf_settings set = atf_settings_default();
     set.structure = cfg->structure;
+    set.loss = cfg->loss;
+    if (cfg->loss.kind != ATF_LOSS_INTERPOLATE)
+        set.method = ATF_METHOD_FISTA;
     set.max_iter = cfg->max_iter;
     set.eps_rel = cfg->tol;
     set.interrupt = s->io->interrupt;
@@ -347,6 +359,7 @@ static atf_error run_mlp(samples_state *s, const point *pt, char *err)
     if (!e) {
         atf_row row;
         base_row(&row, pt->n, pt->seed, "mlp", "-");
+        loss_field(s, &row, "-");
         atf_row_str(&row, "status", isfinite(loss) ? "trained" : "diverged");
         atf_row_num(&row, "test_error", tm.error);
         atf_row_num(&row, "test_rel_mse", tm.rel_mse);
@@ -711,6 +724,8 @@ atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *out
     samples_state s = {&plan, &config->io, NULL, &prog, 0, ATF_STATUS_SOLVED};
     if (!e)
         e = atf_rowstore_open(csv, jsonl, "key", &s.store, err);
+    if (!e)
+        e = atf_exp_check_loss(s.store, &config->loss, csv, err);
     if (!e)
         e = run_grid(&s, err);
     if (!e && s.status != ATF_STATUS_SOLVED) {

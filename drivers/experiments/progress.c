@@ -46,6 +46,22 @@ atf_error atf_exp_path(char *buf, size_t len, const char *dir, const char *name,
     return ATF_OK;
 }
 
+atf_error atf_exp_check_loss(const atf_rowstore *st, const atf_loss *loss, const char *table,
+                             char *err)
+{
+    char spec[ATF_LOSS_SPECLEN];
+    atf_loss_format(loss, spec, sizeof spec);
+    for (int i = 0; i < atf_rowstore_count(st); i++) {
+        const char *got = atf_row_get(atf_rowstore_row(st, i), "loss");
+        if (got && strcmp(got, "interpolate") && strcmp(got, "-") && strcmp(got, spec)) {
+            atf_errorf(err, "%s: rows of loss %s, but this run's loss is %s (use another output "
+                            "directory)", table, got, spec);
+            return ATF_E_USAGE;
+        }
+    }
+    return ATF_OK;
+}
+
 int atf_exp_image_data(const atf_data_options *d)
 {
     return !strncmp(d->source, "mnist", 5) || !strncmp(d->source, "fashion-mnist", 13);

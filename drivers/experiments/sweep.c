@@ -259,14 +259,19 @@ done:
 
 /* One row: what was run, the solver's report, the measurements and the effective rank of every
  * block (singular values holding 90% of the energy). */
-static void fill_row(atf_row *row, const atf_problem *prob, const sweep_run *run, double gamma,
-                     const atf_result *res, double seconds, int warm, const atf_test_metrics *tm,
-                     const alignments *al)
+static void fill_row(atf_row *row, const atf_sweep_config *cfg, const atf_problem *prob,
+                     const sweep_run *run, double gamma, const atf_result *res, double seconds,
+                     int warm, const atf_test_metrics *tm, const alignments *al)
 {
     atf_row_clear(row);
     atf_row_str(row, "key", run->key);
     atf_row_str(row, "structure", run->structure_name);
     atf_row_str(row, "penalty", run->spec);
+    if (cfg->loss.kind != ATF_LOSS_INTERPOLATE) { /* interpolation tables keep their columns */
+        atf_row_str(row, "loss", res->loss[0] ? res->loss : "interpolate");
+        atf_row_num(row, "loss_value", res->loss_value);
+        atf_row_num(row, "penalty_value", res->penalty_value);
+    }
     atf_row_str(row, "family", run->family);
     atf_row_num(row, "p", run->p);
     atf_row_str(row, "scale", run->scale[0] ? run->scale : "nan");
@@ -495,7 +500,7 @@ static atf_error run_baseline(sweep_state *s, char *err)
         e = measure(s->prob, res, ATF_GLOBAL_LAYER, s->cfg->align_max, &tm, &al, err);
         if (!e) {
             atf_row row;
-            fill_row(&row, s->prob, &baseline, NAN, res, secs, 0, &tm, &al);
+            fill_row(&row, s->cfg, s->prob, &baseline, NAN, res, secs, 0, &tm, &al);
             e = atf_rowstore_append(s->store, &row, err);
             s->ran += !e;
         }
@@ -519,7 +524,8 @@ static atf_error solve_run(sweep_state *s, const sweep_run *run, double *gamma,
     if (e)
         return e;
     atf_settings set = atf_settings_default();
-    set.method = ATF_METHOD_ADMM;
+    set.loss = s->cfg->loss;
+    set.method = set.loss.kind == ATF_LOSS_INTERPOLATE ? ATF_METHOD_ADMM : ATF_METHOD_FISTA;
     set.structure = run->structure;
     set.eps_rel = s->cfg->tol;
     set.max_iter = s->cfg->max_iter;
@@ -556,7 +562,8 @@ static atf_error run_one(sweep_state *s, const sweep_run *run, char *err)
     e = measure(s->prob, res, run->structure, s->cfg->align_max, &tm, &al, err);
     if (!e) {
         atf_row row;
-        fill_row(&row, s->prob, run, gamma, res, secs, s->warm[run->structure] != NULL, &tm, &al);
+        fill_row(&row, s->cfg, s->prob, run, gamma, res, secs, s->warm[run->structure] != NULL,
+                 &tm, &al);
         e = atf_rowstore_append(s->store, &row, err);
         s->ran += !e;
     }
@@ -598,6 +605,8 @@ static atf_error run_all(sweep_state *s, const sweep_run *runs, int nruns, char 
 static atf_error load_problem(const atf_sweep_config *cfg, atf_problem **prob, char *err)
 {
     atf_error e = atf_problem_read(cfg->problem, prob, err);
+    if (!e)
+        e = atf_loss_check(&cfg->loss, *prob, cfg->problem, err);
     if (e || !cfg->center)
         return e;
     if (!(*prob)->f0) {
@@ -635,6 +644,8 @@ static atf_error sweep_table(sweep_state *s, const sweep_run *runs, int nruns, c
                              const char *jsonl, atf_exp_outcome *outcome, char *err)
 {
     atf_error e = atf_rowstore_open(csv, jsonl, "key", &s->store, err);
+    if (!e)
+        e = atf_exp_check_loss(s->store, &s->cfg->loss, csv, err);
     if (!e)
         e = run_baseline(s, err);
     if (!e && s->status != ATF_STATUS_SOLVED) {

@@ -2,7 +2,7 @@
  * helpers the solver files share. Not installed, not part of the API.
  *
  * The ADMM variable is the concatenation of one "var" per problem block. A var is the block's
- * core: for a factored block that is reduced (SPEC §3) it is C with B = Q_c C Q_rᵀ, otherwise
+ * core: for a factored block that is reduced (docs/math.md §7) it is C with B = Q_c C Q_rᵀ, otherwise
  * B itself. Its operator `op` is an ordinary atf_block (a reduced copy for reduced blocks, a
  * shallow copy of the problem's block otherwise), so the problems/ operators serve both. */
 #ifndef ATF_SOLVER_INTERNAL_H

@@ -1,6 +1,6 @@
 /* solver_penalized.h — private to solver/: the penalized problem (16) solved by FISTA
  * (fista.c), its loss in the solver's units (loss.c), and the IRLS alternation for
- * interpolation (irls.c). docs/penalized.md has the math.
+ * interpolation (irls.c). docs/solver.md ("Penalized problem") has the math.
  *
  * Units. The solver works on an equilibrated copy of the problem (equilibrate.c): row m of A
  * and r are multiplied by 2^(−E_m) and the variables by 2^(−k), so that with
@@ -45,7 +45,9 @@ double atf_pg_penalty_conjugate(atf_solver *s, const double *v);
 /* ω̃*(u) of one penalty (see above). */
 double atf_pg_omega_conjugate(const atf_penalty *pen, double u);
 
-/* What a penalized run reports beyond atf_result (until atf_result carries these fields). */
+/* What a FISTA run measures beyond what atf_sv_fista writes into the result (atf_solver_solve
+ * copies pg_residual and duality_gap into it; loss and penalty values are measured again on the
+ * answer by the result assembly). */
 typedef struct {
     double loss_value;     /* L(f0 + A vec B) in the problem's units */
     double penalty_value;  /* Σ Ω̃(B) */
@@ -56,22 +58,12 @@ typedef struct {
     int iterations, restarts, backtracks;
 } atf_pg_info;
 
-/* atf_solver_init without the projection (the M × M Gram is never formed): settings and
- * problem checks, equilibration, vars with the subspace reduction, SVD workspaces. The
- * coordinator's hook replaces this by a `loss` setting in atf_solver_init. */
-atf_error atf_pg_solver_init(const atf_problem *prob, const atf_settings *set,
-                             const atf_loss *loss, atf_solver **out, char *err);
-
-/* FISTA on F from x (work units, in: the start, out: the answer). res gets status, iterations,
- * objective (problem units), stationarity (relative distance of −∇L from ∂Ω̃ at the answer). */
+/* FISTA on F from x (work units, in: the start, out: the answer) on a solver set up for a
+ * penalized loss (atf_solver_init with settings.loss, method fista: no projection). res gets
+ * status, iterations, objective (problem units), stationarity (relative distance of −∇L from
+ * ∂Ω̃ at the answer). */
 atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
                        atf_pg_info *info, char *err);
-
-/* init + FISTA from B = 0 + the result's blocks and factors + free. As atf_solve: ATF_OK
- * whenever a result exists, whatever its status (err explains a status other than solved). */
-atf_error atf_solve_penalized(const atf_problem *prob, const atf_settings *set,
-                              const atf_loss *loss, atf_result **out, atf_pg_info *info,
-                              char *err);
 
 /* ---- irls.c: alternating adapted-kernel regression for interpolation ---- */
 typedef struct {
@@ -83,7 +75,8 @@ typedef struct {
 } atf_irls_info;
 
 /* From the min-norm point (M̂ = I), alternate the weighted min-norm solve and the factor
- * recovery; x receives the answer (work units). Needs the projection (atf_solver_init). */
+ * recovery; x receives the answer (work units). Needs the projection (atf_solver_init with
+ * an interpolate loss); atf_solver_solve runs it for method irls. */
 atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *info,
                       char *err);
 

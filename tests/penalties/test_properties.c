@@ -1,4 +1,4 @@
-/* test_properties.c — the properties SPEC §2 lists (Prop. 3 and 4) on grids for every family,
+/* test_properties.c — the properties docs/penalties.md lists (Prop. 3 and 4) on grids for every family,
  * several scales and joints; closed forms (fixed, zsq, nuclear); tail exponents; the factor
  * identity; ω̃' against finite differences; convexity claims against second differences;
  * symmetry, prox_many, and extreme arguments (no NaN, sane bounds). */

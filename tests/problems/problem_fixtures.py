@@ -92,7 +92,7 @@ def write_spec(path, spec):
 
 
 def block_matrix(data, kind, n_samples, rows, cols, c=C):
-    """The dense constraint matrix A [n_samples·c, rows·cols] by SPEC §3, with numpy."""
+    """The dense constraint matrix A [n_samples·c, rows·cols] by docs/formats.md, with numpy."""
     M = n_samples * c
     if kind == "dense":
         return np.asarray(data["J"], dtype=np.float64)

@@ -5,7 +5,7 @@ Usage: test_h5py_interop.py READ_PROBLEM SCRATCH_DIR
 Files written by h5py (in several attribute and dtype variants) are read by atf (through the
 read_problem driver), which writes them back; h5py must then find exactly the same data. The
 driver also prints A vec(B) − r for a fixed B, which is compared with numpy's A built from
-SPEC §3 (row-major flattening, row m = i·C + k) to 1e-12.
+docs/formats.md (row-major flattening, row m = i·C + k) to 1e-12.
 """
 import os
 import subprocess

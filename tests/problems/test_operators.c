@@ -1,7 +1,7 @@
 /* test_operators.c — the three constraint operators against an independently built dense A.
  *
  * For dense, sparse (with empty rows and duplicate entries) and factored blocks, with C = 1 and
- * C = 3, and for several shapes: the test builds A itself from its own definition (SPEC §3:
+ * C = 3, and for several shapes: the test builds A itself from its own definition (docs/formats.md:
  * row m = i·C + k, entry (a, c) of G_m at column a·cols + c) and checks, to 1e-12 relative,
  *   atf_block_dense = A,  apply = A x,  adjoint = Aᵀ λ,  gram = A Aᵀ,
  * each with beta = 0 on NaN-filled outputs (must overwrite) and beta ≠ 0 (must scale every

@@ -1,6 +1,6 @@
 """Helpers of the solver tests: write problem files with h5py, run the atf binary, read results.
 
-Everything here is an independent reference: problems are written as SPEC §6 describes them and
+Everything here is an independent reference: problems are written as docs/formats.md describes them and
 the dense constraint matrix is rebuilt with numpy (row m of a factored block = kron(h_i, d_m))."""
 import json
 import os

@@ -1,13 +1,13 @@
 /* penalized_driver.c — test driver for test_penalized_refs.py: solves the penalized problem (16)
- * of a problem file with FISTA and prints one line of JSON (status, objective, loss, penalty,
- * certificates, and every block's B as a row-major list).
+ * of a problem file with atf_solve (settings.loss, method fista) and prints one line of JSON
+ * (status, objective, loss, penalty, certificates, and every block's B as a row-major list).
  *
  * Usage: penalized_driver PROBLEM.h5 LOSS [PENALTY|-] [EPS_REL] */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "solver_penalized.h"
+#include "atf_solver.h"
 
 int main(int argc, char **argv)
 {
@@ -17,8 +17,8 @@ int main(int argc, char **argv)
     }
     char err[ATF_ERRLEN] = "";
     atf_problem *p = NULL;
-    atf_loss loss;
-    atf_error e = atf_loss_parse(argv[2], &loss, err);
+    atf_settings set = atf_settings_default();
+    atf_error e = atf_loss_parse(argv[2], &set.loss, err);
     if (e == ATF_OK)
         e = atf_problem_read(argv[1], &p, err);
     if (e == ATF_OK && argc > 3 && argv[3][0] != '-')
@@ -28,12 +28,11 @@ int main(int argc, char **argv)
         atf_problem_free(p);
         return 2;
     }
-    atf_settings set = atf_settings_default();
+    set.method = ATF_METHOD_FISTA;
     set.eps_rel = argc > 4 ? atof(argv[4]) : 1e-9;
     set.max_iter = 100000;
     atf_result *res = NULL;
-    atf_pg_info info;
-    e = atf_solve_penalized(p, &set, &loss, &res, &info, err);
+    e = atf_solve(p, &set, &res, err);
     if (e) {
         fprintf(stderr, "%s\n", err);
         atf_problem_free(p);
@@ -41,11 +40,11 @@ int main(int argc, char **argv)
     }
     json_t *o = json_object(), *blocks = json_object();
     json_object_set_new(o, "status", json_string(atf_status_name(res->status)));
-    json_object_set_new(o, "objective", json_real(info.objective));
-    json_object_set_new(o, "loss", json_real(info.loss_value));
-    json_object_set_new(o, "penalty", json_real(info.penalty_value));
-    json_object_set_new(o, "pg_residual", json_real(info.pg_residual));
-    json_object_set_new(o, "duality_gap", atf_json_number(info.duality_gap));
+    json_object_set_new(o, "objective", json_real(res->objective));
+    json_object_set_new(o, "loss", json_real(res->loss_value));
+    json_object_set_new(o, "penalty", json_real(res->penalty_value));
+    json_object_set_new(o, "pg_residual", json_real(res->pg_residual));
+    json_object_set_new(o, "duality_gap", atf_json_number(res->duality_gap));
     json_object_set_new(o, "stationarity", atf_json_number(res->stationarity));
     json_object_set_new(o, "iterations", json_integer(res->iterations));
     for (int l = 0; l < res->nblocks; l++) {

@@ -1,4 +1,4 @@
-"""The command-line contract of `atf solve` and `atf baseline` (SPEC §6): exit codes, JSON line,
+"""The command-line contract of `atf solve` and `atf baseline` (docs/formats.md): exit codes, JSON line,
 warm starts, iteration limit, SIGINT, refusals, and that no half-written file is ever left."""
 import json
 import os

@@ -149,6 +149,15 @@ static atf_settings tight(double eps)
     return s;
 }
 
+/* The penalized problem through the public API: settings.loss with method fista. */
+static atf_error solve_penalized(const atf_problem *p, atf_settings set, atf_loss loss,
+                                 atf_result **res, char *err)
+{
+    set.loss = loss;
+    set.method = ATF_METHOD_FISTA;
+    return atf_solve(p, &set, res, err);
+}
+
 /* ---- loss specs -------------------------------------------------------------------------- */
 
 static void test_specs(void)
@@ -190,10 +199,38 @@ static void test_specs(void)
     CHECK(atf_loss_check(&x, p, "p.h5", err) == ATF_E_INPUT && strstr(err, "example 2"),
           "label out of range: %s", err);
     atf_solver *s = NULL;
-    CHECK(atf_pg_solver_init(p, NULL, &x, &s, err) == ATF_E_INPUT && !s,
-          "solver accepted a bad label");
+    atf_settings xs = atf_settings_default();
+    xs.loss = x, xs.method = ATF_METHOD_FISTA;
+    CHECK(atf_solver_init(p, &xs, &s, err) == ATF_E_INPUT && !s && strstr(err, "example 2"),
+          "solver accepted a bad label: %s", err);
     p->labels[2] = 0;
     CHECK(atf_loss_check(&x, p, "p.h5", err) == ATF_OK, "%s", err);
+    /* methods and losses go together: fista only with a penalized loss, the others only with
+     * interpolate; irls takes no warm start */
+    struct {
+        atf_method method;
+        atf_loss_kind kind;
+        const char *says;
+    } refused[] = {{ATF_METHOD_FISTA, ATF_LOSS_INTERPOLATE, "fista needs a penalized loss"},
+                   {ATF_METHOD_ADMM, ATF_LOSS_SQUARED, "admm solves the interpolation"},
+                   {ATF_METHOD_LP, ATF_LOSS_XENT, "needs method fista"},
+                   {ATF_METHOD_BASELINE, ATF_LOSS_SQUARED, "needs method fista"},
+                   {ATF_METHOD_IRLS, ATF_LOSS_XENT, "needs method fista"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        atf_settings mismatch = atf_settings_default();
+        mismatch.method = refused[i].method;
+        mismatch.loss = (atf_loss){refused[i].kind, refused[i].kind ? 1.0 : 0.0};
+        s = NULL;
+        CHECK(atf_solver_init(p, &mismatch, &s, err) == ATF_E_USAGE && !s &&
+                  strstr(err, refused[i].says) && !strchr(err, '\n'),
+              "method %s with loss %s: %s", atf_method_name(refused[i].method),
+              atf_loss_name(refused[i].kind), err);
+    }
+    atf_settings zero = atf_settings_default();
+    zero.loss = (atf_loss){ATF_LOSS_SQUARED, 0.0};
+    zero.method = ATF_METHOD_FISTA;
+    CHECK(atf_solver_init(p, &zero, &s, err) == ATF_E_USAGE && strstr(err, "lambda"),
+          "lambda 0 accepted: %s", err);
     atf_problem_free(p);
 }
 
@@ -268,7 +305,9 @@ static void test_work_units(void)
     for (int li = 0; li < 2; li++) {
         atf_solver *s = NULL;
         char err[ATF_ERRLEN] = "";
-        CHECK(atf_pg_solver_init(p, NULL, &losses[li], &s, err) == ATF_OK, "%s", err);
+        atf_settings set = atf_settings_default();
+        set.loss = losses[li], set.method = ATF_METHOD_FISTA;
+        CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "%s", err);
         if (!s)
             continue;
         atf_pg_loss pl;
@@ -399,14 +438,18 @@ static void test_squared_vs_gram(void)
             set.structure = variant == 2 ? ATF_GLOBAL_FULL
                             : variant == 3 ? ATF_GLOBAL_DIAGONAL : ATF_GLOBAL_LAYER;
             atf_result *res = NULL;
-            atf_pg_info info;
             char err[ATF_ERRLEN] = "";
-            atf_error e = atf_solve_penalized(p, &set, &loss, &res, &info, err);
+            atf_error e = solve_penalized(p, set, loss, &res, err);
             CHECK(e == ATF_OK, "variant %d λ %g: %s", variant, lambdas[li], err);
             if (!res)
                 continue;
             CHECK(res->status == ATF_STATUS_SOLVED, "variant %d λ %g: not solved: %s", variant,
                   lambdas[li], err);
+            char spec[ATF_LOSS_SPECLEN];
+            atf_loss_format(&loss, spec, sizeof spec);
+            CHECK(res->method == ATF_METHOD_FISTA && strcmp(res->loss, spec) == 0 &&
+                      isnan(res->ls_residual), "variant %d: method %s, loss '%s'", variant,
+                  atf_method_name(res->method), res->loss);
             int n;
             double *A = dense_A(p, &n), *ref = ridge_reference(p, lambdas[li], n);
             double *x = stack_result(res, n), *resid = atf_test_alloc((size_t)p->M);
@@ -418,22 +461,22 @@ static void test_squared_vs_gram(void)
             cblas_dgemv(CblasRowMajor, CblasNoTrans, p->M, n, 1.0, A, n, ref, 1, -1.0, resid, 1);
             double ref_obj = cblas_ddot(p->M, resid, 1, resid, 1) / (2 * lambdas[li]) +
                              cblas_ddot(n, ref, 1, ref, 1);
-            CHECK(rel_diff(info.objective, ref_obj) < 1e-9,
+            CHECK(rel_diff(res->objective, ref_obj) < 1e-9,
                   "variant %d λ %g: objective %.15g vs Gram %.15g", variant, lambdas[li],
-                  info.objective, ref_obj);
+                  res->objective, ref_obj);
             CHECK(rel_dist(x, ref, (size_t)n) < 1e-6, "variant %d λ %g: B differs by %.3g",
                   variant, lambdas[li], rel_dist(x, ref, (size_t)n));
-            CHECK(rel_diff(info.loss_value, loss_v) < 1e-9 &&
-                      rel_diff(info.penalty_value, pen_v) < 1e-9,
+            CHECK(rel_diff(res->loss_value, loss_v) < 1e-9 &&
+                      rel_diff(res->penalty_value, pen_v) < 1e-9,
                   "variant %d: reported loss %.15g / penalty %.15g vs %.15g / %.15g", variant,
-                  info.loss_value, info.penalty_value, loss_v, pen_v);
-            CHECK(rel_diff(res->objective, info.loss_value + info.penalty_value) < 1e-14,
+                  res->loss_value, res->penalty_value, loss_v, pen_v);
+            CHECK(rel_diff(res->objective, res->loss_value + res->penalty_value) < 1e-14,
                   "objective is not loss + penalty");
-            CHECK(info.pg_residual <= 1e-8 && res->stationarity < 1e-7,
-                  "variant %d: pg residual %.3g, stationarity %.3g", variant, info.pg_residual,
+            CHECK(res->pg_residual <= 1e-8 && res->stationarity < 1e-7,
+                  "variant %d: pg residual %.3g, stationarity %.3g", variant, res->pg_residual,
                   res->stationarity);
-            CHECK(info.duality_gap >= -1e-12 && info.duality_gap < 1e-9,
-                  "variant %d λ %g: duality gap %.3g", variant, lambdas[li], info.duality_gap);
+            CHECK(res->duality_gap >= -1e-12 && res->duality_gap < 1e-9,
+                  "variant %d λ %g: duality gap %.3g", variant, lambdas[li], res->duality_gap);
             free(A), free(ref), free(x), free(resid);
             atf_result_free(res);
         }
@@ -452,9 +495,8 @@ static void test_run_control(void)
     volatile sig_atomic_t stop = 1;
     set.interrupt = &stop;
     atf_result *res = NULL;
-    atf_pg_info info;
     char err[ATF_ERRLEN] = "";
-    CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK && res &&
+    CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK && res &&
               res->status == ATF_STATUS_INTERRUPTED && res->iterations == 0 &&
               res->blocks[0].B[0] == 0.0, "preset interrupt: %s", err);
     atf_result_free(res);
@@ -462,7 +504,7 @@ static void test_run_control(void)
     set.max_iter = 3;
     FILE *log = tmpfile();
     set.verbose = 1, set.log = log, set.log_every = 1;
-    CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK &&
+    CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK &&
               strstr(err, "iteration limit 3"), "iteration limit: %s", err);
     CHECK(res && res->status == ATF_STATUS_MAX_ITERATIONS && res->iterations == 3 && isfinite(res->objective), "iteration limit result");
     atf_result_free(res);
@@ -551,9 +593,8 @@ static void test_xent_reference(void)
         atf_loss loss = {ATF_LOSS_XENT, lambda};
         atf_settings set = tight(1e-11);
         atf_result *res = NULL;
-        atf_pg_info info;
         char err[ATF_ERRLEN] = "";
-        CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK && res &&
+        CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK && res &&
                   res->status == ATF_STATUS_SOLVED, "%s: %s", pens[pi], err);
         int n, M = p->M;
         double *A = dense_A(p, &n);
@@ -574,15 +615,15 @@ static void test_xent_reference(void)
         if (res) {
             double *xb = stack_result(res, n);
             double mine = ref_objective(A, xb, M, n, p, lambda, 3, 4, gamma, nuclear, NULL);
-            CHECK(rel_diff(info.objective, mine) < 1e-10,
-                  "%s: reported objective %.15g, recomputed %.15g", pens[pi], info.objective,
+            CHECK(rel_diff(res->objective, mine) < 1e-10,
+                  "%s: reported objective %.15g, recomputed %.15g", pens[pi], res->objective,
                   mine);
-            CHECK(rel_diff(info.objective, obj) < 1e-6 && info.objective <= obj * (1 + 1e-12),
-                  "%s: FISTA %.15g vs reference %.15g", pens[pi], info.objective, obj);
+            CHECK(rel_diff(res->objective, obj) < 1e-6 && res->objective <= obj * (1 + 1e-12),
+                  "%s: FISTA %.15g vs reference %.15g", pens[pi], res->objective, obj);
             CHECK(rel_dist(xb, x, (size_t)n) < 1e-4, "%s: B differs from the reference by %.3g",
                   pens[pi], rel_dist(xb, x, (size_t)n));
-            CHECK(info.duality_gap >= -1e-12 && info.duality_gap < 1e-8, "%s: duality gap %.3g",
-                  pens[pi], info.duality_gap);
+            CHECK(res->duality_gap >= -1e-12 && res->duality_gap < 1e-8, "%s: duality gap %.3g",
+                  pens[pi], res->duality_gap);
             free(xb);
         }
         free(A);
@@ -624,18 +665,17 @@ static void lambda_limit(const char *penalty, const double *lambdas, int count, 
         atf_loss loss = {ATF_LOSS_SQUARED, lambdas[li]};
         atf_settings set = tight(1e-9);
         atf_result *res = NULL;
-        atf_pg_info info;
         char err[ATF_ERRLEN] = "";
-        CHECK(atf_solve_penalized(p, &set, &loss, &res, &info, err) == ATF_OK && res &&
+        CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK && res &&
                   res->status == ATF_STATUS_SOLVED, "%s λ %g: %s", penalty, lambdas[li], err);
         if (!res)
             continue;
         double *x = stack_result(res, n), d = rel_dist(x, xr, (size_t)n);
         CHECK(d < ratio * prev, "%s λ %g: distance to the interpolant %.3g (previous %.3g)",
               penalty, lambdas[li], d, prev);
-        CHECK(info.penalty_value <= ref->objective * (1 + 1e-9),
+        CHECK(res->penalty_value <= ref->objective * (1 + 1e-9),
               "%s λ %g: penalty %.12g above the interpolant's %.12g", penalty, lambdas[li],
-              info.penalty_value, ref->objective);
+              res->penalty_value, ref->objective);
         prev = d;
         free(x);
         atf_result_free(res);
@@ -731,6 +771,18 @@ static void test_irls(void)
             CHECK(res->status == ATF_STATUS_SOLVED && res->stationarity < 1e-6,
                   "%s: status %d, stationarity %.3g after %d iterations", convex[i],
                   (int)res->status, res->stationarity, info.iterations);
+            /* the same run through the public API (method irls) */
+            atf_settings set = tight(1e-10);
+            set.max_iter = 2000, set.method = ATF_METHOD_IRLS;
+            atf_result *api = NULL;
+            char e2[ATF_ERRLEN] = "";
+            CHECK(atf_solve(p, &set, &api, e2) == ATF_OK && api &&
+                      api->status == ATF_STATUS_SOLVED && api->method == ATF_METHOD_IRLS &&
+                      rel_diff(api->objective, obj) < 1e-12 && api->constraint_residual < 1e-10 &&
+                      strcmp(api->loss, "interpolate") == 0 && isnan(api->loss_value) &&
+                      api->penalty_value == api->objective,
+                  "%s: atf_solve with method irls: %s", convex[i], e2);
+            atf_result_free(api);
             free(x), free(xr);
         }
         atf_result_free(ref), atf_result_free(res);

@@ -14,7 +14,7 @@ import cone_refs  # noqa: E402
 
 
 def omega(term, z):
-    """ω(z) of one spec term (SPEC §2), written out independently of the library."""
+    """ω(z) of one spec term (docs/penalties.md), written out independently of the library."""
     family, _, params = term.strip().partition(":")
     kv = dict(p.split("=") for p in params.split(",") if p)
     g = float(kv.get("scale", 1.0))

@@ -32,6 +32,11 @@ void atf_exp_note(const atf_exp_io *io, const char *fmt, ...)
 
 /* "DIR/NAME" into buf (len bytes); ATF_E_USAGE with a message when it does not fit. */
 atf_error atf_exp_path(char *buf, size_t len, const char *dir, const char *name, char *err);
+/* A table resumed with a penalized loss must have been written with the same loss: every
+ * recorded row's `loss` is absent, "interpolate", "-" or this spec (ATF_E_USAGE naming the
+ * table and both losses otherwise). */
+atf_error atf_exp_check_loss(const atf_rowstore *st, const atf_loss *loss, const char *table,
+                             char *err);
 
 /* 1 for the image data sources (mnist, fashion-mnist), whose defaults follow the paper. */
 int atf_exp_image_data(const atf_data_options *d);

@@ -1,0 +1,215 @@
+"""`atf solve --loss` and `--method irls|fista` end to end (docs/solver.md "Penalized problem").
+
+- `--loss squared:lambda=λ` with the nuclear penalty against a cvxopt cone program, and
+  `--loss xent:lambda=λ` with the Frobenius penalty (`fixed`) against a numpy proximal-gradient
+  run (the references of test_penalized_refs.py), to 1e-6 relative objective;
+- the JSON line and the result file carry the loss spec, loss_value, penalty_value and their sum
+  `objective` separately (recomputed here from the returned B), plus pg_residual and duality_gap;
+- `--method irls` reaches ADMM's objective on a convex penalty;
+- bad loss specs and loss/method mismatches exit 2 with one line and write nothing; xent on a
+  problem without /labels exits 2 naming the file and /labels."""
+import json
+import os
+import sys
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import atf_testlib as T  # noqa: E402
+from test_penalized_refs import (nuclear_squared_reference, nuclear_value, prox,  # noqa: E402
+                                 xent)
+
+TIGHT = ("--tol", "1e-10", "--max-iter", "100000")
+
+
+class PenalizedCli(T.ScratchCase):
+    def solve(self, pfile, *args, out="r.h5"):
+        return T.solve_json("solve", pfile, "-o", self.path(out), *args)
+
+    def check_parts(self, js, attrs, spec):
+        """Loss, penalty and objective separately, in the JSON line and in the result file."""
+        self.assertEqual(js["method"], "fista")
+        self.assertEqual(js["loss"], spec)
+        self.assertEqual(attrs["loss"], spec)
+        self.assertEqual(attrs["method"], "fista")
+        for key in ("objective", "loss_value", "penalty_value", "pg_residual"):
+            self.assertEqual(attrs[key], js[key], key)
+        self.assertAlmostEqual(js["loss_value"] + js["penalty_value"], js["objective"],
+                               delta=1e-14 * abs(js["objective"]))
+        self.assertLessEqual(js["pg_residual"], 1e-10)
+
+    def test_squared_nuclear_against_cvxopt(self):
+        rng = np.random.default_rng(3)
+        prob = T.factored_problem(rng, 6, 2, [(4, 3), (3, 2)], penalty="nuclear:scale=0.3")
+        pfile = prob.write(self.path("p.h5"))
+        lam, gamma = 0.05, 0.3
+        spec = f"squared:lambda={lam:g}"
+        code, js, err = self.solve(pfile, "--loss", spec, *TIGHT)
+        self.assertEqual(code, 0, err)
+        attrs, blocks = T.read_result(self.path("r.h5"))
+        self.check_parts(js, attrs, spec)
+        shapes = [(b.rows, b.cols) for b in prob.blocks]
+        A = prob.A()
+        _, ref = nuclear_squared_reference(A, prob.r, shapes, gamma, lam)
+        self.assertLess(abs(js["objective"] - ref) / ref, 1e-6, (js["objective"], ref))
+        x = T.stacked(blocks, prob)
+        loss = np.sum((A @ x - prob.r) ** 2) / (2 * lam)
+        self.assertLess(abs(js["loss_value"] - loss) / ref, 1e-9)
+        self.assertLess(abs(js["penalty_value"] - nuclear_value(x, shapes, gamma)) / ref, 1e-9)
+        self.assertLess(js["duality_gap"], 1e-7)
+
+    def test_xent_fixed_against_proximal_gradient(self):
+        rng = np.random.default_rng(5)
+        N, C, lam = 7, 3, 0.5
+        prob = T.factored_problem(rng, N, C, [(3, 4), (4, 3)], penalty="fixed")
+        f0 = rng.standard_normal((N, C))
+        labels = rng.integers(0, C, N)
+        pfile = prob.write(self.path("p.h5"))
+        with h5py.File(pfile, "a") as f:
+            f["f0"] = f0
+            f["labels"] = labels.astype(np.int64)
+        code, js, err = self.solve(pfile, "--loss", "xent:lambda=0.5", "--tol", "1e-11",
+                                   "--max-iter", "100000")
+        self.assertEqual(code, 0, err)
+        attrs, blocks = T.read_result(self.path("r.h5"))
+        self.check_parts(js, attrs, "xent:lambda=0.5")
+        A = prob.A()
+        shapes = [(b.rows, b.cols) for b in prob.blocks]
+        t = 2 * lam / np.linalg.norm(A, 2) ** 2
+        x = np.zeros(A.shape[1])
+        for _ in range(30000):
+            _, g = xent(A, x, f0, labels, C, lam)
+            x = prox(x - t * g, shapes, t, 0.0, False)
+        ref = xent(A, x, f0, labels, C, lam)[0] + x @ x
+        self.assertLess(abs(js["objective"] - ref) / ref, 1e-6, (js["objective"], ref))
+        xb = T.stacked(blocks, prob)
+        self.assertLess(abs(js["loss_value"] - xent(A, xb, f0, labels, C, lam)[0]) / ref, 1e-10)
+        self.assertLess(abs(js["penalty_value"] - xb @ xb) / ref, 1e-10)
+
+    def test_irls_matches_admm(self):
+        rng = np.random.default_rng(51)
+        prob = T.factored_problem(rng, 5, 2, [(6, 5), (5, 3)], penalty="zsq:scale=0.05")
+        pfile = prob.write(self.path("p.h5"))
+        code, admm, err = self.solve(pfile, "--tol", "1e-10", out="admm.h5")
+        self.assertEqual(code, 0, err)
+        code, irls, err = self.solve(pfile, "--method", "irls", "--tol", "1e-10", out="irls.h5")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(irls["method"], "irls")
+        self.assertEqual(irls["loss"], "interpolate")
+        self.assertIsNone(irls["loss_value"])
+        self.assertEqual(irls["penalty_value"], irls["objective"])
+        self.assertLess(abs(irls["objective"] - admm["objective"]) / admm["objective"], 1e-6)
+        self.assertLess(irls["constraint_residual"], 1e-10)
+        self.assertLess(irls["stationarity"], 1e-6)
+
+    def refused(self, pfile, *args):
+        code, out, err = T.run("solve", pfile, "-o", self.path("bad.h5"), *args)
+        self.assertEqual(code, 2, (args, err))
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertFalse(os.path.exists(self.path("bad.h5")))
+        return err
+
+    def test_refusals(self):
+        rng = np.random.default_rng(7)
+        prob = T.factored_problem(rng, 4, 2, [(3, 2)])
+        pfile = prob.write(self.path("p.h5"))
+        for spec in ("squared:lambda=0", "squared", "hinge:lambda=1", "xent:lambda=nan"):
+            err = self.refused(pfile, "--loss", spec)
+            self.assertIn(f'loss "{spec}"', err)
+        self.assertIn("needs method fista",
+                      self.refused(pfile, "--loss", "squared:lambda=1", "--method", "admm"))
+        self.assertIn("needs method fista",
+                      self.refused(pfile, "--loss", "squared:lambda=1", "--method", "irls"))
+        self.assertIn("needs a penalized loss", self.refused(pfile, "--method", "fista"))
+        self.assertIn("--method", self.refused(pfile, "--method", "newton"))
+        err = self.refused(pfile, "--loss", "xent:lambda=1")
+        self.assertIn("p.h5", err)
+        self.assertIn("/labels", err)
+
+    def test_features_labels_xent_predict(self):
+        """`atf features` stores /labels for class targets; `atf solve --loss xent` uses them and
+        `atf predict` reports the test cross-entropy of the predictions (numpy recomputes it)."""
+        rng = np.random.default_rng(11)
+        n, d, C = 60, 6, 3
+        labels = np.arange(n) % C
+        centers = rng.standard_normal((C, d))
+        X = centers[labels] + 0.8 * rng.standard_normal((n, d))
+        data = self.path("three.h5")
+        with h5py.File(data, "w") as f:
+            f["X"] = X
+            f["labels"] = labels.astype(np.int32)
+        pfile = self.path("p.h5")
+        code, _, err = T.run("features", "--data", data, "--n-train", "30", "--n-test", "30",
+                             "--widths", f"{d},8,{C}", "-o", pfile)
+        self.assertEqual(code, 0, err)
+        with h5py.File(pfile, "r") as f:
+            self.assertEqual(f["labels"].shape, (30,))
+            self.assertEqual(f["test/labels"].shape, (30,))
+            self.assertTrue(set(np.asarray(f["labels"])) <= set(range(C)))
+        code, js, err = self.solve(pfile, "--loss", "xent:lambda=1", "--penalty",
+                                   "sq:scale=0.01", "--tol", "1e-8")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(js["loss"], "xent:lambda=1")
+        pred = self.path("pred.h5")
+        code, out, err = T.run("predict", pfile, self.path("r.h5"), "--json", "-o", pred)
+        self.assertEqual(code, 0, err)
+        js = json.loads(out.strip().splitlines()[-1])
+        with h5py.File(pred, "r") as f:
+            for split in ("train", "test"):
+                F = np.asarray(f[split]["f"])
+                y = np.asarray(f[split]["labels"])
+                Z = F - F.max(axis=1, keepdims=True)
+                ref = np.mean(np.log(np.exp(Z).sum(axis=1)) - Z[np.arange(len(y)), y])
+                self.assertAlmostEqual(js[split]["xent"], ref, delta=1e-12 * max(1.0, ref))
+        # the fitted cross-entropy on the training rows is the reported loss (λ = 1: a sum)
+        self.assertAlmostEqual(js["train"]["xent"] * 30, T.read_result(self.path("r.h5"))[0][
+            "loss_value"], delta=1e-9 * js["train"]["xent"] * 30)
+        code, out, err = T.run("predict", pfile, self.path("r.h5"))
+        self.assertEqual(code, 0, err)
+        self.assertIn("xent", out)
+
+    def test_sweep_and_samples_take_loss(self):
+        """`atf sweep --loss` and `atf experiment samples --loss`: penalized rows with the loss
+        spec, loss and penalty (objective = their sum); bad specs and xent without /labels: 2."""
+        import csv
+        rng = np.random.default_rng(13)
+        prob = T.factored_problem(rng, 8, 2, [(5, 4), (4, 2)])
+        pfile = prob.write(self.path("p.h5"))
+        out = self.path("sweep")
+        code, _, err = T.run("sweep", pfile, "--out", out, "--families", "sq", "--scales", "1e-1",
+                             "--structures", "layer", "--loss", "squared:lambda=0.1", "--quiet")
+        self.assertEqual(code, 0, err)
+        with open(os.path.join(out, "sweep.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([r["loss"] for r in rows], ["interpolate", "squared:lambda=0.1"])
+        run = rows[1]
+        self.assertEqual(run["status"], "solved")
+        self.assertAlmostEqual(float(run["loss_value"]) + float(run["penalty_value"]),
+                               float(run["objective"]), delta=1e-9 * float(run["objective"]))
+        code, _, err = T.run("sweep", pfile, "--out", out, "--families", "sq", "--scales", "1e-1",
+                             "--structures", "layer", "--loss", "squared:lambda=1", "--quiet")
+        self.assertEqual(code, 2, err)  # a table of another loss is not resumed
+        self.assertIn("rows of loss squared:lambda=0.1", err)
+        code, _, err = T.run("sweep", pfile, "--out", self.path("s2"), "--loss", "squared:lambda=0")
+        self.assertEqual(code, 2, err)
+        self.assertIn("--loss", err)
+        code, _, err = T.run("sweep", pfile, "--out", self.path("s3"), "--loss", "xent:lambda=1")
+        self.assertEqual(code, 2, err)
+        self.assertIn("/labels", err)
+        out = self.path("samples")
+        code, _, err = T.run("experiment", "samples", "--ns", "20", "--seeds", "1", "--n-test",
+                             "20", "--hidden", "8", "--no-mlp", "--penalty", "sq:scale=0.01",
+                             "--loss", "squared:lambda=0.1", "--out", out, "--json")
+        self.assertEqual(code, 0, err)
+        with open(os.path.join(out, "samples.csv")) as f:
+            rows = {r["method"]: r for r in csv.DictReader(f)}
+        self.assertEqual(rows["ntk"]["loss"], "interpolate")
+        self.assertEqual(rows["adaptive"]["loss"], "squared:lambda=0.1")
+        code, _, err = T.run("experiment", "samples", "--loss", "hinge", "--out", self.path("s4"))
+        self.assertEqual(code, 2, err)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main(argv=sys.argv[:1])

@@ -51,6 +51,10 @@ void atf_atomic_abort(atf_atomic_file *af);
  * ATF_E_IO "PATH: cannot write: reason"; ATF_E_NOMEM never (no allocation). */
 atf_error atf_write_text_atomic(const char *path, const char *text, size_t len, char *err);
 
+/* mkdir -p: create path and its missing parents (mode 0777 less the umask). ATF_E_IO, with
+ * the directory and the reason, if one cannot be created or exists as a non-directory. */
+atf_error atf_mkdir_p(const char *path, char *err);
+
 /* ---- comma-separated lists ----
  * Strict: items separated by single commas, no empty item (",", "1,,2", "1,"), no spaces or
  * other characters around numbers, at least one item and at most max. Messages name the list

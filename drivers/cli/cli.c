@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atf_experiments.h" /* atf_mkdir_p */
+#include "atf_util.h"
 
 int atf_cli_wants_help(int argc, char **argv)
 {

@@ -243,9 +243,8 @@ void atf_progress_break(atf_progress *p);
 
 /* ---- files ---- */
 
-/* mkdir -p. */
-atf_error atf_mkdir_p(const char *path, char *err);
-/* Atomic writes of whole files: atf_write_text_atomic (problems/atf_util.h). */
+/* Directories and atomic writes of whole files: atf_mkdir_p, atf_write_text_atomic
+ * (problems/atf_util.h). */
 
 #ifdef __cplusplus
 }

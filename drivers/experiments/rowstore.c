@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "atf_experiments.h"
@@ -573,31 +572,4 @@ const atf_row *atf_rowstore_row(const atf_rowstore *st, int i)
 
 /* ---- files ---- */
 
-atf_error atf_mkdir_p(const char *path, char *err)
-{
-    char buf[1024];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        atf_errorf(err, "%s: path too long", path);
-        return ATF_E_USAGE;
-    }
-    for (char *p = buf + 1;; p++) {
-        int end = *p == '\0';
-        if (*p == '/' || end) {
-            *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-                atf_errorf(err, "%s: cannot create directory: %s", buf, strerror(errno));
-                return ATF_E_IO;
-            }
-            struct stat st;
-            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
-                atf_errorf(err, "%s: exists and is not a directory", buf);
-                return ATF_E_IO;
-            }
-            if (end)
-                break;
-            *p = '/';
-        }
-    }
-    return ATF_OK;
-}
 

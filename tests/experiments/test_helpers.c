@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "atf_experiments.h"
+#include "atf_util.h"
 
 static int failures = 0;
 

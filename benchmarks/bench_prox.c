@@ -56,7 +56,8 @@ int main(int argc, char **argv)
 {
     static const char *specs[] = {"fixed", "sq", "zsq", "pow:p=3", "nuclear", "abs",
                                   "pow:p=1.5", "pow:p=0.5", "logsq", "sq+sq", "sq+abs",
-                                  "pow:p=4+pow:p=4", "logsq+zsq", "pow:p=0.5+sq"};
+                                  "pow:p=4+pow:p=4", "logsq+zsq", "pow:p=0.5+sq",
+                                  "balanced", "balanced+balanced"};
     static const double steps[] = {0.1, 1.0, 10.0};
     const size_t n = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 200000;
     double *v = malloc(n * sizeof *v), *work = malloc(n * sizeof *work);

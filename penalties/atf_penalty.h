@@ -26,7 +26,8 @@ typedef enum {
     ATF_FAMILY_POW,       /* γ |z−1|^p, p > 0                          */
     ATF_FAMILY_ZSQ,       /* γ (z²−1)            (spectral Huber)      */
     ATF_FAMILY_LOGSQ,     /* γ (ln z)²                                */
-    ATF_FAMILY_NUCLEAR    /* γ z² on z > 0       (nuclear norm limit)  */
+    ATF_FAMILY_NUCLEAR,   /* γ z² on z > 0       (nuclear norm limit)  */
+    ATF_FAMILY_BALANCED   /* γ (z² − 1 − 2 ln z) (gradient-flow split) */
 } atf_family;
 
 typedef struct {
@@ -81,16 +82,17 @@ atf_penalty atf_penalty_default(void);
 
 /* 1 if ω̃ is convex; stationarity then certifies optimality. Criterion (docs/penalties.md):
  * ω̃'(v) = 2v/z*² is nondecreasing iff ω'(z)/z is nondecreasing on (1, ∞). Convex: fixed, sq,
- * zsq, nuclear, pow with p ≥ 2, `fixed + ω` / `ω + fixed` with ω convex, and pow-like joints
- * (sq = pow 2) with p1 p2/(p1 + p2) ≥ 2 (e.g. pow:p=4+pow:p=4). Not convex: abs, logsq,
- * pow with p < 2, and every other joint (sq+sq included). */
+ * zsq, nuclear, balanced, pow with p ≥ 2, `fixed + ω` / `ω + fixed` with ω convex, and pow-like
+ * joints (sq = pow 2) with p1 p2/(p1 + p2) ≥ 2 (e.g. pow:p=4+pow:p=4). Not convex: abs, logsq,
+ * pow with p < 2, and every other joint (sq+sq and balanced+balanced included). */
 int atf_penalty_is_convex(const atf_penalty *pen);
 
 /* 1 for the `nuclear` family (nondifferentiable at 0: the solver uses the subdifferential). */
 int atf_penalty_is_nuclear(const atf_penalty *pen);
 
-/* ω(z) of one family (may be +INFINITY). The formulas of docs/penalties.md for any z; logsq is +∞ for
- * z ≤ 0, and nuclear is γ z² on z ≥ 0 (closed at 0, the factor of d = 0) and +∞ below. */
+/* ω(z) of one family (may be +INFINITY). The formulas of docs/penalties.md for any z; logsq and
+ * balanced are +∞ for z ≤ 0, and nuclear is γ z² on z ≥ 0 (closed at 0, the factor of d = 0) and
+ * +∞ below. */
 double atf_omega_value(const atf_omega *w, double z);
 
 /* Joint penalty (ω1 ⊕ ω2)(v) for v ≥ 1 (eq. 11); s1, s2 (may be NULL) receive the split

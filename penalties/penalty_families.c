@@ -1,4 +1,4 @@
-/* penalty_families.c — the seven families ω of docs/penalties.md and the quantities the effective-penalty
+/* penalty_families.c — the eight families ω of docs/penalties.md and the quantities the effective-penalty
  * solver needs from them, all in the offset x = z − 1.
  *
  * Notation (docs/penalties.md): k(z) = z ω'(z); for the 1-D problem
@@ -12,6 +12,33 @@
 #include <math.h>
 
 static const double LN2 = 0.69314718055994530942;
+
+/* x − ln(1 + x) for x > −1 without the cancellation of the direct formula near 0 (balanced's
+ * ω = γ(x(2 + x) − 2 ln(1 + x)) = γ(x² + 2(x − ln(1 + x))) is 2γx² + O(x³), and the argmin is
+ * 1 + O(v²)). With s = x/(2 + x), ln(1 + x) = 2 atanh s and x − 2s = 2s²/(1 − s), so
+ * x − ln(1 + x) = 2s²/(1 − s) − 2(s³/3 + s⁵/5 + …); for |x| ≤ 1/2, |s| ≤ 1/3 and the series
+ * converges at least like 9^−k. */
+static double x_minus_log1p(double x)
+{
+    if (!(fabs(x) <= 0.5))
+        return x - log1p(x);
+    const double s = x / (2.0 + x), s2 = s * s;
+    double term = s * s2, series = 0.0;
+    for (int k = 3; k < 80; k += 2, term *= s2) {
+        const double add = term / k;
+        series += add;
+        if (!(fabs(add) > 1e-17 * fabs(series)))
+            break;
+    }
+    return 2.0 * s2 / (1.0 - s) - 2.0 * series;
+}
+
+/* γ(x² + 2(x − ln(1 + x))), with γ applied before squaring: γx·x stays finite where x² alone
+ * would overflow (γ = 1e-300, x = 1e225). */
+static double balanced_x(double g, double x)
+{
+    return g * x * x + 2.0 * g * x_minus_log1p(x);
+}
 
 double pen_omega_x(const atf_omega *w, double x)
 {
@@ -27,6 +54,7 @@ double pen_omega_x(const atf_omega *w, double x)
         return g * l * l;
     }
     case ATF_FAMILY_NUCLEAR: return g * (1.0 + x) * (1.0 + x);
+    case ATF_FAMILY_BALANCED: return balanced_x(g, x);
     }
     return NAN;
 }
@@ -50,8 +78,26 @@ double atf_omega_value(const atf_omega *w, double z)
     }
     case ATF_FAMILY_NUCLEAR: /* γ z² on z > 0, closed at z = 0 (the factor of d = 0) */
         return z >= 0.0 ? g * z * z : INFINITY;
+    case ATF_FAMILY_BALANCED: return z > 0.0 ? balanced_x(g, z - 1.0) : INFINITY;
     }
     return NAN;
+}
+
+/* balanced: the root of x² + 2(x − ln(1 + x)) = q. The left side is increasing and convex on
+ * x ≥ 0 and ≥ x², so Newton from x = √q descends monotonically onto the root. */
+static double balanced_inv_x(double q)
+{
+    double x = sqrt(q);
+    for (int it = 0; it < 200 && x > 0.0; ++it) {
+        const double f = balanced_x(1.0, x) - q, df = 2.0 * x * (2.0 + x) / (1.0 + x);
+        if (!(f > 0.0) || !(df > 0.0))
+            return x;
+        const double next = x - f / df;
+        if (!(fabs(next - x) > 4.0 * DBL_EPSILON * x))
+            return next;
+        x = next;
+    }
+    return x;
 }
 
 double pen_omega_inv_x(const atf_omega *w, double y)
@@ -65,6 +111,7 @@ double pen_omega_inv_x(const atf_omega *w, double y)
     case ATF_FAMILY_ZSQ: return q / (1.0 + sqrt(1.0 + q)); /* root of x(2 + x) = q */
     case ATF_FAMILY_LOGSQ: return expm1(sqrt(q));
     case ATF_FAMILY_NUCLEAR: return sqrt(q) > 1.0 ? sqrt(q) - 1.0 : 0.0;
+    case ATF_FAMILY_BALANCED: return balanced_inv_x(q);
     }
     return NAN;
 }
@@ -76,6 +123,7 @@ double pen_lnk_const(const atf_omega *w)
     case ATF_FAMILY_SQ:
     case ATF_FAMILY_ZSQ:
     case ATF_FAMILY_NUCLEAR:
+    case ATF_FAMILY_BALANCED:
     case ATF_FAMILY_LOGSQ: return LN2 + lg;
     case ATF_FAMILY_POW: return lg + log(w->p);
     case ATF_FAMILY_ABS:
@@ -109,6 +157,10 @@ void pen_lnk(const atf_omega *w, double lnc, double y, double *lnk, double *e)
         *lnk = lnc + (x > 0.0 ? log(lz) : y);
         *e = x > 0.0 ? xz / lz : 1.0;
         return;
+    case ATF_FAMILY_BALANCED: /* k = 2γ(z² − 1) = 2γ x (2 + x) */
+        *lnk = lnc + y + log(2.0 + x);
+        *e = 1.0 + x / (2.0 + x);
+        return;
     case ATF_FAMILY_FIXED:
         *lnk = INFINITY;
         *e = 0.0;
@@ -128,6 +180,7 @@ double pen_y_guess(const atf_omega *w, double lnc, double lv2, double c)
             return fmin(small / (w->p - 1.0), large / (w->p + 2.0));
         return large / (w->p + 2.0);
     case ATF_FAMILY_ABS: return large / 3.0; /* k ≈ γ x */
+    case ATF_FAMILY_BALANCED: return fmin(small - LN2, large / 4.0); /* k ≈ 4γ x, resp. 2γ x² */
     default: return 0.0;
     }
 }
@@ -137,6 +190,7 @@ double pen_k_at_one(const atf_omega *w)
     switch (w->family) {
     case ATF_FAMILY_FIXED: return INFINITY;
     case ATF_FAMILY_SQ:
+    case ATF_FAMILY_BALANCED:
     case ATF_FAMILY_LOGSQ: return 0.0;
     case ATF_FAMILY_ABS: return w->scale;
     case ATF_FAMILY_POW: return w->p > 1.0 ? 0.0 : w->p == 1.0 ? w->scale : INFINITY;
@@ -208,6 +262,12 @@ void pen_k_inverse(const atf_omega *w, double lnc, double l, double *x, double *
         const double s = exp(l - lnc);
         *x = expm1(s);
         *r = s;
+        return;
+    }
+    case ATF_FAMILY_BALANCED: { /* 2γ x(2 + x) = λ; r = d ln z/dl = (z² − 1)/(2z²) */
+        const double q = exp(l - lnc);
+        *x = q < 1e200 ? q / (1.0 + sqrt(1.0 + q)) : sqrt(q);
+        *r = 0.5 * (*x / (1.0 + *x)) * ((2.0 + *x) / (1.0 + *x));
         return;
     }
     case ATF_FAMILY_FIXED: return;
@@ -331,7 +391,9 @@ int pen_turning_points(const atf_omega *w, double c, double x_turn[2], int *risi
             x_turn[i] = expm1(x_turn[i]);
         return n;
     }
-    return 0; /* fixed, zsq, nuclear; logsq with c ≤ 2 */
+    /* fixed, zsq, nuclear; logsq with c ≤ 2; balanced, whose d ln k/d ln z = 2z²/(z² − 1) > 2
+     * outweighs 2(z² − c)/(z² + c) > −2, so h increases for every c */
+    return 0;
 }
 
 /* ---- structural predicates ------------------------------------------------------------- */
@@ -355,6 +417,7 @@ static int single_is_convex(const atf_omega *w)
     case ATF_FAMILY_FIXED:
     case ATF_FAMILY_SQ:
     case ATF_FAMILY_ZSQ:
+    case ATF_FAMILY_BALANCED: /* ω'(z)/z = 2γ(1 − 1/z²) */
     case ATF_FAMILY_NUCLEAR: return 1;
     case ATF_FAMILY_POW: return w->p >= 2.0;
     case ATF_FAMILY_ABS:
@@ -371,7 +434,8 @@ int atf_penalty_is_convex(const atf_penalty *pen)
         return single_is_convex(&pen->w2);
     /* For a joint, d ln k⊕ / d ln z = 1/(1/ε1 + 1/ε2) with ε_i = d ln k_i / d ln z_i. pow-like
      * families have ε > p decreasing to p, so the joint is convex iff p1 p2/(p1 + p2) ≥ 2;
-     * zsq (ε = 2), logsq (ε → 0) and abs give ε⊕ < 2 at large z whatever they are joined with. */
+     * zsq (ε = 2), balanced (ε = 2z²/(z² − 1) ↓ 2), logsq (ε → 0) and abs give ε⊕ < 2 at large z
+     * whatever they are joined with. */
     const double p1 = pow_exponent(&pen->w1), p2 = pow_exponent(&pen->w2);
     if (p1 <= 1.0 || p2 <= 1.0)
         return 0;

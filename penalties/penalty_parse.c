@@ -24,7 +24,7 @@ typedef struct {
 static const family_name FAMILY_NAMES[] = {
     {"fixed", ATF_FAMILY_FIXED}, {"sq", ATF_FAMILY_SQ},       {"abs", ATF_FAMILY_ABS},
     {"pow", ATF_FAMILY_POW},     {"zsq", ATF_FAMILY_ZSQ},     {"logsq", ATF_FAMILY_LOGSQ},
-    {"nuclear", ATF_FAMILY_NUCLEAR},
+    {"nuclear", ATF_FAMILY_NUCLEAR}, {"balanced", ATF_FAMILY_BALANCED},
 };
 #define N_FAMILIES (sizeof FAMILY_NAMES / sizeof FAMILY_NAMES[0])
 
@@ -92,7 +92,8 @@ static atf_error parse_family(cursor *c, atf_omega *w)
     size_t n = word_length(c->s);
     if (n == 0) {
         if (*c->s == '\0' || *c->s == '+')
-            return fail(c, "empty term (expected a family: fixed, sq, abs, pow, zsq, logsq, nuclear)");
+            return fail(c, "empty term (expected a family: fixed, sq, abs, pow, zsq, logsq, "
+                           "nuclear, balanced)");
         char why[96];
         snprintf(why, sizeof why, "unexpected character '%c' where a family name should start",
                  *c->s);
@@ -110,7 +111,8 @@ static atf_error parse_family(cursor *c, atf_omega *w)
     }
     char why[160];
     snprintf(why, sizeof why,
-             "unknown family \"%.*s\" (expected fixed, sq, abs, pow, zsq, logsq or nuclear)",
+             "unknown family \"%.*s\" (expected fixed, sq, abs, pow, zsq, logsq, nuclear or "
+             "balanced)",
              (int)(n > 40 ? 40 : n), c->s);
     return fail(c, why);
 }

@@ -58,6 +58,18 @@ static double zsq_argmin(const atf_omega *w, double v, double c)
     return um1 > 0.0 ? um1 / (sqrt(1.0 + um1) + 1.0) : 0.0;
 }
 
+/* balanced, value problem (c = 0): in u = z² the stationarity γ(1 − 1/u) = v²/u² is the
+ * quadratic γu² − γu − v² = 0, so u = (1 + √(1 + 4q))/2 with q = v²/γ (docs/math.md). For
+ * v/√γ > 1e150, q would overflow; there u = r + 1/2 + O(1/r) with r = v/√γ. */
+static double balanced_value_argmin(const atf_omega *w, double v)
+{
+    const double r = v / sqrt(w->scale);
+    if (isinf(r))
+        return sqrt(v) / sqrt(sqrt(w->scale)) - 1.0;
+    const double um1 = r > 1e150 ? r - 0.5 : 2.0 * r * r / (1.0 + sqrt(1.0 + 4.0 * r * r));
+    return um1 / (sqrt(1.0 + um1) + 1.0);
+}
+
 /* A first Newton iterate inside the piece (lo, hi) of y = ln x. */
 static double piece_guess(const psi_ctx *p, double lo, double hi)
 {
@@ -79,6 +91,8 @@ double pen_curve1_argmin(const pen_curve1 *cv, double v)
         return 0.0;
     if (cv->w.family == ATF_FAMILY_ZSQ)
         return zsq_argmin(&cv->w, v, cv->c);
+    if (cv->w.family == ATF_FAMILY_BALANCED && cv->c == 0.0)
+        return balanced_value_argmin(&cv->w, v);
     psi_ctx p = {cv, 2.0 * log(v)};
     double edge[4], cand[3];
     int nedge = 0, ncand = 0;

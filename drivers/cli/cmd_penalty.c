@@ -18,8 +18,10 @@ static void usage(FILE *out)
             "omega_tilde is the effective penalty (eq. 12), z its argmin, prox the proximal\n"
             "map of t*omega_tilde (step T, default 1), s1*s2 = z the joint-penalty split.\n"
             "\n"
-            "SPEC: sq | abs | pow:p=P | zsq | logsq | fixed | nuclear, each with optional\n"
-            "      scale=G; two terms joined by '+' form the joint penalty (eq. 11).\n"
+            "SPEC: sq | abs | pow:p=P | zsq | logsq | fixed | nuclear | balanced, each with\n"
+            "      optional scale=G; two terms joined by '+' form the joint penalty (eq. 11).\n"
+            "      balanced is G*(z^2 - 1 - 2 ln z); balanced+balanced is the split that\n"
+            "      gradient flow on M1 W M2 from (I, 0, I) keeps (docs/math.md).\n"
             "      Examples: sq   pow:p=1.5,scale=0.1   sq+abs   zsq:scale=1e-4\n");
 }
 

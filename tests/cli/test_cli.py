@@ -131,5 +131,51 @@ class PenaltyCommand(unittest.TestCase):
             self.assertIn(word, err, args)
 
 
+class BalancedPenalty(unittest.TestCase):
+    """`balanced` (ω = γ(z² − 1 − 2 ln z)) through the binary: its closed form, the split of
+    `balanced+balanced` (s1 = s2, s² = 1 + σ², v = σ(1 + σ²) at γ = 1), and a certified solve."""
+
+    table = PenaltyCommand.table
+
+    def test_closed_form(self):
+        g = 0.25
+        for v, val, z, *_ in self.table("balanced:scale=0.25", "--from", "0", "--to", "40",
+                                        "--num", "41"):
+            u = (1 + np.sqrt(1 + 4 * v * v / g)) / 2
+            self.assertAlmostEqual(z * z, u, delta=1e-12 * u)
+            self.assertAlmostEqual(val, g * (2 * (u - 1) - np.log(u)), delta=1e-12 * max(1, val))
+
+    def test_two_sided_split(self):
+        for v, val, z, _, s1, s2 in self.table("balanced+balanced", "--from", "0", "--to", "30",
+                                               "--num", "31"):
+            sigma = v / z
+            self.assertAlmostEqual(s1, s2, delta=1e-12 * s1)
+            self.assertAlmostEqual(s1 * s1, 1 + sigma * sigma, delta=1e-12 * s1 * s1)
+            self.assertAlmostEqual(v, sigma * (1 + sigma * sigma), delta=1e-12 * max(1, v))
+            self.assertAlmostEqual(val, 3 * sigma**2 - 2 * np.log1p(sigma**2),
+                                   delta=1e-12 * max(1, val))
+
+    def test_solve_is_certified(self):
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            prob = os.path.join(tmp, "p.h5")
+            code, _, err = run("features", "--data", "synthetic:d=4", "--n-train", "10",
+                               "--n-test", "3", "--widths", "4,6,1", "-o", prob)
+            self.assertEqual(code, 0, err)
+            objectives = []
+            for method in ("admm", "irls"):
+                code, out, err = run("solve", prob, "-o", os.path.join(tmp, method + ".h5"),
+                                     "--penalty", "balanced+balanced", "--method", method,
+                                     "--quiet", "--json")
+                self.assertEqual(code, 0, err)
+                js = json.loads(out)
+                self.assertEqual(js["status"], "solved")
+                self.assertLess(js["stationarity"], 1e-5)
+                self.assertLess(js["constraint_residual"], 1e-12)
+                objectives.append(js["objective"])
+            self.assertAlmostEqual(objectives[0], objectives[1], delta=1e-8 * objectives[0])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -28,6 +28,8 @@ static const char *const PEN_SPECS[] = {
     "zsq:scale=0.05", "zsq:scale=20", "logsq", "logsq:scale=0.1", "logsq:scale=10",
     "sq+sq", "sq+abs", "abs+abs:scale=3", "fixed+abs", "fixed+sq:scale=4", "logsq+zsq",
     "pow:p=4+pow:p=4", "zsq:scale=0.3+sq", "pow:p=1.5+logsq:scale=2", "pow:p=0.5+sq",
+    "balanced", "balanced:scale=0.05", "balanced:scale=20", "balanced+balanced",
+    "balanced:scale=3+balanced:scale=3", "balanced+sq", "pow:p=0.5+balanced",
 };
 #define N_PEN_SPECS (sizeof PEN_SPECS / sizeof PEN_SPECS[0])
 

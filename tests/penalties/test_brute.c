@@ -21,6 +21,16 @@ static double ref_omega(const atf_omega *w, double x)
     case ATF_FAMILY_POW: return g * pow(x, w->p);
     case ATF_FAMILY_ZSQ: return g * x * (2.0 + x); /* z² − 1 */
     case ATF_FAMILY_LOGSQ: return g * log1p(x) * log1p(x);
+    case ATF_FAMILY_BALANCED: { /* z² − 1 − 2 ln z = x² + 2(x − ln(1 + x)) */
+        double d = x - log1p(x);
+        if (x < 0.1) { /* x − ln(1 + x) = Σ_{n≥2} (−1)^n xⁿ/n, summed without cancellation */
+            double term = x * x, sum = 0.0;
+            for (int n = 2; n < 40 && fabs(term) > 1e-18 * sum; ++n, term *= -x)
+                sum += term / n;
+            d = sum;
+        }
+        return g * (x * x + 2.0 * d);
+    }
     case ATF_FAMILY_NUCLEAR: break;
     }
     return NAN;

@@ -61,6 +61,7 @@ static void test_accepted(void)
     check_canonical("pow:p=2", "pow:p=2");
     check_canonical("zsq:scale=1e-8", "zsq:scale=1e-08");
     check_canonical("logsq", "logsq");
+    check_canonical("balanced + balanced:scale=2", "balanced+balanced:scale=2");
     check_canonical("fixed", "fixed");
     check_canonical("nuclear:scale=4", "nuclear:scale=4");
     check_canonical("sq+sq", "sq+sq");
@@ -162,7 +163,8 @@ static void test_predicates(void)
         {"logsq", 0},         {"pow:p=1.999", 0},     {"pow:p=0.5", 0},       {"fixed+sq", 1},
         {"fixed+abs", 0},     {"sq+fixed", 1},        {"sq+sq", 0},           {"sq+abs", 0},
         {"zsq+zsq", 0},       {"pow:p=4+pow:p=4", 1}, {"pow:p=3+pow:p=6", 1}, {"pow:p=3+pow:p=5", 0},
-        {"sq+pow:p=100", 0},  {"logsq+sq", 0},
+        {"sq+pow:p=100", 0},  {"logsq+sq", 0},  {"balanced", 1}, {"balanced:scale=1e-3", 1},
+        {"balanced+balanced", 0}, {"balanced+pow:p=100", 0}, {"fixed+balanced", 1},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
         atf_penalty pen = parse_or_die(table[i].spec);
@@ -258,7 +260,7 @@ static void test_templates(void)
 static void test_family_table(void)
 {
     int n = atf_penalty_family_count();
-    CHECK(n == 7, "7 families, got %d", n);
+    CHECK(n == 8, "8 families, got %d", n);
     for (int i = 0; i < n; ++i) {
         const char *name = atf_penalty_family_name(i);
         atf_penalty pen;

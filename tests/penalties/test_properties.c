@@ -246,6 +246,7 @@ static void check_tails(void)
         {"abs", 2.0 / 3.0},    {"abs:scale=5", 2.0 / 3.0},
         {"pow:p=0.5", 0.4},    {"pow:p=1.5", 3.0 / 3.5}, {"pow:p=3", 1.2},
         {"zsq", 1.0},          {"sq+sq", 2.0 / 3.0},    {"pow:p=4+pow:p=4", 1.0},
+        {"balanced", 1.0},     {"balanced+balanced", 2.0 / 3.0},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
         const atf_penalty pen = parse_or_die(table[i].spec);
@@ -265,7 +266,7 @@ static void check_tails(void)
 static void check_extremes(void)
 {
     static const char *const families[] = {"sq", "abs", "pow:p=0.5", "pow:p=1.5", "pow:p=3",
-                                           "zsq", "logsq", "fixed", "nuclear"};
+                                           "zsq", "logsq", "fixed", "nuclear", "balanced"};
     static const double gammas[] = {1e-8, 1e-4, 1.0, 1e2, 1e4};
     static const double steps[] = {1e-8, 1e-3, 1.0, 1e3, 1e8};
     for (size_t f = 0; f < sizeof families / sizeof families[0]; ++f)

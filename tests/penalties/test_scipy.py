@@ -26,6 +26,10 @@ def omega(term, x):
         return g * ((1 + x) ** 2 - 1)
     if fam == "logsq":
         return g * np.log1p(x) ** 2
+    if fam == "balanced":  # z² − 1 − 2 ln z = x² + 2(x − ln(1 + x)), the bracket by series near 0
+        xs = np.minimum(x, 0.1)
+        series = sum((-xs) ** n / n for n in range(2, 40))
+        return g * (x * x + 2 * np.where(x < 0.1, series, x - np.log1p(np.maximum(x, 0.0))))
     if fam == "fixed":
         return np.where(x == 0, 0.0, np.inf)
     raise ValueError(fam)
@@ -91,8 +95,9 @@ def rel(a, b):
 
 def main():
     specs = ["sq", "abs:scale=0.3", "pow:p=0.5", "pow:p=1.5,scale=2", "zsq:scale=0.5", "logsq",
-             "sq+sq", "sq+abs:scale=2", "logsq+zsq", "fixed+pow:p=3"]
-    joints = {"sq+sq", "sq+abs:scale=2", "logsq+zsq"}
+             "sq+sq", "sq+abs:scale=2", "logsq+zsq", "fixed+pow:p=3", "balanced:scale=0.5",
+             "balanced+balanced"]
+    joints = {"sq+sq", "sq+abs:scale=2", "logsq+zsq", "balanced+balanced"}
     cases = []
     for spec in specs:
         vs = [0.05, 1.5, 60.0] if spec in joints else [0.01, 0.3, 1.0, 2.5, 9.0, 300.0]

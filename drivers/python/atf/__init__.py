@@ -1,0 +1,17 @@
+"""atf — adaptive tangent features (problem (16) of LeJeune & Alemohammad) from Python.
+
+The package calls libatf.so in process through ctypes, with numpy arrays in and out. It finds
+the library in the repository's build directory (build/libatf.so) or at $ATF_LIBRARY.
+See docs/python.md."""
+from ._errors import (Error, FileError, InputError, Infeasible, IterationLimitWarning,
+                      NumericalError)
+from ._lib import lib as _lib_handle
+from .penalty import Penalty
+from .problem import Block, Problem
+from .result import Result, ResultBlock, baseline, solve
+
+__version__ = _lib_handle.atf_version().decode()
+
+__all__ = ["Error", "InputError", "Infeasible", "NumericalError", "FileError",
+           "IterationLimitWarning", "Penalty", "Block", "Problem", "Result", "ResultBlock",
+           "solve", "baseline", "__version__"]

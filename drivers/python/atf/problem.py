@@ -1,0 +1,254 @@
+"""atf.Block and atf.Problem: problem (16) instances in libatf's own struct (atf_problem.h).
+
+A Problem owns a C atf_problem; arrays given to the constructor are copied once into memory the
+C problem owns (atf_problem_free releases it), read-back properties are copies."""
+import ctypes
+
+import numpy as np
+
+from . import _errors, _lib
+
+_c = _lib.lib
+DENSE, SPARSE, FACTORED = range(3)           # atf_operator_kind
+_KIND_NAMES = {DENSE: "dense", SPARSE: "sparse", FACTORED: "factored"}
+_STRUCTURES = {"matrix": 0, "diagonal": 1}   # atf_structure
+
+
+def _fail(message):
+    raise _errors.InputError(message, "bad input")
+
+
+class Block:
+    """One matrix variable B (rows × cols) with its penalty and constraint operator.
+
+    Build one with Block.dense, Block.factored or Block.sparse; Problem.blocks returns them too
+    (with copies of the operator arrays)."""
+
+    def __init__(self, name, kind, rows, cols, penalty="sq", structure="matrix", **arrays):
+        self.name = str(name)
+        self.kind = kind
+        self.rows, self.cols = int(rows), int(cols)
+        self.penalty = str(penalty)
+        if structure not in _STRUCTURES:
+            _fail(f"atf.Block: {self.name}: structure '{structure}' is not matrix or diagonal")
+        self.structure = structure
+        self.J = arrays.get("J")
+        self.H = arrays.get("H")
+        self.D = arrays.get("D")
+        self.csr = arrays.get("csr")
+
+    def __repr__(self):
+        return (f"atf.Block({self.name!r}, {_KIND_NAMES[self.kind]}, {self.rows}x{self.cols}, "
+                f"penalty={self.penalty!r})")
+
+    @staticmethod
+    def dense(name, J, rows, cols, penalty="sq", structure="matrix"):
+        """Dense operator: J [M, rows·cols], row m = G_m flattened row-major."""
+        return Block(name, DENSE, rows, cols, penalty, structure, J=np.asarray(J, np.float64))
+
+    @staticmethod
+    def factored(name, H, D, penalty="sq", structure="matrix"):
+        """Factored operator G_m = h_i δ_mᵀ: H [N, rows] (layer inputs), D [M, cols]."""
+        H = np.asarray(H, np.float64)
+        D = np.asarray(D, np.float64)
+        if H.ndim != 2 or D.ndim != 2:
+            _fail(f"atf.Block.factored: {name}: H and D must be matrices, got {H.ndim}-d and "
+                  f"{D.ndim}-d")
+        return Block(name, FACTORED, H.shape[1], D.shape[1], penalty, structure, H=H, D=D)
+
+    @staticmethod
+    def sparse(name, csr, rows, cols, penalty="sq", structure="matrix"):
+        """Sparse operator: a scipy CSR matrix [M, rows·cols] (the dense layout of Block.dense)."""
+        if not hasattr(csr, "indptr") or getattr(csr, "format", None) != "csr":
+            _fail(f"atf.Block.sparse: {name}: expected a scipy.sparse CSR matrix, got "
+                  f"{type(csr).__name__}")
+        return Block(name, SPARSE, rows, cols, penalty, structure, csr=csr)
+
+
+def _put(arr, ctype, count, what):
+    """Copy an array into malloc'd memory that the C problem will own."""
+    a = np.ascontiguousarray(arr, dtype=ctype)
+    if a.size != count:
+        _fail(f"atf.Problem: {what}: {a.size} values, expected {count}")
+    addr = _lib.libc.malloc(max(a.nbytes, 1))
+    if not addr:
+        raise MemoryError(f"atf.Problem: {what}: out of memory")
+    ctypes.memmove(addr, a.ctypes.data, a.nbytes)
+    return addr
+
+
+def _get(ptr, ctype, shape):
+    """A numpy copy of a C array (None for NULL)."""
+    if not ptr:
+        return None
+    n = int(np.prod(shape))
+    if n == 0:
+        return np.empty(shape, dtype=ctype)
+    return np.ctypeslib.as_array(ptr, shape=(n,)).astype(ctype, copy=True).reshape(shape)
+
+
+def _fill_block(b, blk, N, C, M):
+    name = blk.name.encode()
+    if len(name) >= _lib.NAMELEN or not name:
+        _fail(f"atf.Problem: block name '{blk.name}': 1 to {_lib.NAMELEN - 1} bytes")
+    b.name = name
+    b.rows, b.cols, b.kind = blk.rows, blk.cols, blk.kind
+    b.structure = _STRUCTURES[blk.structure]
+    spec = blk.penalty.encode()
+    if len(spec) >= _lib.SPECLEN:
+        _fail(f"atf.Problem: {blk.name}: penalty longer than {_lib.SPECLEN - 1} characters")
+    err = _lib.errbuf()
+    _errors.check(_c.atf_penalty_parse(spec, ctypes.byref(b.penalty), err), err)
+    b.penalty_spec = spec
+    where = f"/blocks/{blk.name}"
+    nvar = blk.rows * blk.cols
+    if blk.kind == DENSE:
+        if blk.J.ndim != 2 or blk.J.shape != (M, nvar):
+            _fail(f"atf.Problem: {where}: J has shape {blk.J.shape}, expected ({M}, {nvar})")
+        b.J = ctypes.cast(_put(blk.J, np.float64, M * nvar, where + "/J"), _lib.P_D)
+    elif blk.kind == FACTORED:
+        if blk.H.shape != (N, blk.rows) or blk.D.shape != (M, blk.cols):
+            _fail(f"atf.Problem: {where}: H {blk.H.shape} and D {blk.D.shape}, expected "
+                  f"({N}, rows) and ({M}, cols)")
+        b.H = ctypes.cast(_put(blk.H, np.float64, N * blk.rows, where + "/H"), _lib.P_D)
+        b.D = ctypes.cast(_put(blk.D, np.float64, M * blk.cols, where + "/D"), _lib.P_D)
+    else:
+        csr = blk.csr
+        if csr.shape != (M, nvar):
+            _fail(f"atf.Problem: {where}: the CSR matrix has shape {csr.shape}, expected "
+                  f"({M}, {nvar})")
+        b.nnz = int(csr.nnz)
+        P64 = ctypes.POINTER(ctypes.c_int64)
+        b.indptr = ctypes.cast(_put(csr.indptr, np.int64, M + 1, where + "/indptr"), P64)
+        b.indices = ctypes.cast(_put(csr.indices, np.int64, b.nnz, where + "/indices"), P64)
+        b.data = ctypes.cast(_put(csr.data, np.float64, b.nnz, where + "/data"), _lib.P_D)
+
+
+class Problem:
+    """Problem (16): M = samples·outputs constraint rows (row m = i·outputs + k), right-hand side
+    r and blocks; optional f0, y ([samples, outputs]) and integer labels ([samples])."""
+
+    def __init__(self, r, blocks, samples, outputs=1, f0=None, y=None, labels=None):
+        N, C = int(samples), int(outputs)
+        blocks = list(blocks)
+        if N <= 0 or C <= 0 or not blocks:
+            _fail(f"atf.Problem: samples = {N}, outputs = {C}, {len(blocks)} blocks: need "
+                  "positive sizes and at least one block")
+        M = N * C
+        p = _c.atf_problem_new(N, C, len(blocks))
+        if not p:
+            raise MemoryError("atf.Problem: out of memory")
+        self._p = p
+        try:
+            r = np.ascontiguousarray(r, dtype=np.float64)
+            if r.size != M:
+                _fail(f"atf.Problem: r: {r.size} values, expected samples·outputs = {M}")
+            ctypes.memmove(p.contents.r, r.ctypes.data, r.nbytes)
+            P = p.contents
+            if f0 is not None:
+                P.f0 = ctypes.cast(_put(f0, np.float64, M, "/f0"), _lib.P_D)
+            if y is not None:
+                P.y = ctypes.cast(_put(y, np.float64, M, "/y"), _lib.P_D)
+            if labels is not None:
+                lab = np.asarray(labels)
+                if not np.issubdtype(lab.dtype, np.integer):
+                    _fail("atf.Problem: /labels: integer class labels expected")
+                P.labels = ctypes.cast(_put(lab, np.intc, N, "/labels"),
+                                       ctypes.POINTER(ctypes.c_int))
+            names = set()
+            for l, blk in enumerate(blocks):
+                if not isinstance(blk, Block):
+                    _fail(f"atf.Problem: blocks[{l}]: expected an atf.Block")
+                if blk.name in names:
+                    _fail(f"atf.Problem: block name '{blk.name}' appears twice")
+                names.add(blk.name)
+                _fill_block(P.blocks[l], blk, N, C, M)
+            err = _lib.errbuf()
+            _errors.check(_c.atf_problem_validate(p, b"atf.Problem", err), err)
+        except BaseException:
+            self._free()
+            raise
+
+    @classmethod
+    def _wrap(cls, p):
+        self = cls.__new__(cls)
+        self._p = p
+        return self
+
+    @classmethod
+    def read(cls, path):
+        """Read and validate a problem file (docs/formats.md)."""
+        p = _lib.P_PROB()
+        err = _lib.errbuf()
+        _errors.check(_c.atf_problem_read(str(path).encode(), ctypes.byref(p), err), err)
+        return cls._wrap(p)
+
+    def write(self, path):
+        """Write the problem file atomically."""
+        err = _lib.errbuf()
+        _errors.check(_c.atf_problem_write(str(path).encode(), self._p, err), err)
+
+    def _free(self):
+        p, self._p = getattr(self, "_p", None), None
+        if p:
+            _c.atf_problem_free(p)
+
+    def __del__(self):
+        self._free()
+
+    @property
+    def fingerprint(self):
+        """The content fingerprint (32 hex digits; penalties are not part of it)."""
+        out = ctypes.create_string_buffer(_lib.FINGERPRINT_LEN)
+        err = _lib.errbuf()
+        _errors.check(_c.atf_problem_fingerprint(self._p, out), err)
+        return _lib.text(out.value)
+
+    samples = property(lambda self: self._p.contents.N)
+    outputs = property(lambda self: self._p.contents.C)
+    M = property(lambda self: self._p.contents.M)
+
+    @property
+    def r(self):
+        return _get(self._p.contents.r, np.float64, (self.M,))
+
+    @property
+    def f0(self):
+        return _get(self._p.contents.f0, np.float64, (self.samples, self.outputs))
+
+    @property
+    def y(self):
+        return _get(self._p.contents.y, np.float64, (self.samples, self.outputs))
+
+    @property
+    def labels(self):
+        return _get(self._p.contents.labels, np.int64, (self.samples,))
+
+    @property
+    def blocks(self):
+        """The blocks in order, as atf.Block with copies of their operator arrays."""
+        P = self._p.contents
+        out = []
+        for l in range(P.nblocks):
+            b = P.blocks[l]
+            name, rows, cols, M, N = _lib.text(b.name), b.rows, b.cols, P.M, P.N
+            spec = _lib.text(b.penalty_spec) or "sq"
+            structure = "diagonal" if b.structure == 1 else "matrix"
+            if b.kind == DENSE:
+                out.append(Block.dense(name, _get(b.J, np.float64, (M, rows * cols)), rows, cols,
+                                       spec, structure))
+            elif b.kind == FACTORED:
+                out.append(Block.factored(name, _get(b.H, np.float64, (N, rows)),
+                                          _get(b.D, np.float64, (M, cols)), spec, structure))
+            else:
+                import scipy.sparse
+                csr = scipy.sparse.csr_matrix(
+                    (_get(b.data, np.float64, (b.nnz,)), _get(b.indices, np.int64, (b.nnz,)),
+                     _get(b.indptr, np.int64, (M + 1,))), shape=(M, rows * cols))
+                out.append(Block.sparse(name, csr, rows, cols, spec, structure))
+        return out
+
+    def __repr__(self):
+        names = ", ".join(_lib.text(self._p.contents.blocks[l].name)
+                          for l in range(self._p.contents.nblocks))
+        return f"atf.Problem(samples={self.samples}, outputs={self.outputs}, blocks=[{names}])"

@@ -1,0 +1,213 @@
+"""atf.Result, atf.solve and atf.baseline over libatf's solver (solver/atf_solver.h).
+
+A solve runs in a worker thread (ctypes releases the GIL during the call) while the calling
+thread waits; a SIGINT handler installed for the duration of the call raises the solver's
+interrupt flag, so Ctrl-C ends the solve with status `interrupted` and the last iterate."""
+import ctypes
+import signal
+import threading
+
+import numpy as np
+
+from . import _errors, _lib
+from .problem import Problem
+
+_c = _lib.lib
+SOLVED, MAX_ITERATIONS, INFEASIBLE, INTERRUPTED, NUMERICAL_ERROR = range(5)  # atf_status
+_LAYOUTS = {0: "spectral", 1: "entrywise", 2: "vector"}
+
+
+def _view(ptr, shape, owner):
+    """A numpy view of a C array that keeps its owner (the Result) alive; None for NULL."""
+    if not ptr:
+        return None
+    n = int(np.prod(shape))
+    buf = (ctypes.c_double * n).from_address(ctypes.addressof(ptr.contents))
+    buf._atf_owner = owner
+    return np.frombuffer(buf, dtype=np.float64).reshape(shape)
+
+
+class ResultBlock:
+    """One block of a result: B [rows, cols], its singular values d and the factors s1, sigma,
+    s2 (eq. 15), U and V when present; arrays are views into the result."""
+
+    def __init__(self, b, owner):
+        self.name = _lib.text(b.name)
+        self.rows, self.cols, self.k = b.rows, b.cols, b.k
+        self.penalty = _lib.text(b.penalty_spec)
+        self.layout = _LAYOUTS.get(b.layout, "unknown")
+        self.B = _view(b.B, (b.rows, b.cols), owner)
+        self.d = _view(b.d, (b.k,), owner)
+        self.s1 = _view(b.s1, (b.k,), owner)
+        self.sigma = _view(b.sigma, (b.k,), owner)
+        self.s2 = _view(b.s2, (b.k,), owner)
+        self.U = _view(b.U, (b.rows, b.k), owner)
+        self.V = _view(b.V, (b.cols, b.k), owner)
+
+    def __repr__(self):
+        return f"<atf block {self.name} {self.rows}x{self.cols}>"
+
+
+class Result:
+    """A solution of problem (16) (atf_result.h): status and certificates as attributes,
+    `.blocks[name]` the per-block solution and factors."""
+
+    def __init__(self):
+        raise TypeError("atf.Result comes from atf.solve, atf.baseline or atf.Result.read")
+
+    @classmethod
+    def _wrap(cls, p):
+        self = cls.__new__(cls)
+        self._p = p
+        R = p.contents
+        self.blocks = {}
+        for l in range(R.nblocks):
+            blk = ResultBlock(R.blocks[l], self)
+            self.blocks[blk.name] = blk
+        return self
+
+    @classmethod
+    def read(cls, path):
+        """Read and validate a result file."""
+        p = _lib.P_RES()
+        err = _lib.errbuf()
+        _errors.check(_c.atf_result_read(str(path).encode(), ctypes.byref(p), err), err)
+        return cls._wrap(p)
+
+    def write(self, path):
+        """Write the result file atomically."""
+        err = _lib.errbuf()
+        _errors.check(_c.atf_result_write(str(path).encode(), self._p, err), err)
+
+    def __del__(self):
+        p, self._p = getattr(self, "_p", None), None
+        if p:
+            _c.atf_result_free(p)
+
+    status = property(lambda self: _lib.text(_c.atf_status_name(self._p.contents.status)))
+    method = property(lambda self: _lib.text(_c.atf_method_name(self._p.contents.method)))
+    structure = property(lambda self: _lib.text(_c.atf_structure_name(self._p.contents.structure)))
+    objective = property(lambda self: self._p.contents.objective)
+    iterations = property(lambda self: self._p.contents.iterations)
+    primal_residual = property(lambda self: self._p.contents.primal_residual)
+    dual_residual = property(lambda self: self._p.contents.dual_residual)
+    constraint_residual = property(lambda self: self._p.contents.constraint_residual)
+    stationarity = property(lambda self: self._p.contents.stationarity)
+    ls_residual = property(lambda self: self._p.contents.ls_residual)
+    seconds = property(lambda self: self._p.contents.solve_seconds)
+    problem_fingerprint = property(lambda self: _lib.text(self._p.contents.problem_fingerprint))
+
+    def __repr__(self):
+        return (f"<atf.Result {self.status}: objective {self.objective:.6g}, "
+                f"{self.iterations} iterations, stationarity {self.stationarity:.1e}>")
+
+
+def _parse(fn, value, what, choices):
+    out = ctypes.c_int()
+    if fn(str(value).encode(), ctypes.byref(out)) != _errors.OK:
+        raise _errors.InputError(f"atf.solve: {what}: '{value}' is not one of {choices}",
+                                 "usage error")
+    return out.value
+
+
+def _run_solver(solver, out, err, flag):
+    """atf_solver_solve in a worker thread; the calling thread waits and, when it is the main
+    thread, turns SIGINT into the solver's interrupt flag."""
+    box = {}
+
+    def work():
+        box["e"] = _c.atf_solver_solve(solver, ctypes.byref(out), err)
+
+    t = threading.Thread(target=work, name="atf.solve", daemon=True)
+    main = threading.current_thread() is threading.main_thread()
+    old = None
+    if main:
+        def on_sigint(signum, frame):
+            flag.value = 1
+        old = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        t.start()
+        while t.is_alive():
+            t.join(0.05)  # wake regularly so that the handler runs in this thread
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, old)
+    return box["e"]
+
+
+def _solve(problem, set_, penalty_override, warm):
+    if not isinstance(problem, Problem):
+        raise TypeError("atf.solve: problem must be an atf.Problem")
+    err = _lib.errbuf()
+    prob = problem._p
+    if penalty_override is not None:
+        # the override applies to this solve only (as `atf solve --penalty`): set it on the
+        # blocks and restore their own penalties afterwards, so that no copy of the operator
+        # data is made (the problem is therefore not to be solved from two threads at once)
+        blocks = [prob.contents.blocks[l] for l in range(prob.contents.nblocks)]
+        saved = [(_lib.PenaltyC.from_buffer_copy(b.penalty), bytes(b.penalty_spec))
+                 for b in blocks]
+        _errors.check(_c.atf_problem_set_penalty(prob, str(penalty_override).encode(), err), err)
+    else:
+        saved = None
+    try:
+        if warm is not None:
+            if not isinstance(warm, Result):
+                raise TypeError("atf.solve: warm must be an atf.Result")
+            _errors.check(_c.atf_result_check(warm._p, prob, b"warm", b"the problem", err), err)
+            set_.warm = warm._p
+        flag = ctypes.c_int(0)
+        set_.interrupt = ctypes.pointer(flag)
+        solver = ctypes.c_void_p()
+        e = _c.atf_solver_init(prob, ctypes.byref(set_), ctypes.byref(solver), err)
+        _errors.check(e, err)
+        out = _lib.P_RES()
+        try:
+            e = _run_solver(solver, out, err, flag)
+        finally:
+            _c.atf_solver_free(solver)
+        _errors.check(e, err)
+        pen = str(penalty_override).encode() if penalty_override is not None else None
+        _c.atf_result_record_run(out, ctypes.byref(set_), pen, b"python: atf.solve")
+        res = Result._wrap(out)
+    finally:
+        if saved is not None:
+            for l, (p, s) in enumerate(saved):
+                prob.contents.blocks[l].penalty = p
+                prob.contents.blocks[l].penalty_spec = s
+    message = _lib.text(err.value)
+    status = res._p.contents.status
+    if status == INFEASIBLE:
+        raise _errors.Infeasible(message or "infeasible", "infeasible", res)
+    if status == NUMERICAL_ERROR:
+        raise _errors.NumericalError(message or "numerical error", "numerical error", res)
+    if status == MAX_ITERATIONS:
+        _errors.warn_iteration_limit(message or "atf.solve: iteration limit reached")
+    return res
+
+
+def solve(problem, penalty=None, structure="layer", method="admm", tol=1e-6, max_iter=10000,
+          warm=None, verbose=False):
+    """Solve problem (16) for `problem` (an atf.Problem).
+
+    penalty overrides every block's penalty for this solve (the problem keeps its own);
+    structure: layer, diagonal or full; method: admm, lp or irls; tol is the relative
+    tolerance eps_rel; warm an earlier atf.Result of the same problem; verbose prints the
+    solver's iteration table on stderr. Returns an atf.Result (status solved, or interrupted
+    after Ctrl-C, or max_iterations with an atf.IterationLimitWarning); raises atf.Infeasible
+    (with `.result`, the least-squares point), atf.InputError for refused settings and inputs,
+    atf.NumericalError when an iteration broke down."""
+    s = _c.atf_settings_default()
+    s.method = _parse(_c.atf_method_parse, method, "method", "admm, lp, irls")
+    s.structure = _parse(_c.atf_structure_parse, structure, "structure", "layer, diagonal, full")
+    s.eps_rel = float(tol)
+    s.max_iter = int(max_iter)
+    s.verbose = 1 if verbose else 0
+    return _solve(problem, s, penalty, warm)
+
+
+def baseline(problem):
+    """The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), as `atf baseline`."""
+    s = _c.atf_settings_default()
+    s.method = _parse(_c.atf_method_parse, "baseline", "method", "baseline")
+    return _solve(problem, s, None, None)

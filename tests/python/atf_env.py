@@ -1,0 +1,38 @@
+"""Shared by the Python-package tests: the atf binary, a scratch directory and a check helper.
+
+meson runs them with PYTHONPATH=drivers/python and ATF_LIBRARY=the built libatf.so, and ATF the
+built `atf` command, so that the package and the CLI are the same build."""
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ATF = os.environ["ATF"]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run(*args, ok=(0,)):
+    p = subprocess.run([ATF, *map(str, args)], capture_output=True, text=True, timeout=300)
+    if p.returncode not in ok:
+        raise RuntimeError(f"atf {' '.join(map(str, args))}: exit {p.returncode}: {p.stderr}")
+    return p
+
+
+def scratch():
+    """A scratch directory, removed when the test exits."""
+    d = tempfile.mkdtemp(prefix="atf-py-")
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d
+
+
+def finish(name, count):
+    print(f"{name}: {count - len(failures)}/{count} checks passed")
+    sys.exit(1 if failures else 0)

@@ -1,0 +1,87 @@
+/* layout_probe.c — prints the size of every public struct the Python package mirrors with ctypes
+ * (drivers/python/atf/_lib.py) and the offset of each field, one "NAME VALUE" per line, for
+ * tests/python/test_layout.py to compare with ctypes.sizeof and the ctypes field offsets. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "atf_penalty.h"
+#include "atf_problem.h"
+#include "atf_result.h"
+#include "atf_solver.h"
+
+#define SIZE(T) printf("%s %zu\n", #T, sizeof(T))
+#define OFF(T, f) printf("%s.%s %zu\n", #T, #f, offsetof(T, f))
+
+static void omega_penalty(void)
+{
+    SIZE(atf_omega);
+    OFF(atf_omega, family); OFF(atf_omega, p); OFF(atf_omega, scale); OFF(atf_omega, auto_scale);
+    SIZE(atf_penalty);
+    OFF(atf_penalty, w1); OFF(atf_penalty, w2);
+}
+
+static void block_problem(void)
+{
+    SIZE(atf_block);
+    OFF(atf_block, name); OFF(atf_block, index); OFF(atf_block, rows); OFF(atf_block, cols);
+    OFF(atf_block, N); OFF(atf_block, C); OFF(atf_block, M); OFF(atf_block, penalty);
+    OFF(atf_block, penalty_spec); OFF(atf_block, structure); OFF(atf_block, kind);
+    OFF(atf_block, J); OFF(atf_block, nnz); OFF(atf_block, indptr); OFF(atf_block, indices);
+    OFF(atf_block, data); OFF(atf_block, H); OFF(atf_block, D);
+    SIZE(atf_provenance);
+    OFF(atf_provenance, atf_version); OFF(atf_provenance, command);
+    OFF(atf_provenance, data_source); OFF(atf_provenance, has_data_seed);
+    OFF(atf_provenance, data_seed); OFF(atf_provenance, has_standardize);
+    OFF(atf_provenance, standardize); OFF(atf_provenance, mlp_fingerprint);
+    SIZE(atf_problem);
+    OFF(atf_problem, N); OFF(atf_problem, C); OFF(atf_problem, M); OFF(atf_problem, r);
+    OFF(atf_problem, y); OFF(atf_problem, f0); OFF(atf_problem, labels);
+    OFF(atf_problem, nblocks); OFF(atf_problem, blocks); OFF(atf_problem, test);
+    OFF(atf_problem, fingerprint); OFF(atf_problem, fingerprint_state); OFF(atf_problem, prov);
+}
+
+static void result(void)
+{
+    SIZE(atf_result_block);
+    OFF(atf_result_block, name); OFF(atf_result_block, rows); OFF(atf_result_block, cols);
+    OFF(atf_result_block, penalty_spec); OFF(atf_result_block, B);
+    OFF(atf_result_block, layout); OFF(atf_result_block, k); OFF(atf_result_block, d);
+    OFF(atf_result_block, s1); OFF(atf_result_block, sigma); OFF(atf_result_block, s2);
+    OFF(atf_result_block, U); OFF(atf_result_block, V);
+    SIZE(atf_result);
+    OFF(atf_result, status); OFF(atf_result, method); OFF(atf_result, structure);
+    OFF(atf_result, objective); OFF(atf_result, iterations); OFF(atf_result, primal_residual);
+    OFF(atf_result, dual_residual); OFF(atf_result, constraint_residual);
+    OFF(atf_result, stationarity); OFF(atf_result, ls_residual); OFF(atf_result, loss_value);
+    OFF(atf_result, penalty_value); OFF(atf_result, pg_residual); OFF(atf_result, duality_gap);
+    OFF(atf_result, solve_seconds); OFF(atf_result, setup_seconds);
+    OFF(atf_result, projection_seconds); OFF(atf_result, prox_seconds);
+    OFF(atf_result, other_seconds); OFF(atf_result, nblocks); OFF(atf_result, blocks);
+    OFF(atf_result, problem_fingerprint); OFF(atf_result, loss);
+    OFF(atf_result, penalty_override); OFF(atf_result, tol); OFF(atf_result, eps_abs);
+    OFF(atf_result, rho); OFF(atf_result, alpha); OFF(atf_result, max_iter);
+    OFF(atf_result, reduce); OFF(atf_result, adaptive_rho); OFF(atf_result, atf_version);
+    OFF(atf_result, command);
+}
+
+static void settings(void)
+{
+    SIZE(atf_loss);
+    OFF(atf_loss, kind); OFF(atf_loss, lambda);
+    SIZE(atf_settings);
+    OFF(atf_settings, method); OFF(atf_settings, loss); OFF(atf_settings, structure);
+    OFF(atf_settings, max_iter); OFF(atf_settings, eps_abs); OFF(atf_settings, eps_rel);
+    OFF(atf_settings, alpha); OFF(atf_settings, rho); OFF(atf_settings, adaptive_rho);
+    OFF(atf_settings, reduce); OFF(atf_settings, verbose); OFF(atf_settings, log_every);
+    OFF(atf_settings, log); OFF(atf_settings, warm); OFF(atf_settings, interrupt);
+    printf("sig_atomic_t %zu\n", sizeof(sig_atomic_t));
+}
+
+int main(void)
+{
+    omega_penalty();
+    block_problem();
+    result();
+    settings();
+    return 0;
+}

@@ -1,0 +1,40 @@
+"""The ctypes mirror of atf's public structs (drivers/python/atf/_lib.py) against the C
+compiler's own sizes and offsets, printed by layout_probe (argv[1])."""
+import ctypes
+import subprocess
+import sys
+
+from atf import _lib
+
+import atf_env
+
+MIRROR = {"atf_omega": _lib.Omega, "atf_penalty": _lib.PenaltyC, "atf_block": _lib.BlockC,
+          "atf_provenance": _lib.ProvenanceC, "atf_problem": _lib.ProblemC,
+          "atf_result_block": _lib.ResultBlockC, "atf_result": _lib.ResultC,
+          "atf_loss": _lib.LossC, "atf_settings": _lib.SettingsC}
+RENAMED = {"lambda": "lambda_"}  # a Python keyword
+
+lines = subprocess.run([sys.argv[1]], capture_output=True, text=True, check=True).stdout.split()
+pairs = list(zip(lines[0::2], lines[1::2]))
+count = 0
+seen = set()
+for name, value in pairs:
+    value = int(value)
+    count += 1
+    if name == "sig_atomic_t":
+        atf_env.check(value == ctypes.sizeof(ctypes.c_int), "sig_atomic_t is an int")
+    elif "." in name:
+        struct, field = name.split(".")
+        cls = MIRROR[struct]
+        field = RENAMED.get(field, field)
+        seen.add((struct, field))
+        got = getattr(cls, field).offset if hasattr(cls, field) else None
+        atf_env.check(got == value, f"{name}: C offset {value}, ctypes {got}")
+    else:
+        got = ctypes.sizeof(MIRROR[name])
+        atf_env.check(got == value, f"sizeof({name}): C {value}, ctypes {got}")
+for struct, cls in MIRROR.items():  # every ctypes field is one the probe knows
+    for f in cls._fields_:
+        count += 1
+        atf_env.check((struct, f[0]) in seen, f"{struct}.{f[0]} not checked by the probe")
+atf_env.finish("test_layout", count)

@@ -303,10 +303,14 @@ static FILE *log_stream(const atf_solver *s)
  * a tiny scale) IRLS can creep in steps below eps_rel while still far from a stationary point
  * (seen: step 1e-6 at stationarity 0.2). So a small step ends the run only where the
  * stationarity certificate confirms it; otherwise IRLS goes on (and may end at the limit). */
-static int certified(atf_solver *s, const double *x)
+static double stationarity_at(atf_solver *s, const double *x)
 {
-    double tol = fmax(CERTIFY_FACTOR * s->set.eps_rel, CERTIFY_FLOOR);
-    return atf_sv_stationarity(s, x, NULL, 1e-12 * atf_sv_norm(x, s->n)) <= tol;
+    return atf_sv_stationarity(s, x, NULL, 1e-12 * atf_sv_norm(x, s->n));
+}
+
+static int certified(const atf_solver *s, double stationarity)
+{
+    return stationarity <= fmax(CERTIFY_FACTOR * s->set.eps_rel, CERTIFY_FLOOR);
 }
 
 atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *info,
@@ -334,6 +338,7 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
     res->status = ATF_STATUS_MAX_ITERATIONS;
     int iter;
     double step = NAN;
+    double cert = NAN; /* stationarity of the current x, once computed */
     for (iter = 1; iter <= s->set.max_iter; iter++) {
         if (s->set.interrupt && *s->set.interrupt) {
             iter--;
@@ -365,7 +370,8 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
         if (s->set.verbose && (done || iter == 1 || iter % s->set.log_every == 0))
             fprintf(log_stream(s), "%8d %14.7e %10.3e %9.3f\n", iter,
                     atf_sv_unscale_objective(s, F), step, atf_now() - start);
-        if (done && certified(s, x)) {
+        cert = done ? stationarity_at(s, x) : NAN;
+        if (done && certified(s, cert)) {
             res->status = ATF_STATUS_SOLVED;
             break;
         }
@@ -375,7 +381,7 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
     res->iterations = iter;
     res->primal_residual = step;
     res->dual_residual = NAN;
-    res->stationarity = atf_sv_stationarity(s, x, NULL, 1e-12 * atf_sv_norm(x, n));
+    res->stationarity = isnan(cert) ? stationarity_at(s, x) : cert;
     if (res->status == ATF_STATUS_SOLVED && step == 0.0 && !(res->stationarity <= STALL_CERTIFIED))
         res->status = ATF_STATUS_NUMERICAL_ERROR; /* stalled away from a stationary point */
     info->iterations = iter;

@@ -109,7 +109,7 @@ typedef struct {
      * recorded" (files of earlier versions, results built in code) and are not written. */
     char problem_fingerprint[ATF_FINGERPRINT_LEN]; /* the fingerprint of the problem solved */
     char loss[64];                 /* loss spec, e.g. "interpolate" (the constraints hold
-                                      exactly); as long as solver/atf_loss.h's specs */
+                                      exactly); as long as problems/atf_loss.h's specs */
     char penalty_override[ATF_PENALTY_SPECLEN]; /* the penalty override (atf
                                                   solve --penalty), "" if the file's were used */
     double tol, eps_abs, rho, alpha;

@@ -1,4 +1,5 @@
-/* atf_loss.h — the loss of problem (16): exact interpolation, or a penalized fit.
+/* atf_loss.h — the loss of problem (16): exact interpolation, or a penalized fit (also the loss
+ * of the models trained by gradient descent).
  *
  * Minimising Ω(M) + ‖W‖² + L(f0 + ⟨G, M W⟩) over (M, W) equals minimising
  * Σ_ℓ Σ_j ω̃_ℓ(σ_j(B_ℓ)) + L(f0 + A vec B) over B for any loss L (docs/solver.md,
@@ -58,6 +59,10 @@ atf_error atf_loss_check(const atf_loss *loss, const atf_problem *prob, const ch
  * zero). Stable for any logits (log-sum-exp); returns NaN for interpolate. */
 double atf_loss_value(const atf_loss *loss, int N, int C, const double *pred, const double *r,
                       const double *f0, const int *labels, double *grad);
+
+/* −log softmax(z)[y] of one example's logits z [C] (stable log-sum-exp); p (may be NULL)
+ * receives softmax(z) [C]. */
+double atf_softmax_xent(int C, const double *z, int y, double *p);
 
 /* Mean softmax cross-entropy (1/N) Σ_i −log softmax(logits_i)[labels_i] of logits [N × C]
  * (no λ): the test cross-entropy that prediction reports. */

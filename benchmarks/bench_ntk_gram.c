@@ -106,7 +106,7 @@ static int bench(int N, const atf_mlp *m)
 
 int main(int argc, char **argv)
 {
-    atf_arch arch = {.L = 3, .widths = {784, 128, 128, 1}, .bias = 0,
+    atf_arch arch = {.L = 3, .widths = {784, 128, 128, 1}, .bias = {0},
                      .param = ATF_PARAM_STANDARD};
     atf_mlp *m = NULL;
     char err[ATF_ERRLEN];

@@ -95,6 +95,12 @@ int atf_penalty_is_nuclear(const atf_penalty *pen);
  * +∞ below. */
 double atf_omega_value(const atf_omega *w, double z);
 
+/* ω'(z) of one family where ω is finite (the derivative that gradient methods on a factor M use
+ * through Σ_j ω(s_j(M))): sq 2γ(z−1), abs γ sign(z−1) (0 at 1), pow γp|z−1|^(p−1) sign(z−1),
+ * zsq and nuclear 2γz, logsq 2γ ln(z)/z, balanced 2γ(z − 1/z); NaN for `fixed` and outside the
+ * domain. */
+double atf_omega_deriv(const atf_omega *w, double z);
+
 /* Joint penalty (ω1 ⊕ ω2)(v) for v ≥ 1 (eq. 11); s1, s2 (may be NULL) receive the split
  * z and v/z with s1·s2 = v. For a single term s1 = v, s2 = 1; for `fixed + ω` s1 = 1, s2 = v.
  * Below 1 there is no admissible split: +∞ with s1 = s2 = 1 (except `nuclear`, γ v² for v ≥ 0). */

@@ -83,6 +83,24 @@ double atf_omega_value(const atf_omega *w, double z)
     return NAN;
 }
 
+double atf_omega_deriv(const atf_omega *w, double z)
+{
+    const double g = w->scale, x = z - 1.0;
+    if (isnan(z))
+        return z;
+    switch (w->family) {
+    case ATF_FAMILY_FIXED: return NAN;
+    case ATF_FAMILY_SQ: return 2.0 * g * x;
+    case ATF_FAMILY_ABS: return x > 0.0 ? g : x < 0.0 ? -g : 0.0;
+    case ATF_FAMILY_POW: return x == 0.0 ? 0.0 : copysign(g * w->p * pow(fabs(x), w->p - 1.0), x);
+    case ATF_FAMILY_ZSQ: return 2.0 * g * z;
+    case ATF_FAMILY_LOGSQ: return z > 0.0 ? 2.0 * g * log(z) / z : NAN;
+    case ATF_FAMILY_NUCLEAR: return z >= 0.0 ? 2.0 * g * z : NAN;
+    case ATF_FAMILY_BALANCED: return z > 0.0 ? 2.0 * g * (z - 1.0 / z) : NAN;
+    }
+    return NAN;
+}
+
 /* balanced: the root of x² + 2(x − ln(1 + x)) = q. The left side is increasing and convex on
  * x ≥ 0 and ≥ x², so Newton from x = √q descends monotonically onto the root. */
 static double balanced_inv_x(double q)

@@ -35,6 +35,12 @@
  * calculus can still form γ·ω(z) and √γ without overflow. */
 #define EQ_GAMMA_EXP 900
 #define NO_EXP INT_MIN /* exponent of a zero norm: the part does not count */
+#define EQ_H_EXP 64    /* ATF_EQ_NONE: H rows within 2^±64 of unit norm are left as they are */
+/* which arrays of a work block are the solver's own (the others are the problem's, shared) */
+#define EQ_OWN_J 1
+#define EQ_OWN_DATA 2
+#define EQ_OWN_H 4
+#define EQ_OWN_D 8
 
 /* Binary exponent e with x = f·2^e, f ∈ [1/2, 1); NO_EXP for 0. */
 static int exponent_of(double x)
@@ -85,46 +91,110 @@ static double *copy_of(const double *x, size_t n)
     return y;
 }
 
-/* The scaled copy of block b (row m of A_b by 2^−E_m); eh: exponents of b's H rows. */
-static int scale_block(const atf_block *b, const int *eh, const int *E, atf_block *out)
+static int all_zero(const int *e, int n)
 {
-    int M = b->M;
-    if (b->kind == ATF_OP_DENSE) {
-        size_t len = (size_t)b->rows * (size_t)b->cols;
-        if (!(out->J = copy_of(b->J, (size_t)M * len)))
-            return -1;
-        for (int m = 0; m < M; m++)
-            scale_values(out->J + (size_t)m * len, len, -E[m]);
-    } else if (b->kind == ATF_OP_SPARSE) {
-        if (!(out->data = copy_of(b->data, (size_t)b->nnz)))
-            return -1;
-        for (int m = 0; m < M; m++)
-            scale_values(out->data + b->indptr[m], (size_t)(b->indptr[m + 1] - b->indptr[m]),
-                         -E[m]);
-    } else {
-        out->H = copy_of(b->H, (size_t)b->N * (size_t)b->rows);
-        out->D = copy_of(b->D, (size_t)M * (size_t)b->cols);
-        if (!out->H || !out->D)
-            return -1;
-        for (int i = 0; i < b->N; i++)
-            if (eh[i] != NO_EXP)
-                scale_values(out->H + (size_t)i * (size_t)b->rows, (size_t)b->rows, -eh[i]);
-        for (int m = 0; m < M; m++) {
-            int i = m / b->C;
-            scale_values(out->D + (size_t)m * (size_t)b->cols, (size_t)b->cols,
-                         (eh[i] == NO_EXP ? 0 : eh[i]) - E[m]);
-        }
-    }
-    return 0;
+    for (int i = 0; i < n; i++)
+        if (e[i] != 0)
+            return 0;
+    return 1;
 }
 
-/* Exponents of the H rows of a factored block into eh[N]. */
-static void h_exponents(const atf_block *b, int *eh)
+/* The D row exponents of a factored block: row m moves by eh[m div C] − E[m]. */
+static void d_exponents(const atf_block *b, const int *eh, const int *E, int *ed)
 {
+    for (int m = 0; m < b->M; m++) {
+        int i = m / b->C;
+        ed[m] = (eh[i] == NO_EXP ? 0 : eh[i]) - E[m];
+    }
+}
+
+/* out = x with rows of length len[·] (starting at start[·]) scaled by 2^e[row]. A copy only
+ * when some e is not 0: otherwise out is x itself (*owned = 0), so that an identity scaling
+ * costs no memory — at full data scale the operator is the largest array there is. */
+static double *scaled_rows(const double *x, size_t total, int rows, const int *e,
+                           size_t (*start)(const atf_block *, int), const atf_block *b,
+                           int *owned)
+{
+    if (all_zero(e, rows)) {
+        *owned = 0;
+        return (double *)x; /* shared, never written: see atf_sv_equilibrate_free */
+    }
+    double *y = copy_of(x, total);
+    if (!y)
+        return NULL;
+    *owned = 1;
+    for (int m = 0; m < rows; m++)
+        scale_values(y + start(b, m), start(b, m + 1) - start(b, m), e[m]);
+    return y;
+}
+
+static size_t dense_start(const atf_block *b, int m)
+{
+    return (size_t)m * (size_t)b->rows * (size_t)b->cols;
+}
+
+static size_t sparse_start(const atf_block *b, int m)
+{
+    return (size_t)b->indptr[m];
+}
+
+static size_t h_start(const atf_block *b, int i)
+{
+    return (size_t)i * (size_t)b->rows;
+}
+
+static size_t d_start(const atf_block *b, int m)
+{
+    return (size_t)m * (size_t)b->cols;
+}
+
+/* The scaled block b (row m of A_b by 2^−E_m); eh: exponents of b's H rows, negated in ne
+ * [max(N, M)] (workspace). Sets which arrays `out` owns (EQ_OWN_*). */
+static int scale_block(const atf_block *b, const int *eh, const int *E, int *ne,
+                       atf_block *out, unsigned char *owns)
+{
+    int M = b->M, own = 0;
+    *owns = 0;
+    if (b->kind == ATF_OP_DENSE || b->kind == ATF_OP_SPARSE) {
+        for (int m = 0; m < M; m++)
+            ne[m] = -E[m];
+        if (b->kind == ATF_OP_DENSE) {
+            out->J = scaled_rows(b->J, dense_start(b, M), M, ne, dense_start, b, &own);
+            *owns |= own ? EQ_OWN_J : 0;
+            return out->J ? 0 : -1;
+        }
+        out->data = scaled_rows(b->data, (size_t)b->nnz, M, ne, sparse_start, b, &own);
+        *owns |= own ? EQ_OWN_DATA : 0;
+        return out->data ? 0 : -1;
+    }
     for (int i = 0; i < b->N; i++)
+        ne[i] = eh[i] == NO_EXP ? 0 : -eh[i];
+    out->H = scaled_rows(b->H, h_start(b, b->N), b->N, ne, h_start, b, &own);
+    *owns |= own ? EQ_OWN_H : 0;
+    if (!out->H)
+        return -1;
+    d_exponents(b, eh, E, ne);
+    out->D = scaled_rows(b->D, d_start(b, M), M, ne, d_start, b, &own);
+    *owns |= own ? EQ_OWN_D : 0;
+    return out->D ? 0 : -1;
+}
+
+/* Exponents of the H rows of a factored block into eh[N]. ATF_EQ_NONE (the penalized losses)
+ * scales H only when some row is far from unit size (beyond 2^±EQ_H_EXP, e.g. data × 10³⁰⁰,
+ * where the subspace bases need it): otherwise every eh is NO_EXP, H and D stay the
+ * problem's own arrays, and no copy is made. */
+static void h_exponents(const atf_block *b, atf_sv_eq_mode mode, int *eh)
+{
+    int far = 0;
+    for (int i = 0; i < b->N; i++) {
         eh[i] = b->kind == ATF_OP_FACTORED
                     ? exponent_of(row_norm(b->H + (size_t)i * (size_t)b->rows, b->rows))
                     : NO_EXP;
+        far = far || (eh[i] != NO_EXP && abs(eh[i]) > EQ_H_EXP);
+    }
+    if (mode == ATF_EQ_NONE && !far)
+        for (int i = 0; i < b->N; i++)
+            eh[i] = NO_EXP;
 }
 
 /* Largest binary exponent of the row-scaled r (NO_EXP if r = 0), without forming it (it may
@@ -145,6 +215,10 @@ static int scaled_r_exponent(const double *r, const int *E, int M)
 static void row_exponents(const atf_problem *prob, const int *eh, atf_sv_eq_mode mode, int *E)
 {
     int top = NO_EXP;
+    if (mode == ATF_EQ_NONE) {
+        memset(E, 0, (size_t)prob->M * sizeof *E);
+        return;
+    }
     for (int m = 0; m < prob->M; m++) {
         int e = NO_EXP;
         for (int l = 0; l < prob->nblocks; l++) {
@@ -219,12 +293,14 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
     w->labels = NULL;
     w->r = NULL;
     w->blocks = calloc((size_t)L, sizeof *w->blocks);
+    s->work_owns = calloc((size_t)L, 1);
     int *eh = malloc((size_t)L * (size_t)maxN * sizeof *eh);
     int *E = malloc((size_t)M * sizeof *E);
-    if (!w->blocks || !eh || !E)
+    int *ne = malloc((size_t)(M > maxN ? M : maxN) * sizeof *ne);
+    if (!w->blocks || !s->work_owns || !eh || !E || !ne)
         goto nomem;
     for (int l = 0; l < L; l++)
-        h_exponents(&prob->blocks[l], eh + (size_t)l * (size_t)maxN);
+        h_exponents(&prob->blocks[l], mode, eh + (size_t)l * (size_t)maxN);
     row_exponents(prob, eh, mode, E);
     s->eq_mode = mode;
     int k = variable_exponent(prob, scaled_r_exponent(prob->r, E, M));
@@ -240,17 +316,17 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
         atf_block *o = &w->blocks[l];
         *o = *b;
         o->J = o->data = o->H = o->D = NULL;
-        if (scale_block(b, eh + (size_t)l * (size_t)maxN, E, o) != 0)
+        if (scale_block(b, eh + (size_t)l * (size_t)maxN, E, ne, o, &s->work_owns[l]) != 0)
             goto nomem;
         if (!homogeneous) {
             scale_gamma(&o->penalty.w1, k);
             scale_gamma(&o->penalty.w2, k);
         }
     }
-    free(eh), free(E);
+    free(eh), free(E), free(ne);
     return ATF_OK;
 nomem:
-    free(eh), free(E);
+    free(eh), free(E), free(ne);
     atf_errorf(err, "solver: out of memory for the equilibrated copy of the data");
     return ATF_E_NOMEM;
 }
@@ -258,14 +334,23 @@ nomem:
 void atf_sv_equilibrate_free(atf_solver *s)
 {
     atf_problem *w = &s->work;
-    if (w->blocks)
+    if (w->blocks && s->work_owns)
         for (int l = 0; l < w->nblocks; l++) {
             atf_block *b = &w->blocks[l];
-            free(b->J), free(b->data), free(b->H), free(b->D);
+            unsigned char own = s->work_owns[l];
+            if (own & EQ_OWN_J)
+                free(b->J);
+            if (own & EQ_OWN_DATA)
+                free(b->data);
+            if (own & EQ_OWN_H)
+                free(b->H);
+            if (own & EQ_OWN_D)
+                free(b->D);
         }
-    free(w->blocks), free(w->r);
+    free(w->blocks), free(w->r), free(s->work_owns);
     w->blocks = NULL;
     w->r = NULL;
+    s->work_owns = NULL;
 }
 
 void atf_sv_unscale(const atf_solver *s, double *x, size_t n)

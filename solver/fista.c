@@ -286,19 +286,24 @@ static void log_header(atf_solver *s, const atf_loss *loss, const fista_state *s
             "penalty", "pg res", "step", "restarts", "time(s)", "ETA(s)");
 }
 
+/* Seconds left: the recent seconds per iteration (between the last two table rows, or since
+ * the first iteration began for the first row) times the iterations left — those the residual's recent decay
+ * rate needs to reach eps_rel, capped by the iteration budget; the whole budget while the
+ * residual does not decrease. */
 static double eta_seconds(atf_solver *s, fista_state *st, double now)
 {
     double eta = NAN;
-    if (st->eta_iter > 0 && st->iter > st->eta_iter && st->res > 0.0 && st->eta_res > 0.0) {
-        double rate = log(st->eta_res / st->res) / (st->iter - st->eta_iter);
+    if (st->iter > st->eta_iter) {
         double per_iter = (now - st->eta_time) / (st->iter - st->eta_iter);
-        if (rate > 0.0 && st->res > s->set.eps_rel) {
-            double left = fmin(log(st->res / s->set.eps_rel) / rate,
-                               (double)(s->set.max_iter - st->iter));
-            eta = left * per_iter;
-        } else if (st->res <= s->set.eps_rel) {
-            eta = 0.0;
+        double left = (double)(s->set.max_iter - st->iter);
+        if (st->res <= s->set.eps_rel) {
+            left = 0.0;
+        } else if (st->eta_iter > 0 && st->res > 0.0 && st->eta_res > 0.0) {
+            double rate = log(st->eta_res / st->res) / (st->iter - st->eta_iter);
+            if (rate > 0.0)
+                left = fmin(log(st->res / s->set.eps_rel) / rate, left);
         }
+        eta = left * per_iter;
     }
     st->eta_iter = st->iter, st->eta_res = st->res, st->eta_time = now;
     return eta;
@@ -510,6 +515,7 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
         log_header(s, loss, &st);
     atf_status status = ATF_STATUS_MAX_ITERATIONS;
     const atf_settings *set = &s->set;
+    st.eta_time = atf_now() - st.start; /* the iterations start here (after the first step) */
     for (st.iter = 1; st.iter <= set->max_iter; st.iter++) {
         if (set->interrupt && *set->interrupt) {
             st.iter--;

@@ -116,6 +116,9 @@ static double exp_excess(double d)
     return expm1(d) - d;
 }
 
+/* Above this centred logit change the series form's e^d may overflow (e^709 ≈ DBL_MAX). */
+#define BREGMAN_EXP_MAX 700.0
+
 double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1)
 {
     const atf_problem *p = pl->prob;
@@ -139,12 +142,23 @@ double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1)
             delta[k] = pl->scale[m] * (z1[m] - z0[m]);
         }
         atf_softmax_xent(C, prob, 0, prob);
-        double mean = 0.0, excess = 0.0;
+        double mean = 0.0, excess = 0.0, top = -INFINITY;
         for (int k = 0; k < C; k++)
             mean += prob[k] * delta[k];
         for (int k = 0; k < C; k++)
-            excess += prob[k] * exp_excess(delta[k] - mean);
-        sum += log1p(excess);
+            if (prob[k] > 0.0) /* a class of probability 0 adds nothing (not 0·∞) */
+                top = fmax(top, delta[k] - mean);
+        if (top < BREGMAN_EXP_MAX) {
+            for (int k = 0; k < C; k++)
+                if (prob[k] > 0.0)
+                    excess += prob[k] * exp_excess(delta[k] - mean);
+            sum += log1p(excess);
+        } else { /* e^d would overflow: log Σ_k p_k e^{d_k} (= log(1 + Σ p_k φ(d_k))) by LSE */
+            for (int k = 0; k < C; k++)
+                if (prob[k] > 0.0)
+                    excess += exp(log(prob[k]) + (delta[k] - mean) - top);
+            sum += top + log(excess);
+        }
     }
     return pl->kappa * sum / pl->loss.lambda;
 }

@@ -88,13 +88,15 @@ static atf_error build(atf_solver *s, atf_sv_eq_mode mode, char *err)
     return e;
 }
 
-/* A penalized loss: the row-equilibrated data and their cores, no projection. Every r is
+/* A penalized loss: the data in the variable unit only (rows as they are: the loss sees the
+ * predictions scale ∘ A'x, which undo any row scaling, so the iterates would not change while
+ * a row-scaled copy would double the memory of A) and their cores, no projection. Every r is
  * "consistent" (there is no constraint) and there is no least-squares point. */
 static atf_error build_penalized(atf_solver *s, char *err)
 {
     atf_error e = atf_loss_check(&s->set.loss, s->prob, "problem", err);
     if (e == ATF_OK)
-        e = atf_sv_equilibrate_mode(s, ATF_EQ_ROWS, err);
+        e = atf_sv_equilibrate_mode(s, ATF_EQ_NONE, err);
     if (e == ATF_OK)
         e = atf_sv_vars_build(s, err);
     if (e == ATF_OK)

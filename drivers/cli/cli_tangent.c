@@ -43,8 +43,8 @@ atf_error atf_cli_tangent_option(int c, const char *value, atf_data_options *d,
     /* The flags are the library's 0/1 options of the same name. */
     if (c == ATF_CLI_OPT_STANDARDIZE || c == ATF_CLI_OPT_NO_STANDARDIZE)
         return atf_data_option(d, "standardize", c == ATF_CLI_OPT_STANDARDIZE ? "1" : "0", err);
-    if (c == ATF_CLI_OPT_BIAS)
-        return atf_net_option(n, "bias", "1", err);
+    if (c == ATF_CLI_OPT_BIAS) /* a bare --bias: every layer */
+        return name_the_flag(atf_net_option(n, "bias", value ? value : "1", err), "bias", err);
     if (net)
         return name_the_flag(atf_net_option(n, o->name, value, err), o->name, err);
     return name_the_flag(atf_data_option(d, o->name, value, err), o->name, err);

@@ -29,16 +29,18 @@ enum {
     ATF_CLI_OPT_NO_STANDARDIZE,
     ATF_CLI_OPT_TARGETS,
     ATF_CLI_OPT_TEACHER_SEED,
+    ATF_CLI_OPT_SPLIT,
     ATF_CLI_OPT_MLP,
     ATF_CLI_OPT_WIDTHS,
     ATF_CLI_OPT_SEED,
     ATF_CLI_OPT_BIAS,
     ATF_CLI_OPT_PARAM,
-    ATF_CLI_OPT_INIT
+    ATF_CLI_OPT_INIT,
+    ATF_CLI_OPT_ACTIVATION
 };
 
 /* The data options: --data SRC, --classes LIST, --n-train N, --n-test N, --data-seed S,
- * --standardize, --no-standardize, --targets T, --teacher-seed S. */
+ * --standardize, --no-standardize, --targets T, --teacher-seed S, --split pooled|official. */
 #define ATF_CLI_DATA_OPTIONS                                             \
     {"data", required_argument, NULL, ATF_CLI_OPT_DATA},                 \
     {"classes", required_argument, NULL, ATF_CLI_OPT_CLASSES},           \
@@ -48,14 +50,18 @@ enum {
     {"standardize", no_argument, NULL, ATF_CLI_OPT_STANDARDIZE},         \
     {"no-standardize", no_argument, NULL, ATF_CLI_OPT_NO_STANDARDIZE},   \
     {"targets", required_argument, NULL, ATF_CLI_OPT_TARGETS},           \
-    {"teacher-seed", required_argument, NULL, ATF_CLI_OPT_TEACHER_SEED}
+    {"teacher-seed", required_argument, NULL, ATF_CLI_OPT_TEACHER_SEED}, \
+    {"split", required_argument, NULL, ATF_CLI_OPT_SPLIT}
 
-/* The network options: --mlp FILE, --widths LIST, --seed S, --bias, --param P, --init I. */
+/* The network options: --mlp FILE, --widths LIST, --seed S, --bias[=all|none|LAYERS],
+ * --activation SPEC[;SPEC...], --param P, --init I. (--bias takes its value only in the
+ * --bias=VALUE form: a bare --bias means every layer.) */
 #define ATF_CLI_NET_OPTIONS                                              \
     {"mlp", required_argument, NULL, ATF_CLI_OPT_MLP},                   \
     {"widths", required_argument, NULL, ATF_CLI_OPT_WIDTHS},             \
     {"seed", required_argument, NULL, ATF_CLI_OPT_SEED},                 \
-    {"bias", no_argument, NULL, ATF_CLI_OPT_BIAS},                       \
+    {"bias", optional_argument, NULL, ATF_CLI_OPT_BIAS},                 \
+    {"activation", required_argument, NULL, ATF_CLI_OPT_ACTIVATION},     \
     {"param", required_argument, NULL, ATF_CLI_OPT_PARAM},               \
     {"init", required_argument, NULL, ATF_CLI_OPT_INIT}
 

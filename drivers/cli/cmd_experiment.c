@@ -6,6 +6,7 @@
 
 #include "atf_util.h"
 #include "cli_tangent.h"
+#include "cli_train.h"
 #include "cmd_experiments.h"
 
 /* ---- what the experiment commands share ---- */
@@ -75,11 +76,11 @@ static atf_error parse_hidden(const char *text, atf_arch *arch, char *err)
 
 static atf_error parse_init(const char *text, int *init, char *err)
 {
-    if (strcmp(text, "he") && strcmp(text, "torch")) {
-        atf_errorf(err, "--init: '%s' (expected he or torch)", text);
+    if (strcmp(text, "he") && strcmp(text, "torch") && strcmp(text, "lecun")) {
+        atf_errorf(err, "--init: '%s' (expected he, torch or lecun)", text);
         return ATF_E_USAGE;
     }
-    *init = text[0] == 't' ? ATF_INIT_TORCH : ATF_INIT_HE;
+    *init = text[0] == 't' ? ATF_INIT_TORCH : text[0] == 'l' ? ATF_INIT_LECUN : ATF_INIT_HE;
     return ATF_OK;
 }
 
@@ -113,8 +114,8 @@ static void penalties_usage(FILE *out)
 enum {
     OPT_JSON = ATF_CLI_OPT_FIRST, OPT_OUT, OPT_PENALTY, OPT_FROM, OPT_TO, OPT_NUM, OPT_T,
     OPT_NO_MLP, OPT_CENTER, OPT_NS, OPT_SEEDS, OPT_SEED_LIST, OPT_INIT, OPT_HIDDEN, OPT_SCALES,
-    OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_EPOCHS, OPT_BATCH, OPT_LR,
-    OPT_MOMENTUM, OPT_PATH_POINTS, OPT_LOSS
+    OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_PATH_POINTS, OPT_LOSS,
+    OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA
 };
 
 static atf_error penalties_option(int c, const char *val, atf_penalties_config *cfg, char *err)
@@ -191,19 +192,29 @@ static void samples_usage(FILE *out)
 {
     fprintf(out,
             "usage: atf experiment samples [--data SOURCE] [--classes LIST] [--ns LIST]\n"
-            "          [--seeds K | --seed-list LIST] [--n-test N] [--hidden LIST] [--init he|torch]\n"
-            "          [--penalty SPEC] [--loss SPEC] [--scales LIST] [--auto-fraction Q]\n"
-            "          [--structure layer|diagonal|full]\n"
-            "          [--tol EPS] [--max-iter N] [--epochs E] [--batch B] [--lr LR]\n"
-            "          [--momentum MU] [--center] [--no-mlp] [--out DIR] [--json]\n"
+            "          [--seeds K | --seed-list LIST] [--n-test N] [--hidden LIST]\n"
+            "          [--init he|torch|lecun] [--activation SPEC] [--models LIST]\n"
+            "          [--penalty SPEC] [--loss SPEC] [--xent-lambda L] [--scales LIST]\n"
+            "          [--auto-fraction Q] [--structure layer|diagonal|full] [--tol EPS]\n"
+            "          [--max-iter N] [--sgd-loss squared|xent] [--optimizer sgd|adam] [--lr LR]\n"
+            "          [--momentum MU] [--lr-schedule cosine|constant] [--epochs E] [--batch B]\n"
+            "          [--stop final|best-val|test-selected] [--val N] [--patience K]\n"
+            "          [--sampling fixed|resample-each-epoch] [--pool N] [--center] [--no-mlp]\n"
+            "          [--out DIR] [--json]\n"
             "\n"
-            "Test error against the number of training examples n for three models built on the\n"
-            "same random network theta0 (one per seed): the NTK min-norm interpolant (fixed tangent\n"
-            "features), problem (16) with PENALTY (adaptive features), and the network trained\n"
-            "from theta0 by SGD. Rows go to DIR/samples.csv and .jsonl (resumable), mean +- std\n"
-            "over seeds to DIR/samples_summary.csv and a Markdown table on stdout, the figure to\n"
-            "DIR/samples.{svg,png} (default DIR out/samples).\n"
+            "Test error against the number of training examples n for models built on the same\n"
+            "random network theta0 (one per seed). Rows go to DIR/samples.csv and .jsonl\n"
+            "(resumable), mean +- std over seeds to DIR/samples_summary.csv and a Markdown table on\n"
+            "stdout, the figure to DIR/samples.{svg,png} (default DIR out/samples).\n"
             "\n"
+            "  --models LIST      any of (default ntk,p16,network):\n"
+            "                       ntk             NTK min-norm interpolant (fixed features)\n"
+            "                       p16             problem (16) solved exactly with PENALTY\n"
+            "                                       and LOSS (adaptive features)\n"
+            "                       p16-xent        problem (16) with loss xent:lambda=L\n"
+            "                       ntk-sgd         linearised network trained by SGD/Adam\n"
+            "                       factorized-sgd  factorised linearisation M1 W M2, SGD/Adam\n"
+            "                       network         the network trained by SGD/Adam\n"
             "  --data SOURCE      synthetic[:d=..,r=..,noise=..] (default), mnist[:DIR],\n"
             "                     fashion-mnist[:DIR] or a data set file; --classes, --targets,\n"
             "                     --standardize, --teacher-seed as for atf features\n"
@@ -211,21 +222,37 @@ static void samples_usage(FILE *out)
             "  --seeds K          seeds 1..K (default 3); --seed-list LIST for explicit seeds\n"
             "  --n-test N         test examples (default 1000)\n"
             "  --hidden LIST      hidden widths (default 128,128; mnist: 128,128,128,128)\n"
-            "  --init he|torch    initial weights: He-normal (default for synthetic/HDF5 data) or\n"
-            "                     PyTorch's nn.Linear default (default for mnist, as in the paper)\n"
+            "  --activation SPEC  after every hidden layer, or one per --hidden layer separated by\n"
+            "                     ';' (default relu; the specs of atf features --help)\n"
+            "  --init I           initial weights: he (He-normal, default for synthetic/HDF5\n"
+            "                     data), torch (nn.Linear's default, default for mnist) or lecun\n"
             "  --penalty SPEC     problem (16) penalty (default sq:scale=auto); scale=auto sets\n"
             "                     sqrt(gamma) = Q x the largest singular value of the NTK solution\n"
-            "  --loss SPEC        problem (16)'s loss: interpolate (default, ADMM),\n"
-            "                     squared:lambda=L or xent:lambda=L (fista; see atf solve\n"
-            "                     --help); rows then carry a loss column\n"
+            "  --loss SPEC        p16's loss: interpolate (default, ADMM), squared:lambda=L or\n"
+            "                     xent:lambda=L (fista; see atf solve --help)\n"
+            "  --xent-lambda L    p16-xent's lambda (default 1)\n"
             "  --scales LIST      the scale axis: run problem (16) once per value (numbers or\n"
             "                     auto), each a model of its own, e.g. --penalty zsq\n"
             "                     --scales 1e-4,1e-3,1e-2,1e-1,1,auto (at most 8)\n"
             "  --auto-fraction Q  (default 0.3)\n"
             "  --center           linear models without the initial function: r = y and\n"
-            "                     predictions A vec B (f0 := 0; the network is trained as is)\n"
-            "  --epochs/--batch/--lr/--momentum   SGD for the MLP (default 100, 32, lr 0.1\n"
-            "                     (paper B.1) with --init torch and 0.01 with he, momentum 0.9)\n");
+            "                     predictions A vec B (f0 := 0; SGD models keep f0)\n"
+            "Models trained by gradient descent (ntk-sgd, factorized-sgd, network; every row\n"
+            "records its trainer and protocol):\n"
+            "  --sgd-loss L       squared (default) or xent\n"
+            "  --optimizer/--lr/--momentum/--beta1/--beta2/--adam-eps/--lr-schedule/--epochs/\n"
+            "  --batch/--shuffle-seed  as for atf train (default sgd, lr 0.1 with --init torch\n"
+            "                     and 0.01 otherwise, momentum 0.9, cosine, 100 epochs, batch 32)\n"
+            "  --stop S           best-val (default: the best epoch on N validation examples\n"
+            "                     carved from the n), final, or test-selected (the best test\n"
+            "                     epoch: early stopping on the test set, labelled as such)\n"
+            "  --val N            validation examples (default n/10 with best-val)\n"
+            "  --patience K       stop K epochs after the best one (default 0: never early)\n"
+            "  --sampling S       fixed (default: the n examples every model sees) or\n"
+            "                     resample-each-epoch (--resample-each-epoch; a new n-subset of\n"
+            "                     a pool of N training examples every epoch, the authors' loader)\n"
+            "  --pool N           the resampling pool (default: every training example)\n"
+            "  --no-mlp           the default models without the network\n");
 }
 
 /* Options that set a sampling or model setting of the samples experiment. */
@@ -262,27 +289,6 @@ static atf_error samples_model_option(int c, const char *val, atf_samples_config
     return e;
 }
 
-/* Options of the network's training (SGD). */
-static atf_error train_option(int c, const char *val, atf_train_settings *t, char *err)
-{
-    long v;
-    atf_error e = ATF_OK;
-    switch (c) {
-    case OPT_EPOCHS:
-        e = atf_cli_int("--epochs", val, 1, 1000000, &v, err);
-        t->epochs = (int)v;
-        break;
-    case OPT_BATCH:
-        e = atf_cli_int("--batch", val, 1, 1 << 20, &v, err);
-        t->batch = (int)v;
-        break;
-    case OPT_LR: return parse_positive("--lr", val, &t->lr, err);
-    case OPT_MOMENTUM: return atf_cli_double("--momentum", val, &t->momentum, err);
-    default: e = ATF_E_USAGE;
-    }
-    return e;
-}
-
 static atf_error samples_option(int c, const char *val, atf_samples_config *cfg, char *err)
 {
     int used = 0;
@@ -291,15 +297,39 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
     case OPT_NO_MLP: cfg->train_mlp = 0; return ATF_OK;
     case OPT_CENTER: cfg->center = 1; return ATF_OK;
     case OPT_OUT: snprintf(cfg->out, sizeof cfg->out, "%s", val); return ATF_OK;
-    case OPT_EPOCHS: case OPT_BATCH: case OPT_LR: case OPT_MOMENTUM:
-        return train_option(c, val, &cfg->train, err);
+    case OPT_MODELS: return atf_samples_parse_models(val, &cfg->models, err);
+    case OPT_XENT_LAMBDA: return parse_positive("--xent-lambda", val, &cfg->xent_lambda, err);
     case 'h': return ATF_OK;
+    }
+    if (c >= ATF_CLI_OPT_OPTIMIZER) {
+        atf_error e = atf_cli_train_option(c, val, &cfg->train, &cfg->n_pool, &used, err);
+        return e ? e : used ? ATF_OK : ATF_E_USAGE;
     }
     if (c >= ATF_CLI_OPT_DATA) {
         atf_error e = atf_cli_tangent_option(c, val, &cfg->data, NULL, &used, err);
         return e ? e : used ? ATF_OK : ATF_E_USAGE;
     }
     return samples_model_option(c, val, cfg, err);
+}
+
+/* --activation for the samples networks, applied once --hidden is known: one spec for every
+ * hidden layer (whatever their number) or one per --hidden layer. */
+static atf_error samples_activation(const char *text, atf_samples_config *cfg, char *err)
+{
+    if (!text)
+        return ATF_OK;
+    int L = cfg->arch.L;
+    if (L == 0 && strchr(text, ';')) {
+        atf_errorf(err, "--activation: '%s': one spec per hidden layer needs --hidden", text);
+        return ATF_E_USAGE;
+    }
+    atf_error e = atf_activations_parse(text, L ? L : ATF_MAX_LAYERS, cfg->arch.act, err);
+    if (e && !strncmp(err, "activation:", 11)) {
+        char msg[ATF_ERRLEN];
+        snprintf(msg, sizeof msg, "--%s", err);
+        snprintf(err, ATF_ERRLEN, "%s", msg);
+    }
+    return e;
 }
 
 static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, char *err)
@@ -309,14 +339,16 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"ns", required_argument, NULL, OPT_NS}, {"seeds", required_argument, NULL, OPT_SEEDS},
         {"seed-list", required_argument, NULL, OPT_SEED_LIST},
         {"hidden", required_argument, NULL, OPT_HIDDEN}, {"init", required_argument, NULL, OPT_INIT},
+        {"activation", required_argument, NULL, OPT_ACTIVATION},
         {"penalty", required_argument, NULL, OPT_PENALTY},
         {"loss", required_argument, NULL, OPT_LOSS},
         {"scales", required_argument, NULL, OPT_SCALES},
         {"auto-fraction", required_argument, NULL, OPT_AUTO_FRACTION},
         {"structure", required_argument, NULL, OPT_STRUCTURE},
         {"tol", required_argument, NULL, OPT_TOL}, {"max-iter", required_argument, NULL, OPT_MAX_ITER},
-        {"epochs", required_argument, NULL, OPT_EPOCHS}, {"batch", required_argument, NULL, OPT_BATCH},
-        {"lr", required_argument, NULL, OPT_LR}, {"momentum", required_argument, NULL, OPT_MOMENTUM},
+        {"models", required_argument, NULL, OPT_MODELS},
+        {"xent-lambda", required_argument, NULL, OPT_XENT_LAMBDA},
+        {"sgd-loss", required_argument, NULL, ATF_CLI_OPT_TRAIN_LOSS}, ATF_CLI_TRAIN_OPTIONS,
         {"center", no_argument, NULL, OPT_CENTER}, {"no-mlp", no_argument, NULL, OPT_NO_MLP},
         {"out", required_argument, NULL, OPT_OUT}, {"json", no_argument, NULL, OPT_JSON},
         ATF_CLI_HELP_OPTION, {NULL, 0, NULL, 0}};
@@ -324,9 +356,16 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
     atf_samples_defaults(cfg);
     atf_cli_getopt_begin();
     int c;
+    const char *activation = NULL;
     atf_error e = ATF_OK;
-    while (!e && (c = atf_cli_getopt(cmd, argc, argv, "h", options, err)) != -1)
-        e = samples_option(c, optarg, cfg, err);
+    while (!e && (c = atf_cli_getopt(cmd, argc, argv, "h", options, err)) != -1) {
+        if (c == OPT_ACTIVATION)
+            activation = optarg;
+        else
+            e = samples_option(c, optarg, cfg, err);
+    }
+    if (!e)
+        e = samples_activation(activation, cfg, err);
     if (!e)
         e = atf_cli_positionals(cmd, argc, argv, 0, 0, "", NULL, NULL, err);
     if (!e)
@@ -363,7 +402,7 @@ static void alignment_usage(FILE *out)
     fprintf(out,
             "usage: atf experiment alignment [--data mnist[:DIR]] [--classes 2,3] [--n-train 500]\n"
             "          [--n-test 500] [--teacher-seed S] [--widths 784,128,128,1] [--seed S]\n"
-            "          [--init torch|he]\n"
+            "          [--bias[=LAYERS]] [--activation SPEC] [--init torch|he]\n"
             "          [--epochs E] [--batch B] [--lr LR] [--momentum MU] [--path-points T]\n"
             "          [--penalty SPEC] [--auto-fraction Q] [--tol EPS] [--max-iter N]\n"
             "          [--out DIR] [--json]\n"
@@ -390,8 +429,11 @@ static atf_error alignment_option(int c, const char *val, atf_alignment_config *
     switch (c) {
     case OPT_JSON: a->io.json = 1; break;
     case OPT_OUT: snprintf(a->out, sizeof a->out, "%s", val); break;
-    case OPT_EPOCHS: case OPT_BATCH: case OPT_LR: case OPT_MOMENTUM:
-        return train_option(c, val, &a->train, err);
+    case ATF_CLI_OPT_EPOCHS: case ATF_CLI_OPT_BATCH: case ATF_CLI_OPT_LR:
+    case ATF_CLI_OPT_MOMENTUM: {
+        int used;
+        return atf_cli_train_option(c, val, &a->train, NULL, &used, err);
+    }
     case OPT_PATH_POINTS:
         e = atf_cli_int("--path-points", val, 1, 100000, &v, err);
         a->path_points = (int)v;
@@ -416,8 +458,10 @@ static atf_error parse_alignment(int argc, char **argv, atf_alignment_config *a,
 {
     static const struct option options[] = {
         ATF_CLI_DATA_OPTIONS, ATF_CLI_NET_OPTIONS,
-        {"epochs", required_argument, NULL, OPT_EPOCHS}, {"batch", required_argument, NULL, OPT_BATCH},
-        {"lr", required_argument, NULL, OPT_LR}, {"momentum", required_argument, NULL, OPT_MOMENTUM},
+        {"epochs", required_argument, NULL, ATF_CLI_OPT_EPOCHS},
+        {"batch", required_argument, NULL, ATF_CLI_OPT_BATCH},
+        {"lr", required_argument, NULL, ATF_CLI_OPT_LR},
+        {"momentum", required_argument, NULL, ATF_CLI_OPT_MOMENTUM},
         {"path-points", required_argument, NULL, OPT_PATH_POINTS},
         {"penalty", required_argument, NULL, OPT_PENALTY},
         {"auto-fraction", required_argument, NULL, OPT_AUTO_FRACTION},

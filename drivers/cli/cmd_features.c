@@ -15,7 +15,8 @@ static void usage(FILE *out)
         "usage: atf features --data SRC -o PROBLEM.h5 [options]\n"
         "\n"
         "Writes the tangent-feature problem (16) of an MLP at its weights: factored blocks W1..WL\n"
-        "(and b1..bL with --bias) with H = layer inputs and D = df/da, r = y - f0, /y, /f0,\n"
+        "(and b_l for the layers with a bias) with H = layer inputs and D = df/da (it carries\n"
+        "sigma'(a)), r = y - f0, /y, /f0,\n"
         "/labels and the held-out split as /test.\n"
         "\n"
         "data:\n"
@@ -25,10 +26,14 @@ static void usage(FILE *out)
         "                       $ATF_DATA if set, else data/ of atf's repository (where\n"
         "                       scripts/fetch_mnist.sh puts MNIST) and /usr/share/datasets\n"
         "  --classes 2,3        keep these classes (label order: first -> -1, second -> +1)\n"
-        "  --n-train N --n-test N   sizes (default 500 / 500; HDF5 file: all / 0)\n"
+        "  --n-train N --n-test N   sizes (default 500 / 500; HDF5 file: all / 0); --n-train 0:\n"
+        "                       every example the test split leaves\n"
         "  --data-seed S        sampling / synthetic seed (default 1)\n"
         "  --standardize | --no-standardize   per-image zero mean, unit variance\n"
-        "                       (default on for mnist and fashion-mnist)\n"
+        "                       (default on for mnist and fashion-mnist; off: pixels x/255)\n"
+        "  --split S            pooled (default: train and test drawn from all images) or\n"
+        "                       official (train from train-*, test from t10k-*: 60 000 /\n"
+        "                       10 000 for fashion-mnist)\n"
         "  --targets T          labels | given | teacher | teacher-sign (default: labels when\n"
         "                       the data has labels only, else given)\n"
         "  --teacher-seed S     seed of the independent teacher network (default 99991)\n"
@@ -36,7 +41,13 @@ static void usage(FILE *out)
         "  --mlp MLP.h5         use this network, or create one with:\n"
         "  --widths 784,128,128,1   layer widths (default D,128,128,C)\n"
         "  --seed S             initialisation seed (default 1)\n"
-        "  --bias               layers have biases (default: none, as in the paper)\n"
+        "  --bias[=LAYERS]      layers have biases (default: none, as in the paper): --bias or\n"
+        "                       --bias=all every layer, --bias=1,3 layers 1 and 3 (1-based;\n"
+        "                       --bias=layers:1 the first alone), --bias=0 none\n"
+        "  --activation SPEC    after every hidden layer, or one SPEC per hidden layer separated\n"
+        "                       by ';' (default relu): relu | leaky_relu[:slope=0.01] | tanh |\n"
+        "                       sigmoid | gelu | softplus[:beta=1,threshold=20] | identity\n"
+        "                       (PyTorch's functions)\n"
         "  --param P            standard | ntk (default standard)\n"
         "  --init I             he (He-normal, default) | torch (PyTorch's nn.Linear default,\n"
         "                       uniform +-1/sqrt(fan_in); standard parameterisation only)\n"
@@ -122,6 +133,14 @@ static void print_json(const features_args *a, const atf_task *t, const atf_mlp 
     json_object_set_new(o, "blocks", json_integer(p->nblocks));
     json_object_set_new(o, "parameters", json_integer(atf_mlp_nparams(m)));
     json_object_set_new(o, "widths", widths);
+    char acts[ATF_MAX_LAYERS * ATF_ACTIVATION_SPECLEN];
+    atf_arch_activation_specs(&m->arch, acts, sizeof acts);
+    json_object_set_new(o, "activation", atf_json_text(acts[0] ? acts : "relu"));
+    json_t *bias = json_array();
+    for (int l = 0; l < m->arch.L; l++)
+        if (m->arch.bias[l])
+            json_array_append_new(bias, json_integer(l + 1));
+    json_object_set_new(o, "bias_layers", bias);
     json_object_set_new(o, "targets", atf_json_text(atf_targets_name(t->targets)));
     if (!isnan(t->teacher_accuracy))
         json_object_set_new(o, "teacher_accuracy", json_real(t->teacher_accuracy));
@@ -142,12 +161,15 @@ static void print_summary(const features_args *a, const atf_task *t, const atf_m
     char widths[256] = "";
     for (int l = 0, n = 0; l <= m->arch.L; l++)
         n += snprintf(widths + n, sizeof widths - n, "%s%d", l ? "," : "", m->arch.widths[l]);
-    printf("features: %s%s%s: %d train + %d test examples, %d output%s, MLP %s (%s%s, %lld "
+    char acts[ATF_MAX_LAYERS * ATF_ACTIVATION_SPECLEN]; /* shown unless relu */
+    atf_arch_activation_specs(&m->arch, acts, sizeof acts);
+    int relu = !acts[0] || !strcmp(acts, "relu");
+    printf("features: %s%s%s: %d train + %d test examples, %d output%s, MLP %s (%s%s%s%s, %lld "
            "parameters), %d blocks, targets %s",
            t->source_name, t->nclasses ? " classes " : "", classes, t->train.N, t->test.N,
-           p->C, p->C == 1 ? "" : "s", widths, atf_param_name(m->arch.param),
-           m->arch.bias ? ", bias" : "", (long long)atf_mlp_nparams(m), p->nblocks,
-           atf_targets_name(t->targets));
+           p->C, p->C == 1 ? "" : "s", widths, atf_param_name(m->arch.param), relu ? "" : ", ",
+           relu ? "" : acts, atf_arch_has_bias(&m->arch) ? ", bias" : "",
+           (long long)atf_mlp_nparams(m), p->nblocks, atf_targets_name(t->targets));
     if (!isnan(t->teacher_accuracy))
         printf(" (teacher accuracy %.1f%%)", 100.0 * t->teacher_accuracy);
     printf(" -> %s\n", a->out);

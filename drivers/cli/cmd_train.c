@@ -1,69 +1,120 @@
-/* cmd_train.c — `atf train`: minibatch SGD with momentum and a cosine schedule, then save. */
+/* cmd_train.c — `atf train`: the network, its linearisation or the factorised linearisation
+ * trained by SGD or Adam from one θ0 under a labelled protocol (atf_train.h), then saved. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "atf_cli.h"
 #include "cli_tangent.h"
 #include "atf_solver.h"
 #include "atf_features.h"
+#include "atf_train.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-        "usage: atf train --data SRC -o MLP.h5 [--init MLP0.h5 | --widths W --seed S --bias\n"
-        "                 --param P] [--epochs E] [--batch B] [--lr LR] [--momentum MU]\n"
-        "                 [--shuffle-seed S] [--checkpoint-every K] [--save-init MLP0.h5]\n"
+        "usage: atf train --data SRC -o OUT.h5 [--model network|linearized|factorized]\n"
+        "                 [--init MLP0.h5 | --widths W --seed S --bias B --activation A\n"
+        "                 --param P --init he|torch|lecun] [--optimizer sgd|adam] [--lr LR]\n"
+        "                 [--lr-schedule cosine|constant] [--loss squared|xent] [--epochs E]\n"
+        "                 [--batch B] [--stop best-val|final|test-selected] [--val N]\n"
+        "                 [--patience K] [--sampling fixed|resample-each-epoch] [--pool N]\n"
         "                 [data options as for atf features] [--quiet] [--json]\n"
         "\n"
-        "Trains an MLP on the squared loss mean ||f(x) - y||^2 / C by minibatch SGD with\n"
-        "momentum and a cosine learning-rate schedule (paper B.1: lr 0.1, momentum 0.9) and\n"
-        "saves it atomically. Bit-reproducible for given seeds on a given machine.\n"
+        "Trains one of three models from the same initial network theta0 (docs/tangent.md,\n"
+        "\"Training\") and saves it atomically:\n"
+        "  network     f(x; theta), every weight and bias trained;\n"
+        "  linearized  f(x; theta0) + <grad f(x; theta0), delta> over every weight and bias;\n"
+        "  factorized  the linearisation with layer l's change M1 W M2 (bias M2^T b), from\n"
+        "              M1 = M2 = I, W = 0, b = 0, every factor trained.\n"
+        "OUT.h5 is an MLP file for the network (as before) and a training file (B per layer,\n"
+        "factors, diagnostics, history, settings and protocol; docs/formats.md) for the\n"
+        "others. Bit-reproducible for given seeds on a given machine.\n"
         "\n"
-        "  --init MLP0.h5      start from this network (else --widths/--seed/--bias/--param/\n"
-        "                      --init he|torch as for atf features; default widths D,128,128,C;\n"
-        "                      with He-normal weights lr 0.1 can diverge: use --init torch,\n"
-        "                      PyTorch's default initialisation, or a smaller --lr)\n"
-        "  --epochs E          default 100       --batch B     default 32\n"
-        "  --lr LR             default 0.1       --momentum MU default 0.9\n"
-        "  --shuffle-seed S    minibatch order (default 1)\n"
-        "  --checkpoint-every K  also write MLP.h5 every K epochs\n"
+        "Model and optimiser:\n"
+        "  --model M           network (default), linearized or factorized\n"
+        "  --init MLP0.h5      start from this network (else --widths/--seed/--bias/\n"
+        "                      --activation/--param/--init he|torch|lecun as for atf features;\n"
+        "                      lecun: W ~ N(0, 1/fan_in), zero biases; default widths\n"
+        "                      D,128,128,C; with He-normal weights lr 0.1 can diverge)\n"
+        "  --no-output-m2      factorized: keep the output layer's M2 = I\n"
+        "  --optimizer O       sgd (default; PyTorch's momentum) or adam\n"
+        "  --lr LR             default 0.1       --momentum MU  sgd, default 0.9\n"
+        "  --beta1 B --beta2 B --adam-eps E   adam, defaults 0.9, 0.999, 1e-8\n"
+        "  --lr-schedule S     cosine (default) or constant\n"
+        "  --loss L            squared (default; mean ||f - y||^2 / C) or xent (softmax\n"
+        "                      cross-entropy of the labels; needs 2 or more outputs)\n"
+        "  --penalty SPEC      factorized: add mu * sum_l (sum omega1(s(M1)) + sum\n"
+        "                      omega2(s(M2)) + ||W||^2), e.g. balanced+balanced (a `fixed`\n"
+        "                      side keeps that factor = I); --penalty-weight MU, default 1\n"
+        "  --epochs E          default 100       --batch B      default 32\n"
+        "  --shuffle-seed S    minibatch order and resampling (default 1)\n"
+        "Protocol (every output says which was used):\n"
+        "  --stop S            best-val (default): keep the epoch with the lowest validation\n"
+        "                      error (loss without labels); final: the last epoch;\n"
+        "                      test-selected: the best test epoch (early stopping on the test\n"
+        "                      set, as the paper's code; labelled test-selected)\n"
+        "  --val N             validation examples, the last N of the training split (default\n"
+        "                      n-train/10, at least 1, with best-val; 0 otherwise)\n"
+        "  --patience K        stop K epochs after the best one (default 0: never early)\n"
+        "  --sampling S        fixed (default): train on the first n-train - val examples;\n"
+        "                      resample-each-epoch (the authors' loader): each epoch draws\n"
+        "                      n-train - val examples anew from the pool\n"
+        "  --resample-each-epoch  the same as --sampling resample-each-epoch\n"
+        "  --pool N            the training split holds N examples (default n-train); with\n"
+        "                      resampling, the pool drawn from\n"
+        "Output:\n"
+        "  --record FILE       also write the training file (any model)\n"
+        "  --checkpoint-every K  network: also write OUT.h5 every K epochs\n"
         "  --save-init MLP0.h5 save the initial network (for atf kernel --mlp0)\n"
         "  --quiet             no progress lines on stderr\n"
         "  --json              final report as one JSON line on stdout\n"
         "\n"
-        "Ctrl-C stops after the current minibatch and saves the weights (exit 130).\n");
+        "Ctrl-C stops after the current minibatch and saves the model (exit 130).\n");
 }
 
 typedef struct {
     atf_data_options data;
     atf_net_options net;
     atf_train_settings train;
-    const char *out, *save_init;
+    atf_model_kind model;
+    const char *out, *save_init, *record;
+    char command[4096];
     long checkpoint_every;
-    int quiet, json;
+    int quiet, json, no_output_m2;
+    int n_train_given, pool, val; /* pool 0: n-train; val −1: default */
 } train_args;
 
 typedef struct {
     const train_args *args;
-    int last_printed;
     double last_time;
 } progress_ctx;
 
-static atf_error on_epoch(const atf_train_progress *p, const atf_mlp *m, void *ctx_)
+static void print_error(const char *name, double v)
+{
+    if (isfinite(v))
+        fprintf(stderr, "  %s %.4f", name, v);
+}
+
+static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void *ctx_)
 {
     progress_ctx *ctx = ctx_;
     const train_args *a = ctx->args;
     int every = p->epochs >= 20 ? p->epochs / 20 : 1;
     if (!a->quiet && (p->epoch % every == 0 || p->epoch == p->epochs || p->epoch == 1 ||
                       p->seconds - ctx->last_time > 5.0)) {
-        fprintf(stderr, "epoch %4d/%d  loss %.6e  lr %.4g  elapsed %.1fs  eta %.1fs\n", p->epoch,
-                p->epochs, p->loss, p->lr, p->seconds, p->eta);
+        fprintf(stderr, "epoch %4d/%d  loss %.6e  lr %.4g", p->epoch, p->epochs, p->loss, p->lr);
+        print_error("val err", p->val_error);
+        print_error("test err", p->test_error);
+        if (a->train.stopping != ATF_STOP_FINAL)
+            fprintf(stderr, "  best %d", p->best_epoch);
+        fprintf(stderr, "  elapsed %.1fs  eta %.1fs\n", p->seconds, p->eta);
         ctx->last_time = p->seconds;
     }
     if (a->checkpoint_every > 0 && p->epoch % a->checkpoint_every == 0 && p->epoch < p->epochs) {
         char err[ATF_ERRLEN] = "";
-        atf_error e = atf_mlp_write(a->out, m, err);
+        atf_error e = atf_mlp_write(a->out, m->net, err);
         if (e) {
             fprintf(stderr, "atf train: checkpoint: %s\n", err);
             return e;
@@ -81,7 +132,24 @@ enum {
     OPT_CHECKPOINT_EVERY,
     OPT_SAVE_INIT,
     OPT_QUIET,
-    OPT_JSON
+    OPT_JSON,
+    OPT_MODEL,
+    OPT_NO_OUTPUT_M2,
+    OPT_OPTIMIZER,
+    OPT_BETA1,
+    OPT_BETA2,
+    OPT_ADAM_EPS,
+    OPT_LR_SCHEDULE,
+    OPT_LOSS,
+    OPT_PENALTY,
+    OPT_PENALTY_WEIGHT,
+    OPT_STOP,
+    OPT_VAL,
+    OPT_PATIENCE,
+    OPT_SAMPLING,
+    OPT_RESAMPLE,
+    OPT_POOL,
+    OPT_RECORD
 };
 
 static const struct option options[] = {
@@ -97,65 +165,165 @@ static const struct option options[] = {
     {"save-init", required_argument, NULL, OPT_SAVE_INIT},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"json", no_argument, NULL, OPT_JSON},
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"no-output-m2", no_argument, NULL, OPT_NO_OUTPUT_M2},
+    {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
+    {"beta1", required_argument, NULL, OPT_BETA1},
+    {"beta2", required_argument, NULL, OPT_BETA2},
+    {"adam-eps", required_argument, NULL, OPT_ADAM_EPS},
+    {"lr-schedule", required_argument, NULL, OPT_LR_SCHEDULE},
+    {"loss", required_argument, NULL, OPT_LOSS},
+    {"penalty", required_argument, NULL, OPT_PENALTY},
+    {"penalty-weight", required_argument, NULL, OPT_PENALTY_WEIGHT},
+    {"stop", required_argument, NULL, OPT_STOP},
+    {"val", required_argument, NULL, OPT_VAL},
+    {"patience", required_argument, NULL, OPT_PATIENCE},
+    {"sampling", required_argument, NULL, OPT_SAMPLING},
+    {"resample-each-epoch", no_argument, NULL, OPT_RESAMPLE},
+    {"pool", required_argument, NULL, OPT_POOL},
+    {"record", required_argument, NULL, OPT_RECORD},
     ATF_CLI_HELP_OPTION,
     {NULL, 0, NULL, 0}};
 
-/* --lr LR > 0 and --momentum MU in [0, 1). */
-static atf_error parse_rate(const char *opt, const char *v, double lo, int lo_open, double hi,
-                            double *out, char *err)
+/* A number in [lo, hi) (lo_open: (lo, hi)); the message names the option and the range. */
+static atf_error parse_range(const char *opt, const char *v, double lo, int lo_open, double hi,
+                             double *out, char *err)
 {
     double x;
     if (atf_cli_double(opt, v, &x, err))
         return ATF_E_USAGE;
     if ((lo_open ? x <= lo : x < lo) || x >= hi) {
-        atf_errorf(err, "%s: %s out of range (lr > 0, 0 <= momentum < 1)", opt, v);
+        atf_errorf(err, "%s: %s out of range (%s %g%s)", opt, v, lo_open ? ">" : ">=", lo,
+                   isfinite(hi) ? ", below the upper limit" : "");
         return ATF_E_USAGE;
     }
     *out = x;
     return ATF_OK;
 }
 
-static atf_error parse_count(const char *opt, const char *v, long hi, int *out, char *err)
+static atf_error parse_count(const char *opt, const char *v, long lo, long hi, int *out,
+                             char *err)
 {
     long n;
-    atf_error e = atf_cli_int(opt, v, 1, hi, &n, err);
+    atf_error e = atf_cli_int(opt, v, lo, hi, &n, err);
     if (!e)
         *out = (int)n;
     return e;
 }
 
-static atf_error apply_option(int c, const char *val, train_args *a, char *err)
+static atf_error parse_loss(const char *v, atf_loss_kind *out, char *err)
+{
+    if (!strcmp(v, "squared") || !strcmp(v, "xent")) {
+        *out = v[0] == 's' ? ATF_LOSS_SQUARED : ATF_LOSS_XENT;
+        return ATF_OK;
+    }
+    atf_errorf(err, "--loss: '%s' unknown (expected squared or xent)", v);
+    return ATF_E_USAGE;
+}
+
+/* The model, optimiser and loss options; *used = 0 for the others. */
+static atf_error model_option(int c, const char *val, train_args *a, int *used, char *err)
+{
+    atf_train_settings *t = &a->train;
+    *used = 1;
+    switch (c) {
+    case OPT_MODEL: return atf_model_kind_parse(val, &a->model, err);
+    case OPT_NO_OUTPUT_M2: a->no_output_m2 = 1; return ATF_OK;
+    case OPT_OPTIMIZER: return atf_optimizer_parse(val, &t->optimizer, err);
+    case OPT_LR: return parse_range("--lr", val, 0.0, 1, INFINITY, &t->lr, err);
+    case OPT_MOMENTUM: return parse_range("--momentum", val, 0.0, 0, 1.0, &t->momentum, err);
+    case OPT_BETA1: return parse_range("--beta1", val, 0.0, 0, 1.0, &t->beta1, err);
+    case OPT_BETA2: return parse_range("--beta2", val, 0.0, 0, 1.0, &t->beta2, err);
+    case OPT_ADAM_EPS: return parse_range("--adam-eps", val, 0.0, 1, INFINITY, &t->eps, err);
+    case OPT_LR_SCHEDULE: return atf_lr_schedule_parse(val, &t->schedule, err);
+    case OPT_LOSS: return parse_loss(val, &t->loss, err);
+    case OPT_PENALTY:
+        t->use_penalty = 1;
+        return atf_penalty_parse(val, &t->penalty, err) ? ATF_E_USAGE : ATF_OK;
+    case OPT_PENALTY_WEIGHT:
+        return parse_range("--penalty-weight", val, 0.0, 0, INFINITY, &t->penalty_weight, err);
+    case OPT_EPOCHS: return parse_count("--epochs", val, 1, 1000000, &t->epochs, err);
+    case OPT_BATCH: return parse_count("--batch", val, 1, 1L << 30, &t->batch, err);
+    }
+    *used = 0;
+    return ATF_OK;
+}
+
+/* The protocol and output options; *used = 0 for the others. */
+static atf_error protocol_option(int c, const char *val, train_args *a, int *used, char *err)
 {
     atf_train_settings *t = &a->train;
     long n;
-    int used = 0;
     atf_error e = ATF_OK;
+    *used = 1;
     switch (c) {
-    case 'o': a->out = val; break;
-    case OPT_SAVE_INIT: a->save_init = val; break;
-    case OPT_QUIET: a->quiet = 1; break;
-    case OPT_JSON: a->json = 1; break;
-    case OPT_EPOCHS: return parse_count("--epochs", val, 1000000, &t->epochs, err);
-    case OPT_BATCH: return parse_count("--batch", val, 1L << 30, &t->batch, err);
-    case OPT_LR: return parse_rate("--lr", val, 0.0, 1, INFINITY, &t->lr, err);
-    case OPT_MOMENTUM: return parse_rate("--momentum", val, 0.0, 0, 1.0, &t->momentum, err);
+    case 'o': a->out = val; return ATF_OK;
+    case OPT_SAVE_INIT: a->save_init = val; return ATF_OK;
+    case OPT_RECORD: a->record = val; return ATF_OK;
+    case OPT_QUIET: a->quiet = 1; return ATF_OK;
+    case OPT_JSON: a->json = 1; return ATF_OK;
+    case OPT_STOP: return atf_stopping_parse(val, &t->stopping, err);
+    case OPT_VAL: return parse_count("--val", val, 0, 1L << 30, &a->val, err);
+    case OPT_PATIENCE: return parse_count("--patience", val, 0, 1000000, &t->patience, err);
+    case OPT_SAMPLING: return atf_sampling_parse(val, &t->sampling, err);
+    case OPT_RESAMPLE: t->sampling = ATF_SAMPLE_RESAMPLE; return ATF_OK;
+    case OPT_POOL: return parse_count("--pool", val, 1, 1L << 30, &a->pool, err);
     case OPT_SHUFFLE_SEED:
         if (!(e = atf_cli_int("--shuffle-seed", val, 0, 0x7fffffffL, &n, err)))
             t->seed = (uint64_t)n;
         return e;
     case OPT_CHECKPOINT_EVERY:
         return atf_cli_int("--checkpoint-every", val, 1, 1000000, &a->checkpoint_every, err);
-    case 'h': break; /* atf_cli_wants_help has seen it */
-    case ATF_CLI_OPT_INIT: /* --init MLP0.h5: the starting network, as --mlp; he|torch below */
-        if (strcmp(val, "he") && strcmp(val, "torch"))
-            return atf_net_option(&a->net, "mlp", val, err);
-        /* fall through */
-    default:
-        e = atf_cli_tangent_option(c, val, &a->data, &a->net, &used, err);
-        if (!e && !used) /* ATF_CLI_BAD_OPTION: err holds the message */
-            e = ATF_E_USAGE;
     }
+    *used = 0;
+    return ATF_OK;
+}
+
+static atf_error apply_option(int c, const char *val, train_args *a, char *err)
+{
+    int used = 0;
+    atf_error e = model_option(c, val, a, &used, err);
+    if (!e && !used)
+        e = protocol_option(c, val, a, &used, err);
+    if (e || used || c == 'h') /* 'h': atf_cli_wants_help has seen it */
+        return e;
+    if (c == ATF_CLI_OPT_INIT && strcmp(val, "he") && strcmp(val, "torch") &&
+        strcmp(val, "lecun")) /* --init MLP0.h5: the starting network, as --mlp */
+        return atf_net_option(&a->net, "mlp", val, err);
+    a->n_train_given |= c == ATF_CLI_OPT_N_TRAIN;
+    e = atf_cli_tangent_option(c, val, &a->data, &a->net, &used, err);
+    if (!e && !used) /* ATF_CLI_BAD_OPTION: err holds the message */
+        e = ATF_E_USAGE;
     return e;
+}
+
+static atf_error check_combination(const train_args *a, char *err)
+{
+    if (!a->out) {
+        atf_errorf(err, "missing -o OUT.h5");
+        return ATF_E_USAGE;
+    }
+    if (a->checkpoint_every > 0 && a->model != ATF_MODEL_NETWORK) {
+        atf_errorf(err, "--checkpoint-every: only for --model network");
+        return ATF_E_USAGE;
+    }
+    if (a->train.use_penalty && a->model != ATF_MODEL_FACTORIZED) {
+        atf_errorf(err, "--penalty: only for --model factorized");
+        return ATF_E_USAGE;
+    }
+    if (a->no_output_m2 && a->model != ATF_MODEL_FACTORIZED) {
+        atf_errorf(err, "--no-output-m2: only for --model factorized");
+        return ATF_E_USAGE;
+    }
+    if (a->train.patience > 0 && a->train.stopping == ATF_STOP_FINAL) {
+        atf_errorf(err, "--patience: needs --stop best-val or test-selected");
+        return ATF_E_USAGE;
+    }
+    if (a->pool && a->n_train_given && a->data.n_train > a->pool) {
+        atf_errorf(err, "--n-train %d exceeds --pool %d", a->data.n_train, a->pool);
+        return ATF_E_USAGE;
+    }
+    return ATF_OK;
 }
 
 static atf_error parse_args(int argc, char **argv, train_args *a, char *err)
@@ -169,46 +337,136 @@ static atf_error parse_args(int argc, char **argv, train_args *a, char *err)
         e = atf_cli_positionals("train", argc, argv, 0, 0, "", NULL, NULL, err);
     if (!e)
         e = atf_cli_add_data_dirs(&a->data, err);
-    if (!e && !a->out) {
-        atf_errorf(err, "missing -o MLP.h5");
-        e = ATF_E_USAGE;
-    }
+    if (!e)
+        e = check_combination(a, err);
     return e;
 }
 
-static void report(const train_args *a, double loss, const atf_predictions *pr, int interrupted)
+/* Examples per epoch and validation rows from the options and the loaded split. */
+static atf_error protocol_sizes(train_args *a, const atf_task *task, char *err)
 {
+    int pool = task->train.N;
+    int n = a->n_train_given ? a->data.n_train : pool;
+    int val = a->val >= 0 ? a->val
+              : a->train.stopping == ATF_STOP_BEST_VAL ? (n / 10 > 1 ? n / 10 : 1) : 0;
+    if (n > pool || val >= n) {
+        atf_errorf(err, "--val %d leaves no training examples of %d", val, n);
+        return ATF_E_USAGE;
+    }
+    a->train.n_train = n - val;
+    a->train.n_val = val;
+    return ATF_OK;
+}
+
+static void describe(const train_args *a)
+{
+    const atf_train_settings *t = &a->train;
+    fprintf(stderr, "train: %s model, %s lr %g (%s), %s loss, %s sampling of %d examples, "
+            "stop %s", atf_model_kind_name(a->model), atf_optimizer_name(t->optimizer), t->lr,
+            atf_lr_schedule_name(t->schedule), atf_loss_name(t->loss),
+            atf_sampling_name(t->sampling), t->n_train, atf_stopping_name(t->stopping));
+    if (t->n_val)
+        fprintf(stderr, ", %d validation examples", t->n_val);
+    if (t->patience)
+        fprintf(stderr, ", patience %d", t->patience);
+    fprintf(stderr, "\n");
+}
+
+static void report(const train_args *a, const atf_train_report *r)
+{
+    const atf_train_settings *t = &a->train;
     if (a->json) {
         json_t *o = json_object();
-        json_object_set_new(o, "status", json_string(interrupted ? "interrupted" : "ok"));
+        json_object_set_new(o, "status", json_string(r->interrupted ? "interrupted" : "ok"));
         json_object_set_new(o, "output", atf_json_text(a->out));
-        json_object_set_new(o, "epochs", json_integer(a->train.epochs));
-        json_object_set_new(o, "train_loss", atf_json_number(loss));
-        if (pr->test.N > 0) {
-            json_object_set_new(o, "test_mse", atf_json_number(pr->test.mse));
-            json_object_set_new(o, "test_error", atf_json_number(pr->test.error));
-            if (isfinite(pr->test.class_error))
-                json_object_set_new(o, "test_class_error", json_real(pr->test.class_error));
-        }
-        json_object_set_new(o, "train_error", atf_json_number(pr->train.error));
+        json_object_set_new(o, "model", json_string(atf_model_kind_name(a->model)));
+        json_object_set_new(o, "optimizer", json_string(atf_optimizer_name(t->optimizer)));
+        json_object_set_new(o, "lr", atf_json_number(t->lr));
+        json_object_set_new(o, "lr_schedule", json_string(atf_lr_schedule_name(t->schedule)));
+        json_object_set_new(o, "loss", json_string(atf_loss_name(t->loss)));
+        json_object_set_new(o, "sampling", json_string(atf_sampling_name(t->sampling)));
+        json_object_set_new(o, "stopping", json_string(atf_stopping_name(t->stopping)));
+        json_object_set_new(o, "test_selected", json_boolean(t->stopping == ATF_STOP_BEST_TEST));
+        json_object_set_new(o, "n_train", json_integer(r->n_train));
+        json_object_set_new(o, "n_val", json_integer(r->n_val));
+        json_object_set_new(o, "patience", json_integer(t->patience));
+        json_object_set_new(o, "epochs", json_integer(t->epochs));
+        json_object_set_new(o, "epochs_run", json_integer(r->epochs_run));
+        json_object_set_new(o, "selected_epoch", json_integer(r->selected_epoch));
+        json_object_set_new(o, "train_loss", atf_json_number(r->train_loss));
+        json_object_set_new(o, "train_error", atf_json_number(r->train_error));
+        json_object_set_new(o, "val_loss", atf_json_number(r->val_loss));
+        json_object_set_new(o, "val_error", atf_json_number(r->val_error));
+        json_object_set_new(o, "test_loss", atf_json_number(r->test_loss));
+        json_object_set_new(o, "test_error", atf_json_number(r->test_error));
         atf_cli_print_json(o);
         return;
     }
-    printf("train: %s: final train loss %.6e, train error %.4f", a->out, loss, pr->train.error);
-    if (pr->test.N > 0) {
-        printf(", test mse %.6g, test error %.4f", pr->test.mse, pr->test.error);
-        if (isfinite(pr->test.class_error))
-            printf(", test class error %.4f", pr->test.class_error);
-    }
-    printf("%s\n", interrupted ? " (interrupted)" : "");
+    printf("train: %s: %s model, epoch %d of %d kept (%s, %s sampling), train loss %.6e, "
+           "train error %.4f", a->out, atf_model_kind_name(a->model), r->selected_epoch,
+           r->epochs_run, atf_stopping_name(t->stopping), atf_sampling_name(t->sampling),
+           r->train_loss, r->train_error);
+    if (r->n_val > 0)
+        printf(", val error %.4f", r->val_error);
+    if (isfinite(r->test_loss) || isfinite(r->test_error))
+        printf(", test loss %.6g, test error %.4f", r->test_loss, r->test_error);
+    printf("%s\n", r->interrupted ? " (interrupted)" : "");
+}
+
+static atf_error write_outputs(const train_args *a, const atf_model *m, const atf_task *task,
+                               const atf_train_report *r, char *err)
+{
+    char fp[ATF_FINGERPRINT_LEN] = "", seed[32], std[8];
+    atf_mlp_fingerprint(m->theta0, fp);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)a->data.seed);
+    snprintf(std, sizeof std, "%d", task->standardized);
+    const atf_attr prov[] = {{"command", a->command},
+                             {"data_source", task->source},
+                             {"data_seed", seed},
+                             {"standardize", std},
+                             {"targets", atf_targets_name(task->targets)},
+                             {"theta0_fingerprint", fp}};
+    int nprov = (int)(sizeof prov / sizeof prov[0]);
+    atf_error e = a->model == ATF_MODEL_NETWORK
+                      ? atf_mlp_write(a->out, m->net, err)
+                      : atf_train_write(a->out, m, &a->train, r, prov, nprov, err);
+    if (!e && a->record)
+        e = atf_train_write(a->record, m, &a->train, r, prov, nprov, err);
+    return e;
+}
+
+static atf_error load(train_args *a, atf_task *task, atf_model **model, char *err)
+{
+    atf_arch arch;
+    atf_mlp *m0 = NULL;
+    int n_user = a->data.n_train; /* with --pool the split holds the pool, not n-train */
+    if (a->pool)
+        a->data.n_train = a->pool;
+    atf_error e = atf_net_arch(&a->net, &arch, err);
+    if (!e)
+        e = atf_task_load(&a->data, &arch, task, err);
+    a->data.n_train = n_user;
+    if (e)
+        return e;
+    e = atf_net_build(&a->net, task, &m0, err);
+    if (!e && a->save_init)
+        e = atf_mlp_write(a->save_init, m0, err);
+    if (!e)
+        e = atf_model_create(a->model, m0, model, err);
+    if (!e)
+        (*model)->train_output_m2 = !a->no_output_m2;
+    atf_mlp_free(m0);
+    if (!e)
+        e = protocol_sizes(a, task, err);
+    return e;
 }
 
 static int run(train_args *a)
 {
     char err[ATF_ERRLEN] = "";
-    atf_arch arch;
     atf_task task;
-    atf_mlp *m = NULL;
+    memset(&task, 0, sizeof task);
+    atf_model *m = NULL;
     int teacher = a->data.targets == ATF_TARGETS_TEACHER ||
                   a->data.targets == ATF_TARGETS_TEACHER_SIGN;
     if (teacher && !a->net.mlp_path[0] && a->net.seed == a->data.teacher_seed)
@@ -218,36 +476,29 @@ static int run(train_args *a)
     atf_error e = atf_cli_check_output(a->out, err);
     if (!e && a->save_init)
         e = atf_cli_check_output(a->save_init, err);
+    if (!e && a->record)
+        e = atf_cli_check_output(a->record, err);
     if (!e)
-        e = atf_net_arch(&a->net, &arch, err);
-    if (e)
-        return atf_cli_fail("train", e, err);
-    if ((e = atf_task_load(&a->data, &arch, &task, err)))
-        return atf_cli_fail("train", e, err);
-    e = atf_net_build(&a->net, &task, &m, err);
-    if (!e && a->save_init)
-        e = atf_mlp_write(a->save_init, m, err);
-    progress_ctx ctx = {a, 0, 0.0};
+        e = load(a, &task, &m, err);
+    if (!e)
+        e = atf_train_check(m, &task.train, &task.test, &a->train, err);
+    progress_ctx ctx = {a, 0.0};
     a->train.progress = on_epoch;
     a->train.ctx = &ctx;
     a->train.interrupt = atf_cli_interrupt_flag();
-    double loss = NAN;
-    atf_error te = e ? e : atf_mlp_train(m, &task.train, &a->train, &loss, err);
-    /* training stopped early by Ctrl-C returns ATF_OK with the model as it is */
-    int interrupted = !te && *a->train.interrupt;
-    e = te;
+    atf_train_report r;
+    memset(&r, 0, sizeof r);
+    if (!e && !a->quiet)
+        describe(a);
     if (!e)
-        e = atf_mlp_write(a->out, m, err);
-    atf_predictions pr;
+        e = atf_model_train(m, &task.train, &task.test, &a->train, &r, err);
     if (!e)
-        e = atf_predict_mlp(m, &task, &pr, err);
-    if (!e) {
-        if (interrupted)
-            loss = pr.train.mse;
-        report(a, loss, &pr, interrupted);
-        atf_predictions_free(&pr);
-    }
-    atf_mlp_free(m);
+        e = write_outputs(a, m, &task, &r, err);
+    if (!e)
+        report(a, &r);
+    int interrupted = r.interrupted;
+    atf_train_report_free(&r);
+    atf_model_free(m);
     atf_task_free(&task);
     if (e)
         return atf_cli_fail("train", e, err);
@@ -265,6 +516,10 @@ int atf_cmd_train(int argc, char **argv)
     a.data = atf_data_options_default();
     a.net = atf_net_options_default();
     a.train = atf_train_default();
+    a.train.stopping = ATF_STOP_BEST_VAL; /* the fair default for the command */
+    a.model = ATF_MODEL_NETWORK;
+    a.val = -1;
+    atf_cli_command_line(argc, argv, a.command, sizeof a.command);
     char err[ATF_ERRLEN] = "";
     atf_error e = parse_args(argc, argv, &a, err);
     if (e)

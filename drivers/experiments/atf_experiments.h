@@ -59,11 +59,31 @@ typedef struct {
 
 /* ---- the experiments ---- */
 
-/* `samples` (and the demo): test error against n of three models on one initial network θ0
- * per seed: the NTK min-norm interpolant, problem (16) (one model per penalty variant: the
- * penalty, or one per scale of the scale axis) and the trained network. Rows in
- * OUT/samples.csv (resumable), summary OUT/samples_summary.csv, figure OUT/samples.{svg,png}. */
+/* `samples` (and the demo): test error against n of models that share one initial network θ0
+ * per seed (docs/experiments.md):
+ *   ntk             the NTK min-norm interpolant (fixed features)
+ *   ntk-sgd         the linearised network f0 + ⟨∇f(θ0), δ⟩ trained by gradient descent
+ *   p16             problem (16) solved exactly (one model per penalty variant: the penalty, or one
+ *                   per scale of the scale axis; interpolation, or the loss of `loss`)
+ *   p16-xent        problem (16) with the penalized cross-entropy loss xent:lambda=xent_lambda
+ *   factorized-sgd  the factorised linearisation M1 W M2 trained by gradient descent
+ *   network         the network itself trained by gradient descent
+ * Rows in OUT/samples.csv (resumable), summary OUT/samples_summary.csv, figure
+ * OUT/samples.{svg,png}. */
 enum { ATF_SAMPLES_MAXN = 16, ATF_SAMPLES_MAXSEEDS = 16, ATF_SAMPLES_MAXPEN = 8 };
+
+typedef enum {
+    ATF_SAMPLES_NTK = 1 << 0,
+    ATF_SAMPLES_NTK_SGD = 1 << 1,
+    ATF_SAMPLES_P16 = 1 << 2,
+    ATF_SAMPLES_P16_XENT = 1 << 3,
+    ATF_SAMPLES_FACTORIZED_SGD = 1 << 4,
+    ATF_SAMPLES_NETWORK = 1 << 5
+} atf_samples_model;
+
+/* A comma list of the names above into a set of ATF_SAMPLES_* flags (ATF_E_USAGE naming
+ * "models" for an unknown or repeated name or an empty list). */
+atf_error atf_samples_parse_models(const char *list, unsigned *models, char *err);
 
 typedef struct {
     atf_data_options data;          /* task (data source, classes, n_test, targets, ...) */
@@ -83,9 +103,19 @@ typedef struct {
                                        penalized loss (FISTA; rows then carry a `loss` column) */
     int max_iter;
     double tol;
-    int train_mlp;                  /* also train the network (0: NTK and problem (16) only) */
+    int train_mlp;                  /* also train the network (0: NTK and problem (16) only);
+                                       used only when models = 0 */
+    unsigned models;                /* ATF_SAMPLES_* flags; 0: ntk, p16 and (train_mlp) network */
+    double xent_lambda;             /* p16-xent's λ (default 1) */
     int center;                     /* f0 := 0 in the linear models (r = y) */
-    atf_train_settings train;       /* lr ≤ 0: 0.1 with the torch initialisation, else 0.01 */
+    atf_train_settings train;       /* the models trained by gradient descent (ntk-sgd,
+                                       factorized-sgd, network) with their protocol; lr ≤ 0:
+                                       0.1 with the torch initialisation, else 0.01. With
+                                       best-val stopping and n_val = 0, n_val = n/10 (carved from
+                                       the n examples); with resampling the pool is the whole
+                                       training set (n_pool rows) and n_train = n */
+    int n_pool;                     /* resampling: training pool size (0: every training image
+                                       the data set has) */
     char out[1024];                 /* output directory */
     char title[256];                /* figure title ("": one naming the data and penalty) */
     atf_exp_io io;

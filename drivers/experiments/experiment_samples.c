@@ -1,59 +1,98 @@
-/* experiment_samples.c — the samples experiment (and the demo): sample complexity of three
- * models that share one initial network θ0 (per seed):
- *   ntk       the NTK min-norm interpolant on θ0's tangent features (Theorem 1, fixed features)
- *   adaptive  problem (16) on the same features with a selectable penalty (adaptive features)
- *   mlp       the network itself trained from θ0 by SGD (what the theory tries to explain)
- * Test error and relative test MSE against n, over several seeds (mean ± std). Every run is a
- * row of OUT/samples.csv (resumable, rowstore.h); the summary and figure are rebuilt from all
- * recorded rows at the end. */
+/* experiment_samples.c — the samples experiment (and the demo): sample complexity of models
+ * that share one initial network θ0 (per seed; atf_experiments.h lists them): the NTK min-norm
+ * interpolant, problem (16) exactly and with the penalized cross-entropy, and the linearised,
+ * factorised and full networks trained by gradient descent. Test error, relative test MSE and
+ * test cross-entropy against n, over several seeds (mean ± std). Every run is a row of
+ * OUT/samples.csv (resumable, rowstore.h); the summary and figure are rebuilt from all recorded
+ * rows at the end. This file holds the plan, the grid, the summary and the figure; the models
+ * themselves run in samples_models.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atf_penalty.h"
-#include "internal/exp_internal.h"
+#include "internal/samples_internal.h"
 
-/* The models compared: the NTK baseline, one problem (16) run per penalty variant (the scale
- * axis), and the trained network. With one variant its rows are keyed "adaptive" (the default);
- * with several, "adaptive:SPEC". */
-enum { MAXMETHODS = ATF_SAMPLES_MAXPEN + 2 };
-typedef enum { KIND_NTK, KIND_ADAPTIVE, KIND_MLP } method_kind;
+/* ---- the models ---- */
 
-typedef struct {
+static const struct {
+    const char *name;
+    atf_samples_model flag;
     method_kind kind;
-    const char *spec;     /* penalty variant (adaptive only) */
-    char name[160];       /* row key part and summary name */
-    char label[192];      /* figure legend */
-} method;
+    const char *label; /* legend */
+} MODELS[] = {
+    {"ntk", ATF_SAMPLES_NTK, KIND_NTK, "NTK min-norm (fixed features)"},
+    {"p16", ATF_SAMPLES_P16, KIND_P16, "problem (16) (adaptive)"},
+    {"p16-xent", ATF_SAMPLES_P16_XENT, KIND_P16_XENT, "problem (16), cross-entropy"},
+    {"ntk-sgd", ATF_SAMPLES_NTK_SGD, KIND_NTK_SGD, "linearised network, SGD"},
+    {"factorized-sgd", ATF_SAMPLES_FACTORIZED_SGD, KIND_FACTORIZED_SGD,
+     "factorised linearisation, SGD"},
+    {"network", ATF_SAMPLES_NETWORK, KIND_NETWORK, "network, SGD"},
+};
+enum { NMODELS = sizeof MODELS / sizeof MODELS[0] };
 
-/* The configuration with the data-dependent defaults resolved and the penalty variants built. */
-typedef struct {
-    atf_samples_config cfg;
-    char variants[ATF_SAMPLES_MAXPEN][128];
-    int nvariants;
-} samples_plan;
-
-static int list_methods(const samples_plan *pl, method *m)
+atf_error atf_samples_parse_models(const char *list, unsigned *models, char *err)
 {
-    int n = 0, many = pl->nvariants > 1; /* short labels when the legend is long */
-    m[n] = (method){KIND_NTK, NULL, "ntk", ""};
-    snprintf(m[n].label, sizeof m[n].label, "%s", many ? "NTK min-norm" :
-             "NTK min-norm (fixed features)");
-    n++;
-    for (int v = 0; v < pl->nvariants; v++, n++) {
-        m[n] = (method){KIND_ADAPTIVE, pl->variants[v], "", ""};
-        if (!many) {
-            snprintf(m[n].name, sizeof m[n].name, "adaptive");
-            snprintf(m[n].label, sizeof m[n].label, "problem (16) (adaptive)");
+    char items[NMODELS + 1][ATF_EXP_NAMELEN];
+    int n;
+    atf_error e = atf_exp_split_names("models", list, items, NMODELS + 1, &n, err);
+    *models = 0;
+    for (int i = 0; !e && i < n; i++) {
+        int k = 0;
+        while (k < NMODELS && strcmp(items[i], MODELS[k].name))
+            k++;
+        if (k == NMODELS || (*models & MODELS[k].flag)) {
+            atf_errorf(err, "models: '%s' is %s (ntk, ntk-sgd, p16, p16-xent, factorized-sgd, "
+                       "network)", items[i], k == NMODELS ? "not a model" : "listed twice");
+            e = ATF_E_USAGE;
         } else {
-            snprintf(m[n].name, sizeof m[n].name, "adaptive:%.120s", pl->variants[v]);
-            snprintf(m[n].label, sizeof m[n].label, "(16) %.120s", pl->variants[v]);
+            *models |= MODELS[k].flag;
         }
     }
-    if (pl->cfg.train_mlp) {
-        m[n] = (method){KIND_MLP, NULL, "mlp", "trained MLP"};
-        n++;
+    return e;
+}
+
+int samples_is_sgd(method_kind k)
+{
+    return k == KIND_NTK_SGD || k == KIND_FACTORIZED_SGD || k == KIND_NETWORK;
+}
+
+/* One method per problem (16) variant of a kind ("p16" or "p16:SPEC" with several). */
+static int list_variants(const samples_plan *pl, int model, method *m)
+{
+    int many = pl->nvariants > 1;
+    for (int v = 0; v < pl->nvariants; v++) {
+        m[v] = (method){MODELS[model].kind, pl->variants[v], "", ""};
+        if (!many) {
+            snprintf(m[v].name, sizeof m[v].name, "%s", MODELS[model].name);
+            snprintf(m[v].label, sizeof m[v].label, "%s", MODELS[model].label);
+        } else {
+            snprintf(m[v].name, sizeof m[v].name, "%s:%.120s", MODELS[model].name,
+                     pl->variants[v]);
+            snprintf(m[v].label, sizeof m[v].label, "(16)%s %.120s",
+                     MODELS[model].kind == KIND_P16_XENT ? " xent" : "", pl->variants[v]);
+        }
+    }
+    return pl->nvariants;
+}
+
+/* The methods in the order they run: the linear models first (the SGD models compare with
+ * their solutions), then the trained ones. */
+int samples_list_methods(const samples_plan *pl, method *m)
+{
+    int n = 0;
+    for (int k = 0; k < NMODELS; k++) {
+        if (!(pl->cfg.models & MODELS[k].flag))
+            continue;
+        if (MODELS[k].kind == KIND_P16 || MODELS[k].kind == KIND_P16_XENT) {
+            n += list_variants(pl, k, m + n);
+        } else {
+            m[n] = (method){MODELS[k].kind, NULL, "", ""};
+            snprintf(m[n].name, sizeof m[n].name, "%s", MODELS[k].name);
+            snprintf(m[n].label, sizeof m[n].label, "%s", MODELS[k].label);
+            n++;
+        }
     }
     return n;
 }
@@ -78,8 +117,11 @@ void atf_samples_defaults(atf_samples_config *cfg)
     cfg->max_iter = 3000;
     cfg->tol = 1e-5;
     cfg->train_mlp = 1;
+    cfg->models = 0; /* ntk, p16 and the network */
+    cfg->xent_lambda = 1.0;
     cfg->train = atf_train_default();
     cfg->train.lr = 0; /* by the initialisation */
+    cfg->train.stopping = ATF_STOP_BEST_VAL; /* validation rows carved from the n examples */
     snprintf(cfg->out, sizeof cfg->out, "out/samples");
 }
 
@@ -143,10 +185,19 @@ static atf_error check_sizes(const atf_samples_config *cfg, char *err)
             atf_errorf(err, "samples: training sizes must be at least 2, got %d", cfg->ns[i]);
             return ATF_E_USAGE;
         }
-    if (!(cfg->tol > 0) || !(cfg->auto_fraction > 0) || cfg->max_iter < 1) {
-        atf_errorf(err, "samples: tolerance, auto fraction and iteration limit must be positive");
+    if (!(cfg->tol > 0) || !(cfg->auto_fraction > 0) || cfg->max_iter < 1 ||
+        !(cfg->xent_lambda > 0) || !isfinite(cfg->xent_lambda)) {
+        atf_errorf(err, "samples: tolerance, auto fraction, iteration limit and the "
+                   "cross-entropy lambda must be positive");
         return ATF_E_USAGE;
     }
+    int pool = cfg->train.sampling == ATF_SAMPLE_RESAMPLE ? cfg->n_pool : 0;
+    for (int i = 0; i < cfg->nn; i++)
+        if (pool > 0 && pool < cfg->ns[i] + cfg->train.n_val) {
+            atf_errorf(err, "samples: a pool of %d examples cannot resample n = %d (+ %d "
+                       "validation)", pool, cfg->ns[i], cfg->train.n_val);
+            return ATF_E_USAGE;
+        }
     return ATF_OK;
 }
 
@@ -164,10 +215,12 @@ static void resolve_defaults(atf_samples_config *cfg)
     cfg->arch.init = cfg->init >= 0 ? (atf_init)cfg->init : image ? ATF_INIT_TORCH : ATF_INIT_HE;
     if (!(cfg->train.lr > 0)) /* paper B.1 with PyTorch's initialisation; He diverges at 0.1 */
         cfg->train.lr = cfg->arch.init == ATF_INIT_TORCH ? 0.1 : 0.01;
+    if (!cfg->models)
+        cfg->models = ATF_SAMPLES_NTK | ATF_SAMPLES_P16 | (cfg->train_mlp ? ATF_SAMPLES_NETWORK : 0);
     if (!cfg->title[0])
-        snprintf(cfg->title, sizeof cfg->title,
-                 "Sample complexity on %.60s: NTK vs problem (16) [%.100s]%s", cfg->data.source,
-                 cfg->penalty, cfg->train_mlp ? " vs trained MLP" : "");
+        snprintf(cfg->title, sizeof cfg->title, "Sample complexity on %.60s%s [%.100s]",
+                 cfg->data.source, cfg->models & (ATF_SAMPLES_P16 | ATF_SAMPLES_P16_XENT) ?
+                 ": NTK vs problem (16)" : "", cfg->penalty);
 }
 
 static atf_error make_plan(const atf_samples_config *cfg, samples_plan *pl, char *err)
@@ -189,40 +242,53 @@ atf_error atf_samples_check(const atf_samples_config *cfg, char *err)
 
 /* ---- one (n, seed) ---- */
 
-typedef struct {
-    const samples_plan *plan;
-    const atf_exp_io *io;
-    atf_rowstore *store;
-    atf_progress *prog;
-    int new_rows;
-    atf_status status; /* solved, or why the grid stopped: an infeasible baseline */
-} samples_state;
-
-/* The models of one (n, seed): the task, θ0, its tangent problem and the NTK baseline. */
-typedef struct {
-    int n;
-    uint64_t seed;
-    atf_task task;
-    atf_mlp *m0;
-    atf_problem *prob;
-    atf_result *base;
-    double base_seconds;
-} point;
-
 static void row_key(char *key, size_t len, int n, uint64_t seed, const char *method)
 {
     snprintf(key, len, "n=%d|seed=%llu|%s", n, (unsigned long long)seed, method);
 }
 
-static int recorded(const samples_state *s, int n, uint64_t seed, const char *method)
+/* The name a table written before the models had their names used for this method (problem
+ * (16) was "adaptive[:SPEC]", the network "mlp"); 0 if none. */
+static int legacy_name(const char *method, char *out, size_t len)
 {
-    char key[256];
+    if (!strncmp(method, "p16", 3) && (!method[3] || method[3] == ':'))
+        snprintf(out, len, "adaptive%s", method + 3);
+    else if (!strcmp(method, "network"))
+        snprintf(out, len, "mlp");
+    else
+        return 0;
+    return 1;
+}
+
+/* 1 when the row's key is that of (n, seed, method) under the method's name or its old one. */
+static int key_matches(const char *key, int n, uint64_t seed, const char *method)
+{
+    char want[256], old[180];
+    row_key(want, sizeof want, n, seed, method);
+    if (!strcmp(key, want))
+        return 1;
+    if (!legacy_name(method, old, sizeof old))
+        return 0;
+    row_key(want, sizeof want, n, seed, old);
+    return !strcmp(key, want);
+}
+
+int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *method)
+{
+    char key[256], old[180];
     row_key(key, sizeof key, n, seed, method);
+    if (atf_rowstore_has(s->store, key))
+        return 1;
+    if (!legacy_name(method, old, sizeof old))
+        return 0;
+    row_key(key, sizeof key, n, seed, old);
     return atf_rowstore_has(s->store, key);
 }
 
-static void base_row(atf_row *row, int n, uint64_t seed, const char *method, const char *penalty)
+void samples_base_row(atf_row *row, const samples_state *s, int n, uint64_t seed,
+                      const char *method, const char *penalty)
 {
+    (void)s;
     char key[256];
     row_key(key, sizeof key, n, seed, method);
     atf_row_clear(row);
@@ -231,30 +297,24 @@ static void base_row(atf_row *row, int n, uint64_t seed, const char *method, con
     atf_row_int(row, "seed", (long)seed);
     atf_row_str(row, "method", method);
     atf_row_str(row, "penalty", penalty);
+    atf_row_str(row, "loss", "-");
+    atf_row_str(row, "status", "-");
+    static const char *numbers[] = {"test_error", "test_rel_mse", "test_xent", "train_residual"};
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
+        atf_row_num(row, numbers[i], NAN);
+    atf_row_int(row, "iterations", 0);
+    atf_row_num(row, "objective", NAN);
+    atf_row_num(row, "stationarity", NAN);
+    atf_row_num(row, "seconds", NAN);
+    atf_row_int(row, "selected_epoch", -1); /* models trained by gradient descent only */
+    atf_row_str(row, "protocol", "-");
+    atf_row_str(row, "trainer", "-");
+    atf_row_num(row, "cos_p16", NAN);        /* cosine of B with problem (16)'s solution */
+    atf_row_num(row, "omega_balanced", NAN); /* factorised model: Σ ω̃(σ(B)), balanced */
+    atf_row_num(row, "drift", NAN);          /* factorised model: conservation drift */
 }
 
-/* With a penalized loss every row says which loss its model fits (interpolation tables keep
- * their columns): the loss spec of a result, "-" for the trained network. */
-static void loss_field(const samples_state *s, atf_row *row, const char *loss)
-{
-    if (s->plan->cfg.loss.kind != ATF_LOSS_INTERPOLATE)
-        atf_row_str(row, "loss", loss[0] ? loss : "interpolate");
-}
-
-static void result_fields(atf_row *row, const atf_result *res, double secs,
-                          const atf_test_metrics *tm)
-{
-    atf_row_str(row, "status", atf_status_name(res->status));
-    atf_row_num(row, "test_error", tm->error);
-    atf_row_num(row, "test_rel_mse", tm->rel_mse);
-    atf_row_num(row, "train_residual", res->constraint_residual);
-    atf_row_int(row, "iterations", res->iterations);
-    atf_row_num(row, "objective", res->objective);
-    atf_row_num(row, "stationarity", res->stationarity);
-    atf_row_num(row, "seconds", secs);
-}
-
-static atf_error append(samples_state *s, const atf_row *row, char *err)
+atf_error samples_append(samples_state *s, const atf_row *row, char *err)
 {
     atf_error e = atf_rowstore_append(s->store, row, err);
     s->new_rows += !e;
@@ -262,141 +322,69 @@ static atf_error append(samples_state *s, const atf_row *row, char *err)
     return e;
 }
 
-static atf_error record_solution(samples_state *s, const point *pt, const atf_result *res,
-                                 const char *method, const char *penalty, double secs, char *err)
+void samples_show(samples_state *s, const point *pt, const char *what, const char *detail)
 {
-    atf_test_metrics tm;
-    atf_error e = atf_result_test_metrics(pt->prob, res, &tm, err);
-    if (e)
-        return e;
-    atf_row row;
-    base_row(&row, pt->n, pt->seed, method, penalty);
-    loss_field(s, &row, res->loss);
-    result_fields(&row, res, secs, &tm);
-    return append(s, &row, err);
-}
-
-static void show(samples_state *s, const point *pt, const char *what, const char *detail)
-{
-    char line[200];
-    snprintf(line, sizeof line, "n=%d seed=%llu: %s%.60s", pt->n, (unsigned long long)pt->seed,
+    char line[240];
+    snprintf(line, sizeof line, "n=%d seed=%llu: %s%.120s", pt->n, (unsigned long long)pt->seed,
              what, detail);
     atf_progress_show(s->prog, line);
 }
 
-static atf_error run_adaptive(samples_state *s, point *pt, const method *m, char *err)
+/* What a point needs: the tangent problem for the linear models, the baseline for the NTK and
+ * for scale=auto penalties. */
+static int needs_problem(const samples_plan *pl)
 {
-    const atf_samples_config *cfg = &s->plan->cfg;
-    char spec[256];
-    atf_error e = atf_resolve_auto_scale(m->spec, atf_result_max_singular(pt->base),
-                                         cfg->auto_fraction, spec, sizeof spec, NULL, err);
-    if (!e)
-        e = atf_problem_set_penalty(pt->prob, spec, err);
-    if (e)
-        return e;
-    show(s, pt, "problem (16) ", m->spec);
-    atf_settings set = atf_settings_default();
-    set.structure = cfg->structure;
-    set.loss = cfg->loss;
-    if (cfg->loss.kind != ATF_LOSS_INTERPOLATE)
-        set.method = ATF_METHOD_FISTA;
-    set.max_iter = cfg->max_iter;
-    set.eps_rel = cfg->tol;
-    set.interrupt = s->io->interrupt;
-    atf_result *res = NULL;
-    double t0 = atf_now();
-    e = atf_solve(pt->prob, &set, &res, err);
-    double secs = atf_now() - t0;
-    if (res && res->status == ATF_STATUS_INTERRUPTED)
-        e = ATF_OK; /* not recorded: a re-run solves it again */
-    else if (res) /* any status is a result worth a row (an iteration limit included) */
-        e = record_solution(s, pt, res, m->name, spec, secs, err);
-    atf_result_free(res);
+    return (pl->cfg.models & (ATF_SAMPLES_NTK | ATF_SAMPLES_P16 | ATF_SAMPLES_P16_XENT)) != 0;
+}
+
+static int needs_baseline(const samples_plan *pl)
+{
+    int auto_scale = 0;
+    for (int v = 0; v < pl->nvariants; v++)
+        auto_scale |= strstr(pl->variants[v], "scale=auto") != NULL;
+    return (pl->cfg.models & ATF_SAMPLES_NTK) ||
+           (auto_scale && (pl->cfg.models & (ATF_SAMPLES_P16 | ATF_SAMPLES_P16_XENT)));
+}
+
+/* The task of a point: n examples, or with resampling the whole pool (n_pool rows, 0: every
+ * training example of the data set) of which the linear models fit the first n. */
+static atf_error load_task(const samples_plan *pl, point *pt, atf_arch *arch, char *err)
+{
+    const atf_samples_config *cfg = &pl->cfg;
+    atf_data_options dopt = cfg->data;
+    int resample = cfg->train.sampling == ATF_SAMPLE_RESAMPLE;
+    dopt.n_train = resample ? cfg->n_pool : pt->n;
+    dopt.seed = pt->seed;
+    atf_error e = atf_task_load(&dopt, arch, &pt->task, err);
+    if (!e && pt->task.train.N < pt->n) {
+        atf_errorf(err, "%s: a pool of %d training examples is smaller than n = %d",
+                   cfg->data.source, pt->task.train.N, pt->n);
+        e = ATF_E_USAGE;
+    }
+    pt->fit = pt->task;
+    pt->fit.train.N = pt->n;
     return e;
 }
 
-/* Test metrics of a network on the task's test split (NaN without one). */
-static atf_error mlp_test_metrics(const atf_mlp *m, const atf_task *task, atf_test_metrics *tm,
-                                  char *err)
-{
-    *tm = (atf_test_metrics){NAN, NAN};
-    if (task->test.N <= 0)
-        return ATF_OK;
-    double *F = malloc(sizeof(double) * (size_t)task->test.N * (size_t)task->test.C);
-    if (!F) {
-        atf_errorf(err, "out of memory");
-        return ATF_E_NOMEM;
-    }
-    atf_error e = atf_mlp_forward(m, task->test.N, task->test.X, F, err);
-    if (!e)
-        *tm = atf_prediction_metrics(task->test.N, task->test.C, F, task->test.Y,
-                                     task->test.labels);
-    free(F);
-    return e;
-}
-
-static atf_error run_mlp(samples_state *s, const point *pt, char *err)
-{
-    atf_mlp *m = atf_mlp_clone(pt->m0);
-    if (!m) {
-        atf_errorf(err, "out of memory");
-        return ATF_E_NOMEM;
-    }
-    show(s, pt, "training", "");
-    atf_train_settings ts = s->plan->cfg.train;
-    ts.seed = pt->seed;
-    ts.interrupt = s->io->interrupt;
-    double loss = NAN, t0 = atf_now();
-    atf_error e = atf_mlp_train(m, &pt->task.train, &ts, &loss, err);
-    double secs = atf_now() - t0;
-    atf_test_metrics tm;
-    if (atf_exp_stopped(s->io)) { /* stopped early: a partly trained network is no row */
-        atf_mlp_free(m);
-        return ATF_OK;
-    }
-    if (!e)
-        e = mlp_test_metrics(m, &pt->task, &tm, err);
-    if (!e) {
-        atf_row row;
-        base_row(&row, pt->n, pt->seed, "mlp", "-");
-        loss_field(s, &row, "-");
-        atf_row_str(&row, "status", isfinite(loss) ? "trained" : "diverged");
-        atf_row_num(&row, "test_error", tm.error);
-        atf_row_num(&row, "test_rel_mse", tm.rel_mse);
-        atf_row_num(&row, "train_residual", loss);
-        atf_row_int(&row, "iterations", ts.epochs);
-        atf_row_num(&row, "objective", NAN);
-        atf_row_num(&row, "stationarity", NAN);
-        atf_row_num(&row, "seconds", secs);
-        e = append(s, &row, err);
-    }
-    atf_mlp_free(m);
-    return e;
-}
-
-/* Task, θ0, tangent problem and NTK baseline of one (n, seed). The baseline is needed by every
- * method's bookkeeping (scale=auto), so it always runs. */
+/* Task, θ0, tangent problem and NTK baseline of one (n, seed), as far as the models need them. */
 static atf_error build_point(samples_state *s, point *pt, char *err)
 {
-    const atf_samples_config *cfg = &s->plan->cfg;
-    atf_data_options dopt = cfg->data;
-    dopt.n_train = pt->n;
-    dopt.seed = pt->seed;
-    atf_arch arch = cfg->arch;
-    show(s, pt, "features", "");
-    atf_error e = atf_task_load(&dopt, &arch, &pt->task, err);
+    const samples_plan *pl = s->plan;
+    atf_arch arch = pl->cfg.arch;
+    samples_show(s, pt, "features", "");
+    atf_error e = load_task(pl, pt, &arch, err);
     if (!e)
         e = atf_arch_fit_task(&arch, &pt->task, err);
     if (!e)
         e = atf_mlp_create(&arch, pt->seed, &pt->m0, err);
-    if (!e)
-        e = atf_tangent_problem(pt->m0, &pt->task, "sq", &pt->prob, err);
-    if (!e && cfg->center) {
+    if (!e && needs_problem(pl))
+        e = atf_tangent_problem(pt->m0, &pt->fit, "sq", &pt->prob, err);
+    if (!e && pt->prob && pl->cfg.center) {
         atf_problem_center(pt->prob);
         atf_problem_center(pt->prob->test);
     }
     double t0 = atf_now();
-    if (!e)
+    if (!e && needs_baseline(pl))
         e = atf_baseline(pt->prob, &pt->base, err);
     pt->base_seconds = atf_now() - t0;
     return e;
@@ -404,33 +392,37 @@ static atf_error build_point(samples_state *s, point *pt, char *err)
 
 static void free_point(point *pt)
 {
+    atf_result_free(pt->p16[0]);
+    atf_result_free(pt->p16[1]);
     atf_result_free(pt->base);
     atf_problem_free(pt->prob);
     atf_mlp_free(pt->m0);
     atf_task_free(&pt->task);
 }
 
-/* The models of one (n, seed) not yet recorded, in order: NTK, every variant, the network. */
+/* The models of one (n, seed) not yet recorded, in the order of the plan. */
 static atf_error run_models(samples_state *s, point *pt, const method *ms, int nm, char *err)
 {
     atf_error e = ATF_OK;
-    if (!recorded(s, pt->n, pt->seed, "ntk"))
-        e = record_solution(s, pt, pt->base, "ntk", "-", pt->base_seconds, err);
-    for (int k = 0; k < nm && !e && !atf_exp_stopped(s->io); k++)
-        if (ms[k].kind == KIND_ADAPTIVE && !recorded(s, pt->n, pt->seed, ms[k].name))
-            e = run_adaptive(s, pt, &ms[k], err);
-    if (!e && !atf_exp_stopped(s->io) && s->plan->cfg.train_mlp &&
-        !recorded(s, pt->n, pt->seed, "mlp"))
-        e = run_mlp(s, pt, err);
+    for (int k = 0; k < nm && !e && !atf_exp_stopped(s->io); k++) {
+        if (samples_recorded(s, pt->n, pt->seed, ms[k].name))
+            continue;
+        if (ms[k].kind == KIND_NTK)
+            e = samples_record_ntk(s, pt, err);
+        else if (samples_is_sgd(ms[k].kind))
+            e = samples_run_sgd(s, pt, &ms[k], err);
+        else
+            e = samples_run_p16(s, pt, &ms[k], err);
+    }
     return e;
 }
 
 static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
 {
-    method ms[MAXMETHODS];
-    int nm = list_methods(s->plan, ms), todo = 0;
+    method ms[SAMPLES_MAXMETHODS];
+    int nm = samples_list_methods(s->plan, ms), todo = 0;
     for (int k = 0; k < nm; k++)
-        todo += !recorded(s, n, seed, ms[k].name);
+        todo += !samples_recorded(s, n, seed, ms[k].name);
     if (!todo)
         return ATF_OK;
     point pt;
@@ -438,7 +430,7 @@ static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
     pt.n = n;
     pt.seed = seed;
     atf_error e = build_point(s, &pt, err);
-    if (!e && pt.base->status != ATF_STATUS_SOLVED) /* no interpolant: no model has one */
+    if (!e && pt.base && pt.base->status != ATF_STATUS_SOLVED) /* no interpolant */
         s->status = pt.base->status;
     else if (!e)
         e = run_models(s, &pt, ms, nm, err);
@@ -448,15 +440,19 @@ static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
 
 /* ---- summary: mean ± std over seeds for every (n, method) ---- */
 
+/* The per-row numbers summarised; γ comes from the recorded penalty, the rest from columns. */
+enum { MET_ERROR, MET_MSE, MET_XENT, MET_EPOCH, MET_SECONDS, MET_GAMMA, NMET };
+static const char *const MET_COLUMN[NMET] = {"test_error", "test_rel_mse", "test_xent",
+                                             "selected_epoch", "seconds", NULL};
+
 typedef struct {
     int nm;
-    method m[MAXMETHODS];
-    double err_mean[ATF_SAMPLES_MAXN][MAXMETHODS], err_std[ATF_SAMPLES_MAXN][MAXMETHODS];
-    double mse_mean[ATF_SAMPLES_MAXN][MAXMETHODS], mse_std[ATF_SAMPLES_MAXN][MAXMETHODS];
-    double secs[ATF_SAMPLES_MAXN][MAXMETHODS];
-    double gamma[ATF_SAMPLES_MAXN][MAXMETHODS]; /* mean resolved γ of a scale=auto model */
-    int count[ATF_SAMPLES_MAXN][MAXMETHODS];
+    method m[SAMPLES_MAXMETHODS];
+    double mean[ATF_SAMPLES_MAXN][SAMPLES_MAXMETHODS][NMET];
+    double sd[ATF_SAMPLES_MAXN][SAMPLES_MAXMETHODS][NMET];
+    int count[ATF_SAMPLES_MAXN][SAMPLES_MAXMETHODS];
     double n[ATF_SAMPLES_MAXN];
+    int xent; /* the second metric shown is the test cross-entropy (else the relative MSE) */
 } summary;
 
 /* The γ a row's problem (16) was solved with (its recorded, resolved penalty); NaN if none. */
@@ -467,68 +463,83 @@ static double row_gamma(const atf_row *row)
     return spec && !atf_penalty_parse(spec, &pen, NULL) ? pen.w1.scale : NAN;
 }
 
-/* Test error, relative MSE, seconds and γ of the recorded rows of one (n, method), over seeds. */
+static double row_metric(const atf_row *row, int k)
+{
+    if (k == MET_GAMMA)
+        return row_gamma(row);
+    double v = atf_row_getnum(row, MET_COLUMN[k]);
+    return k == MET_EPOCH && v < 0 ? NAN : v; /* −1: not a model trained by gradient descent */
+}
+
+/* The metrics of the recorded rows of one (n, method), over seeds: v[metric][run]. */
 static int collect(const atf_samples_config *cfg, const atf_rowstore *st, int n,
-                   const char *method, double *ev, double *mv, double *tv, double *gv)
+                   const char *method, double v[NMET][ATF_SAMPLES_MAXSEEDS])
 {
     int c = 0;
-    for (int s = 0; s < cfg->nseeds; s++) {
-        char key[256];
-        row_key(key, sizeof key, n, cfg->seeds[s], method);
-        for (int r = 0; r < atf_rowstore_count(st); r++) {
+    for (int s = 0; s < cfg->nseeds; s++)
+        for (int r = 0; r < atf_rowstore_count(st) && c < ATF_SAMPLES_MAXSEEDS; r++) {
             const atf_row *row = atf_rowstore_row(st, r);
-            if (strcmp(atf_row_get(row, "key"), key))
+            if (!key_matches(atf_row_get(row, "key"), n, cfg->seeds[s], method))
                 continue;
-            ev[c] = atf_row_getnum(row, "test_error");
-            mv[c] = atf_row_getnum(row, "test_rel_mse");
-            tv[c] = atf_row_getnum(row, "seconds");
-            gv[c] = row_gamma(row);
+            for (int k = 0; k < NMET; k++)
+                v[k][c] = row_metric(row, k);
             c++;
         }
-    }
     return c;
+}
+
+/* The second panel shows the test cross-entropy when some model is trained by or solved with
+ * the cross-entropy (and the rows have it: the classes are known). */
+static int shows_xent(const samples_plan *pl)
+{
+    const atf_samples_config *cfg = &pl->cfg;
+    return (cfg->models & ATF_SAMPLES_P16_XENT) ||
+           ((cfg->models & (ATF_SAMPLES_NTK_SGD | ATF_SAMPLES_FACTORIZED_SGD |
+                            ATF_SAMPLES_NETWORK)) && cfg->train.loss == ATF_LOSS_XENT);
 }
 
 static void summarize(const samples_plan *pl, const atf_rowstore *st, summary *sm)
 {
     const atf_samples_config *cfg = &pl->cfg;
     memset(sm, 0, sizeof *sm);
-    sm->nm = list_methods(pl, sm->m);
+    sm->nm = samples_list_methods(pl, sm->m);
+    int any_xent = 0;
     for (int i = 0; i < cfg->nn; i++) {
         sm->n[i] = cfg->ns[i];
         for (int k = 0; k < sm->nm; k++) {
-            double ev[ATF_SAMPLES_MAXSEEDS], mv[ATF_SAMPLES_MAXSEEDS], tv[ATF_SAMPLES_MAXSEEDS],
-                gv[ATF_SAMPLES_MAXSEEDS];
-            int c = collect(cfg, st, cfg->ns[i], sm->m[k].name, ev, mv, tv, gv);
-            double sd;
-            sm->gamma[i][k] = NAN;
-            if (sm->m[k].kind == KIND_ADAPTIVE && strstr(sm->m[k].spec, "scale=auto"))
-                atf_mean_std(gv, c, &sm->gamma[i][k], &sd);
+            double v[NMET][ATF_SAMPLES_MAXSEEDS];
+            int c = collect(cfg, st, cfg->ns[i], sm->m[k].name, v);
             sm->count[i][k] = c;
-            atf_mean_std(ev, c, &sm->err_mean[i][k], &sm->err_std[i][k]);
-            atf_mean_std(mv, c, &sm->mse_mean[i][k], &sm->mse_std[i][k]);
-            atf_mean_std(tv, c, &sm->secs[i][k], &sd);
+            for (int j = 0; j < NMET; j++)
+                atf_mean_std(v[j], c, &sm->mean[i][k][j], &sm->sd[i][k][j]);
+            if (!sm->m[k].spec || !strstr(sm->m[k].spec, "scale=auto"))
+                sm->mean[i][k][MET_GAMMA] = NAN;
+            any_xent |= isfinite(sm->mean[i][k][MET_XENT]);
         }
     }
+    sm->xent = any_xent && shows_xent(pl);
 }
 
 static atf_error write_summary(const atf_samples_config *cfg, const summary *sm, char *err)
 {
-    /* a line: the method (≤ 159 characters, ≤ 320 quoted), 7 numbers, separators */
-    char *text = malloc(128 + (size_t)cfg->nn * sm->nm * 520), path[1100];
+    /* a line: the method (≤ 159 characters, ≤ 320 quoted), 9 numbers, separators */
+    char *text = malloc(256 + (size_t)cfg->nn * sm->nm * 560), path[1100];
     if (!text) {
         atf_errorf(err, "out of memory");
         return ATF_E_NOMEM;
     }
     int len = sprintf(text, "n,method,runs,test_error_mean,test_error_std,test_rel_mse_mean,"
-                            "test_rel_mse_std,seconds_mean\n");
+                            "test_rel_mse_std,test_xent_mean,test_xent_std,"
+                            "selected_epoch_mean,seconds_mean\n");
     for (int i = 0; i < cfg->nn; i++)
         for (int k = 0; k < sm->nm; k++) {
             char method[2 * sizeof sm->m[k].name + 3];
+            const double *mu = sm->mean[i][k], *sd = sm->sd[i][k];
             atf_csv_field(sm->m[k].name, method, sizeof method);
-            len += sprintf(text + len, "%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.4g\n", cfg->ns[i], method,
-                           sm->count[i][k], sm->err_mean[i][k], sm->err_std[i][k],
-                           sm->mse_mean[i][k], sm->mse_std[i][k], sm->secs[i][k]);
+            len += sprintf(text + len, "%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g\n",
+                           cfg->ns[i], method, sm->count[i][k], mu[MET_ERROR], sd[MET_ERROR],
+                           mu[MET_MSE], sd[MET_MSE], mu[MET_XENT], sd[MET_XENT],
+                           mu[MET_EPOCH], mu[MET_SECONDS]);
         }
     atf_error e = atf_exp_path(path, sizeof path, cfg->out, "samples_summary.csv", err);
     if (!e)
@@ -537,29 +548,26 @@ static atf_error write_summary(const atf_samples_config *cfg, const summary *sm,
     return e;
 }
 
-/* Markdown table: one error and one relative-MSE column per model. */
-static void print_table(const samples_plan *pl, const summary *sm, FILE *f)
+/* Markdown table: one error and one relative-MSE (or cross-entropy) column per model. */
+static void print_table(const summary *sm, int nn, FILE *f)
 {
-    static const char *short_name[3] = {"NTK", "problem (16)", "MLP"};
+    int second = sm->xent ? MET_XENT : MET_MSE;
     fprintf(f, "| n |");
     for (int pass = 0; pass < 2; pass++)
-        for (int k = 0; k < sm->nm; k++) {
-            const method *m = &sm->m[k];
-            if (m->kind == KIND_ADAPTIVE && pl->nvariants > 1)
-                fprintf(f, " (16) %s %s |", m->spec, pass ? "rel. MSE" : "error");
-            else
-                fprintf(f, " %s %s |", short_name[m->kind], pass ? "rel. MSE" : "error");
-        }
+        for (int k = 0; k < sm->nm; k++)
+            fprintf(f, " %s %s |", sm->m[k].name,
+                    !pass ? "error" : sm->xent ? "test xent" : "rel. MSE");
     fprintf(f, " seeds |\n|---|");
     for (int k = 0; k < 2 * sm->nm; k++)
         fprintf(f, "---|");
     fprintf(f, "---|\n");
-    for (int i = 0; i < pl->cfg.nn; i++) {
-        fprintf(f, "| %d |", pl->cfg.ns[i]);
-        for (int k = 0; k < sm->nm; k++)
-            fprintf(f, " %.4f ± %.4f |", sm->err_mean[i][k], sm->err_std[i][k]);
-        for (int k = 0; k < sm->nm; k++)
-            fprintf(f, " %.4f ± %.4f |", sm->mse_mean[i][k], sm->mse_std[i][k]);
+    for (int i = 0; i < nn; i++) {
+        fprintf(f, "| %d |", (int)sm->n[i]);
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < sm->nm; k++) {
+                int j = pass ? second : MET_ERROR;
+                fprintf(f, " %.4f ± %.4f |", sm->mean[i][k][j], sm->sd[i][k][j]);
+            }
         fprintf(f, " %d |\n", sm->count[i][0]);
     }
 }
@@ -583,9 +591,13 @@ static void print_json(const atf_samples_config *cfg, const summary *sm, int row
     for (int k = 0; k < sm->nm; k++) {
         char name[ATF_ROW_NAMELEN];
         snprintf(name, sizeof name, "%.38s_error", sm->m[k].name);
-        atf_row_num(&sum, name, sm->err_mean[last][k]);
+        atf_row_num(&sum, name, sm->mean[last][k][MET_ERROR]);
         snprintf(name, sizeof name, "%.38s_rel_mse", sm->m[k].name);
-        atf_row_num(&sum, name, sm->mse_mean[last][k]);
+        atf_row_num(&sum, name, sm->mean[last][k][MET_MSE]);
+        if (sm->xent) {
+            snprintf(name, sizeof name, "%.38s_xent", sm->m[k].name);
+            atf_row_num(&sum, name, sm->mean[last][k][MET_XENT]);
+        }
     }
     char *line = atf_row_json_line(&sum);
     if (line)
@@ -593,22 +605,21 @@ static void print_json(const atf_samples_config *cfg, const summary *sm, int row
     free(line);
 }
 
-/* ---- figure: test error and relative MSE against n, one series per model ---- */
+/* ---- figure: test error and relative MSE (or cross-entropy) against n, a series per model ---- */
 
 typedef struct {
-    double em[MAXMETHODS][ATF_SAMPLES_MAXN], es[MAXMETHODS][ATF_SAMPLES_MAXN];
-    double mm[MAXMETHODS][ATF_SAMPLES_MAXN], ms[MAXMETHODS][ATF_SAMPLES_MAXN];
+    double mean[2][SAMPLES_MAXMETHODS][ATF_SAMPLES_MAXN], sd[2][SAMPLES_MAXMETHODS][ATF_SAMPLES_MAXN];
 } series_data;
 
 static void fill_series_data(const summary *sm, int nn, series_data *d)
 {
-    for (int k = 0; k < sm->nm; k++)
-        for (int i = 0; i < nn; i++) {
-            d->em[k][i] = sm->err_mean[i][k];
-            d->es[k][i] = sm->err_std[i][k];
-            d->mm[k][i] = sm->mse_mean[i][k];
-            d->ms[k][i] = sm->mse_std[i][k];
-        }
+    int metric[2] = {MET_ERROR, sm->xent ? MET_XENT : MET_MSE};
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < sm->nm; k++)
+            for (int i = 0; i < nn; i++) {
+                d->mean[p][k][i] = sm->mean[i][k][metric[p]];
+                d->sd[p][k][i] = sm->sd[i][k][metric[p]];
+            }
 }
 
 /* The points of scale=auto models say which γ they resolved to (mean over seeds): notes on
@@ -618,9 +629,10 @@ static void gamma_notes(const summary *sm, int nn, const series_data *d, atf_plo
     static char text[ATF_PLOT_MAXNOTES][32];
     for (int k = 0; k < sm->nm; k++)
         for (int i = 0; i < nn && pl->nnotes < ATF_PLOT_MAXNOTES; i++)
-            if (isfinite(sm->gamma[i][k])) {
-                snprintf(text[pl->nnotes], sizeof text[0], "γ=%.2g", sm->gamma[i][k]);
-                pl->notes[pl->nnotes] = (atf_plot_note){sm->n[i], d->em[k][i], text[pl->nnotes]};
+            if (isfinite(sm->mean[i][k][MET_GAMMA])) {
+                snprintf(text[pl->nnotes], sizeof text[0], "γ=%.2g", sm->mean[i][k][MET_GAMMA]);
+                pl->notes[pl->nnotes] =
+                    (atf_plot_note){sm->n[i], d->mean[0][k][i], text[pl->nnotes]};
                 pl->nnotes++;
             }
 }
@@ -633,10 +645,11 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
     atf_plot_panel panels[2];
     memset(panels, 0, sizeof panels);
     int labelled = strncmp(cfg->data.source, "synthetic", 9) != 0;
-    const char *ylab[2] = {"test error", "relative test MSE"};
+    const char *ylab[2] = {"test error", sm->xent ? "test cross-entropy" : "relative test MSE"};
     const char *titles[2] = {labelled ? "test classification error (mean ± std over seeds)"
                                       : "sign error of the regression (mean ± std)",
-                             "test MSE / Var(y) (mean ± std over seeds)"};
+                             sm->xent ? "mean test cross-entropy (mean ± std over seeds)"
+                                      : "test MSE / Var(y) (mean ± std over seeds)"};
     for (int p = 0; p < 2; p++) {
         atf_plot_panel *pl = &panels[p];
         *pl = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = titles[p],
@@ -644,8 +657,8 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
                                .logy = 1, .legend = ATF_LEGEND_AUTO};
         for (int k = 0; k < sm->nm && k < ATF_PLOT_MAXSERIES; k++)
             pl->series[pl->nseries++] = (atf_plot_series){
-                sm->m[k].label, sm->n, p ? d.mm[k] : d.em[k], p ? d.ms[k] : d.es[k], cfg->nn,
-                k % 8, k / 8, 1 + k % 5, 0};
+                sm->m[k].label, sm->n, d.mean[p][k], d.sd[p][k], cfg->nn, k % 8, k / 8,
+                1 + k % 5, 0};
     }
     gamma_notes(sm, cfg->nn, &d, &panels[0]);
     /* many models (the scale axis): panels stacked, full width, so the legend fits */
@@ -658,23 +671,75 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
 
 /* ---- the run ---- */
 
+/* What a recorded row says its model did, against what this run would do: the same loss and,
+ * for the models trained by gradient descent, the same trainer and protocol. */
+static void expected_labels(const samples_plan *pl, const char *method, char *loss, char *trainer,
+                            char *protocol, size_t len)
+{
+    const atf_samples_config *cfg = &pl->cfg;
+    const atf_train_settings *t = &cfg->train;
+    atf_loss xent = {ATF_LOSS_XENT, cfg->xent_lambda};
+    trainer[0] = protocol[0] = '\0';
+    if (!strcmp(method, "ntk")) {
+        snprintf(loss, len, "interpolate");
+    } else if (!strncmp(method, "p16-xent", 8)) {
+        atf_loss_format(&xent, loss, len);
+    } else if (!strncmp(method, "p16", 3) || !strncmp(method, "adaptive", 8)) {
+        atf_loss_format(&cfg->loss, loss, len);
+    } else {
+        snprintf(loss, len, "%s", atf_loss_name(t->loss));
+        samples_trainer_label(t, trainer, len);
+        snprintf(protocol, len, "%s/%s/", atf_sampling_name(t->sampling),
+                 atf_stopping_name(t->stopping));
+    }
+}
+
+/* A table resumed must have been written by the same models: ATF_E_USAGE naming the table, the
+ * row and both labels otherwise. */
+static atf_error check_table(const samples_plan *pl, const atf_rowstore *st, const char *table,
+                             char *err)
+{
+    for (int i = 0; i < atf_rowstore_count(st); i++) {
+        const atf_row *row = atf_rowstore_row(st, i);
+        const char *method = atf_row_get(row, "method"), *got[3];
+        char want[3][160];
+        if (!method)
+            continue;
+        expected_labels(pl, method, want[0], want[1], want[2], sizeof want[0]);
+        const char *what[3] = {"loss", "trainer", "protocol"};
+        for (int k = 0; k < 3; k++) {
+            got[k] = atf_row_get(row, what[k]);
+            if (!got[k] || !want[k][0] || !strcmp(got[k], "-"))
+                continue;
+            if (strncmp(got[k], want[k], k == 2 ? strlen(want[k]) : strlen(got[k]) + 1)) {
+                atf_errorf(err, "%s: row %s has %s %s, but this run's is %s (use another output "
+                           "directory)", table, atf_row_get(row, "key"), what[k], got[k],
+                           want[k]);
+                return ATF_E_USAGE;
+            }
+        }
+    }
+    return ATF_OK;
+}
+
+
 static int count_recorded(const samples_state *s)
 {
     const atf_samples_config *cfg = &s->plan->cfg;
-    method ms[MAXMETHODS];
-    int nm = list_methods(s->plan, ms), done = 0;
+    method ms[SAMPLES_MAXMETHODS];
+    int nm = samples_list_methods(s->plan, ms), done = 0;
     for (int i = 0; i < cfg->nn; i++)
         for (int j = 0; j < cfg->nseeds; j++)
             for (int k = 0; k < nm; k++)
-                done += recorded(s, cfg->ns[i], cfg->seeds[j], ms[k].name);
+                done += samples_recorded(s, cfg->ns[i], cfg->seeds[j], ms[k].name);
     return done;
 }
 
 static atf_error run_grid(samples_state *s, char *err)
 {
     const atf_samples_config *cfg = &s->plan->cfg;
-    method ms[MAXMETHODS];
-    int total = cfg->nn * cfg->nseeds * list_methods(s->plan, ms);
+    method ms[SAMPLES_MAXMETHODS];
+    int total = cfg->nn * cfg->nseeds * samples_list_methods(s->plan, ms);
     atf_progress_start(s->prog, s->io->progress, total, count_recorded(s));
     atf_error e = ATF_OK;
     for (int i = 0; !e && i < cfg->nn; i++)
@@ -696,13 +761,13 @@ static atf_error finish(const samples_state *s, char *err)
     summarize(s->plan, s->store, &sm);
     atf_error e = write_summary(cfg, &sm, err);
     if (!e)
-        e = samples_figure(cfg, s->plan->nvariants > 1, &sm, err);
+        e = samples_figure(cfg, sm.nm > 4, &sm, err);
     if (e)
         return e;
     if (s->io->report && s->io->json)
         print_json(cfg, &sm, atf_rowstore_count(s->store), s->io->report);
     else if (s->io->report)
-        print_table(s->plan, &sm, s->io->report);
+        print_table(&sm, cfg->nn, s->io->report);
     atf_exp_note(s->io, "rows in %s/samples.csv, summary in %s/samples_summary.csv, figure "
                 "%s/samples.svg\n", cfg->out, cfg->out, cfg->out);
     return ATF_OK;
@@ -725,7 +790,7 @@ atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *out
     if (!e)
         e = atf_rowstore_open(csv, jsonl, "key", &s.store, err);
     if (!e)
-        e = atf_exp_check_loss(s.store, &config->loss, csv, err);
+        e = check_table(&plan, s.store, csv, err);
     if (!e)
         e = run_grid(&s, err);
     if (!e && s.status != ATF_STATUS_SOLVED) {

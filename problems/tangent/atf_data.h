@@ -111,10 +111,15 @@ typedef struct {
                                   fashion-mnist[:DIR] | PATH.h5 */
     int nclasses;              /* 0: every class present, in increasing order */
     int classes[ATF_MAX_CLASSES];
-    int n_train, n_test;       /* −1: default (500 / 500; HDF5: all / 0) */
+    int n_train, n_test;       /* −1: default (500 / 500; HDF5: all / 0); n_train 0: every
+                                  example the test split leaves */
     uint64_t seed;             /* image sampling and synthetic generation, default 1 (an HDF5
                                   file keeps its row order: train first, then test) */
-    int standardize;           /* −1: default (on for mnist / fashion-mnist, off otherwise) */
+    int standardize;           /* −1: default (on for mnist / fashion-mnist, off otherwise;
+                                  off, pixels are x/255) */
+    int official_split;        /* mnist / fashion-mnist: 1 draws the training examples from the
+                                  train-* files only and the test examples from t10k-* (the data
+                                  set's own split); 0 (default) draws both from all images */
     atf_targets targets;
     uint64_t teacher_seed;     /* default 99991 */
     /* Data roots searched, in this order, for mnist and fashion-mnist without :DIR: the first
@@ -128,7 +133,7 @@ typedef struct {
 atf_data_options atf_data_options_default(void);
 
 /* Set one option by name: data, classes ("2,3"), n-train, n-test, data-seed, teacher-seed,
- * targets, standardize ("1"/"0"). ATF_E_USAGE for an unknown name or a bad value; messages name
+ * targets, standardize ("1"/"0"), split ("pooled"/"official"). ATF_E_USAGE for an unknown name or a bad value; messages name
  * the option ("classes: class 3 listed twice"). */
 atf_error atf_data_option(atf_data_options *o, const char *name, const char *value, char *err);
 

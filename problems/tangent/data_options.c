@@ -124,6 +124,14 @@ atf_error atf_data_option(atf_data_options *o, const char *name, const char *val
         o->standardize = value[0] == '1';
         return ATF_OK;
     }
+    if (!strcmp(name, "split")) {
+        if (strcmp(value, "pooled") && strcmp(value, "official")) {
+            atf_errorf(err, "split: '%s' (expected pooled or official)", value);
+            return ATF_E_USAGE;
+        }
+        o->official_split = value[0] == 'o';
+        return ATF_OK;
+    }
     atf_errorf(err, "unknown data option '%s'", name);
     return ATF_E_USAGE;
 }

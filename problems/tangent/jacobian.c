@@ -3,7 +3,9 @@
  *
  * ∂f^{(k)}(x_i)/∂W_ℓ[a, b] = c_ℓ h_{ℓ−1,a}(x_i) · δ_{ℓ,b}^{(k)}(x_i), so the Jacobian of block ℓ
  * is the rank-one matrix h δᵀ per row m = i·C + k. The cotangents δ of all C outputs are pushed
- * back together as an M × Q matrix (row m starts as e_k), one GEMM per layer. */
+ * back together as an M × Q matrix (row m starts as e_k), one GEMM per layer, and multiplied by
+ * σ′(a) of the layer's input: δ_{ℓ−1} = (c_ℓ δ_ℓ W_ℓᵀ) ∘ σ′(a_{ℓ−1}), for any elementwise σ.
+ * Blocks: W1, then b1 if layer 1 has a bias, W2, ... */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,14 +26,14 @@ void atf_jacobian_free(atf_jacobian *J)
 
 static atf_error alloc_blocks(const atf_mlp *m, atf_jacobian *J)
 {
-    int L = m->arch.L, nb = m->arch.bias ? 2 * L : L;
+    int L = m->arch.L, nb = L + atf_arch_has_bias(&m->arch);
     J->blocks = calloc((size_t)nb, sizeof *J->blocks);
     if (!J->blocks)
         return ATF_E_NOMEM;
     J->nblocks = nb;
     int b = 0;
     for (int l = 0; l < L; l++) {
-        for (int isbias = 0; isbias <= (m->arch.bias ? 1 : 0); isbias++, b++) {
+        for (int isbias = 0; isbias <= (m->arch.bias[l] ? 1 : 0); isbias++, b++) {
             atf_jac_block *jb = &J->blocks[b];
             snprintf(jb->name, sizeof jb->name, "%c%d", isbias ? 'b' : 'W', l + 1);
             jb->layer = l;
@@ -99,7 +101,7 @@ atf_error atf_mlp_jacobian(const atf_mlp *m, int N, const double *X, atf_jacobia
     for (int l = L - 1; l >= 0; l--) {
         fill_layer(m, l, &c, delta, J);
         if (l > 0) {
-            mlp_backprop_layer(m, l, J->M, C, delta, c.h[l], prev);
+            mlp_backprop_layer(m, l, J->M, C, delta, c.dh[l], prev);
             double *t = delta;
             delta = prev;
             prev = t;

@@ -216,7 +216,7 @@ static atf_error network_kernel(atf_kernel_report *r, const atf_kernel_inputs *i
                                 const double *X, const char *name, const double *label, char *err)
 {
     const atf_mlp *m = in->mlp;
-    int nb = m->arch.bias ? 2 * m->arch.L : m->arch.L, M = r->M;
+    int nb = m->arch.L + atf_arch_has_bias(&m->arch), M = r->M;
     double *K = zeros(M), *Kb = calloc((size_t)nb * M * M, sizeof *Kb);
     atf_error e = K && Kb ? ATF_OK : ATF_E_NOMEM;
     if (!e && !strcmp(name, "final"))

@@ -1,4 +1,5 @@
-/* mlp.c — ReLU MLPs: architecture parsing, seeded initialisation, forward pass. */
+/* mlp.c — MLPs: architecture parsing, seeded initialisation, the flat constructor and
+ * accessors, the forward pass with σ and σ′ kept for backward passes. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -25,6 +26,44 @@ atf_error atf_arch_parse_widths(const char *text, atf_arch *arch, char *err)
     return ATF_OK;
 }
 
+atf_error atf_arch_parse_bias(const char *text, atf_arch *arch, char *err)
+{
+    long v[ATF_MAX_LAYERS];
+    int n, all = text && (!strcmp(text, "1") || !strcmp(text, "all"));
+    memset(arch->bias, 0, sizeof arch->bias);
+    if (all || (text && (!strcmp(text, "0") || !strcmp(text, "none")))) {
+        for (int l = 0; all && l < arch->L; l++)
+            arch->bias[l] = 1;
+        return ATF_OK;
+    }
+    /* "1" alone keeps its old meaning (every layer): the first layer alone is "layers:1" */
+    if (text && !strncmp(text, "layers:", 7))
+        text += 7;
+    if (atf_parse_ints(text, 1, ATF_MAX_LAYERS, v, ATF_MAX_LAYERS, &n, "bias", err))
+        return ATF_E_USAGE;
+    for (int i = 0; i < n; i++) {
+        if (arch->bias[v[i] - 1]) {
+            atf_errorf(err, "bias: layer %ld listed twice", v[i]);
+            return ATF_E_USAGE;
+        }
+        if (v[i] > arch->L) {
+            atf_errorf(err, "bias: layer %ld listed but the network has %d layer%s", v[i],
+                       arch->L, arch->L == 1 ? "" : "s");
+            return ATF_E_USAGE;
+        }
+        arch->bias[v[i] - 1] = 1;
+    }
+    return ATF_OK;
+}
+
+int atf_arch_has_bias(const atf_arch *a)
+{
+    int n = 0;
+    for (int l = 0; l < a->L; l++)
+        n += a->bias[l] != 0;
+    return n;
+}
+
 atf_error atf_param_parse(const char *text, atf_param *out, char *err)
 {
     if (text && !strcmp(text, "standard"))
@@ -44,10 +83,25 @@ const char *atf_param_name(atf_param p)
     return p == ATF_PARAM_NTK ? "ntk" : "standard";
 }
 
-/* He gain: 2 for layers followed by a ReLU, 1 for the linear output layer. */
+/* He gain g = gain² of the activation that follows layer l, as torch.nn.init.calculate_gain
+ * (relu 2, leaky_relu 2/(1 + slope²), tanh 25/9, sigmoid and identity 1; gelu and softplus, which
+ * torch does not list, as relu); 1 for the linear output layer. */
 static double layer_gain(const atf_arch *a, int l)
 {
-    return l < a->L - 1 ? 2.0 : 1.0;
+    if (l >= a->L - 1)
+        return 1.0;
+    const atf_activation *s = &a->act[l];
+    switch (s->kind) {
+    case ATF_ACT_LEAKY_RELU:
+        return 2.0 / (1.0 + s->slope * s->slope);
+    case ATF_ACT_TANH:
+        return 25.0 / 9.0;
+    case ATF_ACT_SIGMOID:
+    case ATF_ACT_IDENTITY:
+        return 1.0;
+    default:
+        return 2.0;
+    }
 }
 
 double atf_mlp_scale(const atf_mlp *m, int l)
@@ -66,9 +120,9 @@ static atf_mlp *mlp_alloc(const atf_arch *arch)
     for (int l = 0; l < arch->L; l++) {
         size_t P = (size_t)arch->widths[l], Q = (size_t)arch->widths[l + 1];
         m->W[l] = calloc(P * Q, sizeof(double));
-        if (arch->bias)
+        if (arch->bias[l])
             m->b[l] = calloc(Q, sizeof(double));
-        if (!m->W[l] || (arch->bias && !m->b[l])) {
+        if (!m->W[l] || (arch->bias[l] && !m->b[l])) {
             atf_mlp_free(m);
             return NULL;
         }
@@ -80,8 +134,26 @@ double mlp_weight_bytes(const atf_arch *a)
 {
     double n = 0.0;
     for (int l = 0; l < a->L; l++)
-        n += (double)a->widths[l + 1] * (a->widths[l] + (a->bias ? 1 : 0));
+        n += (double)a->widths[l + 1] * (a->widths[l] + (a->bias[l] ? 1 : 0));
     return n * sizeof(double);
+}
+
+/* Activations set directly in the struct (not parsed) must still be valid. */
+static atf_error check_activations(const atf_arch *a, char *err)
+{
+    for (int l = 0; l < a->L - 1; l++) {
+        const atf_activation *s = &a->act[l];
+        int ok = s->kind >= ATF_ACT_RELU && s->kind <= ATF_ACT_IDENTITY;
+        if (s->kind == ATF_ACT_LEAKY_RELU)
+            ok = isfinite(s->slope);
+        if (s->kind == ATF_ACT_SOFTPLUS)
+            ok = isfinite(s->beta) && s->beta > 0.0 && isfinite(s->threshold);
+        if (!ok) {
+            atf_errorf(err, "MLP: activation of layer %d is invalid", l + 1);
+            return ATF_E_USAGE;
+        }
+    }
+    return ATF_OK;
 }
 
 static atf_error check_arch(const atf_arch *a, char *err)
@@ -90,8 +162,9 @@ static atf_error check_arch(const atf_arch *a, char *err)
         atf_errorf(err, "MLP: %d layers (expected 1 to %d)", a->L, ATF_MAX_LAYERS);
         return ATF_E_USAGE;
     }
-    if (a->init == ATF_INIT_TORCH && a->param != ATF_PARAM_STANDARD) {
-        atf_errorf(err, "MLP: init torch needs param standard");
+    if (a->init != ATF_INIT_HE && a->param != ATF_PARAM_STANDARD) {
+        atf_errorf(err, "MLP: init %s needs param standard",
+                   a->init == ATF_INIT_TORCH ? "torch" : "lecun");
         return ATF_E_USAGE;
     }
     for (int l = 0; l <= a->L; l++) {
@@ -100,7 +173,14 @@ static atf_error check_arch(const atf_arch *a, char *err)
             return ATF_E_USAGE;
         }
     }
-    return ATF_OK;
+    for (int l = a->L; l < ATF_MAX_LAYERS; l++) {
+        if (a->bias[l]) {
+            atf_errorf(err, "bias: layer %d listed but the network has %d layer%s", l + 1, a->L,
+                       a->L == 1 ? "" : "s");
+            return ATF_E_USAGE;
+        }
+    }
+    return check_activations(a, err);
 }
 
 atf_error atf_mlp_create(const atf_arch *arch, uint64_t seed, atf_mlp **out, char *err)
@@ -130,8 +210,8 @@ atf_error atf_mlp_create(const atf_arch *arch, uint64_t seed, atf_mlp **out, cha
     }
     for (int l = 0; l < arch->L; l++) {
         size_t n = (size_t)arch->widths[l] * arch->widths[l + 1];
-        double std = arch->param == ATF_PARAM_NTK ? 1.0
-                                                  : sqrt(layer_gain(arch, l) / arch->widths[l]);
+        double gain = arch->init == ATF_INIT_LECUN ? 1.0 : layer_gain(arch, l);
+        double std = arch->param == ATF_PARAM_NTK ? 1.0 : sqrt(gain / arch->widths[l]);
         for (size_t i = 0; i < n; i++)
             m->W[l][i] = std * atf_rng_normal(&rng);
     }
@@ -169,7 +249,7 @@ int64_t atf_mlp_nparams(const atf_mlp *m)
     int64_t n = 0;
     for (int l = 0; l < m->arch.L; l++)
         n += (int64_t)m->arch.widths[l] * m->arch.widths[l + 1] +
-             (m->arch.bias ? m->arch.widths[l + 1] : 0);
+             (m->b[l] ? m->arch.widths[l + 1] : 0);
     return n;
 }
 
@@ -213,36 +293,42 @@ atf_error mlp_forward_cache(const atf_mlp *m, int N, const double *X, mlp_cache 
         layer_affine(m, l, N, c->h[l], A);
         if (l == L - 1) {
             c->out = A;
-        } else {
-            for (size_t i = 0; i < (size_t)N * Q; i++)
-                A[i] = A[i] > 0.0 ? A[i] : 0.0;
-            c->owned[l + 1] = A;
-            c->h[l + 1] = A;
+            break;
         }
+        c->owned[l + 1] = A;
+        c->h[l + 1] = A;
+        if (!(c->dh[l + 1] = malloc((size_t)N * Q * sizeof(double)))) {
+            mlp_cache_free(c);
+            atf_errorf(err, "MLP forward: out of memory for %d examples", N);
+            return ATF_E_NOMEM;
+        }
+        atf_activation_eval(&m->arch.act[l], (size_t)N * Q, A, A, c->dh[l + 1]);
     }
     return ATF_OK;
 }
 
 void mlp_cache_free(mlp_cache *c)
 {
-    for (int l = 0; l < ATF_MAX_LAYERS; l++)
+    for (int l = 0; l < ATF_MAX_LAYERS; l++) {
         free(c->owned[l]);
+        free(c->dh[l]);
+    }
     free(c->out);
     memset(c, 0, sizeof *c);
 }
 
 void mlp_backprop_layer(const atf_mlp *m, int l, int R, int rows_per_example, const double *d,
-                        const double *h, double *d_prev)
+                        const double *dh, double *d_prev)
 {
     int P = m->arch.widths[l], Q = m->arch.widths[l + 1];
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, P, Q, atf_mlp_scale(m, l), d, Q,
                 m->W[l], Q, 0.0, d_prev, P);
     for (int r = 0; r < R; r++) {
-        const double *hi = h + (size_t)(r / rows_per_example) * P;
+        const double *di = dh + (size_t)(r / rows_per_example) * P;
         double *row = d_prev + (size_t)r * P;
+        /* σ′ = 0 (a ReLU's inactive unit) gives an exact +0, as a mask would */
         for (int p = 0; p < P; p++)
-            if (!(hi[p] > 0.0))
-                row[p] = 0.0;
+            row[p] = di[p] == 0.0 ? 0.0 : row[p] * di[p];
     }
 }
 
@@ -255,4 +341,74 @@ atf_error atf_mlp_forward(const atf_mlp *m, int N, const double *X, double *F, c
     memcpy(F, c.out, (size_t)N * m->arch.widths[m->arch.L] * sizeof *F);
     mlp_cache_free(&c);
     return ATF_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Flat constructor and accessors (for bindings).
+ * ------------------------------------------------------------------------------------------- */
+
+atf_error atf_mlp_new(int L, const int *widths, const int *bias, const char *const *activations,
+                      const char *param, atf_mlp **out, char *err)
+{
+    *out = NULL;
+    if (L < 1 || L > ATF_MAX_LAYERS || !widths) {
+        atf_errorf(err, "MLP: %d layers (expected 1 to %d)", L, ATF_MAX_LAYERS);
+        return ATF_E_USAGE;
+    }
+    atf_arch a;
+    memset(&a, 0, sizeof a);
+    a.L = L;
+    for (int l = 0; l <= L; l++)
+        a.widths[l] = widths[l];
+    for (int l = 0; bias && l < L; l++) {
+        if (bias[l] != 0 && bias[l] != 1) {
+            atf_errorf(err, "bias: flag %d of layer %d (expected 0 or 1)", bias[l], l + 1);
+            return ATF_E_USAGE;
+        }
+        a.bias[l] = (unsigned char)bias[l];
+    }
+    for (int l = 0; activations && l < L - 1; l++) {
+        atf_error e = activations[l] ? atf_activation_parse(activations[l], &a.act[l], err)
+                                     : ATF_OK;
+        if (e)
+            return e;
+    }
+    atf_error e = param ? atf_param_parse(param, &a.param, err) : ATF_OK;
+    if (e || (e = check_arch(&a, err)))
+        return e;
+    if (!(*out = mlp_alloc(&a))) {
+        atf_errorf(err, "MLP: out of memory (%.0f bytes for the weights)", mlp_weight_bytes(&a));
+        return ATF_E_NOMEM;
+    }
+    return ATF_OK;
+}
+
+int atf_mlp_layers(const atf_mlp *m)
+{
+    return m->arch.L;
+}
+
+int atf_mlp_width(const atf_mlp *m, int l)
+{
+    return l >= 0 && l <= m->arch.L ? m->arch.widths[l] : -1;
+}
+
+double *atf_mlp_weight(atf_mlp *m, int l)
+{
+    return l >= 0 && l < m->arch.L ? m->W[l] : NULL;
+}
+
+double *atf_mlp_bias(atf_mlp *m, int l)
+{
+    return l >= 0 && l < m->arch.L ? m->b[l] : NULL;
+}
+
+int atf_mlp_activation_spec(const atf_mlp *m, int l, char *buf, size_t len)
+{
+    if (l < 0 || l >= m->arch.L - 1) {
+        if (len)
+            buf[0] = '\0';
+        return -1;
+    }
+    return atf_activation_format(&m->arch.act[l], buf, len);
 }

@@ -1,6 +1,8 @@
 /* mlp_io.c — MLP files (docs/formats.md "MLP file"): root attributes format = "atf-mlp",
- * activation = "relu", bias (0/1), parameterization; datasets /W0.. [P_ℓ, Q_ℓ] (input × output)
- * and /b0.. [Q_ℓ]. */
+ * activation (one spec, or one per hidden layer separated by ';'), bias (0/1: every layer or
+ * none), bias_layers (1-based list, written when only some layers have a bias),
+ * parameterization; datasets /W0.. [P_ℓ, Q_ℓ] (input × output) and /bℓ [Q_ℓ] for the layers with
+ * a bias. Files without bias_layers (older ones) have a bias on every layer or none. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +69,7 @@ static atf_error read_layer(const h5io_reader *rd, int base, int l, atf_mlp *m)
         return e;
     free(m->W[l]);
     m->W[l] = v;
-    if (!m->arch.bias)
+    if (!m->arch.bias[l])
         return ATF_OK;
     h5io_path(bname, "/b%d", l + base);
     snprintf(outputs, sizeof outputs, "the outputs of %s", wname);
@@ -79,12 +81,11 @@ static atf_error read_layer(const h5io_reader *rd, int base, int l, atf_mlp *m)
     return ATF_OK;
 }
 
-static atf_error read_layers(const h5io_reader *rd, atf_arch *arch, atf_mlp **out)
+static atf_error read_layers(const h5io_reader *rd, int base, atf_arch *arch, atf_mlp **out)
 {
-    int base = first_index(rd->f);
-    atf_error e = read_widths(rd, base, arch);
     /* allocation only: the weights are overwritten below */
-    if (!e && (e = atf_mlp_create(arch, 0, out, rd->err)) == ATF_E_NOMEM)
+    atf_error e = atf_mlp_create(arch, 0, out, rd->err);
+    if (e == ATF_E_NOMEM)
         atf_errorf(rd->err, "%s: /W%d to /W%d: out of memory (%.0f bytes for the weights)",
                    rd->fname, base, base + arch->L - 1, mlp_weight_bytes(arch));
     for (int l = 0; !e && l < arch->L; l++)
@@ -96,29 +97,64 @@ static atf_error read_layers(const h5io_reader *rd, atf_arch *arch, atf_mlp **ou
     return e;
 }
 
-static atf_error read_mlp(const h5io_reader *rd, void *ctx)
+/* A parser's message without its leading "activation: " or "bias: " (the attribute is named). */
+static const char *without_item(const char *msg)
 {
-    char buf[64];
-    atf_error e = h5io_check_format(rd->f, rd->fname, "atf-mlp", rd->err);
-    if (!e)
-        e = h5io_attr_string_or(rd->f, rd->fname, "/", "activation", "relu", buf, sizeof buf,
-                                rd->err);
-    if (!e && strcmp(buf, "relu") != 0) {
-        atf_errorf(rd->err, "%s: / attribute 'activation': '%s' not supported (only relu)",
-                   rd->fname, buf);
-        e = ATF_E_INPUT;
+    const char *colon = strstr(msg, ": ");
+    return colon && (size_t)(colon - msg) <= strlen("activation") ? colon + 2 : msg;
+}
+
+/* The per-layer bias flags: the bias_layers list when present, else bias 0/1 for all layers. */
+static atf_error read_bias(const h5io_reader *rd, atf_arch *arch)
+{
+    char buf[256], err2[ATF_ERRLEN];
+    if (h5io_attr_exists(rd->f, "/", "bias_layers")) {
+        atf_error e = h5io_attr_string_or(rd->f, rd->fname, "/", "bias_layers", "", buf,
+                                          sizeof buf, rd->err);
+        char list[sizeof buf + 8]; /* a plain list: "1" is layer 1 here, not every layer */
+        snprintf(list, sizeof list, "layers:%s", buf);
+        if (!e && buf[0] && atf_arch_parse_bias(list, arch, err2)) {
+            atf_errorf(rd->err, "%s: / attribute 'bias_layers': %s", rd->fname,
+                       without_item(err2));
+            e = ATF_E_INPUT;
+        }
+        if (!e && !buf[0])
+            memset(arch->bias, 0, sizeof arch->bias);
+        return e;
     }
-    atf_arch arch = {0};
-    snprintf(arch.origin, sizeof arch.origin, "%s", rd->fname);
     int64_t bias = 0;
-    if (!e && h5io_attr_exists(rd->f, "/", "bias"))
+    atf_error e = ATF_OK;
+    if (h5io_attr_exists(rd->f, "/", "bias"))
         e = h5io_attr_int(rd->f, rd->fname, "/", "bias", &bias, rd->err);
     if (!e && bias != 0 && bias != 1) {
         atf_errorf(rd->err, "%s: / attribute 'bias': %lld (expected 0 or 1)", rd->fname,
                    (long long)bias);
         e = ATF_E_INPUT;
     }
-    arch.bias = (int)bias;
+    for (int l = 0; !e && l < arch->L; l++)
+        arch->bias[l] = (unsigned char)bias;
+    return e;
+}
+
+/* The activations (after the widths: their number depends on L). */
+static atf_error read_activations(const h5io_reader *rd, atf_arch *arch)
+{
+    char buf[ATF_MAX_LAYERS * ATF_ACTIVATION_SPECLEN], err2[ATF_ERRLEN];
+    atf_error e = h5io_attr_string_or(rd->f, rd->fname, "/", "activation", "relu", buf,
+                                      sizeof buf, rd->err);
+    if (!e && atf_activations_parse(buf, arch->L, arch->act, err2)) {
+        atf_errorf(rd->err, "%s: / attribute 'activation': %s", rd->fname, without_item(err2));
+        e = ATF_E_INPUT;
+    }
+    return e;
+}
+
+static atf_error read_mlp(const h5io_reader *rd, void *ctx)
+{
+    char buf[64];
+    atf_error e = h5io_check_format(rd->f, rd->fname, "atf-mlp", rd->err);
+    atf_arch arch = {0};
+    snprintf(arch.origin, sizeof arch.origin, "%s", rd->fname);
     if (!e)
         e = h5io_attr_string_or(rd->f, rd->fname, "/", "parameterization", "standard", buf,
                                 sizeof buf, rd->err);
@@ -127,8 +163,15 @@ static atf_error read_mlp(const h5io_reader *rd, void *ctx)
                    "ntk)", rd->fname, buf);
         e = ATF_E_INPUT;
     }
+    int base = e ? 0 : first_index(rd->f);
     if (!e)
-        e = read_layers(rd, &arch, ctx);
+        e = read_widths(rd, base, &arch);
+    if (!e)
+        e = read_activations(rd, &arch);
+    if (!e)
+        e = read_bias(rd, &arch);
+    if (!e)
+        e = read_layers(rd, base, &arch, ctx);
     return e;
 }
 
@@ -143,8 +186,16 @@ static void put_mlp(h5io_out *o, const void *ctx)
     const atf_mlp *m = ctx;
     h5io_put_string(o, "/", "format", "atf-mlp");
     h5io_put_int(o, "/", "version", 1);
-    h5io_put_string(o, "/", "activation", "relu");
-    h5io_put_int(o, "/", "bias", m->arch.bias);
+    char acts[ATF_MAX_LAYERS * ATF_ACTIVATION_SPECLEN], layers[64] = "";
+    atf_arch_activation_specs(&m->arch, acts, sizeof acts);
+    h5io_put_string(o, "/", "activation", acts[0] ? acts : "relu");
+    int nb = atf_arch_has_bias(&m->arch);
+    h5io_put_int(o, "/", "bias", nb > 0);
+    for (int l = 0, n = 0; nb > 0 && nb < m->arch.L && l < m->arch.L; l++)
+        if (m->arch.bias[l])
+            n += snprintf(layers + n, sizeof layers - (size_t)n, "%s%d", n ? "," : "", l + 1);
+    if (layers[0]) /* a subset: older readers, which know only bias 0/1, do not apply */
+        h5io_put_string(o, "/", "bias_layers", layers);
     h5io_put_string(o, "/", "parameterization", atf_param_name(m->arch.param));
     char name[H5IO_PATHLEN];
     for (int l = 0; l < m->arch.L; l++) {

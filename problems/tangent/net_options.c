@@ -1,4 +1,5 @@
-/* net_options.c — the network options (atf_net_options: mlp, widths, seed, bias, param, init),
+/* net_options.c — the network options (atf_net_options: mlp, widths, seed, bias, activation,
+ * param, init),
  * setting one by name, checking an architecture against a task and building the network the
  * options describe. */
 #include <errno.h>
@@ -17,6 +18,47 @@ atf_net_options atf_net_options_default(void)
     o.arch.widths[2] = 128;
     o.seed = 1;
     return o;
+}
+
+/* The bias and activation options depend on the number of layers, which a later widths option
+ * may change: they are checked for syntax here and applied to the architecture by
+ * apply_layer_options. */
+static atf_error bias_option(atf_net_options *o, const char *value, char *err)
+{
+    atf_arch any = {.L = ATF_MAX_LAYERS};
+    atf_error e = atf_arch_parse_bias(value, &any, err);
+    if (!e && snprintf(o->bias, sizeof o->bias, "%s", value) >= (int)sizeof o->bias) {
+        atf_errorf(err, "bias: '%.40s...' too long", value);
+        e = ATF_E_USAGE;
+    }
+    return e;
+}
+
+static atf_error activation_option(atf_net_options *o, const char *value, char *err)
+{
+    int n = 1;
+    for (const char *s = value; *s; s++)
+        n += *s == ';';
+    atf_activation act[ATF_MAX_LAYERS];
+    atf_error e = n < ATF_MAX_LAYERS ? atf_activations_parse(value, n + 1, act, err) : ATF_OK;
+    if (!e && (n >= ATF_MAX_LAYERS ||
+               snprintf(o->activation, sizeof o->activation, "%s", value) >=
+                   (int)sizeof o->activation)) {
+        atf_errorf(err, "activation: %d specs for at most %d hidden layers", n,
+                   ATF_MAX_LAYERS - 1);
+        e = ATF_E_USAGE;
+    }
+    return e;
+}
+
+/* The bias and activation options for arch's number of layers. */
+static atf_error apply_layer_options(const atf_net_options *o, atf_arch *arch, char *err)
+{
+    atf_error e = atf_arch_parse_bias(o->bias[0] ? o->bias : "0", arch, err);
+    memset(arch->act, 0, sizeof arch->act);
+    if (!e && o->activation[0])
+        e = atf_activations_parse(o->activation, arch->L, arch->act, err);
+    return e;
 }
 
 atf_error atf_net_option(atf_net_options *o, const char *name, const char *value, char *err)
@@ -46,18 +88,19 @@ atf_error atf_net_option(atf_net_options *o, const char *name, const char *value
         o->seed_given = 1;
         return ATF_OK;
     }
-    if (!strcmp(name, "bias")) {
-        o->arch.bias = strcmp(value, "0") != 0;
-        return ATF_OK;
-    }
+    if (!strcmp(name, "bias"))
+        return bias_option(o, value, err);
+    if (!strcmp(name, "activation"))
+        return activation_option(o, value, err);
     if (!strcmp(name, "param"))
         return atf_param_parse(value, &o->arch.param, err);
     if (!strcmp(name, "init")) {
-        if (strcmp(value, "he") && strcmp(value, "torch")) {
-            atf_errorf(err, "init: '%s' unknown (expected he or torch)", value);
+        if (strcmp(value, "he") && strcmp(value, "torch") && strcmp(value, "lecun")) {
+            atf_errorf(err, "init: '%s' unknown (expected he, torch or lecun)", value);
             return ATF_E_USAGE;
         }
-        o->arch.init = value[0] == 't' ? ATF_INIT_TORCH : ATF_INIT_HE;
+        o->arch.init = value[0] == 't' ? ATF_INIT_TORCH
+                     : value[0] == 'l' ? ATF_INIT_LECUN : ATF_INIT_HE;
         return ATF_OK;
     }
     atf_errorf(err, "unknown network option '%s'", name);
@@ -105,14 +148,25 @@ atf_error atf_arch_fit_task(atf_arch *arch, const atf_task *task, char *err)
     return ATF_OK;
 }
 
+/* A network read from a file brings its own activations. */
+static atf_error check_no_activation(const atf_net_options *o, char *err)
+{
+    if (!o->activation[0])
+        return ATF_OK;
+    atf_errorf(err, "activation: not allowed with mlp (%s has its own activations)", o->mlp_path);
+    return ATF_E_USAGE;
+}
+
 atf_error atf_net_arch(const atf_net_options *o, atf_arch *arch, char *err)
 {
     if (!o->mlp_path[0]) {
         *arch = o->arch;
-        return ATF_OK;
+        return apply_layer_options(o, arch, err);
     }
     atf_mlp *m = NULL;
-    atf_error e = atf_mlp_read(o->mlp_path, &m, err);
+    atf_error e = check_no_activation(o, err);
+    if (!e)
+        e = atf_mlp_read(o->mlp_path, &m, err);
     if (e)
         return e;
     *arch = m->arch;
@@ -127,7 +181,7 @@ atf_error atf_net_build(const atf_net_options *o, const atf_task *task, atf_mlp 
     atf_error e;
     if (o->mlp_path[0]) {
         atf_mlp *m = NULL;
-        if ((e = atf_mlp_read(o->mlp_path, &m, err)))
+        if ((e = check_no_activation(o, err)) || (e = atf_mlp_read(o->mlp_path, &m, err)))
             return e;
         arch = m->arch;
         if ((e = atf_arch_fit_task(&arch, task, err))) {
@@ -138,7 +192,7 @@ atf_error atf_net_build(const atf_net_options *o, const atf_task *task, atf_mlp 
         return ATF_OK;
     }
     arch = o->arch;
-    if ((e = atf_arch_fit_task(&arch, task, err)))
+    if ((e = apply_layer_options(o, &arch, err)) || (e = atf_arch_fit_task(&arch, task, err)))
         return e;
     return atf_mlp_create(&arch, o->seed, out, err);
 }

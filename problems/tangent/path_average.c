@@ -61,22 +61,38 @@ static void free_stacks(stacked_block *s, int n)
 
 static int same_arch(const atf_arch *a, const atf_arch *b)
 {
-    if (a->L != b->L || a->bias != b->bias || a->param != b->param)
+    if (a->L != b->L || a->param != b->param)
         return 0;
     for (int l = 0; l <= a->L; l++)
         if (a->widths[l] != b->widths[l])
             return 0;
-    return 1;
+    for (int l = 0; l < a->L; l++)
+        if (a->bias[l] != b->bias[l])
+            return 0;
+    char sa[ATF_MAX_LAYERS * ATF_ACTIVATION_SPECLEN], sb[sizeof sa];
+    atf_arch_activation_specs(a, sa, sizeof sa);
+    atf_arch_activation_specs(b, sb, sizeof sb);
+    return !strcmp(sa, sb);
 }
 
-/* "widths 4,5,1, bias 0, standard" for messages. */
+/* "widths 4,5,1, bias 0, relu, standard" (bias: 0, 1 or the layers, e.g. "layers:1,3") for
+ * messages. */
 static void describe_arch(const atf_arch *a, char *buf, size_t len)
 {
+    char acts[ATF_MAX_LAYERS * ATF_ACTIVATION_SPECLEN], bias[64] = "";
+    int nb = atf_arch_has_bias(a);
+    for (int l = 0, k = 0; nb > 0 && nb < a->L && l < a->L; l++)
+        if (a->bias[l])
+            k += snprintf(bias + k, sizeof bias - (size_t)k, "%s%d", k ? "," : "layers:", l + 1);
+    if (!bias[0])
+        snprintf(bias, sizeof bias, "%d", nb > 0);
+    atf_arch_activation_specs(a, acts, sizeof acts);
     size_t n = (size_t)snprintf(buf, len, "widths ");
     for (int l = 0; l <= a->L && n < len; l++)
         n += (size_t)snprintf(buf + n, len - n, "%s%d", l ? "," : "", a->widths[l]);
     if (n < len)
-        snprintf(buf + n, len - n, ", bias %d, %s", a->bias, atf_param_name(a->param));
+        snprintf(buf + n, len - n, ", bias %s, %.100s%s%s", bias, acts, acts[0] ? ", " : "",
+                 atf_param_name(a->param));
 }
 
 /* Jacobians at the T points of the segment, stacked per block. */

@@ -68,12 +68,24 @@ atf_error atf_mlp_fingerprint(const atf_mlp *m, char *out)
     atf_hasher *h = atf_hasher_new("atf-mlp-fingerprint-v1");
     atf_hasher_int(h, m->arch.L);
     atf_hasher_ints(h, m->arch.widths, m->arch.L + 1);
-    atf_hasher_int(h, m->arch.bias);
+    /* ReLU networks with a bias on every layer or none hash as before activations and
+     * per-layer biases existed (bias 0/1); any other network hashes the marker 2, its bias flags
+     * and its activation specs, so the two kinds never collide. */
+    char acts[ATF_MAX_LAYERS * ATF_ACTIVATION_SPECLEN];
+    atf_arch_activation_specs(&m->arch, acts, sizeof acts);
+    int nb = atf_arch_has_bias(&m->arch);
+    int legacy = (nb == 0 || nb == m->arch.L) && (!acts[0] || !strcmp(acts, "relu"));
+    atf_hasher_int(h, legacy ? nb > 0 : 2);
+    if (!legacy) {
+        for (int l = 0; l < m->arch.L; l++)
+            atf_hasher_int(h, m->arch.bias[l]);
+        atf_hasher_string(h, acts);
+    }
     atf_hasher_string(h, atf_param_name(m->arch.param));
     for (int l = 0; l < m->arch.L; l++) {
         int P = m->arch.widths[l], Q = m->arch.widths[l + 1];
         atf_hasher_doubles(h, m->W[l], (int64_t)P * Q);
-        if (m->arch.bias)
+        if (m->b[l])
             atf_hasher_doubles(h, m->b[l], Q);
     }
     return atf_hasher_finish(h, out);

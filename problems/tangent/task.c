@@ -27,6 +27,7 @@ typedef struct {
     const double *X;
     const double *Y;      /* NULL: no given targets */
     const int *labels;    /* NULL: no labels */
+    int n_official_train; /* image pools with t10k-* files: the first rows, from train-* */
 } pool;
 
 /* ---- sources ---- */
@@ -231,6 +232,7 @@ static atf_error load_idx_dir(const char *dir, pool *pl, pool_storage *st, char 
             for (int i = 0; i < n1; i++)
                 st->labels[n0 + i] = parts[1].labels.data[i];
             pl->N = n0 + n1;
+            pl->n_official_train = n1 ? n0 : 0;
             pl->D = (int)D;
             pl->bytes = st->bytes;
             pl->labels = st->labels;
@@ -390,39 +392,77 @@ static atf_error gather(const pool *pl, const atf_task *task, const int *idx, in
     return ATF_OK;
 }
 
-/* Seeded choice of n_train + n_test distinct examples among those of the selected classes. */
+/* The rows of pool rows [from, to) in the selected classes into idx; their number. */
+static int select_rows(const pool *pl, const atf_task *task, int from, int to, int *idx)
+{
+    int n = 0;
+    for (int i = from; i < to; i++)
+        if (!pl->labels || class_index(task, pl->labels[i]) >= 0)
+            idx[n++] = i;
+    return n;
+}
+
+/* The candidate rows, training candidates first: all rows (*n_first = n), or with the official
+ * split the train-* rows then the t10k-* rows. Image pools are shuffled (each part on its own);
+ * synthetic examples are already i.i.d. and a user's file keeps its order (train = first rows,
+ * test = the next), so the user controls it. */
+static atf_error candidate_rows(const atf_data_options *o, const pool *pl, const atf_task *task,
+                                int *idx, int *n, int *n_first, char *err)
+{
+    int official = o->official_split && pl->bytes;
+    if (o->official_split && !pl->n_official_train) {
+        atf_errorf(err, "%s: the official split needs the t10k-* files of an image data set",
+                   o->source);
+        return ATF_E_USAGE;
+    }
+    *n_first = select_rows(pl, task, 0, official ? pl->n_official_train : pl->N, idx);
+    *n = *n_first + (official ? select_rows(pl, task, pl->n_official_train, pl->N,
+                                            idx + *n_first) : 0);
+    if (pl->bytes) {
+        atf_rng rng;
+        atf_rng_seed(&rng, o->seed);
+        atf_rng_shuffle(&rng, *n_first, idx);
+        atf_rng_shuffle(&rng, *n - *n_first, idx + *n_first);
+    }
+    if (!official)
+        *n_first = *n; /* one pool: training examples first, test examples after them */
+    return ATF_OK;
+}
+
+/* Seeded choice of n_train + n_test distinct examples among those of the selected classes
+ * (n_train 0: every candidate the test examples leave). */
 static atf_error split(const atf_data_options *o, const pool *pl, atf_task *task, int n_train,
                        int n_test, char *err)
 {
-    int *idx = malloc((size_t)pl->N * sizeof *idx);
+    int *idx = malloc((size_t)(pl->N > 0 ? pl->N : 1) * sizeof *idx);
     if (!idx) {
         atf_errorf(err, "%s: out of memory for %d example indices", o->source, pl->N);
         return ATF_E_NOMEM;
     }
-    int n = 0;
-    for (int i = 0; i < pl->N; i++)
-        if (!pl->labels || class_index(task, pl->labels[i]) >= 0)
-            idx[n++] = i;
-    atf_error e = ATF_OK;
-    if (n_train + n_test > n || n_train < 1) {
-        atf_errorf(err, "%s: %d training + %d test examples requested but %d available%s",
-                   o->source, n_train, n_test, n, o->nclasses ? " in the selected classes" : "");
+    int n = 0, n_first = 0;
+    atf_error e = candidate_rows(o, pl, task, idx, &n, &n_first, err);
+    int official = n_first < n;
+    int train_avail = official ? n_first : n - n_test, test_avail = official ? n - n_first : n;
+    if (!e && n_train == 0)
+        n_train = train_avail;
+    if (!e && (n_train < 1 || n_train > train_avail || n_test > test_avail)) {
+        if (official)
+            atf_errorf(err, "%s: %d training + %d test examples requested but the official "
+                       "split has %d + %d%s", o->source, n_train, n_test, n_first, n - n_first,
+                       o->nclasses ? " in the selected classes" : "");
+        else
+            atf_errorf(err, "%s: %d training + %d test examples requested but %d available%s",
+                       o->source, n_train, n_test, n,
+                       o->nclasses ? " in the selected classes" : "");
         e = ATF_E_INPUT;
     }
     int standardize = o->standardize >= 0 ? o->standardize : pl->bytes != NULL;
     task->standardized = standardize;
-    if (!e) {
-        /* Image pools are sampled; synthetic examples are already i.i.d. and a user's file
-         * keeps its order (train = first rows, test = the next), so the user controls it. */
-        if (pl->bytes) {
-            atf_rng rng;
-            atf_rng_seed(&rng, o->seed);
-            atf_rng_shuffle(&rng, n, idx);
-        }
-        e = gather(pl, task, idx, n_train, standardize, &task->train, err);
-    }
     if (!e)
-        e = gather(pl, task, idx + n_train, n_test, standardize, &task->test, err);
+        e = gather(pl, task, idx, n_train, standardize, &task->train, err);
+    if (!e)
+        e = gather(pl, task, idx + (official ? n_first : n_train), n_test, standardize,
+                   &task->test, err);
     free(idx);
     return e;
 }
@@ -453,7 +493,7 @@ static atf_error label_targets(const atf_task *task, atf_dataset *ds, char *err)
 static atf_error teacher_features(const atf_mlp *t, const atf_dataset *ds, double **Z, int *cols,
                                   char *err)
 {
-    int L = t->arch.L, P = t->arch.widths[L - 1], bias = t->arch.bias;
+    int L = t->arch.L, P = t->arch.widths[L - 1], bias = t->arch.bias[L - 1];
     *cols = P + bias;
     *Z = malloc((size_t)(ds->N > 0 ? ds->N : 1) * (*cols) * sizeof **Z);
     if (!*Z) {

@@ -69,12 +69,16 @@ typedef struct {
 
 typedef enum {
     ATF_EQ_ROWS = 0, /* every row of A and r by its own power of two */
-    ATF_EQ_COMMON    /* all rows by one power of two (least squares of inconsistent r kept) */
+    ATF_EQ_COMMON,   /* all rows by one power of two (least squares of inconsistent r kept) */
+    ATF_EQ_NONE      /* rows as they are, only the variable unit (the penalized losses, whose
+                        predictions undo any row scaling: A is then shared, not copied) */
 } atf_sv_eq_mode;
 
 struct atf_solver {
     const atf_problem *prob; /* the caller's problem (results and residuals are reported on it) */
     atf_problem work;        /* its equilibrated copy, which every method solves (equilibrate.c) */
+    unsigned char *work_owns;/* per block: which of J, data, H, D `work` owns (EQ_OWN_*); an
+                                array the scaling leaves as it is is the problem's own, shared */
     atf_sv_eq_mode eq_mode;  /* how the rows of `work` were scaled */
     int var_exp;             /* B = 2^var_exp · B' between the problem's and the work units */
     int obj_exp;             /* objective = 2^obj_exp × the work problem's (2·var_exp, or

@@ -1,7 +1,7 @@
 """End-to-end tests of `atf experiment`, `atf sweep` and `atf demo` at tiny sizes.
 
-Usage: test_experiments.py CASE SCRATCH_DIR   (CASE: penalties, sweep, resume, samples, demo,
-alignment). The atf binary comes from the ATF environment variable. Each case checks that the
+Usage: test_experiments.py CASE SCRATCH_DIR   (CASE: penalties, sweep, resume, samples,
+samples_models, demo, alignment). The atf binary comes from the ATF environment variable. Each case checks that the
 figures are valid SVG/PNG files with content, that the CSV rows are complete and agree with the
 JSON lines, and properties that can fail independently of the code under test (Theorem 1 for
 the `full` structure, K̄ = K0 for a one-point path, resuming without loss or duplication).
@@ -251,10 +251,13 @@ def case_samples(scratch):
     rows = check_jsonl_matches(os.path.join(out, "samples.csv"),
                                os.path.join(out, "samples.jsonl"))
     assert len(rows) == 2 * 2 * 3
-    assert {r["method"] for r in rows} == {"ntk", "adaptive", "mlp"}
+    assert {r["method"] for r in rows} == {"ntk", "p16", "network"}
     for r in rows:
         assert 0.0 <= float(r["test_error"]) <= 1.0 and float(r["test_rel_mse"]) >= 0.0
-        if r["method"] != "mlp":
+        if r["method"] == "network":   # the default protocol: best of n/10 validation rows
+            assert r["protocol"] == "fixed/best-val/val=%d" % (int(r["n"]) // 10), r
+            assert 0 <= int(r["selected_epoch"]) <= 3 and r["trainer"].startswith("sgd:"), r
+        else:
             assert float(r["train_residual"]) < 1e-6, r   # interpolation
     summary = read_rows(os.path.join(out, "samples_summary.csv"))
     assert len(summary) == 2 * 3
@@ -278,12 +281,12 @@ def case_samples(scratch):
     s = json.loads(p.stdout)
     assert s["rows"] == 2 * 4 and "mlp_error" not in s
     rows = read_rows(os.path.join(out2, "samples.csv"))
-    assert {r["method"] for r in rows} == {"ntk", "adaptive:zsq:scale=1e-3",
-                                           "adaptive:zsq:scale=1", "adaptive:zsq:scale=auto"}
+    assert {r["method"] for r in rows} == {"ntk", "p16:zsq:scale=1e-3",
+                                           "p16:zsq:scale=1", "p16:zsq:scale=auto"}
     for r in rows:
-        if r["method"] == "adaptive:zsq:scale=1e-3":
+        if r["method"] == "p16:zsq:scale=1e-3":
             assert r["penalty"] == "zsq:scale=1e-3"
-        if r["method"] == "adaptive:zsq:scale=auto":
+        if r["method"] == "p16:zsq:scale=auto":
             assert r["penalty"].startswith("zsq:scale=") and "auto" not in r["penalty"]
     check_figure(os.path.join(out2, "samples"), ["zsq:scale=auto"])
     run(["experiment", "samples", "--scales", "0,1"], expect=2)
@@ -291,6 +294,83 @@ def case_samples(scratch):
     run(["experiment", "samples", "--penalty", "bogus:scale=auto"], expect=2)
     run(["experiment", "samples", "--data", os.path.join(scratch, "none.h5"), "--ns", "10",
          "--seeds", "1", "--out", os.path.join(scratch, "s2")], expect=2)
+
+
+def labelled_data(path, n=100, d=5, classes=3, seed=0):
+    """A small three-class data set file (/X, one-hot /Y, /labels): rows kept in order, the
+    first for training and the next for testing."""
+    import h5py
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(classes, d)) * 1.5
+    labels = rng.integers(0, classes, size=n)
+    X = centers[labels] + rng.normal(size=(n, d))
+    with h5py.File(path, "w") as f:
+        f["X"] = X
+        f["Y"] = np.eye(classes)[labels]
+        f["labels"] = labels.astype(np.int32)
+
+
+def case_samples_models(scratch):
+    """Every model of the samples experiment on one θ0, the protocols and their labels."""
+    data = os.path.join(scratch, "three.h5")
+    labelled_data(data)
+    out = os.path.join(scratch, "models")
+    args = ["experiment", "samples", "--data", data, "--ns", "20,40", "--seeds", "2",
+            "--n-test", "30", "--hidden", "24", "--models",
+            "ntk,p16,p16-xent,ntk-sgd,factorized-sgd,network", "--penalty", "balanced+balanced",
+            "--sgd-loss", "xent", "--epochs", "4", "--batch", "10", "--lr", "0.05",
+            "--out", out]
+    p = run(args)
+    assert "| n |" in p.stdout and "p16-xent error" in p.stdout and "test xent" in p.stdout
+    rows = check_jsonl_matches(os.path.join(out, "samples.csv"),
+                               os.path.join(out, "samples.jsonl"))
+    models = {"ntk", "p16", "p16-xent", "ntk-sgd", "factorized-sgd", "network"}
+    assert len(rows) == 2 * 2 * 6 and {r["method"] for r in rows} == models
+    for r in rows:
+        n, m = int(r["n"]), r["method"]
+        assert 0.0 <= float(r["test_error"]) <= 1.0, r
+        assert math.isfinite(float(r["test_xent"])) and float(r["test_xent"]) > 0, r
+        if m in ("ntk", "p16"):
+            assert r["loss"] == "interpolate" and float(r["train_residual"]) < 1e-6, r
+        if m == "p16-xent":
+            assert r["loss"] == "xent:lambda=1" and r["penalty"] == "balanced+balanced", r
+        if m in ("ntk-sgd", "factorized-sgd", "network"):
+            assert r["loss"] == "xent" and r["protocol"] == "fixed/best-val/val=%d" % (n // 10)
+            assert r["trainer"] == "sgd:lr=0.05,batch=10,epochs=4,cosine", r
+            assert 0 <= int(r["selected_epoch"]) <= 4 and int(r["iterations"]) == 4, r
+        else:
+            assert int(r["selected_epoch"]) == -1 and r["protocol"] == "-", r
+        if m in ("ntk-sgd", "factorized-sgd"):   # compared with problem (16)'s xent solution
+            assert -1.0 <= float(r["cos_p16"]) <= 1.0, r
+        if m == "factorized-sgd":
+            assert float(r["omega_balanced"]) >= 0 and 0 <= float(r["drift"]) < math.inf, r
+        else:
+            assert r["omega_balanced"] == "nan", r
+    summary = read_rows(os.path.join(out, "samples_summary.csv"))
+    for s in summary:
+        mine = [float(r["test_xent"]) for r in rows
+                if r["n"] == s["n"] and r["method"] == s["method"]]
+        assert math.isclose(float(s["test_xent_mean"]), np.mean(mine), rel_tol=1e-5), s
+    check_figure(os.path.join(out, "samples"), ["cross-entropy", "factorised linearisation"])
+    before = open(os.path.join(out, "samples.csv")).read()
+    run(args)
+    assert open(os.path.join(out, "samples.csv")).read() == before   # resumed: nothing re-run
+    p = run(args[:-2] + ["--lr", "0.01", "--out", out], expect=2)   # another trainer
+    assert "trainer" in p.stderr and "another output directory" in p.stderr, p.stderr
+    # the authors' protocol: a new subset of the pool every epoch, the best test epoch
+    out2 = os.path.join(scratch, "resample")
+    run(["experiment", "samples", "--data", data, "--ns", "20", "--seeds", "1", "--n-test", "30",
+         "--hidden", "6", "--models", "network,factorized-sgd", "--sgd-loss", "xent",
+         "--epochs", "3", "--resample-each-epoch", "--pool", "70", "--stop", "test-selected",
+         "--patience", "1", "--out", out2])
+    for r in read_rows(os.path.join(out2, "samples.csv")):
+        assert r["protocol"] == "resample-each-epoch/test-selected/val=0", r
+        assert 1 <= int(r["iterations"]) <= 3, r
+    run(["experiment", "samples", "--models", "ntk,bogus"], expect=2)
+    run(["experiment", "samples", "--models", "ntk,ntk"], expect=2)
+    run(["experiment", "samples", "--stop", "sometime"], expect=2)
+    run(["experiment", "samples", "--data", data, "--ns", "20", "--resample-each-epoch",
+         "--pool", "10", "--out", os.path.join(scratch, "s3")], expect=2)
 
 
 def case_demo(scratch):
@@ -354,7 +434,8 @@ def case_alignment(scratch):
 
 
 CASES = {"penalties": case_penalties, "sweep": case_sweep, "resume": case_resume,
-         "samples": case_samples, "demo": case_demo, "alignment": case_alignment}
+         "samples": case_samples, "samples_models": case_samples_models, "demo": case_demo,
+         "alignment": case_alignment}
 
 if __name__ == "__main__":
     case, scratch = sys.argv[1], sys.argv[2]

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "atf_features.h"
 #include "atf_penalty.h"
 #include "atf_problem.h"
 #include "atf_result.h"
@@ -77,11 +78,22 @@ static void settings(void)
     printf("sig_atomic_t %zu\n", sizeof(sig_atomic_t));
 }
 
+static void jacobian(void)
+{
+    SIZE(atf_jac_block);
+    OFF(atf_jac_block, name); OFF(atf_jac_block, layer); OFF(atf_jac_block, rows);
+    OFF(atf_jac_block, cols); OFF(atf_jac_block, H); OFF(atf_jac_block, D);
+    SIZE(atf_jacobian);
+    OFF(atf_jacobian, N); OFF(atf_jacobian, C); OFF(atf_jacobian, M); OFF(atf_jacobian, nblocks);
+    OFF(atf_jacobian, f); OFF(atf_jacobian, blocks);
+}
+
 int main(void)
 {
     omega_penalty();
     block_problem();
     result();
     settings();
+    jacobian();
     return 0;
 }

@@ -215,7 +215,7 @@ class PenalizedCli(T.ScratchCase):
         with open(os.path.join(out, "samples.csv")) as f:
             rows = {r["method"]: r for r in csv.DictReader(f)}
         self.assertEqual(rows["ntk"]["loss"], "interpolate")
-        self.assertEqual(rows["adaptive"]["loss"], "squared:lambda=0.1")
+        self.assertEqual(rows["p16"]["loss"], "squared:lambda=0.1")
         code, _, err = T.run("experiment", "samples", "--loss", "hinge", "--out", self.path("s4"))
         self.assertEqual(code, 2, err)
 

@@ -67,7 +67,7 @@ static double *param_ptr(atf_mlp *m, const atf_jac_block *jb, int a, int c)
 
 static void test_jacobian_fd(int bias, atf_param param)
 {
-    atf_arch arch = {.L = 3, .widths = {5, 7, 6, 3}, .bias = bias, .param = param};
+    atf_arch arch = {.L = 3, .widths = {5, 7, 6, 3}, .bias = {bias, bias, bias}, .param = param};
     atf_mlp *m = NULL;
     char err[ATF_ERRLEN];
     CHECK(atf_mlp_create(&arch, 11, &m, err) == ATF_OK, "create: %s", err);
@@ -418,7 +418,8 @@ static void test_theorem1(void)
 static void test_path_average(int bias)
 {
     char err[ATF_ERRLEN];
-    atf_arch arch = {.L = 3, .widths = {4, 5, 6, 2}, .bias = bias, .param = ATF_PARAM_STANDARD};
+    atf_arch arch = {.L = 3, .widths = {4, 5, 6, 2}, .bias = {bias, bias, bias},
+                     .param = ATF_PARAM_STANDARD};
     atf_mlp *m0 = NULL, *m1 = NULL, *d = NULL;
     atf_mlp_create(&arch, 1, &m0, err);
     atf_mlp_create(&arch, 2, &d, err);

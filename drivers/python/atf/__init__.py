@@ -9,9 +9,13 @@ from ._lib import lib as _lib_handle
 from .penalty import Penalty
 from .problem import Block, Problem
 from .result import Result, ResultBlock, baseline, solve
+from .mlp import MLP, from_torch
+from .features import features
+from .tangent import ntk, path_kernel
 
 __version__ = _lib_handle.atf_version().decode()
 
 __all__ = ["Error", "InputError", "Infeasible", "NumericalError", "FileError",
            "IterationLimitWarning", "Penalty", "Block", "Problem", "Result", "ResultBlock",
-           "solve", "baseline", "__version__"]
+           "solve", "baseline", "MLP", "from_torch", "features", "ntk", "path_kernel",
+           "__version__"]

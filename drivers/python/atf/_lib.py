@@ -1,7 +1,8 @@
 """Loading libatf.so and the ctypes mirror of its public structs and functions.
 
 The structs below mirror problems/atf_problem.h, problems/atf_result.h, penalties/atf_penalty.h,
-solver/atf_loss.h and solver/atf_solver.h field by field (enums are C ints); the test
+problems/atf_loss.h, solver/atf_solver.h and problems/tangent/atf_features.h (the
+Jacobian) field by field (enums are C ints); the test
 tests/python/test_layout.py compares every size and offset with a C program compiled against
 those headers, so a change there that is not made here fails the tests.
 """
@@ -167,6 +168,24 @@ class SettingsC(Structure):
     ]
 
 
+class JacBlockC(Structure):
+    _fields_ = [
+        ("name", c_char * NAMELEN),
+        ("layer", c_int),
+        ("rows", c_int), ("cols", c_int),
+        ("H", POINTER(c_double)),
+        ("D", POINTER(c_double)),
+    ]
+
+
+class JacobianC(Structure):
+    _fields_ = [
+        ("N", c_int), ("C", c_int), ("M", c_int), ("nblocks", c_int),
+        ("f", POINTER(c_double)),
+        ("blocks", POINTER(JacBlockC)),
+    ]
+
+
 def _proto(name, restype, *argtypes):
     f = getattr(lib, name)
     f.restype = restype
@@ -208,6 +227,26 @@ _proto("atf_loss_check", c_int, POINTER(LossC), P_PROB, c_char_p, c_char_p)
 _proto("atf_solver_init", c_int, P_PROB, POINTER(SettingsC), POINTER(c_void_p), c_char_p)
 _proto("atf_solver_solve", c_int, c_void_p, POINTER(P_RES), c_char_p)
 _proto("atf_solver_free", None, c_void_p)
+_proto("atf_result_factors", c_int, P_RES, P_PROB, c_char_p)
+# networks (problems/tangent/atf_mlp.h, atf_features.h, atf_kernel.h); atf_mlp is opaque here
+_proto("atf_mlp_new", c_int, c_int, POINTER(c_int), POINTER(c_int), POINTER(c_char_p), c_char_p,
+       POINTER(c_void_p), c_char_p)
+_proto("atf_mlp_layers", c_int, c_void_p)
+_proto("atf_mlp_width", c_int, c_void_p, c_int)
+_proto("atf_mlp_weight", c_void_p, c_void_p, c_int)
+_proto("atf_mlp_bias", c_void_p, c_void_p, c_int)
+_proto("atf_mlp_activation_spec", c_int, c_void_p, c_int, c_char_p, c_size_t)
+_proto("atf_mlp_read", c_int, c_char_p, POINTER(c_void_p), c_char_p)
+_proto("atf_mlp_write", c_int, c_char_p, c_void_p, c_char_p)
+_proto("atf_mlp_free", None, c_void_p)
+_proto("atf_mlp_fingerprint", c_int, c_void_p, c_char_p)
+_proto("atf_mlp_forward", c_int, c_void_p, c_int, P_D, P_D, c_char_p)
+_proto("atf_mlp_jacobian", c_int, c_void_p, c_int, P_D, POINTER(JacobianC), c_char_p)
+_proto("atf_jacobian_free", None, POINTER(JacobianC))
+_proto("atf_kernel_mlp", c_int, c_void_p, c_int, P_D, P_D, P_D, c_char_p)
+_proto("atf_path_method_parse", c_int, c_char_p, POINTER(c_int), c_char_p)
+_proto("atf_kernel_path_average", c_int, c_void_p, c_void_p, c_int, P_D, c_int, c_int, P_D, P_D,
+       c_char_p)
 
 
 def text(b):

@@ -135,6 +135,7 @@ class Problem:
             _fail(f"atf.Problem: samples = {N}, outputs = {C}, {len(blocks)} blocks: need "
                   "positive sizes and at least one block")
         M = N * C
+        self._model, self._center = None, False
         p = _c.atf_problem_new(N, C, len(blocks))
         if not p:
             raise MemoryError("atf.Problem: out of memory")
@@ -173,7 +174,19 @@ class Problem:
     def _wrap(cls, p):
         self = cls.__new__(cls)
         self._p = p
+        self._model, self._center = None, False
         return self
+
+    @property
+    def model(self):
+        """The model the problem was built from by atf.features (an atf.MLP, or a float64
+        snapshot of a torch module), or None (problems built from arrays or read from files)."""
+        return self._model
+
+    @property
+    def centered(self):
+        """Whether atf.features built it with center=True (f0 = 0, r = y)."""
+        return self._center
 
     @classmethod
     def read(cls, path):

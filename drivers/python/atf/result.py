@@ -97,6 +97,32 @@ class Result:
     seconds = property(lambda self: self._p.contents.solve_seconds)
     problem_fingerprint = property(lambda self: _lib.text(self._p.contents.problem_fingerprint))
 
+    def _model_for(self, model, what):
+        from . import tangent
+        if model is not None:
+            return tangent.resolve(model), getattr(self, "_center", False)
+        if getattr(self, "_model", None) is None:
+            raise _errors.InputError(
+                f"Result.{what}: this result does not know its model (its problem was not built "
+                f"by atf.features in this session): pass model=", "usage error")
+        return self._model, self._center
+
+    def predict(self, X_new, model=None):
+        """The linearised model at new inputs, f0(X_new) + Σ_ℓ ⟨∇_ℓ f(X_new), B_ℓ⟩ [N, C]
+        (without f0 when the problem was centered). model: the network the problem was built
+        from; by default the one remembered by atf.features."""
+        from . import tangent
+        m, center = self._model_for(model, "predict")
+        return tangent.predict(m, center, self, X_new)
+
+    def kernel(self, X1, X2=None, model=None):
+        """The adapted kernel of eq. 7, K(x, x') = ∇f(x) M̂² ∇f(x')ᵀ with M̂ from this
+        result's factors (the kernel of `atf kernel`'s /adapted), between X1 and X2 (default
+        X1), in neural-tangents' layout [N1, N2, C, C]."""
+        from . import tangent
+        m, _ = self._model_for(model, "kernel")
+        return tangent.adapted_kernel(m, self, X1, X2)
+
     def __repr__(self):
         return (f"<atf.Result {self.status}: objective {self.objective:.6g}, "
                 f"{self.iterations} iterations, stationarity {self.stationarity:.1e}>")
@@ -170,6 +196,7 @@ def _solve(problem, set_, penalty_override, warm):
         pen = str(penalty_override).encode() if penalty_override is not None else None
         _c.atf_result_record_run(out, ctypes.byref(set_), pen, b"python: atf.solve")
         res = Result._wrap(out)
+        res._model, res._center = problem._model, problem._center
     finally:
         if saved is not None:
             for l, (p, s) in enumerate(saved):

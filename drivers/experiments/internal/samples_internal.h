@@ -1,0 +1,78 @@
+/* samples_internal.h — what the two files of the samples experiment share: the plan (the models
+ * to compare), the state of a run, one (n, seed) point, row helpers (experiment_samples.c) and
+ * the model runners (samples_models.c). */
+#ifndef ATF_SAMPLES_INTERNAL_H
+#define ATF_SAMPLES_INTERNAL_H
+
+#include "exp_internal.h"
+
+/* The models compared: the NTK baseline; problem (16) per penalty variant (the scale axis),
+ * exact and with the cross-entropy loss; the models trained by gradient descent. A model's row
+ * key is its name ("p16", or "p16:SPEC" with several variants). Tables written before the
+ * models had these names keyed problem (16) "adaptive[:SPEC]" and the network "mlp"; those keys
+ * are read as "p16[:SPEC]" and "network". */
+enum { SAMPLES_MAXMETHODS = 2 * ATF_SAMPLES_MAXPEN + 4 };
+typedef enum {
+    KIND_NTK, KIND_P16, KIND_P16_XENT, KIND_NTK_SGD, KIND_FACTORIZED_SGD, KIND_NETWORK
+} method_kind;
+
+typedef struct {
+    method_kind kind;
+    const char *spec;     /* penalty variant (problem (16) only) */
+    char name[160];       /* row key part and summary name */
+    char label[192];      /* figure legend */
+} method;
+
+/* The configuration with the data-dependent defaults resolved and the penalty variants built. */
+typedef struct {
+    atf_samples_config cfg; /* cfg.models resolved (never 0) */
+    char variants[ATF_SAMPLES_MAXPEN][128];
+    int nvariants;
+} samples_plan;
+
+int samples_list_methods(const samples_plan *pl, method *m);
+/* 1 for the models trained by gradient descent. */
+int samples_is_sgd(method_kind k);
+
+typedef struct {
+    const samples_plan *plan;
+    const atf_exp_io *io;
+    atf_rowstore *store;
+    atf_progress *prog;
+    int new_rows;
+    atf_status status; /* solved, or why the grid stopped: an infeasible baseline */
+} samples_state;
+
+/* One (n, seed): the task (with resampling, the whole pool), θ0, the tangent problem on the
+ * first n training rows and the NTK baseline (each only when a model needs it). */
+typedef struct {
+    int n;
+    uint64_t seed;
+    atf_task task;
+    atf_task fit;          /* view of task with train.N = n (shares task's arrays) */
+    atf_mlp *m0;
+    atf_problem *prob;     /* NULL when no linear model is solved */
+    atf_result *base;      /* NULL unless the NTK or scale=auto needs it */
+    double base_seconds;
+    atf_result *p16[2];    /* the first exact and cross-entropy problem (16) solutions of this
+                              run (kept for the cosine with the SGD models; may be NULL) */
+} point;
+
+int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *method);
+/* A row with the columns every row has, filled with "-" / NaN; the runners set theirs. */
+void samples_base_row(atf_row *row, const samples_state *s, int n, uint64_t seed,
+                      const char *method, const char *penalty);
+atf_error samples_append(samples_state *s, const atf_row *row, char *err);
+void samples_show(samples_state *s, const point *pt, const char *what, const char *detail);
+
+/* ---- samples_models.c ---- */
+/* The NTK baseline's row (pt->base). */
+atf_error samples_record_ntk(samples_state *s, const point *pt, char *err);
+/* Problem (16) (exact or cross-entropy) of one variant. */
+atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *err);
+/* "sgd:lr=0.01,batch=50,epochs=100,constant": how a model was trained (rows' trainer column). */
+void samples_trainer_label(const atf_train_settings *t, char *buf, size_t len);
+/* A model trained by gradient descent from θ0 with the configuration's protocol. */
+atf_error samples_run_sgd(samples_state *s, point *pt, const method *m, char *err);
+
+#endif

@@ -1,0 +1,294 @@
+/* samples_models.c — the models of the samples experiment on one (n, seed) point, each recorded
+ * as one row: the NTK baseline, problem (16) solved exactly or with the penalized cross-entropy
+ * loss, and the models trained by gradient descent from the same θ0 (atf_train.h) with the
+ * configured protocol. Every row has the same columns (samples_base_row); a model leaves the
+ * ones that do not apply to it at "-" or NaN. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf_penalty.h"
+#include "internal/samples_internal.h"
+
+/* ---- test scores ---- */
+
+typedef struct {
+    double error, rel_mse, xent;
+} test_scores;
+
+/* Test error, relative MSE and mean cross-entropy (labels and C ≥ 2 only) of the logits F. */
+static test_scores score(int N, int C, const double *F, const double *y, const int *labels)
+{
+    atf_test_metrics tm = atf_prediction_metrics(N, C, F, y, labels);
+    test_scores sc = {tm.error, tm.rel_mse, NAN};
+    if (N > 0 && labels && C >= 2)
+        sc.xent = atf_loss_mean_xent(N, C, F, labels);
+    return sc;
+}
+
+static void score_fields(atf_row *row, const test_scores *sc)
+{
+    atf_row_num(row, "test_error", sc->error);
+    atf_row_num(row, "test_rel_mse", sc->rel_mse);
+    atf_row_num(row, "test_xent", sc->xent);
+}
+
+/* ---- the linear models: NTK baseline and problem (16) ---- */
+
+static atf_error record_solution(samples_state *s, const point *pt, const atf_result *res,
+                                 const char *method, const char *penalty, double secs, char *err)
+{
+    atf_predictions pr;
+    atf_error e = atf_predict_result(pt->prob, NULL, res, NULL, &pr, err);
+    if (e)
+        return e;
+    test_scores sc = {NAN, NAN, NAN};
+    if (pr.test.N > 0)
+        sc = score(pr.test.N, pr.test.C, pr.test.f, pr.test.y, pr.test.labels);
+    atf_predictions_free(&pr);
+    atf_row row;
+    samples_base_row(&row, s, pt->n, pt->seed, method, penalty);
+    atf_row_str(&row, "loss", res->loss[0] ? res->loss : "interpolate");
+    atf_row_str(&row, "status", atf_status_name(res->status));
+    score_fields(&row, &sc);
+    atf_row_num(&row, "train_residual", res->constraint_residual);
+    atf_row_int(&row, "iterations", res->iterations);
+    atf_row_num(&row, "objective", res->objective);
+    atf_row_num(&row, "stationarity", res->stationarity);
+    atf_row_num(&row, "seconds", secs);
+    return samples_append(s, &row, err);
+}
+
+atf_error samples_record_ntk(samples_state *s, const point *pt, char *err)
+{
+    return record_solution(s, pt, pt->base, "ntk", "-", pt->base_seconds, err);
+}
+
+/* The loss of a problem (16) model: the configuration's (p16) or cross-entropy (p16-xent). */
+static atf_loss p16_loss(const atf_samples_config *cfg, method_kind kind)
+{
+    if (kind == KIND_P16)
+        return cfg->loss;
+    return (atf_loss){ATF_LOSS_XENT, cfg->xent_lambda};
+}
+
+atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *err)
+{
+    const atf_samples_config *cfg = &s->plan->cfg;
+    char spec[256];
+    double vmax = pt->base ? atf_result_max_singular(pt->base) : NAN;
+    atf_error e = atf_resolve_auto_scale(m->spec, vmax, cfg->auto_fraction, spec, sizeof spec,
+                                         NULL, err);
+    if (!e)
+        e = atf_problem_set_penalty(pt->prob, spec, err);
+    if (e)
+        return e;
+    samples_show(s, pt, m->kind == KIND_P16 ? "problem (16) " : "problem (16) xent ", m->spec);
+    atf_settings set = atf_settings_default();
+    set.structure = cfg->structure;
+    set.loss = p16_loss(cfg, m->kind);
+    if (set.loss.kind != ATF_LOSS_INTERPOLATE)
+        set.method = ATF_METHOD_FISTA;
+    set.max_iter = cfg->max_iter;
+    set.eps_rel = cfg->tol;
+    set.interrupt = s->io->interrupt;
+    atf_result *res = NULL;
+    double t0 = atf_now();
+    e = atf_solve(pt->prob, &set, &res, err);
+    double secs = atf_now() - t0;
+    if (res && res->status == ATF_STATUS_INTERRUPTED)
+        e = ATF_OK; /* not recorded: a re-run solves it again */
+    else if (res) /* any status is a result worth a row (an iteration limit included) */
+        e = record_solution(s, pt, res, m->name, spec, secs, err);
+    atf_result **keep = &pt->p16[m->kind == KIND_P16_XENT];
+    if (!e && res && !*keep && res->status != ATF_STATUS_INTERRUPTED) {
+        *keep = res; /* the first solution of its kind stays for the SGD models' cosine */
+        res = NULL;
+    }
+    atf_result_free(res);
+    return e;
+}
+
+/* ---- the models trained by gradient descent ---- */
+
+void samples_trainer_label(const atf_train_settings *t, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s:lr=%g,batch=%d,epochs=%d,%s", atf_optimizer_name(t->optimizer), t->lr,
+             t->batch, t->epochs, atf_lr_schedule_name(t->schedule));
+}
+
+static atf_model_kind model_kind(method_kind k)
+{
+    return k == KIND_NTK_SGD ? ATF_MODEL_LINEARIZED
+         : k == KIND_FACTORIZED_SGD ? ATF_MODEL_FACTORIZED : ATF_MODEL_NETWORK;
+}
+
+/* Validation rows: the configured number, or n/10 (at least 1) for best-val stopping. */
+static int validation_rows(const atf_train_settings *t, int n)
+{
+    if (t->n_val > 0 || t->stopping != ATF_STOP_BEST_VAL)
+        return t->n_val;
+    return n / 10 > 1 ? n / 10 : 1;
+}
+
+typedef struct {
+    samples_state *s;
+    const point *pt;
+    const char *name;
+} epoch_ctx;
+
+static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void *ctx)
+{
+    (void)m;
+    const epoch_ctx *c = ctx;
+    char detail[160];
+    snprintf(detail, sizeof detail, " epoch %d/%d, loss %.3g%s", p->epoch, p->epochs, p->loss,
+             p->best_epoch > 0 ? ", selected so far: " : "");
+    if (p->best_epoch > 0)
+        snprintf(detail + strlen(detail), sizeof detail - strlen(detail), "%d", p->best_epoch);
+    samples_show(c->s, c->pt, c->name, detail);
+    return ATF_OK;
+}
+
+/* ⟨B_SGD, B_16⟩ / (‖B_SGD‖ ‖B_16‖) over every block of res (W_ℓ and b_ℓ of layer ℓ − 1); NaN
+ * when a block does not match the model's layers. */
+static double cosine_with(const atf_model *m, const atf_result *res)
+{
+    size_t total = 0;
+    for (int k = 0; k < res->nblocks; k++)
+        total += (size_t)res->blocks[k].rows * (size_t)res->blocks[k].cols;
+    const atf_arch *a = &m->theta0->arch;
+    size_t most = 0;
+    for (int l = 0; l < a->L; l++)
+        if ((size_t)a->widths[l] * (size_t)a->widths[l + 1] > most)
+            most = (size_t)a->widths[l] * (size_t)a->widths[l + 1];
+    double *x = malloc(sizeof(double) * (total + 1)), *y = malloc(sizeof(double) * (total + 1));
+    double *dW = malloc(sizeof(double) * (most + 1)), *db = malloc(sizeof(double) * (most + 1));
+    double c = NAN;
+    size_t off = 0;
+    int ok = x && y && dW && db;
+    for (int k = 0; ok && k < res->nblocks; k++) {
+        const atf_result_block *b = &res->blocks[k];
+        int l = atoi(b->name + 1) - 1, bias = b->name[0] == 'b';
+        ok = (b->name[0] == 'W' || bias) && l >= 0 && l < a->L &&
+             b->cols == a->widths[l + 1] && b->rows == (bias ? 1 : a->widths[l]);
+        if (!ok)
+            break;
+        size_t len = (size_t)b->rows * (size_t)b->cols;
+        atf_model_delta(m, l, dW, db);
+        memcpy(x + off, bias ? db : dW, len * sizeof(double));
+        memcpy(y + off, b->B, len * sizeof(double));
+        off += len;
+    }
+    if (ok)
+        c = atf_matrix_cosine(total, x, y);
+    free(x);
+    free(y);
+    free(dW);
+    free(db);
+    return c;
+}
+
+/* Factorised model: Σ_ℓ Σ_j ω̃(σ_j(B_ℓ)) under balanced+balanced and the largest relative drift
+ * of the conserved quantities over the layers. */
+static atf_error factor_fields(atf_row *row, const atf_model *m, char *err)
+{
+    double omega = 0.0, drift = 0.0;
+    for (int l = 0; l < m->theta0->arch.L; l++) {
+        atf_factor_diag d;
+        atf_error e = atf_model_diagnostics(m, l, NULL, &d, err);
+        if (e)
+            return e;
+        omega += d.omega_balanced;
+        drift = fmax(drift, fmax(d.drift1, d.drift2));
+        atf_factor_diag_free(&d);
+    }
+    atf_row_num(row, "omega_balanced", omega);
+    atf_row_num(row, "drift", drift);
+    return ATF_OK;
+}
+
+/* The training settings of one model at one point; *pool is the data it trains on. */
+static atf_train_settings sgd_settings(const atf_samples_config *cfg, const point *pt,
+                                       const atf_dataset **pool)
+{
+    atf_train_settings ts = cfg->train;
+    ts.seed = pt->seed;
+    ts.n_val = validation_rows(&cfg->train, pt->n);
+    if (ts.sampling == ATF_SAMPLE_RESAMPLE) { /* a new n-subset of the whole pool per epoch */
+        ts.n_train = pt->n;
+        *pool = &pt->task.train;
+    } else { /* the n examples every model sees, validation rows carved from them */
+        ts.n_train = 0;
+        *pool = &pt->fit.train;
+    }
+    return ts;
+}
+
+static atf_error sgd_row(samples_state *s, const point *pt, const method *m,
+                         const atf_model *model, const atf_train_settings *ts,
+                         const atf_train_report *rep, double secs, char *err)
+{
+    const atf_dataset *test = &pt->task.test;
+    double *F = malloc(sizeof(double) * ((size_t)test->N * (size_t)test->C + 1));
+    if (!F) {
+        atf_errorf(err, "out of memory");
+        return ATF_E_NOMEM;
+    }
+    test_scores sc = {NAN, NAN, NAN};
+    atf_error e = test->N > 0 ? atf_model_forward(model, test->N, test->X, F, err) : ATF_OK;
+    if (!e && test->N > 0)
+        sc = score(test->N, test->C, F, test->Y, test->labels);
+    free(F);
+    if (e)
+        return e;
+    atf_row row;
+    char text[128];
+    samples_base_row(&row, s, pt->n, pt->seed, m->name, "-");
+    atf_row_str(&row, "loss", atf_loss_name(ts->loss));
+    atf_row_str(&row, "status", isfinite(rep->train_loss) ? "trained" : "diverged");
+    score_fields(&row, &sc);
+    atf_row_num(&row, "train_residual", rep->train_loss);
+    atf_row_int(&row, "iterations", rep->epochs_run);
+    atf_row_num(&row, "seconds", secs);
+    atf_row_int(&row, "selected_epoch", rep->selected_epoch);
+    snprintf(text, sizeof text, "%s/%s/val=%d", atf_sampling_name(ts->sampling),
+             atf_stopping_name(ts->stopping), rep->n_val);
+    atf_row_str(&row, "protocol", text);
+    samples_trainer_label(ts, text, sizeof text);
+    atf_row_str(&row, "trainer", text);
+    const atf_result *b16 = pt->p16[ts->loss == ATF_LOSS_XENT];
+    if (m->kind != KIND_NETWORK && b16)
+        atf_row_num(&row, "cos_p16", cosine_with(model, b16));
+    if (m->kind == KIND_FACTORIZED_SGD)
+        e = factor_fields(&row, model, err);
+    return e ? e : samples_append(s, &row, err);
+}
+
+atf_error samples_run_sgd(samples_state *s, point *pt, const method *m, char *err)
+{
+    const atf_samples_config *cfg = &s->plan->cfg;
+    atf_model *model = NULL;
+    atf_error e = atf_model_create(model_kind(m->kind), pt->m0, &model, err);
+    if (e)
+        return e;
+    const atf_dataset *pool;
+    atf_train_settings ts = sgd_settings(cfg, pt, &pool);
+    epoch_ctx ctx = {s, pt, m->name};
+    ts.progress = on_epoch;
+    ts.ctx = &ctx;
+    ts.interrupt = s->io->interrupt;
+    const atf_dataset *test = pt->task.test.N > 0 ? &pt->task.test : NULL;
+    atf_train_report rep;
+    memset(&rep, 0, sizeof rep);
+    double t0 = atf_now();
+    e = atf_model_train(model, pool, test, &ts, &rep, err);
+    double secs = atf_now() - t0;
+    /* stopped early: a partly trained model is no row (a re-run trains it again) */
+    if (!e && !rep.interrupted && !atf_exp_stopped(s->io))
+        e = sgd_row(s, pt, m, model, &ts, &rep, secs, err);
+    atf_train_report_free(&rep);
+    atf_model_free(model);
+    return e;
+}

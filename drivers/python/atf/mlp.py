@@ -1,0 +1,186 @@
+"""atf.MLP: a network of the C library (atf_mlp.h) — weights, per-layer biases and elementwise
+activations — and atf.from_torch for nn.Sequential MLPs.
+
+The weights live in the C struct; `.weights` and `.biases` are read-only numpy views of them (an
+MLP does not change once built, so a problem or result that remembers it stays consistent)."""
+import ctypes
+import sys
+
+import numpy as np
+
+from . import _errors, _lib, _torch
+
+_c = _lib.lib
+
+
+def _fail(message):
+    raise _errors.InputError(message, "bad input")
+
+
+def _matrix(a, what):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(a, torch.Tensor):
+        a = a.detach().to("cpu").double().numpy()
+    a = np.asarray(a, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        _fail(f"atf.MLP: {what}: NaN or infinite values")
+    return a
+
+
+class MLP:
+    """f(x) = W_Lᵀ h_{L−1} + b_L with h_ℓ = σ_ℓ(W_ℓᵀ h_{ℓ−1} + b_ℓ), h_0 = x.
+
+    weights[ℓ] has shape [in, out] (the transpose of nn.Linear.weight); biases is None (no
+    bias) or one entry per layer, each None or a vector of `out` values; activation is one spec
+    for every hidden layer or a list of L − 1 specs: relu, leaky_relu[:slope=s], tanh, sigmoid,
+    gelu, softplus[:beta=b,threshold=t], identity (docs/tangent.md). param is "standard" or
+    "ntk" (a_ℓ = c_ℓ W_ℓᵀ h + b_ℓ with c_ℓ = √(g_ℓ/P_ℓ), docs/tangent.md §2); `.param` is None
+    for a network read from a file (the file's own parameterisation applies)."""
+
+    def __init__(self, weights, biases=None, activation="relu", param="standard"):
+        weights = [_matrix(w, f"weights[{l}]") for l, w in enumerate(weights)]
+        L = len(weights)
+        if L == 0 or L > 16:
+            _fail(f"atf.MLP: {L} layers: 1 to 16 weight matrices expected")
+        for l, w in enumerate(weights):
+            if w.ndim != 2 or 0 in w.shape:
+                _fail(f"atf.MLP: weights[{l}] has shape {w.shape}: expected a non-empty "
+                      "[in, out] matrix")
+            if l and w.shape[0] != weights[l - 1].shape[1]:
+                _fail(f"atf.MLP: weights[{l}] has {w.shape[0]} inputs but weights[{l - 1}] has "
+                      f"{weights[l - 1].shape[1]} outputs (weights are [in, out], the transpose "
+                      "of nn.Linear.weight)")
+        widths = [weights[0].shape[0]] + [w.shape[1] for w in weights]
+        if biases is None:
+            biases = [None] * L
+        biases = list(biases)
+        if len(biases) != L:
+            _fail(f"atf.MLP: {len(biases)} biases for {L} layers (give None for a layer without "
+                  "one)")
+        for l, b in enumerate(biases):
+            if b is not None:
+                b = _matrix(b, f"biases[{l}]").reshape(-1)
+                if b.size != widths[l + 1]:
+                    _fail(f"atf.MLP: biases[{l}] has {b.size} values, layer {l} has "
+                          f"{widths[l + 1]} outputs")
+                biases[l] = b
+        if isinstance(activation, str) or activation is None:
+            acts = [activation or "relu"] * (L - 1)
+        else:
+            acts = [str(a) for a in activation]
+            if len(acts) != L - 1:
+                _fail(f"atf.MLP: {len(acts)} activations for {L - 1} hidden layers (the output "
+                      "layer has none)")
+        self._h = None
+        h = ctypes.c_void_p()
+        err = _lib.errbuf()
+        cw = (ctypes.c_int * (L + 1))(*widths)
+        cb = (ctypes.c_int * L)(*[b is not None for b in biases])
+        ca = (ctypes.c_char_p * max(L - 1, 1))(*[a.encode() for a in acts])
+        _errors.check(_c.atf_mlp_new(L, cw, cb, ca if L > 1 else None, str(param).encode(),
+                                     ctypes.byref(h), err), err)
+        self._h = h
+        self.param = str(param)
+        for l in range(L):
+            ctypes.memmove(_c.atf_mlp_weight(h, l), np.ascontiguousarray(weights[l]).ctypes.data,
+                           weights[l].nbytes)
+            if biases[l] is not None:
+                ctypes.memmove(_c.atf_mlp_bias(h, l), biases[l].ctypes.data, biases[l].nbytes)
+        self._describe()
+
+    @classmethod
+    def _wrap(cls, h, param=None):
+        self = cls.__new__(cls)
+        self._h = h
+        self.param = param
+        self._describe()
+        return self
+
+    def _describe(self):
+        """Read the shapes and the read-only views of the weights from the C struct."""
+        h = self._h
+        L = _c.atf_mlp_layers(h)
+        self.widths = [_c.atf_mlp_width(h, l) for l in range(L + 1)]
+        self.weights, self.biases, self.activations = [], [], []
+        for l in range(L):
+            P, Q = self.widths[l], self.widths[l + 1]
+            self.weights.append(self._view(_c.atf_mlp_weight(h, l), (P, Q)))
+            b = _c.atf_mlp_bias(h, l)
+            self.biases.append(self._view(b, (Q,)) if b else None)
+        buf = ctypes.create_string_buffer(128)
+        for l in range(L - 1):
+            _c.atf_mlp_activation_spec(h, l, buf, len(buf))
+            self.activations.append(_lib.text(buf.value))
+
+    def _view(self, ptr, shape):
+        n = int(np.prod(shape))
+        buf = (ctypes.c_double * n).from_address(ctypes.cast(ptr, ctypes.c_void_p).value)
+        buf._atf_owner = self
+        a = np.frombuffer(buf, dtype=np.float64).reshape(shape)
+        a.flags.writeable = False
+        return a
+
+    def __del__(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _c.atf_mlp_free(h)
+
+    layers = property(lambda self: len(self.weights))
+
+    def block_names(self):
+        """The problem's block names of this network, in order: W1, b1 (if layer 1 has a bias),
+        W2, ..."""
+        names = []
+        for l, b in enumerate(self.biases):
+            names.append(f"W{l + 1}")
+            if b is not None:
+                names.append(f"b{l + 1}")
+        return names
+
+    @property
+    def fingerprint(self):
+        """The network's fingerprint (as a problem's `mlp_fingerprint`)."""
+        out = ctypes.create_string_buffer(_lib.FINGERPRINT_LEN)
+        _errors.check(_c.atf_mlp_fingerprint(self._h, out), _lib.errbuf())
+        return _lib.text(out.value)
+
+    def __call__(self, X):
+        """f(X) [N, C] for X [N, in] (atf_mlp_forward)."""
+        from .tangent import as_inputs
+        X = as_inputs(X, self.widths[0], "X")
+        F = np.empty((X.shape[0], self.widths[-1]))
+        err = _lib.errbuf()
+        _errors.check(_c.atf_mlp_forward(self._h, X.shape[0], X.ctypes.data_as(_lib.P_D),
+                                         F.ctypes.data_as(_lib.P_D), err), err)
+        return F
+
+    @classmethod
+    def read(cls, path):
+        """Read an MLP file (docs/formats.md "MLP file")."""
+        h = ctypes.c_void_p()
+        err = _lib.errbuf()
+        _errors.check(_c.atf_mlp_read(str(path).encode(), ctypes.byref(h), err), err)
+        return cls._wrap(h)
+
+    def write(self, path):
+        """Write the MLP file atomically (`atf features --mlp` reads it)."""
+        err = _lib.errbuf()
+        _errors.check(_c.atf_mlp_write(str(path).encode(), self._h, err), err)
+
+    @classmethod
+    def _from_torch(cls, module):
+        weights, biases, acts = _torch.parse_sequential(module)
+        return cls(weights, biases, acts)
+
+    def __repr__(self):
+        acts = ",".join(dict.fromkeys(self.activations)) or "-"
+        nb = sum(b is not None for b in self.biases)
+        return (f"atf.MLP(widths={self.widths}, activation={acts}, biases on {nb} of "
+                f"{self.layers} layers)")
+
+
+def from_torch(module):
+    """An atf.MLP with the weights of an nn.Sequential of nn.Linear (bias on any subset) and the
+    elementwise activations ReLU, LeakyReLU, Tanh, Sigmoid, GELU (approximate='none'), Softplus
+    and Identity; anything else raises atf.InputError naming the module."""
+    return MLP._from_torch(module)

@@ -1,0 +1,312 @@
+"""Tangent features of a model at any inputs, and what is built from them: atf.features,
+atf.ntk, atf.path_kernel, and the linearised model and adapted kernel behind Result.predict and
+Result.kernel.
+
+A model is an atf.MLP (factored Jacobians from the C library: H [N, rows], D [N·C, cols] per
+block) or any torch module (dense per-parameter Jacobians from functorch, see _torch.py). The
+kernels are assembled here with numpy from those blocks in neural-tangents' layout
+[N1, N2, C, C]: K[i, j, k, l] = Σ_blocks ⟨∇f_k(x1_i), M̂² ∇f_l(x2_j)⟩ (M̂ = I for the NTK)."""
+import ctypes
+import sys
+
+import numpy as np
+
+from . import _errors, _lib, _torch
+from .mlp import MLP
+
+_c = _lib.lib
+
+
+def _fail(message):
+    raise _errors.InputError(message, "bad input")
+
+
+class TBlock:
+    """One block's tangent features: factored (H [N, rows], D [M, cols]) or dense (J [M,
+    rows·cols])."""
+
+    def __init__(self, name, rows, cols, H=None, D=None, J=None):
+        self.name, self.rows, self.cols = name, rows, cols
+        self.H, self.D, self.J = H, D, J
+
+    factored = property(lambda self: self.J is None)
+
+    def dense(self):
+        """J [M, rows·cols] (formed for factored blocks: row m is vec(h_i δ_mᵀ))."""
+        if self.J is not None:
+            return self.J
+        N, M = self.H.shape[0], self.D.shape[0]
+        C = M // N
+        return np.einsum("ia,ikb->ikab", self.H, self.D.reshape(N, C, self.cols)).reshape(
+            M, self.rows * self.cols)
+
+
+class _CJacobian:
+    """Owns a C atf_jacobian; numpy views of its arrays keep it alive."""
+
+    def __init__(self):
+        self.c = _lib.JacobianC()
+
+    def view(self, ptr, shape):
+        n = int(np.prod(shape))
+        buf = (ctypes.c_double * n).from_address(ctypes.addressof(ptr.contents))
+        buf._atf_owner = self
+        return np.frombuffer(buf, dtype=np.float64).reshape(shape)
+
+    def __del__(self):
+        _c.atf_jacobian_free(ctypes.byref(self.c))
+
+
+class Tangent:
+    """f [N, C] (the model's outputs) and the blocks of its Jacobian at N inputs."""
+
+    def __init__(self, N, C, f, blocks, jac=None):
+        self.N, self.C, self.M = N, C, N * C
+        self.f, self.blocks, self.jac = f, blocks, jac
+
+    def names(self):
+        return [b.name for b in self.blocks]
+
+
+def as_inputs(X, width, what):
+    """X as a C-contiguous float64 [N, width] array (a view when it already is one)."""
+    if _torch.is_module(X):
+        _fail(f"{what}: expected an array, got a torch module")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(X, torch.Tensor):
+        X = X.detach().to("cpu").double().numpy()
+    a = np.asarray(X, dtype=np.float64)
+    if a.ndim == 1 and width == 1:
+        a = a.reshape(-1, 1)
+    if a.ndim != 2 or a.shape[1] != width or a.shape[0] == 0:
+        _fail(f"{what}: shape {a.shape}, expected [N, {width}] (N > 0) for a network with input "
+              f"width {width}")
+    a = np.ascontiguousarray(a)
+    if not np.all(np.isfinite(a)):
+        _fail(f"{what}: the inputs contain NaN or infinite values")
+    return a
+
+
+def mlp_tangent(mlp, X, what="X"):
+    """The factored Jacobian of an atf.MLP at X, from atf_mlp_jacobian (no copies: the arrays
+    are views of the C memory)."""
+    X = as_inputs(X, mlp.widths[0], what)
+    owner = _CJacobian()
+    err = _lib.errbuf()
+    e = _c.atf_mlp_jacobian(mlp._h, X.shape[0], X.ctypes.data_as(_lib.P_D),
+                            ctypes.byref(owner.c), err)
+    _errors.check(e, err)
+    J = owner.c
+    N, C, M = J.N, J.C, J.M
+    blocks = []
+    for b in range(J.nblocks):
+        jb = J.blocks[b]
+        blocks.append(TBlock(_lib.text(jb.name), jb.rows, jb.cols,
+                             H=owner.view(jb.H, (N, jb.rows)), D=owner.view(jb.D, (M, jb.cols))))
+    return Tangent(N, C, owner.view(J.f, (N, C)), blocks, owner)
+
+
+class TorchModel:
+    """A float64 snapshot of a torch module that is not an MLP (the general path)."""
+
+    def __init__(self, module):
+        self.module = _torch.snapshot(module)
+        self.names = _torch.block_names(self.module)
+
+    def __repr__(self):
+        return f"<atf torch model {type(self.module).__name__}, {len(self.names)} parameters>"
+
+
+def resolve(model, what="model"):
+    """An atf.MLP or a TorchModel for any model argument (torch MLPs become atf.MLP)."""
+    if isinstance(model, (MLP, TorchModel)):
+        return model
+    if _torch.is_module(model):
+        try:
+            return MLP._from_torch(model)
+        except _errors.InputError:
+            return TorchModel(model)
+    _fail(f"{what}: expected an atf.MLP or a torch.nn.Module, got {type(model).__name__}")
+
+
+def tangent(model, X, what="X"):
+    if isinstance(model, MLP):
+        return mlp_tangent(model, X, what)
+    f, blocks = _torch.module_tangent(model.module, X, what)
+    N, C = f.shape
+    return Tangent(N, C, f, [TBlock(n, r, c, H, D, J) for n, r, c, H, D, J in blocks])
+
+
+# ---- kernels in [N1, N2, C, C] -------------------------------------------------------------------
+
+def _to_layout(G, N1, N2, C):
+    """[N1·C, N2·C] (rows m = i·C + k) -> [N1, N2, C, C]."""
+    return G.reshape(N1, C, N2, C).transpose(0, 2, 1, 3)
+
+
+def _pair_gram(b1, b2, N1, N2, C, left=None, right=None):
+    """Σ over the block of ⟨G1, L G2 R⟩ in [N1, N2, C, C], with the symmetric maps L (rows ×
+    rows) and R (cols × cols) given as (U, w): I + U diag(w) Uᵀ, or None for I."""
+    if b1.factored and b2.factored:
+        GH = b1.H @ b2.H.T
+        if left is not None:
+            U, w = left
+            GH += (b1.H @ U) * w @ (b2.H @ U).T
+        GD = b1.D @ b2.D.T
+        if right is not None:
+            V, w = right
+            GD += (b1.D @ V) * w @ (b2.D @ V).T
+        return GH[:, :, None, None] * _to_layout(GD, N1, N2, C)
+    J1, J2 = b1.dense(), b2.dense()
+    if left is not None or right is not None:
+        G = J2.reshape(-1, b2.rows, b2.cols)
+        if left is not None:
+            U, w = left
+            G = G + np.einsum("pk,k,kmq->mpq", U, w, np.einsum("pk,mpq->kmq", U, G),
+                              optimize=True)
+        if right is not None:
+            V, w = right
+            G = G + np.einsum("mpk,k,qk->mpq", G @ V, w, V, optimize=True)
+        J2 = G.reshape(J2.shape)
+    return _to_layout(J1 @ J2.T, N1, N2, C)
+
+
+def _check_same(t1, t2):
+    if t1.names() != t2.names() or t1.C != t2.C:
+        _fail("kernel: the two inputs give different blocks")
+
+
+def ntk(model, X1, X2=None, per_layer=False):
+    """The empirical NTK of a model between X1 and X2 (default X1), [N1, N2, C, C]; with
+    per_layer, a dict block name -> its part (the parts sum to the kernel)."""
+    model = resolve(model)
+    if isinstance(model, MLP) and X2 is None:
+        return _mlp_ntk(model, X1, per_layer)
+    t1 = tangent(model, X1, "X1")
+    t2 = t1 if X2 is None else tangent(model, X2, "X2")
+    _check_same(t1, t2)
+    parts = {b1.name: _pair_gram(b1, b2, t1.N, t2.N, t1.C) for b1, b2 in zip(t1.blocks, t2.blocks)}
+    return parts if per_layer else sum(parts.values())
+
+
+def _mlp_ntk(mlp, X, per_layer):
+    """K(X, X) of an MLP by atf_kernel_mlp (the C library's Hadamard Grams)."""
+    X = as_inputs(X, mlp.widths[0], "X1")
+    N, C = X.shape[0], mlp.widths[-1]
+    M, names = N * C, mlp.block_names()
+    K = np.zeros((M, M))
+    KB = np.zeros((len(names), M, M)) if per_layer else None
+    err = _lib.errbuf()
+    e = _c.atf_kernel_mlp(mlp._h, N, X.ctypes.data_as(_lib.P_D), K.ctypes.data_as(_lib.P_D),
+                          KB.ctypes.data_as(_lib.P_D) if per_layer else None, err)
+    _errors.check(e, err)
+    if per_layer:
+        return {name: _to_layout(KB[j], N, N, C) for j, name in enumerate(names)}
+    return _to_layout(K, N, N, C)
+
+
+def path_kernel(model0, model, X, T=50, method="auto", per_layer=False):
+    """The path-averaged tangent kernel (paper eq. 2 / 20) of two atf.MLP of one architecture:
+    J̄ = (1/T) Σ_j ∇f at θ0 + t_j (θ − θ0), t_j = j/(T−1), K̄ = Σ_ℓ J̄_ℓ J̄_ℓᵀ, by
+    atf_kernel_path_average; [N, N, C, C] (per_layer: a dict name -> part)."""
+    m0, m1 = resolve(model0, "model0"), resolve(model, "model")
+    if not isinstance(m0, MLP) or not isinstance(m1, MLP):
+        _fail("path_kernel: both models must be MLPs (atf.MLP or a torch MLP)")
+    X = as_inputs(X, m0.widths[0], "X")
+    N, C = X.shape[0], m0.widths[-1]
+    M, names = N * C, m0.block_names()
+    if int(T) < 1:
+        _fail(f"path_kernel: T = {T}: at least one point is needed")
+    meth = ctypes.c_int()
+    err = _lib.errbuf()
+    _errors.check(_c.atf_path_method_parse(str(method).encode(), ctypes.byref(meth), err), err)
+    K = np.zeros((M, M))
+    KB = np.zeros((len(names), M, M)) if per_layer else None
+    e = _c.atf_kernel_path_average(m0._h, m1._h, N, X.ctypes.data_as(_lib.P_D), int(T),
+                                   meth.value, K.ctypes.data_as(_lib.P_D),
+                                   KB.ctypes.data_as(_lib.P_D) if per_layer else None, err)
+    _errors.check(e, err)
+    if per_layer:
+        return {name: _to_layout(KB[j], N, N, C) for j, name in enumerate(names)}
+    return _to_layout(K, N, N, C)
+
+
+# ---- the linearised model and the adapted kernel of a result -------------------------------------
+
+def _match(t, result, what):
+    """The result's blocks in the tangent's order, checked by name and shape."""
+    out = []
+    for b in t.blocks:
+        rb = result.blocks.get(b.name)
+        if rb is None or (rb.rows, rb.cols) != (b.rows, b.cols):
+            have = ", ".join(f"{n} {r.rows}x{r.cols}" for n, r in result.blocks.items())
+            _fail(f"{what}: the model's block {b.name} ({b.rows}x{b.cols}) is not in the result "
+                  f"(it has {have}): is this the model the problem was built from?")
+        out.append(rb)
+    if len(out) != len(result.blocks):
+        _fail(f"{what}: the result has {len(result.blocks)} blocks, the model {len(out)}")
+    return out
+
+
+def linear_part(t, rbs):
+    """Σ_ℓ ⟨∇_ℓ f(x_i), B_ℓ⟩ [N, C]."""
+    out = np.zeros(t.M)
+    for b, rb in zip(t.blocks, rbs):
+        if b.factored:
+            out += np.einsum("mb,mb->m", np.repeat(b.H @ rb.B, t.C, axis=0), b.D)
+        else:
+            out += b.J @ rb.B.reshape(-1)
+    return out.reshape(t.N, t.C)
+
+
+def predict(model, center, result, X):
+    t = tangent(model, X, "X_new")
+    rbs = _match(t, result, "Result.predict")
+    f = linear_part(t, rbs)
+    return f if center else t.f + f
+
+
+def _side(U, s):
+    """(U, s² − 1) for I + U diag(s² − 1) Uᵀ, or None when every s is 1."""
+    w = np.asarray(s) ** 2 - 1.0
+    return None if not np.any(w) else (U, w)
+
+
+def _entrywise(b1, b2, S, N1, N2, C):
+    """Σ_j S_j g_j(x1) g_j(x2)ᵀ over the entries j of B (S [rows, cols])."""
+    if b1.factored and b2.factored:
+        T = np.einsum("ia,ab,ja->ijb", b1.H, S, b2.H, optimize=True)
+        return np.einsum("ijb,ikb,jlb->ijkl", T, b1.D.reshape(N1, C, -1),
+                         b2.D.reshape(N2, C, -1), optimize=True)
+    return _to_layout((b1.dense() * S.reshape(-1)) @ b2.dense().T, N1, N2, C)
+
+
+def adapted_kernel(model, result, X1, X2=None):
+    """Eq. 7, K = ∇f(x) M̂² ∇f(x')ᵀ, with M̂ recovered from the result's factors (as
+    atf_kernel_adapted of the C library, docs/math.md §6)."""
+    t1 = tangent(model, X1, "X1")
+    t2 = t1 if X2 is None else tangent(model, X2, "X2")
+    _check_same(t1, t2)
+    rbs = _match(t1, result, "Result.kernel")
+    N1, N2, C = t1.N, t2.N, t1.C
+    K = np.zeros((N1, N2, C, C))
+    layouts = {rb.layout for rb in rbs}
+    if "vector" in layouts:
+        # β = (B_1..B_L) is one vector block: K = s2² (K0 + (s1² − 1) ‖β‖⁻² (Aβ)(Aβ)ᵀ)
+        s1, s2 = float(rbs[0].s1[0]), float(rbs[0].s2[0])
+        for b1, b2 in zip(t1.blocks, t2.blocks):
+            K += _pair_gram(b1, b2, N1, N2, C)
+        beta2 = sum(float(np.sum(rb.B * rb.B)) for rb in rbs)
+        if beta2 > 0:
+            a1, a2 = linear_part(t1, rbs), linear_part(t2, rbs)
+            K += (s1 * s1 - 1.0) / beta2 * np.einsum("ik,jl->ijkl", a1, a2)
+        return s2 * s2 * K
+    for b1, b2, rb in zip(t1.blocks, t2.blocks, rbs):
+        if rb.layout == "entrywise":
+            S = (rb.s1 * rb.s2).reshape(rb.rows, rb.cols) ** 2
+            K += _entrywise(b1, b2, S, N1, N2, C)
+        else:
+            if rb.U is None or rb.V is None:
+                _fail(f"Result.kernel: block {rb.name}: singular vectors U, V missing")
+            K += _pair_gram(b1, b2, N1, N2, C, _side(rb.U, rb.s1), _side(rb.V, rb.s2))
+    return K

@@ -22,7 +22,11 @@
  *    homogeneous, Σ 2√γ σ(c B') = c Σ 2√γ σ(B'): γ stays, the objective is c times the scaled
  *    one, and k is not limited.
  * Answers are unscaled by B = c·B' (blocks, least-squares point) and objective·c²; relative
- * residuals and certificates are scale-free. docs/solver.md §7 has the details and numbers. */
+ * residuals and certificates are scale-free. docs/solver.md §7 has the details and numbers.
+ * Memory: an array whose rows all keep their scale (every exponent 0) is not copied — the work
+ * problem points at the caller's array, which nothing writes. ATF_EQ_NONE (the penalized
+ * losses, whose loss undoes any row scaling) scales only the variables, and H rows only when
+ * they are far from unit size, so on ordinary data no operator array is copied. */
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>

@@ -115,7 +115,7 @@ enum {
     OPT_JSON = ATF_CLI_OPT_FIRST, OPT_OUT, OPT_PENALTY, OPT_FROM, OPT_TO, OPT_NUM, OPT_T,
     OPT_NO_MLP, OPT_CENTER, OPT_NS, OPT_SEEDS, OPT_SEED_LIST, OPT_INIT, OPT_HIDDEN, OPT_SCALES,
     OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_PATH_POINTS, OPT_LOSS,
-    OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA
+    OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS
 };
 
 static atf_error penalties_option(int c, const char *val, atf_penalties_config *cfg, char *err)
@@ -193,7 +193,8 @@ static void samples_usage(FILE *out)
     fprintf(out,
             "usage: atf experiment samples [--data SOURCE] [--classes LIST] [--ns LIST]\n"
             "          [--seeds K | --seed-list LIST] [--n-test N] [--hidden LIST]\n"
-            "          [--init he|torch|lecun] [--activation SPEC] [--models LIST]\n"
+            "          [--init he|torch|lecun] [--activation SPEC] [--bias[=LAYERS]]\n"
+            "          [--models LIST]\n"
             "          [--penalty SPEC] [--loss SPEC] [--xent-lambda L] [--scales LIST]\n"
             "          [--auto-fraction Q] [--structure layer|diagonal|full] [--tol EPS]\n"
             "          [--max-iter N] [--sgd-loss squared|xent] [--optimizer sgd|adam] [--lr LR]\n"
@@ -224,6 +225,8 @@ static void samples_usage(FILE *out)
             "  --hidden LIST      hidden widths (default 128,128; mnist: 128,128,128,128)\n"
             "  --activation SPEC  after every hidden layer, or one per --hidden layer separated by\n"
             "                     ';' (default relu; the specs of atf features --help)\n"
+            "  --bias[=LAYERS]    biases (default none): every layer, or a 1-based layer list\n"
+            "                     (with --hidden), as for atf features\n"
             "  --init I           initial weights: he (He-normal, default for synthetic/HDF5\n"
             "                     data), torch (nn.Linear's default, default for mnist) or lecun\n"
             "  --penalty SPEC     problem (16) penalty (default sq:scale=auto); scale=auto sets\n"
@@ -332,6 +335,32 @@ static atf_error samples_activation(const char *text, atf_samples_config *cfg, c
     return e;
 }
 
+/* --bias for the samples networks: all or none whatever the depth, a layer list once --hidden
+ * is known. */
+static atf_error samples_bias(const char *text, atf_samples_config *cfg, char *err)
+{
+    if (!text)
+        return ATF_OK;
+    atf_arch a = cfg->arch;
+    if (a.L == 0)
+        a.L = ATF_MAX_LAYERS; /* the default depth is known only later: all or none */
+    atf_error e = atf_arch_parse_bias(text, &a, err);
+    int listed = strcmp(text, "all") && strcmp(text, "none") && strcmp(text, "1") &&
+                 strcmp(text, "0");
+    if (!e && cfg->arch.L == 0 && listed) {
+        atf_errorf(err, "--bias: '%s': a list of layers needs --hidden", text);
+        return ATF_E_USAGE;
+    }
+    if (e) {
+        char msg[ATF_ERRLEN];
+        snprintf(msg, sizeof msg, "--bias: %s", err);
+        snprintf(err, ATF_ERRLEN, "%s", msg);
+        return ATF_E_USAGE;
+    }
+    memcpy(cfg->arch.bias, a.bias, sizeof a.bias);
+    return ATF_OK;
+}
+
 static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, char *err)
 {
     static const struct option options[] = {
@@ -340,6 +369,7 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"seed-list", required_argument, NULL, OPT_SEED_LIST},
         {"hidden", required_argument, NULL, OPT_HIDDEN}, {"init", required_argument, NULL, OPT_INIT},
         {"activation", required_argument, NULL, OPT_ACTIVATION},
+        {"bias", optional_argument, NULL, OPT_BIAS},
         {"penalty", required_argument, NULL, OPT_PENALTY},
         {"loss", required_argument, NULL, OPT_LOSS},
         {"scales", required_argument, NULL, OPT_SCALES},
@@ -356,16 +386,20 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
     atf_samples_defaults(cfg);
     atf_cli_getopt_begin();
     int c;
-    const char *activation = NULL;
+    const char *activation = NULL, *bias = NULL;
     atf_error e = ATF_OK;
     while (!e && (c = atf_cli_getopt(cmd, argc, argv, "h", options, err)) != -1) {
         if (c == OPT_ACTIVATION)
             activation = optarg;
+        else if (c == OPT_BIAS)
+            bias = optarg ? optarg : "all";
         else
             e = samples_option(c, optarg, cfg, err);
     }
     if (!e)
         e = samples_activation(activation, cfg, err);
+    if (!e)
+        e = samples_bias(bias, cfg, err);
     if (!e)
         e = atf_cli_positionals(cmd, argc, argv, 0, 0, "", NULL, NULL, err);
     if (!e)

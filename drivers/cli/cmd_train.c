@@ -62,8 +62,9 @@ static void usage(FILE *out)
         "                      resample-each-epoch (the authors' loader): each epoch draws\n"
         "                      n-train - val examples anew from the pool\n"
         "  --resample-each-epoch  the same as --sampling resample-each-epoch\n"
-        "  --pool N            the training split holds N examples (default n-train); with\n"
-        "                      resampling, the pool drawn from\n"
+        "  --pool N|all        the training split holds N examples (all: every example the\n"
+        "                      test split leaves; default n-train); with resampling, the pool\n"
+        "                      drawn from\n"
         "Output:\n"
         "  --record FILE       also write the training file (any model)\n"
         "  --checkpoint-every K  network: also write OUT.h5 every K epochs\n"
@@ -83,7 +84,7 @@ typedef struct {
     char command[4096];
     long checkpoint_every;
     int quiet, json, no_output_m2;
-    int n_train_given, pool, val; /* pool 0: n-train; val −1: default */
+    int n_train_given, pool, val; /* pool 0: n-train, −1: all; val −1: default */
 } train_args;
 
 typedef struct {
@@ -267,7 +268,12 @@ static atf_error protocol_option(int c, const char *val, train_args *a, int *use
     case OPT_PATIENCE: return parse_count("--patience", val, 0, 1000000, &t->patience, err);
     case OPT_SAMPLING: return atf_sampling_parse(val, &t->sampling, err);
     case OPT_RESAMPLE: t->sampling = ATF_SAMPLE_RESAMPLE; return ATF_OK;
-    case OPT_POOL: return parse_count("--pool", val, 1, 1L << 30, &a->pool, err);
+    case OPT_POOL: /* "all": every example the test split leaves (the task's n-train 0) */
+        if (!strcmp(val, "all")) {
+            a->pool = -1;
+            return ATF_OK;
+        }
+        return parse_count("--pool", val, 1, 1L << 30, &a->pool, err);
     case OPT_SHUFFLE_SEED:
         if (!(e = atf_cli_int("--shuffle-seed", val, 0, 0x7fffffffL, &n, err)))
             t->seed = (uint64_t)n;
@@ -319,7 +325,7 @@ static atf_error check_combination(const train_args *a, char *err)
         atf_errorf(err, "--patience: needs --stop best-val or test-selected");
         return ATF_E_USAGE;
     }
-    if (a->pool && a->n_train_given && a->data.n_train > a->pool) {
+    if (a->pool > 0 && a->n_train_given && a->data.n_train > a->pool) {
         atf_errorf(err, "--n-train %d exceeds --pool %d", a->data.n_train, a->pool);
         return ATF_E_USAGE;
     }
@@ -389,6 +395,7 @@ static void report(const train_args *a, const atf_train_report *r)
         json_object_set_new(o, "test_selected", json_boolean(t->stopping == ATF_STOP_BEST_TEST));
         json_object_set_new(o, "n_train", json_integer(r->n_train));
         json_object_set_new(o, "n_val", json_integer(r->n_val));
+        json_object_set_new(o, "n_pool", json_integer(r->n_pool));
         json_object_set_new(o, "patience", json_integer(t->patience));
         json_object_set_new(o, "epochs", json_integer(t->epochs));
         json_object_set_new(o, "epochs_run", json_integer(r->epochs_run));
@@ -441,7 +448,7 @@ static atf_error load(train_args *a, atf_task *task, atf_model **model, char *er
     atf_mlp *m0 = NULL;
     int n_user = a->data.n_train; /* with --pool the split holds the pool, not n-train */
     if (a->pool)
-        a->data.n_train = a->pool;
+        a->data.n_train = a->pool > 0 ? a->pool : 0;
     atf_error e = atf_net_arch(&a->net, &arch, err);
     if (!e)
         e = atf_task_load(&a->data, &arch, task, err);

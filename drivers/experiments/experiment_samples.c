@@ -192,6 +192,11 @@ static atf_error check_sizes(const atf_samples_config *cfg, char *err)
         return ATF_E_USAGE;
     }
     int pool = cfg->train.sampling == ATF_SAMPLE_RESAMPLE ? cfg->n_pool : 0;
+    if (cfg->train.sampling == ATF_SAMPLE_RESAMPLE && !pool &&
+        !strncmp(cfg->data.source, "synthetic", 9)) {
+        atf_errorf(err, "samples: resampling synthetic data needs a pool size (pool)");
+        return ATF_E_USAGE;
+    }
     for (int i = 0; i < cfg->nn; i++)
         if (pool > 0 && pool < cfg->ns[i] + cfg->train.n_val) {
             atf_errorf(err, "samples: a pool of %d examples cannot resample n = %d (+ %d "

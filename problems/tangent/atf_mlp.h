@@ -126,6 +126,7 @@ double atf_mlp_scale(const atf_mlp *m, int l); /* c_ℓ of array layer l (0-base
 atf_error atf_mlp_new(int L, const int *widths, const int *bias, const char *const *activations,
                       const char *param, atf_mlp **out, char *err);
 int atf_mlp_layers(const atf_mlp *m);
+const char *atf_mlp_param_name(const atf_mlp *m); /* "standard" or "ntk" */
 int atf_mlp_width(const atf_mlp *m, int l);   /* l = 0..L; -1 out of range */
 double *atf_mlp_weight(atf_mlp *m, int l);    /* widths[l] × widths[l+1], row-major (input ×
                                                  output); NULL out of range */

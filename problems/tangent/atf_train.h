@@ -190,6 +190,7 @@ typedef struct {
     int interrupted;          /* the interrupt flag stopped training */
     int stopped_by_patience;
     int n_train, n_val;       /* as used */
+    int n_pool;               /* rows of the pool (resampling draws from n_pool − n_val) */
     /* of the kept model, full batch (NaN where there is no such split) */
     double train_loss, train_error, val_loss, val_error, test_loss, test_error;
     atf_train_epoch *history; /* [epochs_run], malloc'ed */

@@ -388,6 +388,11 @@ int atf_mlp_layers(const atf_mlp *m)
     return m->arch.L;
 }
 
+const char *atf_mlp_param_name(const atf_mlp *m)
+{
+    return atf_param_name(m->arch.param);
+}
+
 int atf_mlp_width(const atf_mlp *m, int l)
 {
     return l >= 0 && l <= m->arch.L ? m->arch.widths[l] : -1;

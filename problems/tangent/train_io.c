@@ -66,6 +66,7 @@ static void put_settings(h5io_out *o, const train_file *f)
     h5io_put_int(o, "/", "patience", s->patience);
     h5io_put_int(o, "/", "n_train", r->n_train);
     h5io_put_int(o, "/", "n_val", r->n_val);
+    h5io_put_int(o, "/", "n_pool", r->n_pool);
     if (s->use_penalty)
         atf_penalty_format(&s->penalty, buf, sizeof buf);
     h5io_put_string(o, "/", "penalty", s->use_penalty ? buf : "none");

@@ -497,6 +497,7 @@ static atf_error finish(train_run *r, atf_model *m, atf_train_report *rep, int e
     }
     rep->n_train = r->n;
     rep->n_val = s->n_val;
+    rep->n_pool = r->pool->N;
     atf_error e = atf_model_evaluate(m, &r->train_view, s->loss, &rep->train_loss,
                                      &rep->train_error, err);
     if (!e)

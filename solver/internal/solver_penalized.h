@@ -1,9 +1,10 @@
 /* solver_penalized.h — private to solver/: the penalized problem (16) solved by FISTA
- * (fista.c), its loss in the solver's units (loss.c), and the IRLS alternation for
+ * (fista.c), its loss in the solver's units (pg_loss.c), and the IRLS alternation for
  * interpolation (irls.c). docs/solver.md ("Penalized problem") has the math.
  *
- * Units. The solver works on an equilibrated copy of the problem (equilibrate.c): row m of A
- * and r are multiplied by 2^(−E_m) and the variables by 2^(−k), so that with
+ * Units. The solver works on the problem in its own units (equilibrate.c, mode ATF_EQ_NONE:
+ * E_m = 0 and the operator arrays shared, unless H rows are far from unit size; in general row
+ * m of A and r multiplied by 2^(−E_m)) and the variables by 2^(−k), so that with
  * scale_m = 2^(E_m + k) the problem's predictions are p = scale ∘ (A' x) for the work operator
  * A' and the work variable x, and Σ Ω̃(B) = 2^obj_exp Σ Ω̃'(x). The penalized objective in work
  * units is therefore F(x) = Σ Ω̃'(x) + κ L(scale ∘ A'x) with κ = 2^(−obj_exp); every value the
@@ -24,7 +25,7 @@ typedef struct {
     double *pred, *gpred;    /* workspace [M] */
 } atf_pg_loss;
 
-/* ---- loss.c ---- */
+/* ---- pg_loss.c ---- */
 /* Builds the scales from the problem and s->work (a row scaling: checked, not assumed). */
 atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl, char *err);
 void atf_pg_loss_free(atf_pg_loss *pl);

@@ -31,6 +31,11 @@ NETS = {
 }
 rng = np.random.default_rng(1)
 N, NT = 12, 6
+ntk_net = atf.MLP([rng.standard_normal((3, 4)), rng.standard_normal((4, 2))], param="ntk")
+ntk_net.write(os.path.join(d, "m-ntk.h5"))
+check(atf.MLP.read(os.path.join(d, "m-ntk.h5")).param == "ntk",
+      "an NTK-parameterised network reads back as ntk")
+rng = np.random.default_rng(1)
 for label, (net, K) in NETS.items():
     tag = label.split(",")[0]
     mlp = atf.from_torch(net)
@@ -41,6 +46,7 @@ for label, (net, K) in NETS.items():
           all(np.array_equal(a, b) for a, b in zip(back.weights, mlp.weights)) and
           [b is None for b in back.biases] == [b is None for b in mlp.biases],
           f"{label}: MLP.write then MLP.read gives the same network")
+    check(back.param == "standard", f"{label}: the parameterisation is read back")
     X = rng.standard_normal((N + NT, 5))
     labels = np.arange(N + NT) % K
     rng.shuffle(labels)

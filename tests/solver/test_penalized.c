@@ -484,6 +484,58 @@ static void test_squared_vs_gram(void)
     }
 }
 
+/* The penalized losses solve on the problem's own operator arrays (no equilibrated copy: the
+ * loss undoes any row scaling), except for H rows far from unit size, which are still scaled
+ * (a copy) without changing the answer; interpolation keeps its row-scaled copy. */
+static void test_shared_operator(void)
+{
+    static const int shapes[3][2] = {{12, 9}, {9, 3}, {3, 4}};
+    atf_problem *p = factored(31, 7, 3, 3, shapes, "fixed", 1);
+    make_dense(p, 1, 0);
+    make_dense(p, 2, 1);
+    atf_loss loss = {ATF_LOSS_SQUARED, 0.5};
+    char err[ATF_ERRLEN] = "";
+    for (int interp = 0; interp < 2; interp++) {
+        atf_settings set = atf_settings_default();
+        if (!interp)
+            set.loss = loss, set.method = ATF_METHOD_FISTA;
+        atf_solver *s = NULL;
+        CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "%s", err);
+        if (!s)
+            continue;
+        const atf_block *w = s->work.blocks, *b = p->blocks;
+        int shared = w[0].H == b[0].H && w[0].D == b[0].D && w[1].J == b[1].J &&
+                     w[2].data == b[2].data;
+        int copied = w[0].D != b[0].D && w[1].J != b[1].J && w[2].data != b[2].data;
+        CHECK(interp ? copied : shared, "%s: operator arrays %s", interp ? "admm" : "fista",
+              interp ? "not copied (rows 10^±1 apart need scaling)" : "copied");
+        atf_solver_free(s);
+    }
+    atf_result *ref = NULL, *res = NULL;
+    atf_settings set = tight(1e-9);
+    CHECK(solve_penalized(p, set, loss, &ref, err) == ATF_OK && ref, "%s", err);
+    /* H × 2^200, D × 2^−200: A is the same, but its H rows are far from unit size */
+    atf_block *b0 = &p->blocks[0];
+    for (size_t i = 0; i < (size_t)p->N * (size_t)b0->rows; i++)
+        b0->H[i] = ldexp(b0->H[i], 200);
+    for (size_t i = 0; i < (size_t)p->M * (size_t)b0->cols; i++)
+        b0->D[i] = ldexp(b0->D[i], -200);
+    atf_settings fs = atf_settings_default();
+    fs.loss = loss, fs.method = ATF_METHOD_FISTA;
+    atf_solver *s = NULL;
+    CHECK(atf_solver_init(p, &fs, &s, err) == ATF_OK && s, "%s", err);
+    if (s)
+        CHECK(s->work.blocks[0].H != b0->H && s->work.blocks[1].J == p->blocks[1].J,
+              "H rows of size 2^200: H is scaled (a copy), the other blocks stay shared");
+    atf_solver_free(s);
+    CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK && res, "%s", err);
+    if (ref && res)
+        CHECK(res->status == ATF_STATUS_SOLVED && rel_diff(res->objective, ref->objective) < 1e-9,
+              "H × 2^200: objective %.15g vs %.15g", res->objective, ref->objective);
+    atf_result_free(ref), atf_result_free(res);
+    atf_problem_free(p);
+}
+
 /* A preset interrupt stops before the first step with B = 0; the iteration limit is reported
  * with a message; the table (with loss, penalty, ETA) is written only when verbose. */
 static void test_run_control(void)
@@ -814,6 +866,7 @@ int main(void)
     test_work_units();
     test_omega_conjugate();
     test_squared_vs_gram();
+    test_shared_operator();
     test_run_control();
     test_xent_reference();
     test_lambda_limit();

@@ -587,6 +587,53 @@ static void test_protocol(void)
     atf_dataset_free(&test);
 }
 
+/* Which pool rows an epoch trained on: with one-hot inputs (x_i = e_i) and a one-layer network
+ * without bias, row i of W changes exactly when example i was in a batch. */
+static void test_sampling_rows(void)
+{
+    enum { N = 20, VAL = 5, N_TRAIN = 6 };
+    const int w[] = {N, 2}, bias[] = {0};
+    atf_mlp *net = make_net(1, w, bias, "relu", ATF_PARAM_STANDARD, 81);
+    atf_dataset pool = make_data(N, N, 2);
+    memset(pool.X, 0, sizeof(double) * N * N);
+    for (int i = 0; i < N; i++)
+        pool.X[i * N + i] = 1.0;
+    for (int resample = 0; resample < 2; resample++)
+        for (int epochs = 1; epochs <= 3; epochs += 2) {
+            atf_train_settings s = atf_train_default();
+            s.epochs = epochs;
+            s.batch = 4;
+            s.lr = 0.1;
+            s.n_train = N_TRAIN;
+            s.n_val = VAL;
+            s.sampling = resample ? ATF_SAMPLE_RESAMPLE : ATF_SAMPLE_FIXED;
+            atf_model *m = NULL;
+            atf_model_create(ATF_MODEL_NETWORK, net, &m, NULL);
+            atf_model_train(m, &pool, NULL, &s, NULL, NULL);
+            int used = 0, beyond = 0, in_val = 0;
+            for (int i = 0; i < N; i++)
+                if (m->net->W[0][2 * i] != net->W[0][2 * i] ||
+                    m->net->W[0][2 * i + 1] != net->W[0][2 * i + 1]) {
+                    used++;
+                    beyond += i >= N_TRAIN;
+                    in_val += i >= N - VAL;
+                }
+            CHECK(in_val == 0, "%s: trained on %d validation rows", atf_sampling_name(s.sampling),
+                  in_val);
+            if (!resample)
+                CHECK(used == N_TRAIN && beyond == 0,
+                      "fixed: trained on %d rows (%d beyond the first %d)", used, beyond, N_TRAIN);
+            else if (epochs == 1)
+                CHECK(used == N_TRAIN, "resampled: one epoch trained on %d rows, not %d", used,
+                      N_TRAIN);
+            else /* three draws of 6 of 15 rows: all alike has probability < 1e-6 */
+                CHECK(used > N_TRAIN, "resampled: three epochs used only %d rows", used);
+            atf_model_free(m);
+        }
+    atf_mlp_free(net);
+    atf_dataset_free(&pool);
+}
+
 /* ---- diagnostics ---- */
 
 static void test_diagnostics(void)
@@ -641,6 +688,7 @@ int main(void)
     test_conservation();
     test_optimizer_steps();
     test_protocol();
+    test_sampling_rows();
     test_diagnostics();
     return atf_test_finish("test_train");
 }

@@ -145,6 +145,7 @@ def test_models(tmp):
                     continue
                 assert abs(ref - js["test_loss"]) < 1e-10 * max(1, ref), (ref, js["test_loss"])
         print(f"ok  {model} {' '.join(map(str, extra))}: test error {js['test_error']:.3f}")
+    torch_steps(tmp, data)
     # --record writes the training file for the network too
     out, js = train(tmp, data, "net.h5", "--record", os.path.join(tmp, "rec.h5"))
     with h5py.File(os.path.join(tmp, "rec.h5")) as f:
@@ -153,13 +154,53 @@ def test_models(tmp):
         assert np.allclose(f["B/W1"][()], W1[0] - W0[0], atol=1e-15)
 
 
+def torch_steps(tmp, data):
+    """Three full-batch steps of SGD with momentum and of Adam against torch.optim."""
+    try:
+        import torch
+    except ImportError:
+        print("note: torch not importable, optimiser check skipped")
+        return
+    with h5py.File(data) as f:
+        X, labels = torch.tensor(f["X"][()][:60]), f["labels"][()][:60]
+    Y = torch.nn.functional.one_hot(torch.tensor(labels), 3).double()
+    for opt in ("sgd", "adam"):
+        m0 = os.path.join(tmp, "m0.h5")
+        out, _ = train(tmp, data, f"{opt}.h5", "--optimizer", opt, "--epochs", 3, "--batch", 60,
+                       "--lr-schedule", "constant", "--stop", "final", "--momentum", 0.9,
+                       "--save-init", m0)
+        with h5py.File(m0) as f:
+            W0, b0 = mlp_arrays(f)
+        with h5py.File(out) as f:
+            W1, b1 = mlp_arrays(f)
+        params = [torch.tensor(a, requires_grad=True) for pair in zip(W0, b0) for a in pair]
+        o = (torch.optim.SGD(params, lr=0.02, momentum=0.9) if opt == "sgd"
+             else torch.optim.Adam(params, lr=0.02))
+        for _ in range(3):
+            o.zero_grad()
+            h = X
+            for l in range(3):
+                h = h @ params[2 * l] + params[2 * l + 1]
+                h = torch.relu(h) if l < 2 else h
+            torch.nn.functional.mse_loss(h, Y).backward()
+            o.step()
+        got = [a for pair in zip(W1, b1) for a in pair]
+        ref = [p.detach().numpy() for p in params]
+        start = [a for pair in zip(W0, b0) for a in pair]
+        worst = max(np.abs((g - a) - (r - a)).max() / np.abs(r - a).max()
+                    for g, r, a in zip(got, ref, start))
+        assert worst < 1e-9, f"{opt}: three steps vs torch.optim: {worst:.3g}"
+        print(f"ok  {opt}: three full-batch steps agree with torch.optim (worst {worst:.2g})")
+
+
 def test_protocol(tmp):
     data = write_data(tmp, N=150)
     cases = [["--sampling", "fixed", "--stop", "best-val", "--val", 10, "--patience", 2],
              ["--resample-each-epoch", "--pool", 100, "--stop", "best-val"],
              ["--stop", "test-selected", "--patience", 3],
              ["--resample-each-epoch", "--pool", 120, "--stop", "final", "--lr-schedule",
-              "constant"]]
+              "constant"],
+             ["--resample-each-epoch", "--pool", "all"]]
     for model in ("network", "linearized", "factorized"):
         for i, extra in enumerate(cases):
             rec = os.path.join(tmp, f"rec{model}{i}.h5")
@@ -169,7 +210,9 @@ def test_protocol(tmp):
                            "--record", rec + "b", *extra)
             resample = "--resample-each-epoch" in extra
             assert js["sampling"] == ("resample-each-epoch" if resample else "fixed"), js
-            stop = extra[extra.index("--stop") + 1]
+            stop = extra[extra.index("--stop") + 1] if "--stop" in extra else "best-val"
+            pool = extra[extra.index("--pool") + 1] if "--pool" in extra else 60
+            assert js["n_pool"] == (120 if pool == "all" else pool), js
             assert js["stopping"] == stop and js["test_selected"] == (stop == "test-selected")
             with h5py.File(rec) as f, h5py.File(rec + "b") as g:
                 assert f.attrs["sampling"] == js["sampling"] and f.attrs["stopping"] == stop

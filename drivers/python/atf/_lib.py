@@ -232,6 +232,7 @@ _proto("atf_result_factors", c_int, P_RES, P_PROB, c_char_p)
 _proto("atf_mlp_new", c_int, c_int, POINTER(c_int), POINTER(c_int), POINTER(c_char_p), c_char_p,
        POINTER(c_void_p), c_char_p)
 _proto("atf_mlp_layers", c_int, c_void_p)
+_proto("atf_mlp_param_name", ctypes.c_char_p, c_void_p)
 _proto("atf_mlp_width", c_int, c_void_p, c_int)
 _proto("atf_mlp_weight", c_void_p, c_void_p, c_int)
 _proto("atf_mlp_bias", c_void_p, c_void_p, c_int)

@@ -34,8 +34,8 @@ class MLP:
     bias) or one entry per layer, each None or a vector of `out` values; activation is one spec
     for every hidden layer or a list of L − 1 specs: relu, leaky_relu[:slope=s], tanh, sigmoid,
     gelu, softplus[:beta=b,threshold=t], identity (docs/tangent.md). param is "standard" or
-    "ntk" (a_ℓ = c_ℓ W_ℓᵀ h + b_ℓ with c_ℓ = √(g_ℓ/P_ℓ), docs/tangent.md §2); `.param` is None
-    for a network read from a file (the file's own parameterisation applies)."""
+    "ntk" (a_ℓ = c_ℓ W_ℓᵀ h + b_ℓ with c_ℓ = √(g_ℓ/P_ℓ), docs/tangent.md §2); a network read
+    from a file has the file's."""
 
     def __init__(self, weights, biases=None, activation="relu", param="standard"):
         weights = [_matrix(w, f"weights[{l}]") for l, w in enumerate(weights)]
@@ -89,10 +89,10 @@ class MLP:
         self._describe()
 
     @classmethod
-    def _wrap(cls, h, param=None):
+    def _wrap(cls, h):
         self = cls.__new__(cls)
         self._h = h
-        self.param = param
+        self.param = _c.atf_mlp_param_name(h).decode()
         self._describe()
         return self
 

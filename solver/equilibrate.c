@@ -112,7 +112,7 @@ static void d_exponents(const atf_block *b, const int *eh, const int *E, int *ed
     }
 }
 
-/* out = x with rows of length len[·] (starting at start[·]) scaled by 2^e[row]. A copy only
+/* out = x with row m (entries start(b, m) … start(b, m + 1) − 1) scaled by 2^e[m]. A copy only
  * when some e is not 0: otherwise out is x itself (*owned = 0), so that an identity scaling
  * costs no memory — at full data scale the operator is the largest array there is. */
 static double *scaled_rows(const double *x, size_t total, int rows, const int *e,
@@ -152,8 +152,9 @@ static size_t d_start(const atf_block *b, int m)
     return (size_t)m * (size_t)b->cols;
 }
 
-/* The scaled block b (row m of A_b by 2^−E_m); eh: exponents of b's H rows, negated in ne
- * [max(N, M)] (workspace). Sets which arrays `out` owns (EQ_OWN_*). */
+/* The scaled block b (row m of A_b by 2^−E_m); eh: exponents of b's H rows; ne: workspace
+ * [max(N, M)] for the exponents each array's rows move by. Sets which arrays `out` owns
+ * (EQ_OWN_*). */
 static int scale_block(const atf_block *b, const int *eh, const int *E, int *ne,
                        atf_block *out, unsigned char *owns)
 {

@@ -7,7 +7,7 @@
  * and one adjoint (per factored block two GEMMs each; the M × M Gram is never formed) plus the
  * blockwise SVD of the prox. Backtracking (Beck–Teboulle) accepts t when the Bregman divergence
  * of g between y and x_{k+1} is at most ‖x_{k+1} − y‖²/(2t), computed without cancellation
- * (loss.c); t grows by 1/0.9 before every step (as TFOCS does), with the classic momentum
+ * (pg_loss.c); t grows by 1/0.9 before every step (as TFOCS does), with the classic momentum
  * β_k = (θ_k − 1)/θ_{k+1}, θ_{k+1} = (1 + √(1 + 4θ_k²))/2.
  * Adaptive restart (O'Donoghue–Candès): the gradient scheme resets the momentum when it points
  * against the step (⟨y − x_{k+1}, x_{k+1} − x_k⟩ > 0), and a momentum step that would increase F
@@ -32,7 +32,8 @@
 #define STEP_GROW (1.0 / 0.9) /* t grows by this before each step */
 #define STEP_SHRINK 0.5       /* backtracking factor */
 #define MAX_BACKTRACK 60
-#define POWER_ITERATIONS 12   /* for the first step 1/L */
+#define POWER_ITERATIONS 12   /* at most, for the first step 1/L */
+#define POWER_RTOL 1e-2       /* ... stopping once the estimate grows by less than this */
 #define GOLDEN_STEPS 60
 /* A momentum step may raise F by rounding (1e-16 relative) near the optimum; only more than
  * this counts as an increase that discards the step. */
@@ -255,8 +256,9 @@ typedef struct {
     double res;          /* residual of the last step (at y) */
     int momentum;        /* 0: the next step starts at y = x */
     int iter, restarts, backtracks;
+    int power_iterations;  /* used by the first step */
     double start;
-    /* ETA from the residual's decay between two log rows */
+    /* ETA: the time per iteration and the residual's decay since the last log row */
     int eta_iter;
     double eta_res, eta_time;
 } fista_state;
@@ -280,8 +282,8 @@ static void log_header(atf_solver *s, const atf_loss *loss, const fista_state *s
                "structure %s\n",
             spec, s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
-    fprintf(f, "atf fista: first step %.3e (1/L bound), eps_rel %.1e, max_iter %d\n", st->t,
-            s->set.eps_rel, s->set.max_iter);
+    fprintf(f, "atf fista: first step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
+               "max_iter %d\n", st->t, st->power_iterations, s->set.eps_rel, s->set.max_iter);
     fprintf(f, "%8s %14s %13s %13s %10s %10s %8s %9s %9s\n", "iter", "objective", "loss",
             "penalty", "pg res", "step", "restarts", "time(s)", "ETA(s)");
 }
@@ -333,6 +335,7 @@ static double first_step(atf_solver *s, atf_pg_loss *pl, fista_state *st)
         st->w[i] = (double)(seed >> 11) / 9007199254740992.0 - 0.5;
     }
     double lambda_max = 0.0;
+    st->power_iterations = 0;
     for (int it = 0; it < POWER_ITERATIONS; it++) {
         double nw = atf_sv_norm(st->w, n);
         if (!(nw > 0.0))
@@ -342,7 +345,11 @@ static double first_step(atf_solver *s, atf_pg_loss *pl, fista_state *st)
         for (int m = 0; m < pl->M; m++)
             st->zn[m] *= pl->scale[m] * pl->scale[m];
         atf_pg_adjoint(s, st->zn, st->w);
+        double previous = lambda_max;
         lambda_max = atf_sv_norm(st->w, n);
+        st->power_iterations++;
+        if (lambda_max - previous <= POWER_RTOL * lambda_max)
+            break; /* settled: the backtracking absorbs the rest */
     }
     double L = pl->kappa * atf_loss_lipschitz(&pl->loss) * lambda_max;
     return L > 0.0 && isfinite(L) ? 1.0 / L : 1.0;

@@ -32,13 +32,14 @@ enum {
     ATF_CLI_OPT_SAMPLING,
     ATF_CLI_OPT_RESAMPLE,
     ATF_CLI_OPT_POOL,
+    ATF_CLI_OPT_EVAL_EVERY,
     ATF_CLI_OPT_TRAIN_LOSS
 };
 
 /* --optimizer sgd|adam, --lr LR, --momentum MU, --beta1 B, --beta2 B, --adam-eps E,
  * --lr-schedule cosine|constant, --epochs E, --batch B, --shuffle-seed S,
  * --stop final|best-val|test-selected, --val N, --patience K,
- * --sampling fixed|resample-each-epoch, --resample-each-epoch, --pool N. */
+ * --sampling fixed|resample-each-epoch, --resample-each-epoch, --pool N|all, --eval-every K. */
 #define ATF_CLI_TRAIN_OPTIONS                                                  \
     {"optimizer", required_argument, NULL, ATF_CLI_OPT_OPTIMIZER},             \
     {"lr", required_argument, NULL, ATF_CLI_OPT_LR},                           \
@@ -55,12 +56,25 @@ enum {
     {"patience", required_argument, NULL, ATF_CLI_OPT_PATIENCE},               \
     {"sampling", required_argument, NULL, ATF_CLI_OPT_SAMPLING},               \
     {"resample-each-epoch", no_argument, NULL, ATF_CLI_OPT_RESAMPLE},          \
-    {"pool", required_argument, NULL, ATF_CLI_OPT_POOL}
+    {"pool", required_argument, NULL, ATF_CLI_OPT_POOL},                       \
+    {"eval-every", required_argument, NULL, ATF_CLI_OPT_EVAL_EVERY}
 
-/* Apply code c with its value to the settings t (--val sets t->n_val) or *pool (--pool; pool
- * may be NULL for a command without a pool): *used = 1 if c is one of the codes above, else 0
- * and nothing changes. Bad values: ATF_E_USAGE with a message naming the option. */
-atf_error atf_cli_train_option(int c, const char *value, atf_train_settings *t, int *pool,
-                               int *used, char *err);
+/* Where the options without a field in atf_train_settings go: the number of validation
+ * examples (--val; the command resolves its default) and the resampling pool (--pool N, or −1
+ * for "all"). NULL: the command does not take that option. */
+typedef struct {
+    int *val;
+    int *pool;
+} atf_cli_train_extra;
+
+/* Apply code c with its value to the settings t or to extra: *used = 1 if c is one of the codes
+ * above, else 0 and nothing changes. Bad values: ATF_E_USAGE with a message naming the option. */
+atf_error atf_cli_train_option(int c, const char *value, atf_train_settings *t,
+                               atf_cli_train_extra extra, int *used, char *err);
+
+/* A number in [lo, hi) ((lo, hi) with lo_open) for option opt; the message names the option and
+ * the range. */
+atf_error atf_cli_double_range(const char *opt, const char *v, double lo, int lo_open, double hi,
+                               double *out, char *err);
 
 #endif

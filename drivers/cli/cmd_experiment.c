@@ -305,7 +305,8 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
     case 'h': return ATF_OK;
     }
     if (c >= ATF_CLI_OPT_OPTIMIZER) {
-        atf_error e = atf_cli_train_option(c, val, &cfg->train, &cfg->n_pool, &used, err);
+        atf_cli_train_extra extra = {&cfg->train.n_val, &cfg->n_pool};
+        atf_error e = atf_cli_train_option(c, val, &cfg->train, extra, &used, err);
         return e ? e : used ? ATF_OK : ATF_E_USAGE;
     }
     if (c >= ATF_CLI_OPT_DATA) {
@@ -466,7 +467,8 @@ static atf_error alignment_option(int c, const char *val, atf_alignment_config *
     case ATF_CLI_OPT_EPOCHS: case ATF_CLI_OPT_BATCH: case ATF_CLI_OPT_LR:
     case ATF_CLI_OPT_MOMENTUM: {
         int used;
-        return atf_cli_train_option(c, val, &a->train, NULL, &used, err);
+        return atf_cli_train_option(c, val, &a->train, (atf_cli_train_extra){NULL, NULL}, &used,
+                                    err);
     }
     case OPT_PATH_POINTS:
         e = atf_cli_int("--path-points", val, 1, 100000, &v, err);

@@ -7,6 +7,7 @@
 
 #include "atf_cli.h"
 #include "cli_tangent.h"
+#include "cli_train.h"
 #include "atf_solver.h"
 #include "atf_features.h"
 #include "atf_train.h"
@@ -58,6 +59,8 @@ static void usage(FILE *out)
         "  --val N             validation examples, the last N of the training split (default\n"
         "                      n-train/10, at least 1, with best-val; 0 otherwise)\n"
         "  --patience K        stop K epochs after the best one (default 0: never early)\n"
+        "  --eval-every K      score the validation and test splits every K epochs and at\n"
+        "                      the last (default 1; selection sees only those epochs)\n"
         "  --sampling S        fixed (default): train on the first n-train - val examples;\n"
         "                      resample-each-epoch (the authors' loader): each epoch draws\n"
         "                      n-train - val examples anew from the pool\n"
@@ -65,6 +68,11 @@ static void usage(FILE *out)
         "  --pool N|all        the training split holds N examples (all: every example the\n"
         "                      test split leaves; default n-train); with resampling, the pool\n"
         "                      drawn from\n"
+        "Comparison with problem (16):\n"
+        "  --b16-problem P.h5 --b16-result R.h5   the tangent problem of the same theta0 and\n"
+        "                      data (atf features --save-mlp) and its solution (atf solve): the\n"
+        "                      cosine between B and B_16 per layer and overall, and the sum of\n"
+        "                      the effective balanced+balanced penalty of both, in the report\n"
         "Output:\n"
         "  --record FILE       also write the training file (any model)\n"
         "  --checkpoint-every K  network: also write OUT.h5 every K epochs\n"
@@ -80,7 +88,7 @@ typedef struct {
     atf_net_options net;
     atf_train_settings train;
     atf_model_kind model;
-    const char *out, *save_init, *record;
+    const char *out, *save_init, *record, *b16_problem, *b16_result;
     char command[4096];
     long checkpoint_every;
     int quiet, json, no_output_m2;
@@ -125,159 +133,61 @@ static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void 
 }
 
 enum {
-    OPT_EPOCHS = ATF_CLI_OPT_FIRST,
-    OPT_BATCH,
-    OPT_LR,
-    OPT_MOMENTUM,
-    OPT_SHUFFLE_SEED,
-    OPT_CHECKPOINT_EVERY,
+    OPT_CHECKPOINT_EVERY = ATF_CLI_OPT_FIRST,
     OPT_SAVE_INIT,
     OPT_QUIET,
     OPT_JSON,
     OPT_MODEL,
     OPT_NO_OUTPUT_M2,
-    OPT_OPTIMIZER,
-    OPT_BETA1,
-    OPT_BETA2,
-    OPT_ADAM_EPS,
-    OPT_LR_SCHEDULE,
-    OPT_LOSS,
     OPT_PENALTY,
     OPT_PENALTY_WEIGHT,
-    OPT_STOP,
-    OPT_VAL,
-    OPT_PATIENCE,
-    OPT_SAMPLING,
-    OPT_RESAMPLE,
-    OPT_POOL,
-    OPT_RECORD
+    OPT_RECORD,
+    OPT_B16_PROBLEM,
+    OPT_B16_RESULT
 };
 
 static const struct option options[] = {
     ATF_CLI_DATA_OPTIONS,
     ATF_CLI_NET_OPTIONS,
+    ATF_CLI_TRAIN_OPTIONS,
+    {"loss", required_argument, NULL, ATF_CLI_OPT_TRAIN_LOSS},
     {"output", required_argument, NULL, 'o'},
-    {"epochs", required_argument, NULL, OPT_EPOCHS},
-    {"batch", required_argument, NULL, OPT_BATCH},
-    {"lr", required_argument, NULL, OPT_LR},
-    {"momentum", required_argument, NULL, OPT_MOMENTUM},
-    {"shuffle-seed", required_argument, NULL, OPT_SHUFFLE_SEED},
     {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"save-init", required_argument, NULL, OPT_SAVE_INIT},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"json", no_argument, NULL, OPT_JSON},
     {"model", required_argument, NULL, OPT_MODEL},
     {"no-output-m2", no_argument, NULL, OPT_NO_OUTPUT_M2},
-    {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
-    {"beta1", required_argument, NULL, OPT_BETA1},
-    {"beta2", required_argument, NULL, OPT_BETA2},
-    {"adam-eps", required_argument, NULL, OPT_ADAM_EPS},
-    {"lr-schedule", required_argument, NULL, OPT_LR_SCHEDULE},
-    {"loss", required_argument, NULL, OPT_LOSS},
     {"penalty", required_argument, NULL, OPT_PENALTY},
     {"penalty-weight", required_argument, NULL, OPT_PENALTY_WEIGHT},
-    {"stop", required_argument, NULL, OPT_STOP},
-    {"val", required_argument, NULL, OPT_VAL},
-    {"patience", required_argument, NULL, OPT_PATIENCE},
-    {"sampling", required_argument, NULL, OPT_SAMPLING},
-    {"resample-each-epoch", no_argument, NULL, OPT_RESAMPLE},
-    {"pool", required_argument, NULL, OPT_POOL},
     {"record", required_argument, NULL, OPT_RECORD},
+    {"b16-problem", required_argument, NULL, OPT_B16_PROBLEM},
+    {"b16-result", required_argument, NULL, OPT_B16_RESULT},
     ATF_CLI_HELP_OPTION,
     {NULL, 0, NULL, 0}};
 
-/* A number in [lo, hi) (lo_open: (lo, hi)); the message names the option and the range. */
-static atf_error parse_range(const char *opt, const char *v, double lo, int lo_open, double hi,
-                             double *out, char *err)
-{
-    double x;
-    if (atf_cli_double(opt, v, &x, err))
-        return ATF_E_USAGE;
-    if ((lo_open ? x <= lo : x < lo) || x >= hi) {
-        atf_errorf(err, "%s: %s out of range (%s %g%s)", opt, v, lo_open ? ">" : ">=", lo,
-                   isfinite(hi) ? ", below the upper limit" : "");
-        return ATF_E_USAGE;
-    }
-    *out = x;
-    return ATF_OK;
-}
-
-static atf_error parse_count(const char *opt, const char *v, long lo, long hi, int *out,
-                             char *err)
-{
-    long n;
-    atf_error e = atf_cli_int(opt, v, lo, hi, &n, err);
-    if (!e)
-        *out = (int)n;
-    return e;
-}
-
-static atf_error parse_loss(const char *v, atf_loss_kind *out, char *err)
-{
-    if (!strcmp(v, "squared") || !strcmp(v, "xent")) {
-        *out = v[0] == 's' ? ATF_LOSS_SQUARED : ATF_LOSS_XENT;
-        return ATF_OK;
-    }
-    atf_errorf(err, "--loss: '%s' unknown (expected squared or xent)", v);
-    return ATF_E_USAGE;
-}
-
-/* The model, optimiser and loss options; *used = 0 for the others. */
-static atf_error model_option(int c, const char *val, train_args *a, int *used, char *err)
+/* The options of this command alone (the model, its penalty, the outputs); *used = 0 for the
+ * others. */
+static atf_error own_option(int c, const char *val, train_args *a, int *used, char *err)
 {
     atf_train_settings *t = &a->train;
     *used = 1;
     switch (c) {
     case OPT_MODEL: return atf_model_kind_parse(val, &a->model, err);
     case OPT_NO_OUTPUT_M2: a->no_output_m2 = 1; return ATF_OK;
-    case OPT_OPTIMIZER: return atf_optimizer_parse(val, &t->optimizer, err);
-    case OPT_LR: return parse_range("--lr", val, 0.0, 1, INFINITY, &t->lr, err);
-    case OPT_MOMENTUM: return parse_range("--momentum", val, 0.0, 0, 1.0, &t->momentum, err);
-    case OPT_BETA1: return parse_range("--beta1", val, 0.0, 0, 1.0, &t->beta1, err);
-    case OPT_BETA2: return parse_range("--beta2", val, 0.0, 0, 1.0, &t->beta2, err);
-    case OPT_ADAM_EPS: return parse_range("--adam-eps", val, 0.0, 1, INFINITY, &t->eps, err);
-    case OPT_LR_SCHEDULE: return atf_lr_schedule_parse(val, &t->schedule, err);
-    case OPT_LOSS: return parse_loss(val, &t->loss, err);
     case OPT_PENALTY:
         t->use_penalty = 1;
         return atf_penalty_parse(val, &t->penalty, err) ? ATF_E_USAGE : ATF_OK;
     case OPT_PENALTY_WEIGHT:
-        return parse_range("--penalty-weight", val, 0.0, 0, INFINITY, &t->penalty_weight, err);
-    case OPT_EPOCHS: return parse_count("--epochs", val, 1, 1000000, &t->epochs, err);
-    case OPT_BATCH: return parse_count("--batch", val, 1, 1L << 30, &t->batch, err);
-    }
-    *used = 0;
-    return ATF_OK;
-}
-
-/* The protocol and output options; *used = 0 for the others. */
-static atf_error protocol_option(int c, const char *val, train_args *a, int *used, char *err)
-{
-    atf_train_settings *t = &a->train;
-    long n;
-    atf_error e = ATF_OK;
-    *used = 1;
-    switch (c) {
+        return atf_cli_double_range("--penalty-weight", val, 0.0, 0, INFINITY,
+                                    &t->penalty_weight, err);
     case 'o': a->out = val; return ATF_OK;
     case OPT_SAVE_INIT: a->save_init = val; return ATF_OK;
     case OPT_RECORD: a->record = val; return ATF_OK;
+    case OPT_B16_PROBLEM: a->b16_problem = val; return ATF_OK;
+    case OPT_B16_RESULT: a->b16_result = val; return ATF_OK;
     case OPT_QUIET: a->quiet = 1; return ATF_OK;
     case OPT_JSON: a->json = 1; return ATF_OK;
-    case OPT_STOP: return atf_stopping_parse(val, &t->stopping, err);
-    case OPT_VAL: return parse_count("--val", val, 0, 1L << 30, &a->val, err);
-    case OPT_PATIENCE: return parse_count("--patience", val, 0, 1000000, &t->patience, err);
-    case OPT_SAMPLING: return atf_sampling_parse(val, &t->sampling, err);
-    case OPT_RESAMPLE: t->sampling = ATF_SAMPLE_RESAMPLE; return ATF_OK;
-    case OPT_POOL: /* "all": every example the test split leaves (the task's n-train 0) */
-        if (!strcmp(val, "all")) {
-            a->pool = -1;
-            return ATF_OK;
-        }
-        return parse_count("--pool", val, 1, 1L << 30, &a->pool, err);
-    case OPT_SHUFFLE_SEED:
-        if (!(e = atf_cli_int("--shuffle-seed", val, 0, 0x7fffffffL, &n, err)))
-            t->seed = (uint64_t)n;
-        return e;
     case OPT_CHECKPOINT_EVERY:
         return atf_cli_int("--checkpoint-every", val, 1, 1000000, &a->checkpoint_every, err);
     }
@@ -288,9 +198,10 @@ static atf_error protocol_option(int c, const char *val, train_args *a, int *use
 static atf_error apply_option(int c, const char *val, train_args *a, char *err)
 {
     int used = 0;
-    atf_error e = model_option(c, val, a, &used, err);
+    atf_error e = own_option(c, val, a, &used, err);
     if (!e && !used)
-        e = protocol_option(c, val, a, &used, err);
+        e = atf_cli_train_option(c, val, &a->train, (atf_cli_train_extra){&a->val, &a->pool},
+                                 &used, err);
     if (e || used || c == 'h') /* 'h': atf_cli_wants_help has seen it */
         return e;
     if (c == ATF_CLI_OPT_INIT && strcmp(val, "he") && strcmp(val, "torch") &&
@@ -325,6 +236,10 @@ static atf_error check_combination(const train_args *a, char *err)
         atf_errorf(err, "--patience: needs --stop best-val or test-selected");
         return ATF_E_USAGE;
     }
+    if (!a->b16_problem != !a->b16_result) {
+        atf_errorf(err, "--b16-problem and --b16-result go together");
+        return ATF_E_USAGE;
+    }
     if (a->pool > 0 && a->n_train_given && a->data.n_train > a->pool) {
         atf_errorf(err, "--n-train %d exceeds --pool %d", a->data.n_train, a->pool);
         return ATF_E_USAGE;
@@ -355,7 +270,11 @@ static atf_error protocol_sizes(train_args *a, const atf_task *task, char *err)
     int n = a->n_train_given ? a->data.n_train : pool;
     int val = a->val >= 0 ? a->val
               : a->train.stopping == ATF_STOP_BEST_VAL ? (n / 10 > 1 ? n / 10 : 1) : 0;
-    if (n > pool || val >= n) {
+    if (n > pool) {
+        atf_errorf(err, "--n-train %d exceeds the %d examples of the training split", n, pool);
+        return ATF_E_USAGE;
+    }
+    if (val >= n) {
         atf_errorf(err, "--val %d leaves no training examples of %d", val, n);
         return ATF_E_USAGE;
     }
@@ -378,7 +297,20 @@ static void describe(const train_args *a)
     fprintf(stderr, "\n");
 }
 
-static void report(const train_args *a, const atf_train_report *r)
+/* The comparison with (16) as a JSON object. */
+static json_t *comparison_json(const atf_model_comparison *c)
+{
+    json_t *o = json_object(), *cos = json_array();
+    for (int l = 0; l < c->L; l++)
+        json_array_append_new(cos, atf_json_number(c->cosine[l]));
+    json_object_set_new(o, "cosine", cos);
+    json_object_set_new(o, "cosine_all", atf_json_number(c->cosine_all));
+    json_object_set_new(o, "omega_balanced_model", atf_json_number(c->omega_model_total));
+    json_object_set_new(o, "omega_balanced_b16", atf_json_number(c->omega_result_total));
+    return o;
+}
+
+static void report(const train_args *a, const atf_train_report *r, const atf_model_comparison *c)
 {
     const atf_train_settings *t = &a->train;
     if (a->json) {
@@ -397,6 +329,7 @@ static void report(const train_args *a, const atf_train_report *r)
         json_object_set_new(o, "n_val", json_integer(r->n_val));
         json_object_set_new(o, "n_pool", json_integer(r->n_pool));
         json_object_set_new(o, "patience", json_integer(t->patience));
+        json_object_set_new(o, "eval_every", json_integer(t->eval_every));
         json_object_set_new(o, "epochs", json_integer(t->epochs));
         json_object_set_new(o, "epochs_run", json_integer(r->epochs_run));
         json_object_set_new(o, "selected_epoch", json_integer(r->selected_epoch));
@@ -406,6 +339,8 @@ static void report(const train_args *a, const atf_train_report *r)
         json_object_set_new(o, "val_error", atf_json_number(r->val_error));
         json_object_set_new(o, "test_loss", atf_json_number(r->test_loss));
         json_object_set_new(o, "test_error", atf_json_number(r->test_error));
+        if (c)
+            json_object_set_new(o, "b16", comparison_json(c));
         atf_cli_print_json(o);
         return;
     }
@@ -417,7 +352,33 @@ static void report(const train_args *a, const atf_train_report *r)
         printf(", val error %.4f", r->val_error);
     if (isfinite(r->test_loss) || isfinite(r->test_error))
         printf(", test loss %.6g, test error %.4f", r->test_loss, r->test_error);
+    if (c)
+        printf(", cos(B, B_16) %.4f, sum omega~ %.6g vs B_16 %.6g", c->cosine_all,
+               c->omega_model_total, c->omega_result_total);
     printf("%s\n", r->interrupted ? " (interrupted)" : "");
+}
+
+/* The solution of (16) to compare with, checked before training: the result must be the
+ * problem's and the problem must have been built from this run's θ0. */
+static atf_error load_b16(const train_args *a, const atf_model *m, atf_result **res, char *err)
+{
+    atf_problem *prob = NULL;
+    char fp[ATF_FINGERPRINT_LEN] = "";
+    atf_error e = atf_problem_read(a->b16_problem, &prob, err);
+    if (!e)
+        e = atf_result_read(a->b16_result, res, err);
+    if (!e)
+        e = atf_cli_check_pair("train", *res, a->b16_result, prob, a->b16_problem, err);
+    if (!e)
+        e = atf_mlp_fingerprint(m->theta0, fp);
+    if (!e && strcmp(prob->prov.mlp_fingerprint, fp)) {
+        atf_errorf(err, "%s: mlp_fingerprint: the problem was built from another network than "
+                   "this run's theta0 (use the same network options, or --init the problem's "
+                   "--save-mlp file)", a->b16_problem);
+        e = ATF_E_INPUT;
+    }
+    atf_problem_free(prob);
+    return e;
 }
 
 static atf_error write_outputs(const train_args *a, const atf_model *m, const atf_task *task,
@@ -489,6 +450,9 @@ static int run(train_args *a)
         e = load(a, &task, &m, err);
     if (!e)
         e = atf_train_check(m, &task.train, &task.test, &a->train, err);
+    atf_result *b16 = NULL;
+    if (!e && a->b16_problem)
+        e = load_b16(a, m, &b16, err);
     progress_ctx ctx = {a, 0.0};
     a->train.progress = on_epoch;
     a->train.ctx = &ctx;
@@ -499,10 +463,14 @@ static int run(train_args *a)
         describe(a);
     if (!e)
         e = atf_model_train(m, &task.train, &task.test, &a->train, &r, err);
+    atf_model_comparison cmp;
+    if (!e && b16)
+        e = atf_model_compare_result(m, b16, NULL, &cmp, err);
+    atf_result_free(b16);
     if (!e)
         e = write_outputs(a, m, &task, &r, err);
     if (!e)
-        report(a, &r);
+        report(a, &r, a->b16_result ? &cmp : NULL);
     int interrupted = r.interrupted;
     atf_train_report_free(&r);
     atf_model_free(m);

@@ -114,8 +114,8 @@ typedef struct {
                                        best-val stopping and n_val = 0, n_val = n/10 (carved from
                                        the n examples); with resampling the pool is the whole
                                        training set (n_pool rows) and n_train = n */
-    int n_pool;                     /* resampling: training pool size (0: every training image
-                                       the data set has) */
+    int n_pool;                     /* resampling: training pool size (≤ 0: every training
+                                       example the data set has) */
     char out[1024];                 /* output directory */
     char title[256];                /* figure title ("": one naming the data and penalty) */
     atf_exp_io io;

@@ -358,7 +358,7 @@ static atf_error load_task(const samples_plan *pl, point *pt, atf_arch *arch, ch
     const atf_samples_config *cfg = &pl->cfg;
     atf_data_options dopt = cfg->data;
     int resample = cfg->train.sampling == ATF_SAMPLE_RESAMPLE;
-    dopt.n_train = resample ? cfg->n_pool : pt->n;
+    dopt.n_train = !resample ? pt->n : cfg->n_pool > 0 ? cfg->n_pool : 0; /* 0: all */
     dopt.seed = pt->seed;
     atf_error e = atf_task_load(&dopt, arch, &pt->task, err);
     if (!e && pt->task.train.N < pt->n) {

@@ -38,6 +38,7 @@
 #include "atf_loss.h"
 #include "atf_mlp.h"
 #include "atf_penalty.h"
+#include "atf_result.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -116,6 +117,23 @@ void atf_model_drift(const atf_model *m, int l, double *drift1, double *drift2);
  * (atf_model_delta) with a solution B_16 of problem (16). */
 double atf_matrix_cosine(size_t n, const double *A, const double *B);
 
+/* Any model against a solution of problem (16) on the same θ0 (a result of the tangent problem
+ * of that network and data: blocks W1..WL, and b1.. where the problem has bias blocks), per
+ * weight layer and over all weight layers together. */
+typedef struct {
+    int L;
+    double cosine[ATF_MAX_LAYERS];        /* cos(B_SGD, B_16) of layer ℓ's weights */
+    double norm_model[ATF_MAX_LAYERS], norm_result[ATF_MAX_LAYERS];   /* ‖B‖_F */
+    double omega_model[ATF_MAX_LAYERS], omega_result[ATF_MAX_LAYERS]; /* Σ ω̃(σ(B)) */
+    double cosine_all;                    /* every weight layer as one vector */
+    double omega_model_total, omega_result_total;
+} atf_model_comparison;
+
+/* ω̃ of pen (NULL: balanced+balanced, the split that gradient flow keeps). ATF_E_INPUT naming
+ * the block when the result lacks a block W1..WL or its shape is not P × Q. */
+atf_error atf_model_compare_result(const atf_model *m, const atf_result *res,
+                                   const atf_penalty *pen, atf_model_comparison *out, char *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Training settings and protocol.
  * ------------------------------------------------------------------------------------------- */
@@ -168,6 +186,9 @@ typedef struct {
     atf_stopping stopping;    /* default final */
     int patience;             /* stop this many epochs after the best one (0: never early) */
     int diagnostics;          /* factorized: record the drifts every epoch (default 1) */
+    int eval_every;           /* score the validation and test splits every this many epochs
+                                 and at the last (default 1; selection and patience see only
+                                 scored epochs; the history has NaN in between) */
     /* called after every epoch; a nonzero return stops training with that error */
     atf_error (*progress)(const atf_train_progress *p, const atf_model *m, void *ctx);
     void *ctx;

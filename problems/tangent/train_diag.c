@@ -5,6 +5,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,4 +140,68 @@ double atf_matrix_cosine(size_t n, const double *A, const double *B)
         bb += B[i] * B[i];
     }
     return aa > 0.0 && bb > 0.0 ? ab / sqrt(aa * bb) : NAN;
+}
+
+/* Σ_j ω̃(σ_j(B)) of a P × Q matrix (NaN if the SVD fails). */
+static double omega_of(const atf_penalty *pen, int P, int Q, const double *B)
+{
+    double *sv = singular_values(P, Q, B);
+    double v = sv ? sum_effective(pen, P < Q ? P : Q, sv) : NAN;
+    free(sv);
+    return v;
+}
+
+static const atf_result_block *find_block(const atf_result *res, const char *name)
+{
+    for (int k = 0; k < res->nblocks; k++)
+        if (!strcmp(res->blocks[k].name, name))
+            return &res->blocks[k];
+    return NULL;
+}
+
+atf_error atf_model_compare_result(const atf_model *m, const atf_result *res,
+                                   const atf_penalty *pen, atf_model_comparison *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    atf_penalty balanced;
+    if (!pen) {
+        atf_error e = atf_penalty_parse("balanced+balanced", &balanced, err);
+        if (e)
+            return e;
+        pen = &balanced;
+    }
+    int L = m->theta0->arch.L;
+    out->L = L;
+    double dot = 0.0, nm = 0.0, nr = 0.0;
+    for (int l = 0; l < L; l++) {
+        int P = m->theta0->arch.widths[l], Q = m->theta0->arch.widths[l + 1];
+        char name[16];
+        snprintf(name, sizeof name, "W%d", l + 1);
+        const atf_result_block *b = find_block(res, name);
+        if (!b || b->rows != P || b->cols != Q || !b->B) {
+            atf_errorf(err, "result: block %s: %s (the model's layer %d is %d x %d)", name,
+                       !b ? "missing" : "shape differs", l + 1, P, Q);
+            return ATF_E_INPUT;
+        }
+        double *B = malloc((size_t)P * Q * sizeof *B);
+        if (!B) {
+            atf_errorf(err, "compare: out of memory for layer %d (%d x %d)", l + 1, P, Q);
+            return ATF_E_NOMEM;
+        }
+        atf_model_delta(m, l, B, NULL);
+        size_t n = (size_t)P * Q;
+        out->cosine[l] = atf_matrix_cosine(n, B, b->B);
+        out->norm_model[l] = cblas_dnrm2((int)n, B, 1);
+        out->norm_result[l] = cblas_dnrm2((int)n, b->B, 1);
+        out->omega_model[l] = omega_of(pen, P, Q, B);
+        out->omega_result[l] = omega_of(pen, P, Q, b->B);
+        out->omega_model_total += out->omega_model[l];
+        out->omega_result_total += out->omega_result[l];
+        dot += cblas_ddot((int)n, B, 1, b->B, 1);
+        nm += out->norm_model[l] * out->norm_model[l];
+        nr += out->norm_result[l] * out->norm_result[l];
+        free(B);
+    }
+    out->cosine_all = nm > 0.0 && nr > 0.0 ? dot / sqrt(nm * nr) : NAN;
+    return ATF_OK;
 }

@@ -64,6 +64,7 @@ static void put_settings(h5io_out *o, const train_file *f)
     h5io_put_string(o, "/", "sampling", atf_sampling_name(s->sampling));
     h5io_put_string(o, "/", "stopping", atf_stopping_name(s->stopping));
     h5io_put_int(o, "/", "patience", s->patience);
+    h5io_put_int(o, "/", "eval_every", s->eval_every > 1 ? s->eval_every : 1);
     h5io_put_int(o, "/", "n_train", r->n_train);
     h5io_put_int(o, "/", "n_val", r->n_val);
     h5io_put_int(o, "/", "n_pool", r->n_pool);

@@ -32,6 +32,7 @@ atf_train_settings atf_train_default(void)
     s.sampling = ATF_SAMPLE_FIXED;
     s.stopping = ATF_STOP_FINAL;
     s.diagnostics = 1;
+    s.eval_every = 1;
     return s;
 }
 
@@ -117,8 +118,10 @@ static double model_error(int N, int C, const double *F, const atf_dataset *ds)
     return ds->Y && ds->C == C ? atf_prediction_error(N, C, F, ds->Y) : NAN;
 }
 
-atf_error atf_model_evaluate(const atf_model *m, const atf_dataset *ds, atf_loss_kind loss,
-                             double *loss_value, double *error, char *err)
+/* Loss and error of m on ds, from the outputs of a cache of θ0's pass over ds (c) or from
+ * the forward pass (c NULL). */
+static atf_error evaluate_with(const atf_model *m, const atf_dataset *ds, model_eval_cache *c,
+                               atf_loss_kind loss, double *loss_value, double *error, char *err)
 {
     if (loss_value)
         *loss_value = NAN;
@@ -132,7 +135,11 @@ atf_error atf_model_evaluate(const atf_model *m, const atf_dataset *ds, atf_loss
         atf_errorf(err, "evaluate: out of memory for %d predictions", ds->N);
         return ATF_E_NOMEM;
     }
-    atf_error e = atf_model_forward(m, ds->N, ds->X, F, err);
+    atf_error e = ATF_OK;
+    if (c)
+        model_eval_cached(m, c, F);
+    else
+        e = atf_model_forward(m, ds->N, ds->X, F, err);
     int have_targets = loss == ATF_LOSS_XENT ? ds->labels != NULL : ds->Y && ds->C == C;
     if (!e && loss_value && have_targets)
         *loss_value = model_loss_of(loss, ds->N, C, F, ds->Y, ds->labels, NULL);
@@ -140,6 +147,12 @@ atf_error atf_model_evaluate(const atf_model *m, const atf_dataset *ds, atf_loss
         *error = model_error(ds->N, C, F, ds);
     free(F);
     return e;
+}
+
+atf_error atf_model_evaluate(const atf_model *m, const atf_dataset *ds, atf_loss_kind loss,
+                             double *loss_value, double *error, char *err)
+{
+    return evaluate_with(m, ds, NULL, loss, loss_value, error, err);
 }
 
 /* ---- checks ---- */
@@ -181,8 +194,8 @@ static atf_error check_ranges(const atf_model *m, const atf_train_settings *s, c
         atf_errorf(err, "train: penalty weight %g (need a finite weight >= 0)", s->penalty_weight);
         return ATF_E_USAGE;
     }
-    if (s->n_train < 0 || s->n_val < 0 || s->patience < 0) {
-        atf_errorf(err, "train: n_train, n_val and patience must be >= 0");
+    if (s->n_train < 0 || s->n_val < 0 || s->patience < 0 || s->eval_every < 0) {
+        atf_errorf(err, "train: n_train, n_val, patience and eval_every must be >= 0");
         return ATF_E_USAGE;
     }
     if (s->patience > 0 && s->stopping == ATF_STOP_FINAL) {
@@ -329,6 +342,7 @@ typedef struct {
     model_work *work;
     optimizer_state opt;
     atf_rng rng;
+    model_eval_cache *val_cache, *test_cache; /* linear models: θ0's pass over the splits */
     atf_model *best;
     double best_error, best_loss;
     int best_epoch;
@@ -356,6 +370,8 @@ static void run_free(train_run *r)
     model_work_free(r->work);
     optimizer_free(&r->opt);
     atf_model_free(r->best);
+    model_eval_cache_free(r->val_cache);
+    model_eval_cache_free(r->test_cache);
     free(r->history);
 }
 
@@ -387,6 +403,9 @@ static atf_error run_init(train_run *r, atf_model *m, const atf_dataset *pool,
                    atf_model_kind_name(m->kind));
         return ATF_E_NOMEM;
     }
+    /* optional (NULL: evaluate by the forward pass): the same numbers, less work per epoch */
+    r->val_cache = model_eval_cache_new(m, &r->val_view);
+    r->test_cache = model_eval_cache_new(m, r->test);
     for (int i = 0; i < r->avail; i++)
         r->perm[i] = i;
     atf_rng_seed(&r->rng, s->seed);
@@ -455,17 +474,23 @@ static atf_error after_epoch(train_run *r, atf_model *m, int epoch, atf_train_ep
                              char *err)
 {
     const atf_train_settings *s = r->s;
-    atf_error e = atf_model_evaluate(m, &r->val_view, s->loss, &line->val_loss,
-                                     &line->val_error, err);
-    if (!e)
-        e = atf_model_evaluate(m, r->test, s->loss, &line->test_loss, &line->test_error, err);
+    line->val_loss = line->val_error = line->test_loss = line->test_error = NAN;
+    /* the splits are scored every eval_every epochs and at the last one */
+    int scored = s->eval_every <= 1 || epoch % s->eval_every == 0 || epoch == s->epochs;
+    atf_error e = ATF_OK;
+    if (scored)
+        e = evaluate_with(m, &r->val_view, r->val_cache, s->loss, &line->val_loss,
+                          &line->val_error, err);
+    if (scored && !e)
+        e = evaluate_with(m, r->test, r->test_cache, s->loss, &line->test_loss,
+                          &line->test_error, err);
     int L = m->theta0->arch.L;
     for (int l = 0; l < ATF_MAX_LAYERS; l++) {
         line->drift1[l] = line->drift2[l] = NAN;
         if (l < L && m->kind == ATF_MODEL_FACTORIZED && s->diagnostics)
             atf_model_drift(m, l, &line->drift1[l], &line->drift2[l]);
     }
-    if (e || s->stopping == ATF_STOP_FINAL)
+    if (e || !scored || s->stopping == ATF_STOP_FINAL)
         return e;
     /* classification (labels): the error, ties broken by the loss; regression: the loss */
     const atf_dataset *sel = s->stopping == ATF_STOP_BEST_VAL ? &r->val_view : r->test;

@@ -445,14 +445,15 @@ double model_loss_of(atf_loss_kind loss, int n, int C, const double *F, const do
 }
 
 /* The model's outputs on X into w->F (w->out for the network). */
-static const double *model_outputs(const atf_model *m, model_work *w, int n, const double *X)
+static const double *model_outputs(const atf_model *m, model_work *w, int n, const double *X,
+                                   int form)
 {
     if (m->kind == ATF_MODEL_NETWORK) {
         forward_at(m->net, w, n, X);
         return w->out;
     }
     forward_at(m->theta0, w, n, X);
-    if (m->kind == ATF_MODEL_FACTORIZED) {
+    if (m->kind == ATF_MODEL_FACTORIZED && form) {
         choose_sides(m, w, n);
         form_factorized_delta(m, w);
     }
@@ -469,7 +470,7 @@ atf_error model_loss_grad(const atf_model *m, model_work *w, int n, const double
         return ATF_E_USAGE;
     }
     int C = m->theta0->arch.widths[m->theta0->arch.L];
-    const double *F = model_outputs(m, w, n, X);
+    const double *F = model_outputs(m, w, n, X, 1);
     *value = model_loss_of(loss, n, C, F, Y, labels, grad ? w->GF : NULL);
     if (!grad)
         return ATF_OK;
@@ -498,13 +499,124 @@ atf_error atf_model_forward(const atf_model *m, int N, const double *X, double *
         atf_errorf(err, "model: out of memory for the forward pass");
         return ATF_E_NOMEM;
     }
+    /* the factorised model's ΔW = M1 W M2 is formed once for all chunks */
+    model_work_force_side(w, 0);
     for (int i = 0; i < N; i += chunk) {
         int n = N - i < chunk ? N - i : chunk;
-        const double *out = model_outputs(m, w, n, X + (size_t)i * D);
+        const double *out = model_outputs(m, w, n, X + (size_t)i * D, i == 0);
         memcpy(F + (size_t)i * C, out, (size_t)n * C * sizeof *F);
     }
     model_work_free(w);
     return ATF_OK;
+}
+
+/* ---- evaluation of a fixed split for the linear models ---- */
+
+/* θ0's pass over a split never changes, so the linear models keep its layer inputs, σ′ and
+ * outputs per chunk and only push their change forward at every evaluation. */
+struct model_eval_cache {
+    int N, nchunks, chunk;
+    const double *X;
+    double *h[ATF_MAX_LAYERS], *d[ATF_MAX_LAYERS], *out; /* [N × width], whole split */
+    model_work *w;
+};
+
+#define EVAL_CHUNK 1024
+#define EVAL_CACHE_MAX_BYTES (512.0 * 1024 * 1024)
+
+void model_eval_cache_free(model_eval_cache *c)
+{
+    if (!c)
+        return;
+    for (int l = 0; l < ATF_MAX_LAYERS; l++) {
+        free(c->h[l]);
+        free(c->d[l]);
+    }
+    free(c->out);
+    model_work_free(c->w);
+    free(c);
+}
+
+/* Point the work space's θ0 pass at chunk k of the cache (or back at its own arrays). */
+static void swap_pass(model_eval_cache *c, int L, int k, double **save_h, double **save_d,
+                      double **save_out, int restore, const atf_arch *a)
+{
+    model_work *w = c->w;
+    for (int l = 1; l < L; l++) {
+        if (restore) {
+            w->h[l] = save_h[l];
+            w->d[l] = save_d[l];
+        } else {
+            save_h[l] = w->h[l];
+            save_d[l] = w->d[l];
+            w->h[l] = c->h[l] + (size_t)k * c->chunk * a->widths[l];
+            w->d[l] = c->d[l] + (size_t)k * c->chunk * a->widths[l];
+        }
+    }
+    if (restore) {
+        w->out = *save_out;
+    } else {
+        *save_out = w->out;
+        w->out = c->out + (size_t)k * c->chunk * a->widths[L];
+    }
+}
+
+model_eval_cache *model_eval_cache_new(const atf_model *m, const atf_dataset *ds)
+{
+    const atf_arch *a = &m->theta0->arch;
+    int L = a->L;
+    if (m->kind == ATF_MODEL_NETWORK || !ds || ds->N <= 0)
+        return NULL;
+    double bytes = 0.0;
+    for (int l = 1; l < L; l++)
+        bytes += 2.0 * ds->N * a->widths[l] * sizeof(double);
+    if (bytes > EVAL_CACHE_MAX_BYTES)
+        return NULL;
+    model_eval_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->N = ds->N;
+    c->X = ds->X;
+    c->chunk = ds->N < EVAL_CHUNK ? ds->N : EVAL_CHUNK;
+    c->nchunks = (ds->N + c->chunk - 1) / c->chunk;
+    int fail = !(c->w = model_work_new(m, c->chunk));
+    for (int l = 1; !fail && l < L; l++) {
+        fail |= !(c->h[l] = malloc((size_t)ds->N * a->widths[l] * sizeof(double)));
+        fail |= !(c->d[l] = malloc((size_t)ds->N * a->widths[l] * sizeof(double)));
+    }
+    if (!fail)
+        fail = !(c->out = malloc((size_t)ds->N * a->widths[L] * sizeof(double)));
+    if (fail) {
+        model_eval_cache_free(c);
+        return NULL;
+    }
+    model_work_force_side(c->w, 0);
+    double *save_h[ATF_MAX_LAYERS], *save_d[ATF_MAX_LAYERS], *save_out;
+    for (int k = 0; k < c->nchunks; k++) {
+        int n = c->N - k * c->chunk < c->chunk ? c->N - k * c->chunk : c->chunk;
+        swap_pass(c, L, k, save_h, save_d, &save_out, 0, a);
+        forward_at(m->theta0, c->w, n, c->X + (size_t)k * c->chunk * a->widths[0]);
+        swap_pass(c, L, k, save_h, save_d, &save_out, 1, a);
+    }
+    return c;
+}
+
+void model_eval_cached(const atf_model *m, model_eval_cache *c, double *F)
+{
+    const atf_arch *a = &m->theta0->arch;
+    int L = a->L, C = a->widths[L];
+    double *save_h[ATF_MAX_LAYERS], *save_d[ATF_MAX_LAYERS], *save_out;
+    for (int k = 0; k < c->nchunks; k++) {
+        int n = c->N - k * c->chunk < c->chunk ? c->N - k * c->chunk : c->chunk;
+        if (k == 0 && m->kind == ATF_MODEL_FACTORIZED) {
+            choose_sides(m, c->w, n);
+            form_factorized_delta(m, c->w);
+        }
+        swap_pass(c, L, k, save_h, save_d, &save_out, 0, a);
+        tangent_forward(m, c->w, n, c->X + (size_t)k * c->chunk * a->widths[0]);
+        swap_pass(c, L, k, save_h, save_d, &save_out, 1, a);
+        memcpy(F + (size_t)k * c->chunk * C, c->w->F, (size_t)n * C * sizeof *F);
+    }
 }
 
 /* ---- gradients and trained blocks ---- */

@@ -13,7 +13,12 @@ ATF = os.environ["ATF"]
 failures = []
 
 
+checks = 0  # every check() so far (finish() reports it unless given a count)
+
+
 def check(cond, what):
+    global checks
+    checks += 1
     if not cond:
         failures.append(what)
         print("FAIL:", what, file=sys.stderr)
@@ -33,6 +38,7 @@ def scratch():
     return d
 
 
-def finish(name, count):
+def finish(name, count=None):
+    count = checks if count is None else count
     print(f"{name}: {count - len(failures)}/{count} checks passed")
     sys.exit(1 if failures else 0)

@@ -8,6 +8,13 @@ import torch
 torch.set_default_dtype(torch.float64)
 
 
+def close(a, b, what, tol=1e-12):
+    """A check (atf_env) that a and b agree to tol relative."""
+    import atf_env
+    r = rel(a, b)
+    atf_env.check(r <= tol, f"{what}: relative difference {r:.2e} > {tol:.0e}")
+
+
 def rel(a, b):
     """max |a − b| / max |b| (b ≠ 0)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)

@@ -634,6 +634,38 @@ static void test_sampling_rows(void)
     atf_dataset_free(&pool);
 }
 
+/* The linear models' cached θ0 pass gives the forward pass's bits, over several chunks. */
+static void test_eval_cache(void)
+{
+    const int w[] = {3, 5, 4, 2}, bias[] = {1, 0, 1};
+    atf_mlp *net = make_net(3, w, bias, "gelu", ATF_PARAM_NTK, 91);
+    atf_dataset ds = make_data(2500, 3, 2);
+    for (int kind = 1; kind < 3; kind++) {
+        atf_model *m = NULL;
+        atf_model_create((atf_model_kind)kind, net, &m, NULL);
+        randomise(m, 0.4);
+        model_eval_cache *c = model_eval_cache_new(m, &ds);
+        double *F1 = malloc(sizeof(double) * 5000), *F2 = malloc(sizeof(double) * 5000);
+        atf_model_forward(m, ds.N, ds.X, F1, NULL);
+        if (c)
+            model_eval_cached(m, c, F2);
+        CHECK(c && !memcmp(F1, F2, sizeof(double) * 5000),
+              "%s: cached evaluation differs from the forward pass", atf_model_kind_name(m->kind));
+        randomise(m, 0.4); /* the cache holds θ0's pass only: a new state is seen */
+        atf_model_forward(m, ds.N, ds.X, F1, NULL);
+        if (c)
+            model_eval_cached(m, c, F2);
+        CHECK(c && !memcmp(F1, F2, sizeof(double) * 5000),
+              "%s: cached evaluation after a change differs", atf_model_kind_name(m->kind));
+        model_eval_cache_free(c);
+        free(F1);
+        free(F2);
+        atf_model_free(m);
+    }
+    atf_mlp_free(net);
+    atf_dataset_free(&ds);
+}
+
 /* ---- diagnostics ---- */
 
 static void test_diagnostics(void)
@@ -669,6 +701,38 @@ static void test_diagnostics(void)
               sigma, s);
         atf_factor_diag_free(&d);
     }
+    /* against a "solution" whose blocks are 2 B_ℓ: cosine 1, norms and ω̃ of 2B */
+    randomise(m, 0.5);
+    atf_result_block blocks[2];
+    memset(blocks, 0, sizeof blocks);
+    double B1[15], B2[6];
+    atf_model_delta(m, 0, B1, NULL);
+    atf_model_delta(m, 1, B2, NULL);
+    double nB1 = cblas_dnrm2(15, B1, 1);
+    cblas_dscal(15, 2.0, B1, 1);
+    cblas_dscal(6, 2.0, B2, 1);
+    snprintf(blocks[0].name, sizeof blocks[0].name, "W1");
+    snprintf(blocks[1].name, sizeof blocks[1].name, "W2");
+    blocks[0].rows = 5, blocks[0].cols = 3, blocks[0].B = B1;
+    blocks[1].rows = 3, blocks[1].cols = 2, blocks[1].B = B2;
+    atf_result res;
+    memset(&res, 0, sizeof res);
+    res.nblocks = 2;
+    res.blocks = blocks;
+    atf_model_comparison cmp;
+    e = atf_model_compare_result(m, &res, NULL, &cmp, NULL);
+    CHECK(!e && rel_diff(cmp.cosine[0], 1.0) < 1e-14 && rel_diff(cmp.cosine[1], 1.0) < 1e-14 &&
+              rel_diff(cmp.cosine_all, 1.0) < 1e-14 &&
+              rel_diff(cmp.norm_result[0], 2.0 * nB1) < 1e-14 &&
+              rel_diff(cmp.norm_model[0], nB1) < 1e-14,
+          "comparison with 2B: cosines %g %g %g", cmp.cosine[0], cmp.cosine[1], cmp.cosine_all);
+    CHECK(cmp.omega_result[0] > cmp.omega_model[0] && cmp.omega_model[0] > 0.0,
+          "omega of 2B must exceed that of B: %g vs %g", cmp.omega_result[0], cmp.omega_model[0]);
+    char err[ATF_ERRLEN] = "";
+    snprintf(blocks[1].name, sizeof blocks[1].name, "b2");
+    CHECK(atf_model_compare_result(m, &res, NULL, &cmp, err) == ATF_E_INPUT &&
+              strstr(err, "W2") && strstr(err, "missing"),
+          "a result without block W2 must be refused: '%s'", err);
     double A[4] = {1, 2, 3, 4}, B[4] = {2, 4, 6, 8};
     CHECK(rel_diff(atf_matrix_cosine(4, A, B), 1.0) < 1e-15, "cosine of parallel matrices");
     atf_model_free(m);
@@ -689,6 +753,7 @@ int main(void)
     test_optimizer_steps();
     test_protocol();
     test_sampling_rows();
+    test_eval_cache();
     test_diagnostics();
     return atf_test_finish("test_train");
 }

@@ -146,6 +146,7 @@ def test_models(tmp):
                 assert abs(ref - js["test_loss"]) < 1e-10 * max(1, ref), (ref, js["test_loss"])
         print(f"ok  {model} {' '.join(map(str, extra))}: test error {js['test_error']:.3f}")
     torch_steps(tmp, data)
+    test_b16(tmp)
     # --record writes the training file for the network too
     out, js = train(tmp, data, "net.h5", "--record", os.path.join(tmp, "rec.h5"))
     with h5py.File(os.path.join(tmp, "rec.h5")) as f:
@@ -193,6 +194,45 @@ def torch_steps(tmp, data):
         print(f"ok  {opt}: three full-batch steps agree with torch.optim (worst {worst:.2g})")
 
 
+def test_b16(tmp):
+    """--b16-problem/--b16-result: the cosine between B and the solution of (16), against numpy."""
+    prob, res, m0 = (os.path.join(tmp, n) for n in ("p.h5", "r.h5", "m0.h5"))
+    data = ["--data", "synthetic:d=5,r=2", "--n-train", 30, "--n-test", 10, "--widths", "5,8,1"]
+    run("features", *data, "-o", prob, "--save-mlp", m0)
+    run("solve", prob, "-o", res, "--penalty", "balanced+balanced", "--quiet")
+    out = os.path.join(tmp, "f.h5")
+    js = json.loads(run("train", *data, "--model", "factorized", "--stop", "final", "--epochs", 20,
+                        "--batch", 10, "--lr", 0.02, "-o", out, "--quiet", "--json",
+                        "--b16-problem", prob, "--b16-result", res).stdout)
+    with h5py.File(out) as f, h5py.File(res) as g:
+        B = [f[f"B/W{l}"][()] for l in (1, 2)]
+        R = [g[f"blocks/W{l}/B"][()] for l in (1, 2)]
+    cos = [np.sum(b * r) / np.linalg.norm(b) / np.linalg.norm(r) for b, r in zip(B, R)]
+    assert np.allclose(js["b16"]["cosine"], cos, rtol=1e-12), (js["b16"], cos)
+    allb, allr = np.concatenate([b.ravel() for b in B]), np.concatenate([r.ravel() for r in R])
+    assert abs(js["b16"]["cosine_all"] - allb @ allr / np.linalg.norm(allb) /
+               np.linalg.norm(allr)) < 1e-12
+    # another network than the problem's: refused before training, nothing written
+    bad = os.path.join(tmp, "bad.h5")
+    p = run("train", *data, "--seed", 2, "--model", "factorized", "-o", bad, "--b16-problem",
+            prob, "--b16-result", res, expect=2)
+    assert "mlp_fingerprint" in p.stderr and not os.path.exists(bad), p.stderr
+    print(f"ok  --b16: cosines {js['b16']['cosine']} match numpy")
+    # gradient descent on the linearised model from δ = 0 stays in the row space of the Jacobian:
+    # it converges to the NTK minimum-norm interpolant, which atf baseline computes directly
+    data = ["--data", "synthetic:d=4,r=2", "--n-train", 10, "--n-test", 5, "--widths", "4,6,1"]
+    base = os.path.join(tmp, "base.h5")
+    run("features", *data, "-o", prob)
+    run("baseline", prob, "-o", base)
+    js = json.loads(run("train", *data, "--model", "linearized", "--stop", "final", "--epochs",
+                        3000, "--batch", 10, "--lr", 0.05, "--lr-schedule", "constant", "-o",
+                        out, "--quiet", "--json", "--b16-problem", prob, "--b16-result",
+                        base).stdout)
+    assert js["train_loss"] < 1e-25 and abs(js["b16"]["cosine_all"] - 1) < 1e-12, js
+    print(f"ok  the linearised model trained by GD is the NTK min-norm interpolant "
+          f"(cosine {js['b16']['cosine_all']:.15f})")
+
+
 def test_protocol(tmp):
     data = write_data(tmp, N=150)
     cases = [["--sampling", "fixed", "--stop", "best-val", "--val", 10, "--patience", 2],
@@ -200,7 +240,8 @@ def test_protocol(tmp):
              ["--stop", "test-selected", "--patience", 3],
              ["--resample-each-epoch", "--pool", 120, "--stop", "final", "--lr-schedule",
               "constant"],
-             ["--resample-each-epoch", "--pool", "all"]]
+             ["--resample-each-epoch", "--pool", "all"],
+             ["--stop", "best-val", "--eval-every", 4]]
     for model in ("network", "linearized", "factorized"):
         for i, extra in enumerate(cases):
             rec = os.path.join(tmp, f"rec{model}{i}.h5")
@@ -224,7 +265,9 @@ def test_protocol(tmp):
                 sel = f.attrs["selected_epoch"]
                 if key:
                     errs = h[key][()]
-                    assert errs[sel - 1] == errs.min(), (model, extra, errs, sel)
+                    assert errs[sel - 1] == np.nanmin(errs), (model, extra, errs, sel)
+                    if "--eval-every" in extra:  # scored at epochs 4 and 6 (the last) only
+                        assert sel in (4, 6) and np.isnan(errs[[0, 1, 2, 4]]).all(), errs
                     if f.attrs["stopped_by_patience"]:
                         assert f.attrs["epochs_run"] - sel == f.attrs["patience"]
                 else:

@@ -43,6 +43,14 @@ atf_error model_loss_grad(const atf_model *m, model_work *w, int n, const double
                           const double *Y, const int *labels, atf_loss_kind loss, double *value,
                           model_grad *grad, char *err);
 
+/* The linear models' θ0 pass over a fixed split, kept for repeated evaluation (NULL for the
+ * network model, an empty split, a cache above 512 MiB or no memory: evaluate without one). */
+typedef struct model_eval_cache model_eval_cache;
+model_eval_cache *model_eval_cache_new(const atf_model *m, const atf_dataset *ds);
+void model_eval_cache_free(model_eval_cache *c);
+/* F [N × C] = the model's outputs on the cached split (the same numbers as atf_model_forward). */
+void model_eval_cached(const atf_model *m, model_eval_cache *c, double *F);
+
 /* Value of the explicit penalty μ Σ_ℓ (Σ ω1(s(M1)) + Σ ω2(s(M2)) + ‖W‖²) of the factorised
  * model; with grad, its gradient is added to grad. */
 atf_error model_penalty(const atf_model *m, const atf_penalty *pen, double mu, int frozen_m1,

@@ -11,24 +11,15 @@ Usage: test_activations_cli.py GROUP   (torch | train | kernel | files | bad)
   bad    bad specs, bias lists and MLP files: exit 2, one line naming the item, no output.
 Environment: ATF (the binary)."""
 import os
-import subprocess
 import sys
 import tempfile
 
 import h5py
 import numpy as np
 
-ATF = os.environ["ATF"]
-ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+from tangent_cli import run
 
 
-def run(*args, expect=0):
-    p = subprocess.run([ATF, *map(str, args)], capture_output=True, text=True, env=ENV,
-                       timeout=120)
-    if p.returncode != expect:
-        raise AssertionError(f"atf {' '.join(map(str, args))}: exit {p.returncode} (expected "
-                             f"{expect})\nstdout: {p.stdout}\nstderr: {p.stderr}")
-    return p
 
 
 def torch_or_skip():

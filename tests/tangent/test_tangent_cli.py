@@ -13,17 +13,11 @@ import tempfile
 import h5py
 import numpy as np
 
-ATF = os.environ["ATF"]
+from tangent_cli import ATF, run
 ROOT = os.environ.get("ATF_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 FASHION = "/usr/share/datasets/fashion-mnist"
 
 
-def run(*args, expect=0):
-    p = subprocess.run([ATF, *map(str, args)], capture_output=True, text=True)
-    if p.returncode != expect:
-        raise AssertionError(f"atf {' '.join(map(str, args))}: exit {p.returncode} (expected "
-                             f"{expect})\nstdout: {p.stdout}\nstderr: {p.stderr}")
-    return p
 
 
 def read_problem(path):
@@ -201,6 +195,23 @@ def test_fashion(tmp):
         "dataset-fashion-mnist is not installed (scripts/setup.sh)"
     roundtrip(tmp, ["--data", "fashion-mnist", "--classes", "0,1,7", "--n-train", 45,
                     "--n-test", 45, "--widths", "784,16,3"], check_error_below=0.5)
+    # the official split: training examples from train-*, the test split is t10k-* (all of it
+    # here, so its label counts are those of the t10k labels file)
+    import gzip
+    out = os.path.join(tmp, "official.h5")
+    run("features", "--data", "fashion-mnist", "--split", "official", "--n-train", 30,
+        "--n-test", 10000, "--widths", "784,10", "-o", out)
+    with gzip.open(os.path.join(FASHION, "t10k-labels-idx1-ubyte.gz")) as f:
+        t10k = np.frombuffer(f.read()[8:], dtype=np.uint8)
+    with h5py.File(out, "r") as f:
+        test_labels = f["test"]["labels"][()]
+        assert f["labels"].shape == (30,)
+    assert np.array_equal(np.bincount(test_labels, minlength=10), np.bincount(t10k, minlength=10))
+    p = run("features", "--data", "fashion-mnist", "--split", "official", "--n-train", 30,
+            "--n-test", 10001, "-o", out, expect=2)
+    assert "official split has 60000 + 10000" in p.stderr, p.stderr
+    p = run("features", "--data", "fashion-mnist", "--split", "halves", "-o", out, expect=2)
+    assert "--split" in p.stderr and "pooled or official" in p.stderr, p.stderr
 
 
 # ------------------------------------------------------------------ training

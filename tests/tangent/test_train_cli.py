@@ -13,24 +13,15 @@ Usage: test_train_cli.py GROUP   (models | protocol | bad)
 Environment: ATF (the binary)."""
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import h5py
 import numpy as np
 
-ATF = os.environ["ATF"]
-ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+from tangent_cli import run
 
 
-def run(*args, expect=0):
-    p = subprocess.run([ATF, *map(str, args)], capture_output=True, text=True, env=ENV,
-                       timeout=120)
-    if p.returncode != expect:
-        raise AssertionError(f"atf {' '.join(map(str, args))}: exit {p.returncode} (expected "
-                             f"{expect})\nstdout: {p.stdout}\nstderr: {p.stderr}")
-    return p
 
 
 def write_data(tmp, N=90, D=6, K=3, seed=3):

@@ -44,6 +44,11 @@ _CLASSES = {E_USAGE: InputError, E_INPUT: InputError, E_NUMERICAL: NumericalErro
             E_NOMEM: MemoryError, E_IO: FileError}
 
 
+def fail(message):
+    """Raise InputError for bad input found on the Python side (shapes, values, modules)."""
+    raise InputError(message, "bad input")
+
+
 def check(code, err):
     """Raise the exception of an atf_error code with the message in err (a string buffer)."""
     if code == OK:

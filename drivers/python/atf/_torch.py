@@ -10,8 +10,15 @@ import numpy as np
 from . import _errors
 
 
-def _fail(message):
-    raise _errors.InputError(message, "bad input")
+_fail = _errors.fail
+
+
+def to_numpy(a):
+    """A torch tensor as a numpy array (detached, on the CPU); anything else as np.asarray."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(a, torch.Tensor):
+        a = a.detach().to("cpu").numpy()
+    return np.asarray(a)
 
 
 def is_module(obj):

@@ -6,26 +6,17 @@ moved from the C Jacobian into the problem without a copy; any other torch modul
 block per parameter tensor (functorch). The problem remembers the model (and whether it was
 centered), so that results solved from it predict and give kernels at new inputs."""
 import ctypes
-import sys
 
 import numpy as np
 
-from . import _errors, _lib, tangent as _tan
+from . import _errors, _lib, _torch, tangent as _tan
 from .mlp import MLP
 from .problem import FACTORED, Block, Problem, _fill_block, _put
 
 _c = _lib.lib
 
 
-def _fail(message):
-    raise _errors.InputError(message, "bad input")
-
-
-def _array(Y, what):
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(Y, torch.Tensor):
-        Y = Y.detach().to("cpu").numpy()
-    return np.asarray(Y)
+_fail = _errors.fail
 
 
 def _classes(Ys):
@@ -40,7 +31,7 @@ def targets(Y, N, C, classes, what):
     """(y [N, C], labels [N] or None). Class indices become ±1 (two classes, one output: the
     first class −1, the second +1) or one-hot targets (one output per class), labels the index
     into the class list; one-hot float targets and ±1 targets of one output keep their labels."""
-    Y = _array(Y, what)
+    Y = _torch.to_numpy(Y)
     if Y.shape[0] != N:
         _fail(f"{what}: {Y.shape[0]} rows but there are {N} inputs")
     if np.issubdtype(Y.dtype, np.integer) or Y.dtype == np.bool_:
@@ -130,7 +121,7 @@ def features(model, X, Y, X_test=None, Y_test=None, center=False, penalty="sq"):
         _fail("atf.features: X_test and Y_test go together (the test split needs its targets)")
     if len(str(penalty).encode()) >= _lib.SPECLEN:
         _fail("atf.features: penalty spec too long")
-    Ys = [_array(Y, "Y")] + ([_array(Y_test, "Y_test")] if Y_test is not None else [])
+    Ys = [_torch.to_numpy(Y)] + ([_torch.to_numpy(Y_test)] if Y_test is not None else [])
     classes = _classes(Ys)
     p = _split(m, X, Y, classes, center, str(penalty), "X")
     try:

@@ -4,7 +4,6 @@ activations — and atf.from_torch for nn.Sequential MLPs.
 The weights live in the C struct; `.weights` and `.biases` are read-only numpy views of them (an
 MLP does not change once built, so a problem or result that remembers it stays consistent)."""
 import ctypes
-import sys
 
 import numpy as np
 
@@ -13,15 +12,11 @@ from . import _errors, _lib, _torch
 _c = _lib.lib
 
 
-def _fail(message):
-    raise _errors.InputError(message, "bad input")
+_fail = _errors.fail
 
 
 def _matrix(a, what):
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(a, torch.Tensor):
-        a = a.detach().to("cpu").double().numpy()
-    a = np.asarray(a, dtype=np.float64)
+    a = np.asarray(_torch.to_numpy(a), dtype=np.float64)
     if not np.all(np.isfinite(a)):
         _fail(f"atf.MLP: {what}: NaN or infinite values")
     return a

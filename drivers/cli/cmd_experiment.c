@@ -254,7 +254,9 @@ static void samples_usage(FILE *out)
             "  --sampling S       fixed (default: the n examples every model sees) or\n"
             "                     resample-each-epoch (--resample-each-epoch; a new n-subset of\n"
             "                     a pool of N training examples every epoch, the authors' loader)\n"
-            "  --pool N           the resampling pool (default: every training example)\n"
+            "  --pool N|all       the training pool (default with resampling: all); with\n"
+            "                     fixed sampling the n examples are its first n, so both\n"
+            "                     samplings are scored on the same test examples\n"
             "  --no-mlp           the default models without the network\n");
 }
 

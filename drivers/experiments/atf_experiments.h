@@ -114,8 +114,10 @@ typedef struct {
                                        best-val stopping and n_val = 0, n_val = n/10 (carved from
                                        the n examples); with resampling the pool is the whole
                                        training set (n_pool rows) and n_train = n */
-    int n_pool;                     /* resampling: training pool size (≤ 0: every training
-                                       example the data set has) */
+    int n_pool;                     /* the training pool (−1: every training example of the
+                                       data set; 0: with fixed sampling, just the n examples;
+                                       with resampling, as −1). With fixed sampling a pool only
+                                       fixes the test set: the n examples are its first n */
     char out[1024];                 /* output directory */
     char title[256];                /* figure title ("": one naming the data and penalty) */
     atf_exp_io io;

@@ -191,7 +191,7 @@ static atf_error check_sizes(const atf_samples_config *cfg, char *err)
                    "cross-entropy lambda must be positive");
         return ATF_E_USAGE;
     }
-    int pool = cfg->train.sampling == ATF_SAMPLE_RESAMPLE ? cfg->n_pool : 0;
+    int pool = cfg->n_pool;
     if (cfg->train.sampling == ATF_SAMPLE_RESAMPLE && !pool &&
         !strncmp(cfg->data.source, "synthetic", 9)) {
         atf_errorf(err, "samples: resampling synthetic data needs a pool size (pool)");
@@ -222,10 +222,11 @@ static void resolve_defaults(atf_samples_config *cfg)
         cfg->train.lr = cfg->arch.init == ATF_INIT_TORCH ? 0.1 : 0.01;
     if (!cfg->models)
         cfg->models = ATF_SAMPLES_NTK | ATF_SAMPLES_P16 | (cfg->train_mlp ? ATF_SAMPLES_NETWORK : 0);
+    int p16 = (cfg->models & (ATF_SAMPLES_P16 | ATF_SAMPLES_P16_XENT)) != 0;
     if (!cfg->title[0])
-        snprintf(cfg->title, sizeof cfg->title, "Sample complexity on %.60s%s [%.100s]",
-                 cfg->data.source, cfg->models & (ATF_SAMPLES_P16 | ATF_SAMPLES_P16_XENT) ?
-                 ": NTK vs problem (16)" : "", cfg->penalty);
+        snprintf(cfg->title, sizeof cfg->title, "Sample complexity on %.60s%s%.100s%s",
+                 cfg->data.source, p16 ? ": NTK vs problem (16) [" : "", p16 ? cfg->penalty : "",
+                 p16 ? "]" : "");
 }
 
 static atf_error make_plan(const atf_samples_config *cfg, samples_plan *pl, char *err)
@@ -351,14 +352,16 @@ static int needs_baseline(const samples_plan *pl)
            (auto_scale && (pl->cfg.models & (ATF_SAMPLES_P16 | ATF_SAMPLES_P16_XENT)));
 }
 
-/* The task of a point: n examples, or with resampling the whole pool (n_pool rows, 0: every
- * training example of the data set) of which the linear models fit the first n. */
+/* The task of a point: n examples, or with resampling or a given pool the whole pool (n_pool
+ * rows, −1: every training example of the data set) of which the linear models (and with fixed
+ * sampling every model) fit the first n. The test examples follow the training rows drawn, so a
+ * given pool gives both samplings the same test set. */
 static atf_error load_task(const samples_plan *pl, point *pt, atf_arch *arch, char *err)
 {
     const atf_samples_config *cfg = &pl->cfg;
     atf_data_options dopt = cfg->data;
-    int resample = cfg->train.sampling == ATF_SAMPLE_RESAMPLE;
-    dopt.n_train = !resample ? pt->n : cfg->n_pool > 0 ? cfg->n_pool : 0; /* 0: all */
+    int pooled = cfg->train.sampling == ATF_SAMPLE_RESAMPLE || cfg->n_pool != 0;
+    dopt.n_train = !pooled ? pt->n : cfg->n_pool > 0 ? cfg->n_pool : 0; /* 0: all */
     dopt.seed = pt->seed;
     atf_error e = atf_task_load(&dopt, arch, &pt->task, err);
     if (!e && pt->task.train.N < pt->n) {

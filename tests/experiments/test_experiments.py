@@ -366,6 +366,17 @@ def case_samples_models(scratch):
     for r in read_rows(os.path.join(out2, "samples.csv")):
         assert r["protocol"] == "resample-each-epoch/test-selected/val=0", r
         assert 1 <= int(r["iterations"]) <= 3, r
+    # a pool fixes the test set: with fixed sampling the n examples are the pool's first n, so
+    # the NTK interpolant (which sees only those) is the same under both samplings
+    ntk = []
+    for sampling in ("fixed", "resample-each-epoch"):
+        o = os.path.join(scratch, "pool-" + sampling)
+        run(["experiment", "samples", "--data", data, "--ns", "20", "--seeds", "1", "--n-test",
+             "30", "--hidden", "24", "--models", "ntk,network", "--epochs", "1", "--sampling",
+             sampling, "--pool", "70", "--out", o])
+        ntk.append([r for r in read_rows(os.path.join(o, "samples.csv")) if r["method"] == "ntk"])
+    assert ntk[0][0]["test_error"] == ntk[1][0]["test_error"], ntk
+    assert ntk[0][0]["test_rel_mse"] == ntk[1][0]["test_rel_mse"], ntk
     run(["experiment", "samples", "--models", "ntk,bogus"], expect=2)
     run(["experiment", "samples", "--models", "ntk,ntk"], expect=2)
     run(["experiment", "samples", "--stop", "sometime"], expect=2)

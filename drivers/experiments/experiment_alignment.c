@@ -160,7 +160,7 @@ static atf_error train_network(const align_args *a, const atf_mlp *m0, target_ru
     atf_error e = atf_mlp_train(t->net, &t->task.train, &ts, &t->train_loss, err);
     if (e)
         return e;
-    t->test_net = (atf_test_metrics){NAN, NAN};
+    t->test_net = (atf_test_metrics){NAN, NAN, NAN};
     if (t->task.test.N > 0) {
         double *F = malloc(sizeof(double) * (size_t)t->task.test.N * t->task.test.C);
         if (!F) {

@@ -266,35 +266,42 @@ static int legacy_name(const char *method, char *out, size_t len)
     return 1;
 }
 
+/* The keys a row of (n, seed, method) may have: under the method's name, and under its old one
+ * (legacy_name); returns how many (1 or 2). */
+static int row_keys(int n, uint64_t seed, const char *method, char keys[2][256])
+{
+    char old[180];
+    row_key(keys[0], sizeof keys[0], n, seed, method);
+    if (!legacy_name(method, old, sizeof old))
+        return 1;
+    row_key(keys[1], sizeof keys[1], n, seed, old);
+    return 2;
+}
+
 /* 1 when the row's key is that of (n, seed, method) under the method's name or its old one. */
 static int key_matches(const char *key, int n, uint64_t seed, const char *method)
 {
-    char want[256], old[180];
-    row_key(want, sizeof want, n, seed, method);
-    if (!strcmp(key, want))
-        return 1;
-    if (!legacy_name(method, old, sizeof old))
-        return 0;
-    row_key(want, sizeof want, n, seed, old);
-    return !strcmp(key, want);
+    char keys[2][256];
+    int k = row_keys(n, seed, method, keys);
+    for (int i = 0; i < k; i++)
+        if (!strcmp(key, keys[i]))
+            return 1;
+    return 0;
 }
 
 int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *method)
 {
-    char key[256], old[180];
-    row_key(key, sizeof key, n, seed, method);
-    if (atf_rowstore_has(s->store, key))
-        return 1;
-    if (!legacy_name(method, old, sizeof old))
-        return 0;
-    row_key(key, sizeof key, n, seed, old);
-    return atf_rowstore_has(s->store, key);
+    char keys[2][256];
+    int k = row_keys(n, seed, method, keys);
+    for (int i = 0; i < k; i++)
+        if (atf_rowstore_has(s->store, keys[i]))
+            return 1;
+    return 0;
 }
 
-void samples_base_row(atf_row *row, const samples_state *s, int n, uint64_t seed,
-                      const char *method, const char *penalty)
+void samples_base_row(atf_row *row, int n, uint64_t seed, const char *method,
+                      const char *penalty)
 {
-    (void)s;
     char key[256];
     row_key(key, sizeof key, n, seed, method);
     atf_row_clear(row);

@@ -11,27 +11,11 @@
 #include "atf_penalty.h"
 #include "internal/samples_internal.h"
 
-/* ---- test scores ---- */
-
-typedef struct {
-    double error, rel_mse, xent;
-} test_scores;
-
-/* Test error, relative MSE and mean cross-entropy (labels and C ≥ 2 only) of the logits F. */
-static test_scores score(int N, int C, const double *F, const double *y, const int *labels)
+static void score_fields(atf_row *row, const atf_test_metrics *tm)
 {
-    atf_test_metrics tm = atf_prediction_metrics(N, C, F, y, labels);
-    test_scores sc = {tm.error, tm.rel_mse, NAN};
-    if (N > 0 && labels && C >= 2)
-        sc.xent = atf_loss_mean_xent(N, C, F, labels);
-    return sc;
-}
-
-static void score_fields(atf_row *row, const test_scores *sc)
-{
-    atf_row_num(row, "test_error", sc->error);
-    atf_row_num(row, "test_rel_mse", sc->rel_mse);
-    atf_row_num(row, "test_xent", sc->xent);
+    atf_row_num(row, "test_error", tm->error);
+    atf_row_num(row, "test_rel_mse", tm->rel_mse);
+    atf_row_num(row, "test_xent", tm->xent);
 }
 
 /* ---- the linear models: NTK baseline and problem (16) ---- */
@@ -39,19 +23,15 @@ static void score_fields(atf_row *row, const test_scores *sc)
 static atf_error record_solution(samples_state *s, const point *pt, const atf_result *res,
                                  const char *method, const char *penalty, double secs, char *err)
 {
-    atf_predictions pr;
-    atf_error e = atf_predict_result(pt->prob, NULL, res, NULL, &pr, err);
+    atf_test_metrics tm;
+    atf_error e = atf_result_test_metrics(pt->prob, res, &tm, err);
     if (e)
         return e;
-    test_scores sc = {NAN, NAN, NAN};
-    if (pr.test.N > 0)
-        sc = score(pr.test.N, pr.test.C, pr.test.f, pr.test.y, pr.test.labels);
-    atf_predictions_free(&pr);
     atf_row row;
-    samples_base_row(&row, s, pt->n, pt->seed, method, penalty);
+    samples_base_row(&row, pt->n, pt->seed, method, penalty);
     atf_row_str(&row, "loss", res->loss[0] ? res->loss : "interpolate");
     atf_row_str(&row, "status", atf_status_name(res->status));
-    score_fields(&row, &sc);
+    score_fields(&row, &tm);
     atf_row_num(&row, "train_residual", res->constraint_residual);
     atf_row_int(&row, "iterations", res->iterations);
     atf_row_num(&row, "objective", res->objective);
@@ -151,45 +131,6 @@ static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void 
     return ATF_OK;
 }
 
-/* ⟨B_SGD, B_16⟩ / (‖B_SGD‖ ‖B_16‖) over every block of res (W_ℓ and b_ℓ of layer ℓ − 1); NaN
- * when a block does not match the model's layers. */
-static double cosine_with(const atf_model *m, const atf_result *res)
-{
-    size_t total = 0;
-    for (int k = 0; k < res->nblocks; k++)
-        total += (size_t)res->blocks[k].rows * (size_t)res->blocks[k].cols;
-    const atf_arch *a = &m->theta0->arch;
-    size_t most = 0;
-    for (int l = 0; l < a->L; l++)
-        if ((size_t)a->widths[l] * (size_t)a->widths[l + 1] > most)
-            most = (size_t)a->widths[l] * (size_t)a->widths[l + 1];
-    double *x = malloc(sizeof(double) * (total + 1)), *y = malloc(sizeof(double) * (total + 1));
-    double *dW = malloc(sizeof(double) * (most + 1)), *db = malloc(sizeof(double) * (most + 1));
-    double c = NAN;
-    size_t off = 0;
-    int ok = x && y && dW && db;
-    for (int k = 0; ok && k < res->nblocks; k++) {
-        const atf_result_block *b = &res->blocks[k];
-        int l = atoi(b->name + 1) - 1, bias = b->name[0] == 'b';
-        ok = (b->name[0] == 'W' || bias) && l >= 0 && l < a->L &&
-             b->cols == a->widths[l + 1] && b->rows == (bias ? 1 : a->widths[l]);
-        if (!ok)
-            break;
-        size_t len = (size_t)b->rows * (size_t)b->cols;
-        atf_model_delta(m, l, dW, db);
-        memcpy(x + off, bias ? db : dW, len * sizeof(double));
-        memcpy(y + off, b->B, len * sizeof(double));
-        off += len;
-    }
-    if (ok)
-        c = atf_matrix_cosine(total, x, y);
-    free(x);
-    free(y);
-    free(dW);
-    free(db);
-    return c;
-}
-
 /* Factorised model: Σ_ℓ Σ_j ω̃(σ_j(B_ℓ)) under balanced+balanced and the largest relative drift
  * of the conserved quantities over the layers. */
 static atf_error factor_fields(atf_row *row, const atf_model *m, char *err)
@@ -236,19 +177,19 @@ static atf_error sgd_row(samples_state *s, const point *pt, const method *m,
         atf_errorf(err, "out of memory");
         return ATF_E_NOMEM;
     }
-    test_scores sc = {NAN, NAN, NAN};
+    atf_test_metrics tm = {NAN, NAN, NAN};
     atf_error e = test->N > 0 ? atf_model_forward(model, test->N, test->X, F, err) : ATF_OK;
     if (!e && test->N > 0)
-        sc = score(test->N, test->C, F, test->Y, test->labels);
+        tm = atf_prediction_metrics(test->N, test->C, F, test->Y, test->labels);
     free(F);
     if (e)
         return e;
     atf_row row;
     char text[128];
-    samples_base_row(&row, s, pt->n, pt->seed, m->name, "-");
+    samples_base_row(&row, pt->n, pt->seed, m->name, "-");
     atf_row_str(&row, "loss", atf_loss_name(ts->loss));
     atf_row_str(&row, "status", isfinite(rep->train_loss) ? "trained" : "diverged");
-    score_fields(&row, &sc);
+    score_fields(&row, &tm);
     atf_row_num(&row, "train_residual", rep->train_loss);
     atf_row_int(&row, "iterations", rep->epochs_run);
     atf_row_num(&row, "seconds", secs);
@@ -259,9 +200,11 @@ static atf_error sgd_row(samples_state *s, const point *pt, const method *m,
     samples_trainer_label(ts, text, sizeof text);
     atf_row_str(&row, "trainer", text);
     const atf_result *b16 = pt->p16[ts->loss == ATF_LOSS_XENT];
-    if (m->kind != KIND_NETWORK && b16)
-        atf_row_num(&row, "cos_p16", cosine_with(model, b16));
-    if (m->kind == KIND_FACTORIZED_SGD)
+    atf_model_comparison cmp;
+    if (m->kind != KIND_NETWORK && b16 &&
+        !(e = atf_model_compare_result(model, b16, NULL, &cmp, err)))
+        atf_row_num(&row, "cos_p16", cmp.cosine_all_bias);
+    if (!e && m->kind == KIND_FACTORIZED_SGD)
         e = factor_fields(&row, model, err);
     return e ? e : samples_append(s, &row, err);
 }

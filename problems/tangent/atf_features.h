@@ -95,11 +95,12 @@ void atf_predictions_free(atf_predictions *pr);
  * (mse, error, class_error); root attribute format = "atf-predictions". Atomic. */
 atf_error atf_predictions_write(const char *path, const atf_predictions *pr, char *err);
 
-/* The two numbers the experiments report for a test split: `error` is the class error against
- * the labels when the split has labels, else the sign / argmax disagreement with y; `rel_mse` as
- * in atf_split_eval. NaN for an empty or absent split. */
+/* The numbers the experiments report for a test split: `error` is the class error against the
+ * labels when the split has labels, else the sign / argmax disagreement with y; `rel_mse` as in
+ * atf_split_eval; `xent` the mean softmax cross-entropy of the predictions taken as logits
+ * (atf_loss_mean_xent; labels and C ≥ 2 only, else NaN). NaN for an empty or absent split. */
 typedef struct {
-    double error, rel_mse;
+    double error, rel_mse, xent;
 } atf_test_metrics;
 
 /* Test metrics of predictions F [N × C] against targets y and (may be NULL) class indices. */

@@ -126,6 +126,8 @@ typedef struct {
     double norm_model[ATF_MAX_LAYERS], norm_result[ATF_MAX_LAYERS];   /* ‖B‖_F */
     double omega_model[ATF_MAX_LAYERS], omega_result[ATF_MAX_LAYERS]; /* Σ ω̃(σ(B)) */
     double cosine_all;                    /* every weight layer as one vector */
+    double cosine_all_bias;               /* every weight and bias change as one vector (the
+                                             result's bias blocks b1.. where it has them) */
     double omega_model_total, omega_result_total;
 } atf_model_comparison;
 

@@ -59,6 +59,18 @@ static atf_error parse_count(const char *opt, const char *text, int *out, char *
     return ATF_OK;
 }
 
+/* One of two words: *flag = 0 for off, 1 for on; ATF_E_USAGE naming the option otherwise. */
+static atf_error parse_choice(const char *opt, const char *value, const char *off, const char *on,
+                              int *flag, char *err)
+{
+    if (strcmp(value, off) && strcmp(value, on)) {
+        atf_errorf(err, "%s: '%s' (expected %s or %s)", opt, value, off, on);
+        return ATF_E_USAGE;
+    }
+    *flag = !strcmp(value, on);
+    return ATF_OK;
+}
+
 static atf_error parse_classes(const char *text, atf_data_options *o, char *err)
 {
     long v[ATF_MAX_CLASSES];
@@ -116,22 +128,10 @@ atf_error atf_data_option(atf_data_options *o, const char *name, const char *val
         return parse_u64(name, value, &o->teacher_seed, err);
     if (!strcmp(name, "targets"))
         return parse_targets(value, &o->targets, err);
-    if (!strcmp(name, "standardize")) {
-        if (strcmp(value, "0") && strcmp(value, "1")) {
-            atf_errorf(err, "standardize: '%s' (expected 0 or 1)", value);
-            return ATF_E_USAGE;
-        }
-        o->standardize = value[0] == '1';
-        return ATF_OK;
-    }
-    if (!strcmp(name, "split")) {
-        if (strcmp(value, "pooled") && strcmp(value, "official")) {
-            atf_errorf(err, "split: '%s' (expected pooled or official)", value);
-            return ATF_E_USAGE;
-        }
-        o->official_split = value[0] == 'o';
-        return ATF_OK;
-    }
+    if (!strcmp(name, "standardize"))
+        return parse_choice(name, value, "0", "1", &o->standardize, err);
+    if (!strcmp(name, "split"))
+        return parse_choice(name, value, "pooled", "official", &o->official_split, err);
     atf_errorf(err, "unknown data option '%s'", name);
     return ATF_E_USAGE;
 }

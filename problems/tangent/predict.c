@@ -31,9 +31,14 @@ static void prediction_metrics(int N, int C, const double *F, const double *y, c
     s->class_error = atf_prediction_class_error(N, C, F, labels);
 }
 
-static atf_test_metrics test_metrics_of(const atf_split_eval *s, int has_labels)
+/* The test metrics of the predictions F [N × C] whose metrics s holds (labels may be NULL). */
+static atf_test_metrics test_metrics_of(const atf_split_eval *s, int N, int C, const double *F,
+                                        const int *labels)
 {
-    return (atf_test_metrics){has_labels ? s->class_error : s->error, s->rel_mse};
+    atf_test_metrics t = {labels ? s->class_error : s->error, s->rel_mse, NAN};
+    if (N > 0 && labels && C >= 2)
+        t.xent = atf_loss_mean_xent(N, C, F, labels);
+    return t;
 }
 
 atf_test_metrics atf_prediction_metrics(int N, int C, const double *F, const double *y,
@@ -41,7 +46,7 @@ atf_test_metrics atf_prediction_metrics(int N, int C, const double *F, const dou
 {
     atf_split_eval s;
     prediction_metrics(N, C, F, y, labels, &s);
-    return test_metrics_of(&s, labels != NULL);
+    return test_metrics_of(&s, N, C, F, labels);
 }
 
 static void fill_metrics(atf_split_eval *s)
@@ -190,14 +195,14 @@ atf_error atf_predictions_write(const char *path, const atf_predictions *pr, cha
 atf_error atf_result_test_metrics(const atf_problem *prob, const atf_result *res,
                                   atf_test_metrics *out, char *err)
 {
-    *out = (atf_test_metrics){NAN, NAN};
+    *out = (atf_test_metrics){NAN, NAN, NAN};
     if (!prob->test || prob->test->N <= 0)
         return ATF_OK;
     atf_split_eval s;
     memset(&s, 0, sizeof s);
     atf_error e = predict_split(prob->test, res, "problem", "/test", &s, err);
     if (!e)
-        *out = test_metrics_of(&s, s.labels != NULL);
+        *out = test_metrics_of(&s, s.N, s.C, s.f, s.labels);
     split_free(&s);
     return e;
 }

@@ -172,7 +172,7 @@ atf_error atf_model_compare_result(const atf_model *m, const atf_result *res,
     }
     int L = m->theta0->arch.L;
     out->L = L;
-    double dot = 0.0, nm = 0.0, nr = 0.0;
+    double dot = 0.0, nm = 0.0, nr = 0.0, dot_b = 0.0, nm_b = 0.0, nr_b = 0.0;
     for (int l = 0; l < L; l++) {
         int P = m->theta0->arch.widths[l], Q = m->theta0->arch.widths[l + 1];
         char name[16];
@@ -183,13 +183,21 @@ atf_error atf_model_compare_result(const atf_model *m, const atf_result *res,
                        !b ? "missing" : "shape differs", l + 1, P, Q);
             return ATF_E_INPUT;
         }
-        double *B = malloc((size_t)P * Q * sizeof *B);
+        double *B = malloc(((size_t)P * Q + (size_t)Q) * sizeof *B);
         if (!B) {
             atf_errorf(err, "compare: out of memory for layer %d (%d x %d)", l + 1, P, Q);
             return ATF_E_NOMEM;
         }
-        atf_model_delta(m, l, B, NULL);
         size_t n = (size_t)P * Q;
+        double *db = B + n;
+        atf_model_delta(m, l, B, db);
+        snprintf(name, sizeof name, "b%d", l + 1);
+        const atf_result_block *bb = find_block(res, name);
+        if (bb && bb->rows == 1 && bb->cols == Q && bb->B) {
+            dot_b += cblas_ddot(Q, db, 1, bb->B, 1);
+            nm_b += cblas_ddot(Q, db, 1, db, 1);
+            nr_b += cblas_ddot(Q, bb->B, 1, bb->B, 1);
+        }
         out->cosine[l] = atf_matrix_cosine(n, B, b->B);
         out->norm_model[l] = cblas_dnrm2((int)n, B, 1);
         out->norm_result[l] = cblas_dnrm2((int)n, b->B, 1);
@@ -203,5 +211,8 @@ atf_error atf_model_compare_result(const atf_model *m, const atf_result *res,
         free(B);
     }
     out->cosine_all = nm > 0.0 && nr > 0.0 ? dot / sqrt(nm * nr) : NAN;
+    nm_b += nm;
+    nr_b += nr;
+    out->cosine_all_bias = nm_b > 0.0 && nr_b > 0.0 ? (dot + dot_b) / sqrt(nm_b * nr_b) : NAN;
     return ATF_OK;
 }

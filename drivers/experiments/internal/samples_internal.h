@@ -60,8 +60,8 @@ typedef struct {
 
 int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *method);
 /* A row with the columns every row has, filled with "-" / NaN; the runners set theirs. */
-void samples_base_row(atf_row *row, const samples_state *s, int n, uint64_t seed,
-                      const char *method, const char *penalty);
+void samples_base_row(atf_row *row, int n, uint64_t seed, const char *method,
+                      const char *penalty);
 atf_error samples_append(samples_state *s, const atf_row *row, char *err);
 void samples_show(samples_state *s, const point *pt, const char *what, const char *detail);
 

@@ -29,18 +29,24 @@ typedef enum {
 const char *atf_status_name(atf_status s);
 atf_error atf_status_parse(const char *name, atf_status *s);
 
-/* The method that computed a result (file attribute `method`). ADMM, LP and BASELINE are the
- * methods of atf_settings (solver/atf_solver.h); FISTA solves the penalized losses and IRLS is
- * the alternating adapted-kernel regression. */
+/* The method that computed a result (file attribute `method`), or the one asked for
+ * (atf_settings.method, solver/atf_solver.h). AUTO is only ever asked for: the solver resolves
+ * it once, in atf_solver_init, and a result names the method that ran (docs/solver.md
+ * "Choosing the method"). */
 typedef enum {
-    ATF_METHOD_ADMM = 0, /* Douglas–Rachford ADMM with over-relaxation (default)      */
+    ATF_METHOD_ADMM = 0, /* Douglas–Rachford ADMM with over-relaxation                */
     ATF_METHOD_LP,       /* exact GLPK LP: diagonal structure + nuclear penalty only  */
-    ATF_METHOD_BASELINE, /* NTK min-norm interpolant (Theorem 1)                     */
+    ATF_METHOD_BASELINE, /* NTK min-norm interpolant (Theorem 1) by the M × M Gram    */
     ATF_METHOD_FISTA,    /* accelerated proximal gradient on a penalized loss         */
-    ATF_METHOD_IRLS      /* alternating adapted-kernel regression                     */
+    ATF_METHOD_IRLS,     /* alternating adapted-kernel regression                     */
+    ATF_METHOD_NEWTON,   /* semismooth Newton-CG on a penalized loss (matrix-free)    */
+    ATF_METHOD_ALM,      /* augmented Lagrangian for interpolation (matrix-free)      */
+    ATF_METHOD_CG,       /* NTK min-norm interpolant by CG on A Aᵀ (matrix-free)      */
+    ATF_METHOD_AUTO      /* the solver picks one of the above (never in a result)     */
 } atf_method;
 
-/* "admm", "lp", "baseline", "fista", "irls"; "unknown" outside the enum. */
+/* "admm", "lp", "baseline", "fista", "irls", "newton", "alm", "cg", "auto"; "unknown" outside
+ * the enum. */
 const char *atf_method_name(atf_method m);
 /* ATF_OK and *m set, or ATF_E_INPUT (no message: the caller names the item) for any other text. */
 atf_error atf_method_parse(const char *name, atf_method *m);
@@ -99,8 +105,14 @@ typedef struct {
      * penalty_value. NaN where they do not apply (interpolation has no loss value). */
     double loss_value;            /* L(f0 + A vec B) of the loss spec, in the problem's units */
     double penalty_value;         /* Σ_ℓ Ω̃_ℓ(B_ℓ) (interpolation: the objective itself) */
-    double pg_residual;           /* FISTA: relative proximal-gradient residual at the answer */
-    double duality_gap;           /* FISTA, convex penalties: (F − dual bound)/|F| */
+    double pg_residual;           /* FISTA, Newton: relative proximal-gradient residual at the
+                                     answer */
+    double duality_gap;           /* FISTA, Newton, convex penalties: (F − dual bound)/|F| */
+    /* Work of the matrix-free methods (FISTA, Newton, ALM, CG); -1 where not counted. */
+    int operator_passes;          /* applications of A or of Aᵀ (each one pass over the data) */
+    int inner_iterations;         /* CG steps (Newton, ALM, CG) */
+    int fallback_steps;           /* Newton steps replaced by proximal-gradient steps */
+    char method_note[256];        /* why this method (auto) and what it fell back to; "" none */
     double solve_seconds;
     double setup_seconds, projection_seconds, prox_seconds, other_seconds;
     int nblocks;

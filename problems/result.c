@@ -33,7 +33,8 @@ atf_error atf_status_parse(const char *name, atf_status *s)
 
 /* ------------------------------------------------------------------ methods, structures */
 
-static const char *const method_names[] = {"admm", "lp", "baseline", "fista", "irls"};
+static const char *const method_names[] = {"admm", "lp",     "baseline", "fista", "irls",
+                                           "newton", "alm", "cg",       "auto"};
 #define NMETHOD (int)(sizeof method_names / sizeof method_names[0])
 
 const char *atf_method_name(atf_method m)
@@ -149,6 +150,7 @@ atf_result *atfr_new(int nblocks)
     res->loss_value = res->penalty_value = res->pg_residual = res->duality_gap = NAN;
     res->tol = res->eps_abs = res->rho = res->alpha = NAN; /* settings: not recorded */
     res->max_iter = res->reduce = res->adaptive_rho = -1;
+    res->operator_passes = res->inner_iterations = res->fallback_steps = -1; /* not counted */
     res->nblocks = nblocks;
     res->blocks = calloc(nblocks > 0 ? (size_t)nblocks : 1, sizeof *res->blocks);
     if (!res->blocks) {

@@ -135,8 +135,9 @@ static atf_error validate_result(const atf_result *res, const char *what, char *
         atf_errorf(err, "%s: / attribute 'status': unknown status %d", what, (int)res->status);
         return ATF_E_INPUT;
     }
-    if (!strcmp(atf_method_name(res->method), "unknown")) {
-        atf_errorf(err, "%s: / attribute 'method': unknown method %d", what, (int)res->method);
+    if (!strcmp(atf_method_name(res->method), "unknown") || res->method == ATF_METHOD_AUTO) {
+        atf_errorf(err, "%s: / attribute 'method': %d is not a method that computes a result",
+                   what, (int)res->method);
         return ATF_E_INPUT;
     }
     if (!strcmp(atf_structure_name(res->structure), "unknown")) {
@@ -203,7 +204,8 @@ static void put_run(h5io_out *o, const atf_result *res)
     const struct {
         const char *name, *value;
     } strings[] = {{"problem_fingerprint", res->problem_fingerprint}, {"loss", res->loss},
-                   {"penalty_override", res->penalty_override}, {"command", res->command}};
+                   {"penalty_override", res->penalty_override}, {"command", res->command},
+                   {"method_note", res->method_note}};
     for (size_t j = 0; j < sizeof strings / sizeof strings[0]; j++)
         if (strings[j].value[0])
             h5io_put_string(o, "/", strings[j].name, strings[j].value);
@@ -219,7 +221,9 @@ static void put_run(h5io_out *o, const atf_result *res)
         const char *name;
         int value;
     } ints[] = {{"max_iter", res->max_iter}, {"reduce", res->reduce},
-                {"adaptive_rho", res->adaptive_rho}};
+                {"adaptive_rho", res->adaptive_rho}, {"operator_passes", res->operator_passes},
+                {"inner_iterations", res->inner_iterations},
+                {"fallback_steps", res->fallback_steps}};
     for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
         if (ints[j].value >= 0)
             h5io_put_int(o, "/", ints[j].name, ints[j].value);
@@ -274,9 +278,9 @@ static atf_error read_header(const h5io_reader *rd, atf_result *res)
                                  sizeof structure, rd->err)) ||
         (e = h5io_attr_int(rd->f, rd->fname, "/", "iterations", &iterations, rd->err)))
         return e;
-    if (atf_method_parse(method, &res->method) != ATF_OK) {
-        atf_errorf(rd->err, "%s: / attribute 'method': '%s' is not admm, lp, baseline, fista or "
-                   "irls", rd->fname, method);
+    if (atf_method_parse(method, &res->method) != ATF_OK || res->method == ATF_METHOD_AUTO) {
+        atf_errorf(rd->err, "%s: / attribute 'method': '%s' is not admm, lp, baseline, fista, "
+                   "irls, newton, alm or cg", rd->fname, method);
         return ATF_E_INPUT;
     }
     if (atf_structure_parse(structure, &res->structure) != ATF_OK) {
@@ -328,7 +332,8 @@ static atf_error read_run(const h5io_reader *rd, atf_result *res)
         {"loss", res->loss, sizeof res->loss},
         {"penalty_override", res->penalty_override, sizeof res->penalty_override},
         {"atf_version", res->atf_version, sizeof res->atf_version},
-        {"command", res->command, sizeof res->command}};
+        {"command", res->command, sizeof res->command},
+        {"method_note", res->method_note, sizeof res->method_note}};
     atf_error e = ATF_OK;
     for (size_t j = 0; j < sizeof strings / sizeof strings[0] && !e; j++)
         e = h5io_attr_string_or(rd->f, rd->fname, "/", strings[j].name, "", strings[j].buf,
@@ -347,6 +352,12 @@ static atf_error read_run(const h5io_reader *rd, atf_result *res)
         e = read_setting_int(rd, "reduce", &res->reduce);
     if (!e)
         e = read_setting_int(rd, "adaptive_rho", &res->adaptive_rho);
+    if (!e)
+        e = read_setting_int(rd, "operator_passes", &res->operator_passes);
+    if (!e)
+        e = read_setting_int(rd, "inner_iterations", &res->inner_iterations);
+    if (!e)
+        e = read_setting_int(rd, "fallback_steps", &res->fallback_steps);
     return e;
 }
 

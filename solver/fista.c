@@ -39,20 +39,6 @@
  * this counts as an increase that discards the step. */
 #define RESTART_SLACK 1e-13       /* golden-section steps of the 1-D maximisations */
 
-/* ---- the stacked operator ---------------------------------------------------------------- */
-
-void atf_pg_apply(atf_solver *s, const double *x, double *z)
-{
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_apply(&s->vars[l].op, x + s->vars[l].off, l ? 1.0 : 0.0, z);
-}
-
-void atf_pg_adjoint(atf_solver *s, const double *u, double *g)
-{
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_adjoint(&s->vars[l].op, u, 0.0, g + s->vars[l].off);
-}
-
 /* ---- conjugate of the penalty ------------------------------------------------------------ */
 
 /* Maximum of a unimodal f on [lo, hi] by golden section; returns the value. */
@@ -341,10 +327,10 @@ static double first_step(atf_solver *s, atf_pg_loss *pl, fista_state *st)
         if (!(nw > 0.0))
             break;
         cblas_dscal((int)n, 1.0 / nw, st->w, 1);
-        atf_pg_apply(s, st->w, st->zn);
+        atf_sv_apply(s, st->w, st->zn);
         for (int m = 0; m < pl->M; m++)
             st->zn[m] *= pl->scale[m] * pl->scale[m];
-        atf_pg_adjoint(s, st->zn, st->w);
+        atf_sv_adjoint(s, st->zn, st->w);
         double previous = lambda_max;
         lambda_max = atf_sv_norm(st->w, n);
         st->power_iterations++;
@@ -395,7 +381,7 @@ static int backtracking_step(atf_solver *s, atf_pg_loss *pl, fista_state *st)
         double t0 = atf_now();
         atf_sv_prox(s, st->w, st->xn, 1.0 / t);
         s->t.prox += atf_now() - t0;
-        atf_pg_apply(s, st->xn, st->zn);
+        atf_sv_apply(s, st->xn, st->zn);
         double dx = dist(st->xn, st->y, n);
         double breg = atf_pg_loss_bregman(pl, st->zy, st->zn);
         if (breg <= dx * dx / (2.0 * t) || dx <= 1e-15 * atf_sv_norm(st->y, n)) {
@@ -421,7 +407,7 @@ static int iterate(atf_solver *s, atf_pg_loss *pl, fista_state *st)
     for (int m = 0; m < M; m++)
         st->zy[m] = st->zx[m] + beta * (st->zx[m] - st->zprev[m]);
     atf_pg_loss_eval(pl, st->zy, st->u);
-    atf_pg_adjoint(s, st->u, st->g);
+    atf_sv_adjoint(s, st->u, st->g);
     double t_before = st->t;
     if (backtracking_step(s, pl, st) != 0)
         return -1;
@@ -484,7 +470,7 @@ static void certify(atf_solver *s, atf_pg_loss *pl, fista_state *st, atf_pg_info
 {
     size_t n = s->n;
     atf_pg_loss_eval(pl, st->zx, st->u);
-    atf_pg_adjoint(s, st->u, st->g);
+    atf_sv_adjoint(s, st->u, st->g);
     for (size_t i = 0; i < n; i++)
         st->w[i] = st->x[i] - st->t * st->g[i];
     atf_sv_prox(s, st->w, st->xn, 1.0 / st->t);
@@ -512,7 +498,7 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
     }
     size_t n = s->n;
     memcpy(st.x, x, n * sizeof *x);
-    atf_pg_apply(s, st.x, st.zx);
+    atf_sv_apply(s, st.x, st.zx);
     st.pen = atf_sv_objective(s, st.x);
     st.loss = atf_pg_loss_eval(&pl, st.zx, NULL);
     st.F = st.pen + st.loss;
@@ -542,7 +528,7 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
         st.iter = set->max_iter;
     if (status == ATF_STATUS_NUMERICAL_ERROR && !atf_sv_all_finite(st.x, n)) {
         memset(st.x, 0, n * sizeof *st.x); /* never hand out NaN: B = 0, i.e. f = f0 */
-        atf_pg_apply(s, st.x, st.zx);
+        atf_sv_apply(s, st.x, st.zx);
         st.pen = atf_sv_objective(s, st.x);
         st.loss = atf_pg_loss_eval(&pl, st.zx, NULL);
         st.F = st.pen + st.loss;

@@ -68,6 +68,16 @@ json_t *atf_result_json_object(const atf_result *res)
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         json_object_set_new(o, fields[i].key, atf_json_number(fields[i].v));
+    const struct {
+        const char *key;
+        int v;
+    } counts[] = {{"operator_passes", res->operator_passes},
+                  {"inner_iterations", res->inner_iterations},
+                  {"fallback_steps", res->fallback_steps}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) /* -1: not counted */
+        json_object_set_new(o, counts[i].key,
+                            counts[i].v >= 0 ? json_integer(counts[i].v) : json_null());
+    json_object_set_new(o, "method_note", atf_json_text(res->method_note));
     if (res->problem_fingerprint[0])
         json_object_set_new(o, "problem_fingerprint", atf_json_text(res->problem_fingerprint));
     return o;
@@ -146,6 +156,14 @@ int atf_result_summary(const atf_result *res, char *buf, size_t len)
                          "  proximal-gradient residual %.3e, duality gap %.3e\n",
                          res->loss[0] ? res->loss : "?", res->loss_value, res->penalty_value,
                          res->objective, res->pg_residual, res->duality_gap));
+    if (res->operator_passes >= 0)
+        add(&k, snprintf(at(&k), room(&k), "  work: %d passes over the data (A or Aᵀ)%s",
+                         res->operator_passes, res->inner_iterations >= 0 ? "" : "\n"));
+    if (res->operator_passes >= 0 && res->inner_iterations >= 0)
+        add(&k, snprintf(at(&k), room(&k), ", %d CG steps, %d fallback steps\n",
+                         res->inner_iterations, res->fallback_steps));
+    if (res->method_note[0])
+        add(&k, snprintf(at(&k), room(&k), "  note: %s\n", res->method_note));
     if (res->status == ATF_STATUS_SOLVED && res->method == ATF_METHOD_ADMM &&
         res->stationarity > SUMMARY_CERTIFICATE_NOTE)
         add(&k, snprintf(at(&k), room(&k),

@@ -26,7 +26,8 @@ atf_settings atf_settings_default(void)
     return s;
 }
 
-/* Interpolation is solved by admm, lp, baseline or irls; a penalized loss only by fista. */
+/* Interpolation is solved by admm, lp, baseline, irls, alm or cg; a penalized loss by newton or
+ * fista; auto by whichever atf_solver_init picks. */
 static atf_error check_method_loss(const atf_settings *set, char *err)
 {
     const atf_loss *loss = &set->loss;
@@ -42,11 +43,13 @@ static atf_error check_method_loss(const atf_settings *set, char *err)
     }
     int penalized = loss->kind != ATF_LOSS_INTERPOLATE;
     switch (set->method) {
+    case ATF_METHOD_AUTO: return ATF_OK; /* resolved by atf_solver_init for the loss */
     case ATF_METHOD_FISTA:
+    case ATF_METHOD_NEWTON:
         if (penalized)
             return ATF_OK;
-        atf_errorf(err, "settings: method fista needs a penalized loss (squared or xent), not "
-                        "interpolate");
+        atf_errorf(err, "settings: method %s needs a penalized loss (squared or xent), not "
+                        "interpolate", atf_method_name(set->method));
         return ATF_E_USAGE;
     case ATF_METHOD_IRLS:
         if (set->warm) { /* its monotone path starts at the minimum-norm interpolant */
@@ -58,15 +61,17 @@ static atf_error check_method_loss(const atf_settings *set, char *err)
     case ATF_METHOD_ADMM:
     case ATF_METHOD_LP:
     case ATF_METHOD_BASELINE:
+    case ATF_METHOD_ALM:
+    case ATF_METHOD_CG:
         if (!penalized)
             return ATF_OK;
         atf_errorf(err, "settings: method %s solves the interpolation problem only; the loss %s "
-                        "needs method fista", atf_method_name(set->method),
+                        "needs method newton or fista (or auto)", atf_method_name(set->method),
                    atf_loss_name(loss->kind));
         return ATF_E_USAGE;
     }
-    atf_errorf(err, "settings: method %d is not one of admm, lp, baseline, irls, fista",
-               (int)set->method);
+    atf_errorf(err, "settings: method %d is not one of auto, admm, lp, baseline, irls, alm, cg, "
+                    "newton, fista", (int)set->method);
     return ATF_E_USAGE;
 }
 

@@ -326,6 +326,11 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
         atf_irls_info info;
         return atf_sv_irls(s, res, x, &info, err);
     }
+    case ATF_METHOD_NEWTON:
+    case ATF_METHOD_ALM:
+    case ATF_METHOD_CG:
+    case ATF_METHOD_AUTO:
+        break; /* TODO(issue 15): in progress */
     }
     atf_errorf(err, "solver: unknown method");
     return ATF_E_USAGE;
@@ -391,6 +396,7 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
     res->structure = s->set.structure;
     atf_loss_format(&s->set.loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
     s->check[0] = '\0';
+    s->passes = 0;
     atf_error e = run_method(s, res, x, err);
     if (e == ATF_OK) {
         check_answer(s, res, x);

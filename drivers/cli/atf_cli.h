@@ -166,4 +166,9 @@ atf_error atf_cli_check_pair(const char *cmd, const atf_result *res, const char 
 /* Print a JSON value as one line on stdout (jansson: properly escaped) and release it. */
 void atf_cli_print_json(json_t *v);
 
+/* Before anything else in main(): when OpenBLAS fell back to its generic kernels on a CPU it does
+ * not recognise, set OPENBLAS_CORETYPE to the kernel the CPU supports and execute the command
+ * again (cli_blas.c). Returns only when nothing is to be done or the re-execution failed. */
+void atf_cli_blas_kernel(char **argv);
+
 #endif

@@ -37,7 +37,9 @@ static void usage(FILE *out)
     fprintf(out, "\nexit codes: 0 solved, 2 bad input or usage, 3 infeasible,\n"
                  "            4 iteration limit (result written), 130 interrupted (last iterate written)\n"
                  "environment: ATF_DATA  ':'-separated data roots for --data mnist and\n"
-                 "            fashion-mnist (see atf features --help)\n");
+                 "            fashion-mnist (see atf features --help)\n"
+                 "            OPENBLAS_CORETYPE  OpenBLAS kernel; when unset and OpenBLAS does\n"
+                 "            not know the CPU, atf sets it (SkylakeX or Haswell) and restarts\n");
 }
 
 enum { OPT_VERSION = ATF_CLI_OPT_FIRST };
@@ -51,6 +53,7 @@ static const struct option options[] = {
 
 int main(int argc, char **argv)
 {
+    atf_cli_blas_kernel(argv);
     char err[ATF_ERRLEN] = "";
     int c;
     atf_cli_getopt_begin();

@@ -102,6 +102,7 @@ struct atf_solver {
     int nonconvex;         /* some ω̃ is nonconvex */
     int curvature_underflow; /* ω̃'(σ)/σ at the least-squares point is not a normal double */
     char check[ATF_ERRLEN];/* why a method's answer failed the final check ("" if it passed) */
+    long passes;           /* applications of A' or A'ᵀ since the last solve began (operator.c) */
     atf_sv_times t;
 };
 
@@ -139,6 +140,11 @@ void atf_sv_vars_free(atf_solver *s);
 /* B (orig shape) of var v from its core C; C from B. 0 on success, -1 out of memory. */
 int atf_sv_expand(const atf_sv_var *v, const double *C, double *B);
 int atf_sv_restrict(const atf_sv_var *v, const double *B, double *C);
+
+/* ---- operator.c: the stacked operator of all vars (work units) ---- */
+/* z = A' x [M] and g = A'ᵀ u [n]; each call counts one pass over the data in s->passes. */
+void atf_sv_apply(atf_solver *s, const double *x, double *z);
+void atf_sv_adjoint(atf_solver *s, const double *u, double *g);
 
 /* ---- projection.c ---- */
 /* Factorise AAᵀ once; compute the least-squares point and decide consistency. */

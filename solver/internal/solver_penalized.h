@@ -37,9 +37,7 @@ double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1);
 /* Conjugate (κ L(scale ∘ ·))*(u) at the dual point u [M]; +∞ outside its domain. */
 double atf_pg_loss_conjugate(atf_pg_loss *pl, const double *u);
 
-/* ---- fista.c: the stacked operator of all vars ---- */
-void atf_pg_apply(atf_solver *s, const double *x, double *z);   /* z = A' x  [M]  */
-void atf_pg_adjoint(atf_solver *s, const double *u, double *g); /* g = A'ᵀ u [n]  */
+/* ---- fista.c: conjugates for the duality gap ---- */
 /* (Σ Ω̃')*(v) = Σ_j ω̃*(σ_j(v)) blockwise (Lewis), ω̃*(u) = sup_{z≥1} u²z²/4 − ω(z); +∞ outside
  * the domain. Exact only for convex ω̃ (unimodal sup); NaN when some ω̃ is nonconvex. */
 double atf_pg_penalty_conjugate(atf_solver *s, const double *v);

@@ -55,6 +55,8 @@ static void result(void)
     OFF(atf_result, dual_residual); OFF(atf_result, constraint_residual);
     OFF(atf_result, stationarity); OFF(atf_result, ls_residual); OFF(atf_result, loss_value);
     OFF(atf_result, penalty_value); OFF(atf_result, pg_residual); OFF(atf_result, duality_gap);
+    OFF(atf_result, operator_passes); OFF(atf_result, inner_iterations);
+    OFF(atf_result, fallback_steps); OFF(atf_result, method_note);
     OFF(atf_result, solve_seconds); OFF(atf_result, setup_seconds);
     OFF(atf_result, projection_seconds); OFF(atf_result, prox_seconds);
     OFF(atf_result, other_seconds); OFF(atf_result, nblocks); OFF(atf_result, blocks);

@@ -117,12 +117,13 @@ class PenalizedCli(T.ScratchCase):
         for spec in ("squared:lambda=0", "squared", "hinge:lambda=1", "xent:lambda=nan"):
             err = self.refused(pfile, "--loss", spec)
             self.assertIn(f'loss "{spec}"', err)
-        self.assertIn("needs method fista",
+        self.assertIn("needs method newton or fista",
                       self.refused(pfile, "--loss", "squared:lambda=1", "--method", "admm"))
-        self.assertIn("needs method fista",
+        self.assertIn("needs method newton or fista",
                       self.refused(pfile, "--loss", "squared:lambda=1", "--method", "irls"))
         self.assertIn("needs a penalized loss", self.refused(pfile, "--method", "fista"))
-        self.assertIn("--method", self.refused(pfile, "--method", "newton"))
+        self.assertIn("needs a penalized loss", self.refused(pfile, "--method", "newton"))
+        self.assertIn("--method", self.refused(pfile, "--method", "simplex"))
         err = self.refused(pfile, "--loss", "xent:lambda=1")
         self.assertIn("p.h5", err)
         self.assertIn("/labels", err)

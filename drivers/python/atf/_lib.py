@@ -134,6 +134,8 @@ class ResultC(Structure):
         ("constraint_residual", c_double), ("stationarity", c_double),
         ("ls_residual", c_double), ("loss_value", c_double), ("penalty_value", c_double),
         ("pg_residual", c_double), ("duality_gap", c_double),
+        ("operator_passes", c_int), ("inner_iterations", c_int), ("fallback_steps", c_int),
+        ("method_note", c_char * 256),
         ("solve_seconds", c_double), ("setup_seconds", c_double),
         ("projection_seconds", c_double), ("prox_seconds", c_double),
         ("other_seconds", c_double),

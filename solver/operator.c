@@ -1,0 +1,20 @@
+/* operator.c — the stacked constraint operator A' of the solver's variables (the cores of
+ * reduction.c, in the work units of equilibrate.c): z = A'x and g = A'ᵀu as the sum and the
+ * concatenation of the blocks' own operators (problems/operators.c: per factored block two
+ * GEMMs with H and D; the M × M Gram is never formed). Every matrix-free method goes through
+ * these two functions, which count the passes over the data for the result. */
+#include "solver_internal.h"
+
+void atf_sv_apply(atf_solver *s, const double *x, double *z)
+{
+    for (int l = 0; l < s->nvars; l++)
+        atf_block_apply(&s->vars[l].op, x + s->vars[l].off, l ? 1.0 : 0.0, z);
+    s->passes++;
+}
+
+void atf_sv_adjoint(atf_solver *s, const double *u, double *g)
+{
+    for (int l = 0; l < s->nvars; l++)
+        atf_block_adjoint(&s->vars[l].op, u, 0.0, g + s->vars[l].off);
+    s->passes++;
+}

@@ -8,6 +8,7 @@
  * method and fills a result with the blocks expanded back to their original shapes,
  * certificates, loss and penalty values, timings and Theorem 2 factors. */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,18 @@ static atf_error setup(atf_solver *s, char *err)
     return e;
 }
 
+/* The method `auto` stands for (docs/solver.md "Choosing the method"), decided once here. */
+static void resolve_auto(atf_solver *s)
+{
+    if (penalized(s)) {
+        s->set.method = ATF_METHOD_FISTA;
+        snprintf(s->note, sizeof s->note, "auto: a penalized loss: fista");
+    } else {
+        s->set.method = ATF_METHOD_ADMM;
+        snprintf(s->note, sizeof s->note, "auto: interpolation: admm");
+    }
+}
+
 atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_solver **out,
                           char *err)
 {
@@ -169,6 +182,9 @@ atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_
     }
     s->prob = prob;
     s->set = settings;
+    s->requested = settings.method;
+    if (s->set.method == ATF_METHOD_AUTO)
+        resolve_auto(s);
     e = setup(s, err);
     if (e != ATF_OK) {
         atf_solver_free(s);
@@ -329,11 +345,18 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
     case ATF_METHOD_NEWTON:
     case ATF_METHOD_ALM:
     case ATF_METHOD_CG:
-    case ATF_METHOD_AUTO:
+    case ATF_METHOD_AUTO: /* resolved by atf_solver_init */
         break; /* TODO(issue 15): in progress */
     }
     atf_errorf(err, "solver: unknown method");
     return ATF_E_USAGE;
+}
+
+/* The methods that work through A and Aᵀ products only (their work is counted in passes). */
+static int matrix_free(atf_method m)
+{
+    return m == ATF_METHOD_FISTA || m == ATF_METHOD_NEWTON || m == ATF_METHOD_ALM ||
+           m == ATF_METHOD_CG;
 }
 
 static void status_message(const atf_solver *s, const atf_result *res, char *err)
@@ -394,10 +417,13 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
     }
     res->method = s->set.method;
     res->structure = s->set.structure;
+    snprintf(res->method_note, sizeof res->method_note, "%s", s->note);
     atf_loss_format(&s->set.loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
     s->check[0] = '\0';
     s->passes = 0;
     atf_error e = run_method(s, res, x, err);
+    if (matrix_free(res->method))
+        res->operator_passes = s->passes > INT_MAX ? INT_MAX : (int)s->passes;
     if (e == ATF_OK) {
         check_answer(s, res, x);
         e = finish(s, res, x, err);

@@ -83,7 +83,9 @@ struct atf_solver {
     int var_exp;             /* B = 2^var_exp · B' between the problem's and the work units */
     int obj_exp;             /* objective = 2^obj_exp × the work problem's (2·var_exp, or
                                 var_exp when every block is nuclear: homogeneous of degree 1) */
-    atf_settings set;
+    atf_settings set;        /* set.method is the method that runs (auto resolved) */
+    atf_method requested;    /* the method asked for (may be ATF_METHOD_AUTO) */
+    char note[256];          /* why this method (auto), copied into every result */
     int nvars;
     atf_sv_var *vars;
     size_t n;              /* length of the stacked (reduced) variable */

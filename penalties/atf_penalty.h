@@ -121,6 +121,15 @@ double atf_penalty_deriv(const atf_penalty *pen, double v);
  * z* = sqrt(max(v/√γ − 2t, 0)). */
 double atf_penalty_prox(const atf_penalty *pen, double v, double t, double *z);
 
+/* Slope φ'(v) of the prox φ(v) = prox_{tω̃}(v) (the scalar ingredient of the prox's generalized
+ * Jacobian, docs/solver.md "Newton"), even in v. Closed forms for `fixed` (1/(1 + 2t)), `zsq`
+ * (1/(1 + 2t) below the kink, 1 above) and `nuclear` (0 below the threshold 2√γ·t, 1 above);
+ * φ'(0) = 1/(1 + 2t) for every other family (ω̃(v) = v² + o(v²)); elsewhere a central difference
+ * of the exact prox (relative accuracy about 1e-9), one-sided where φ has a kink or a jump (a
+ * nonconvex ω̃), taking the side of smaller slope — an element of the limiting Jacobian wherever
+ * one exists. t ≤ 0 gives 1 (the identity). */
+double atf_penalty_prox_slope(const atf_penalty *pen, double v, double t);
+
 /* Apply the prox to n values in place (e.g. singular values); the same numbers as n calls of
  * atf_penalty_prox, but the part of the work that does not depend on v is done once. */
 void atf_penalty_prox_many(const atf_penalty *pen, double *v, size_t n, double t);

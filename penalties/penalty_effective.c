@@ -161,6 +161,45 @@ void atf_penalty_prox_many(const atf_penalty *pen, double *v, size_t n, double t
     }
 }
 
+/* Relative step of the numerical slope: the prox is exact to about 1e-15 relative, so a central
+ * difference over ±1e-5·v is good to about 1e-9 (checked against smaller and larger steps). */
+#define SLOPE_STEP 1e-5
+/* One-sided slopes that differ by more than this (relative) mark a kink or a jump of φ. */
+#define SLOPE_KINK 0.1
+
+static double zsq_slope(const atf_penalty *pen, double v, double t)
+{
+    const atf_omega *w = pen->w1.family == ATF_FAMILY_ZSQ ? &pen->w1 : &pen->w2;
+    /* spectral Huber: ω̃ = v² up to √γ, then linear; φ = v/(1 + 2t) while that is ≤ √γ */
+    return v < sqrt(w->scale) * (1.0 + 2.0 * t) ? 1.0 / (1.0 + 2.0 * t) : 1.0;
+}
+
+static int single_zsq(const atf_penalty *pen)
+{
+    return (pen->w1.family == ATF_FAMILY_ZSQ && pen->w2.family == ATF_FAMILY_FIXED) ||
+           (pen->w2.family == ATF_FAMILY_ZSQ && pen->w1.family == ATF_FAMILY_FIXED);
+}
+
+double atf_penalty_prox_slope(const atf_penalty *pen, double v, double t)
+{
+    v = fabs(v);
+    if (!(t > 0.0))
+        return 1.0;
+    if (atf_penalty_is_nuclear(pen))
+        return v > 2.0 * nuclear_sqrt_gamma(pen) * t ? 1.0 : 0.0;
+    if (v == 0.0 || (pen->w1.family == ATF_FAMILY_FIXED && pen->w2.family == ATF_FAMILY_FIXED))
+        return 1.0 / (1.0 + 2.0 * t);
+    if (single_zsq(pen))
+        return zsq_slope(pen, v, t);
+    const double h = SLOPE_STEP * v;
+    const double lo = atf_penalty_prox(pen, v - h, t, NULL), mid = atf_penalty_prox(pen, v, t, NULL);
+    const double hi = atf_penalty_prox(pen, v + h, t, NULL);
+    const double left = (mid - lo) / h, right = (hi - mid) / h;
+    if (fabs(right - left) <= SLOPE_KINK * (fabs(right) + fabs(left)))
+        return (hi - lo) / (2.0 * h);
+    return fabs(left) < fabs(right) ? left : right;
+}
+
 void atf_penalty_factors(const atf_penalty *pen, double d, double *s1, double *sigma, double *s2)
 {
     const double sign = d < 0.0 ? -1.0 : 1.0;

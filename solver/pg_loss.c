@@ -90,8 +90,46 @@ atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl,
 
 void atf_pg_loss_free(atf_pg_loss *pl)
 {
-    free(pl->scale), free(pl->pred), free(pl->gpred);
-    pl->scale = pl->pred = pl->gpred = NULL;
+    free(pl->scale), free(pl->pred), free(pl->gpred), free(pl->curv);
+    pl->scale = pl->pred = pl->gpred = pl->curv = NULL;
+}
+
+atf_error atf_pg_loss_curvature(atf_pg_loss *pl, const double *z)
+{
+    if (pl->loss.kind != ATF_LOSS_XENT)
+        return ATF_OK;
+    if (!pl->curv && !(pl->curv = malloc((size_t)pl->M * sizeof *pl->curv)))
+        return ATF_E_NOMEM;
+    const atf_problem *p = pl->prob;
+    for (int i = 0; i < pl->N; i++) {
+        double *prob = pl->curv + (size_t)i * (size_t)pl->C;
+        for (int k = 0; k < pl->C; k++) {
+            size_t m = (size_t)i * (size_t)pl->C + (size_t)k;
+            prob[k] = (p->f0 ? p->f0[m] : 0.0) + pl->scale[m] * z[m];
+        }
+        atf_softmax_xent(pl->C, prob, 0, prob);
+    }
+    return ATF_OK;
+}
+
+void atf_pg_loss_hess(const atf_pg_loss *pl, const double *v, double *out)
+{
+    const double c = pl->kappa / pl->loss.lambda;
+    if (pl->loss.kind != ATF_LOSS_XENT) {
+        for (int m = 0; m < pl->M; m++)
+            out[m] = c * pl->scale[m] * pl->scale[m] * v[m];
+        return;
+    }
+    const int C = pl->C;
+    for (int i = 0; i < pl->N; i++) {
+        size_t o = (size_t)i * (size_t)C;
+        const double *prob = pl->curv + o, *scale = pl->scale + o;
+        double mean = 0.0; /* ⟨p, S v⟩ */
+        for (int k = 0; k < C; k++)
+            mean += prob[k] * scale[k] * v[o + k];
+        for (int k = 0; k < C; k++)
+            out[o + k] = c * scale[k] * prob[k] * (scale[k] * v[o + k] - mean);
+    }
 }
 
 double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad)

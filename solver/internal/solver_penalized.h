@@ -23,6 +23,8 @@ typedef struct {
     double *scale;           /* [M] prediction of the problem = scale_m × work prediction */
     double kappa;            /* work objective = κ × the problem's objective */
     double *pred, *gpred;    /* workspace [M] */
+    double *curv;            /* xent: softmax probabilities at the point of the last
+                                atf_pg_loss_curvature [M] (NULL until then) */
 } atf_pg_loss;
 
 /* ---- pg_loss.c ---- */
@@ -34,20 +36,30 @@ double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad);
 /* Bregman divergence κ[L(z1) − L(z0) − ⟨∇L(z0), z1 − z0⟩] ≥ 0, computed without the
  * cancellation of the plain difference (for the backtracking test near convergence). */
 double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1);
+/* Fix the point z [M] (work predictions) whose curvature atf_pg_loss_hess applies: the softmax
+ * probabilities for xent (nothing to store for squared). ATF_E_NOMEM only. */
+atf_error atf_pg_loss_curvature(atf_pg_loss *pl, const double *z);
+/* out = ∇²ℓ(z) v [M] at the point of the last atf_pg_loss_curvature: κ scale² v / λ (squared);
+ * per example κ/λ · S (diag p − p pᵀ) S v, S = diag(scale) (xent). */
+void atf_pg_loss_hess(const atf_pg_loss *pl, const double *v, double *out);
 /* Conjugate (κ L(scale ∘ ·))*(u) at the dual point u [M]; +∞ outside its domain. */
 double atf_pg_loss_conjugate(atf_pg_loss *pl, const double *u);
 
-/* ---- fista.c: conjugates for the duality gap ---- */
+/* ---- duality.c: conjugates and the duality gap ---- */
+/* (F − max_θ D(θ)) / |F| for convex penalties, NaN otherwise: the Fenchel dual bound at the
+ * candidates θ ∇ℓ(A'x), θ ∈ [0, 1]; u = ∇ℓ(A'x) [M], g = A'ᵀu [n], F in work units. */
+double atf_pg_duality_gap(atf_solver *s, atf_pg_loss *pl, const double *u, const double *g,
+                          double F);
 /* (Σ Ω̃')*(v) = Σ_j ω̃*(σ_j(v)) blockwise (Lewis), ω̃*(u) = sup_{z≥1} u²z²/4 − ω(z); +∞ outside
  * the domain. Exact only for convex ω̃ (unimodal sup); NaN when some ω̃ is nonconvex. */
 double atf_pg_penalty_conjugate(atf_solver *s, const double *v);
 /* ω̃*(u) of one penalty (see above). */
 double atf_pg_omega_conjugate(const atf_penalty *pen, double u);
 
-/* What a FISTA run measures beyond what atf_sv_fista writes into the result (atf_solver_solve
- * copies pg_residual and duality_gap into it; loss and penalty values are measured again on the
- * answer by the result assembly). */
-typedef struct {
+/* What a run of a penalized method (FISTA, Newton) measures beyond what it writes into the
+ * result (atf_solver_solve copies pg_residual and duality_gap into it; loss and penalty values
+ * are measured again on the answer by the result assembly). */
+typedef struct atf_pg_info {
     double loss_value;     /* L(f0 + A vec B) in the problem's units */
     double penalty_value;  /* Σ Ω̃(B) */
     double objective;      /* their sum */
@@ -56,6 +68,29 @@ typedef struct {
     double step;           /* last accepted step t (work units) */
     int iterations, restarts, backtracks;
 } atf_pg_info;
+
+/* ---- penalized.c: what FISTA and Newton share ---- */
+/* Start step 1/L, L = κ Lip(L) ‖S A'‖² with ‖S A'‖² from at most 12 power iterations (a lower
+ * bound, so the step may still be too long: the backtracking corrects it). Workspace w [n],
+ * zw [M]; *iterations receives the power iterations used. */
+double atf_pg_first_step(atf_solver *s, atf_pg_loss *pl, double *w, double *zw, int *iterations);
+/* One proximal-gradient step from y (predictions zy = A'y, gradient g at y) with backtracking
+ * (Beck–Teboulle, on the Bregman divergence): t grows by 1/0.9 first and halves until accepted.
+ * Sets xn, zn = A'xn and *t; w [n] is workspace; counts backtracks. 0, or −1 when no step length
+ * satisfied the test (numerical trouble). */
+int atf_pg_step(atf_solver *s, atf_pg_loss *pl, const double *y, const double *zy,
+                const double *g, double *t, double *w, double *xn, double *zn, int *backtracks);
+/* The relative proximal-gradient residual of the step y → xn (gradient g at y, step t):
+ * ‖G‖ / max(‖g‖, ‖G − g‖), G = (y − xn)/t; NaN if anything is non-finite. */
+double atf_pg_residual(const double *y, const double *xn, const double *g, double t, size_t n);
+
+/* Certificates at the answer x (predictions zx = A'x, objective F, step t): the
+ * proximal-gradient residual of one step from x and the duality gap into info, the
+ * stationarity (relative distance of −∇g(x) from ∂Ω̃(x)) into res. u [M], g, w, xn [n] are
+ * workspace (u, g hold ∇ℓ(A'x) and ∇g(x) on return). */
+void atf_pg_certify(atf_solver *s, atf_pg_loss *pl, const double *x, const double *zx,
+                    double t, double F, double *u, double *g, double *w, double *xn,
+                    atf_pg_info *info, atf_result *res);
 
 /* FISTA on F from x (work units, in: the start, out: the answer) on a solver set up for a
  * penalized loss (atf_solver_init with settings.loss, method fista: no projection). res gets

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_penalized.h"
+#include "solver_newton.h"
 
 /* Relative constraint residual an answer may have before it is reported as solved: √ε, or the
  * consistency tolerance of the projection when that is looser (rank-deficient A). */
@@ -325,6 +325,39 @@ static atf_error run_fista(atf_solver *s, atf_result *res, double *x, char *err)
     return e;
 }
 
+/* Newton-CG from the warm start or B = 0; where its line search kept failing it says so and
+ * FISTA continues from its last point with the iterations left. */
+static atf_error run_newton(atf_solver *s, atf_result *res, double *x, char *err)
+{
+    if (s->warm)
+        memcpy(x, s->warm, s->n * sizeof *x);
+    else
+        memset(x, 0, s->n * sizeof *x);
+    atf_pg_info info;
+    int gave_up = 0;
+    atf_error e = atf_sv_newton(s, &s->set.loss, res, x, &info, &gave_up, err);
+    res->pg_residual = info.pg_residual;
+    res->duality_gap = info.duality_gap;
+    if (e != ATF_OK || !gave_up)
+        return e;
+    int steps = res->iterations, cg = res->inner_iterations, fallbacks = res->fallback_steps;
+    size_t used = strlen(res->method_note);
+    snprintf(res->method_note + used, sizeof res->method_note - used,
+             "%snewton: the line search failed %d times in a row after %d steps (pg residual "
+             "%.2e): fista continued from there", used ? "; " : "", fallbacks, steps,
+             info.pg_residual);
+    int budget = s->set.max_iter;
+    s->set.max_iter = budget - steps > 1 ? budget - steps : 1;
+    e = atf_sv_fista(s, &s->set.loss, res, x, &info, err);
+    s->set.max_iter = budget;
+    res->pg_residual = info.pg_residual;
+    res->duality_gap = info.duality_gap;
+    res->iterations += steps;
+    res->inner_iterations = cg;
+    res->fallback_steps = fallbacks;
+    return e;
+}
+
 static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err)
 {
     if (!s->consistent) { /* r ∉ range(A): report the least-squares point */
@@ -342,7 +375,7 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
         atf_irls_info info;
         return atf_sv_irls(s, res, x, &info, err);
     }
-    case ATF_METHOD_NEWTON:
+    case ATF_METHOD_NEWTON: return run_newton(s, res, x, err);
     case ATF_METHOD_ALM:
     case ATF_METHOD_CG:
     case ATF_METHOD_AUTO: /* resolved by atf_solver_init */

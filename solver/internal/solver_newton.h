@@ -1,0 +1,91 @@
+/* solver_newton.h — private to solver/: the generalized Jacobian of the blockwise prox
+ * (prox_jacobian.c) and the semismooth Newton-CG method for the penalized problem (16)
+ * (newton.c). docs/solver.md §15 has the math.
+ *
+ * The prox of Σ Ω̃ acts var by var (block_prox.c). At a point z its generalized Jacobian J is
+ * symmetric and diagonal in a rotated basis of each var:
+ *  - spectral matrix vars (rows × cols, k = min > 1), thin SVD z = U diag(σ) Vᵀ: for a direction
+ *    H with Ĥ = Uᵀ H V (k × k), J[H] = U (Ω¹ ∘ sym Ĥ + Ω² ∘ skew Ĥ) Vᵀ + ω³ on the part of H
+ *    outside the k × k core, Ω¹_ij = (φ(σ_i) − φ(σ_j))/(σ_i − σ_j) (φ′ on ties),
+ *    Ω²_ij = (φ(σ_i) + φ(σ_j))/(σ_i + σ_j), ω³_i = φ(σ_i)/σ_i (φ′(0) at 0), φ the scalar prox;
+ *  - vectors (a side of length 1) and the `full` structure: radial φ′(ρ) and tangential
+ *    φ(ρ)/ρ, ρ = ‖z‖;
+ *  - diagonal-structure vars: φ′(|z_i|) per entry.
+ * A "coefficient map" replaces every θ of that basis by f(θ) and applies it to a direction; the
+ * Newton system uses f = 1 (J), the mask of S = {θ > θ_min} and the curvature
+ * Λ = (1/θ − 1)/t on S (the effective Hessian of the penalty at prox(z)). */
+#ifndef ATF_SOLVER_NEWTON_H
+#define ATF_SOLVER_NEWTON_H
+
+#include "solver_penalized.h"
+
+typedef enum {
+    ATF_JAC_SPECTRAL = 0, /* matrix var: rotated sym/skew/complement coefficients */
+    ATF_JAC_NORM,         /* vector var: radial and tangential coefficients */
+    ATF_JAC_ENTRYWISE     /* diagonal structure: one coefficient per entry */
+} atf_jac_kind;
+
+/* The coefficients of one map f(θ) for one var (layout as atf_jac_var's θ). */
+typedef struct {
+    double *c1, *c2; /* spectral: k × k (sym, skew) */
+    double *c3;      /* spectral: k (complement); entrywise: len; norm: 2 (radial, tangential) */
+} atf_jac_coef;
+
+typedef struct {
+    atf_jac_kind kind;
+    int rows, cols, k;   /* the var's core shape (norm/entrywise: len × 1) */
+    size_t off, len;     /* in the stacked vector (full structure: the whole vector) */
+    /* spectral: thin SVD of z, row-major: U rows × k, Vt k × cols, σ descending */
+    double *U, *Vt, *sigma, *phi, *dphi;
+    double *u;           /* norm: the unit vector z/ρ [len] (NULL for ρ = 0) */
+    atf_jac_coef theta;  /* the Jacobian's own coefficients */
+    atf_jac_coef lam;    /* Λ = (1/θ − 1)/t on S, 0 off S */
+    atf_jac_coef mask;   /* 1 on S, 0 off S */
+    int full_mask;       /* every θ > θ_min: the mask is the identity */
+    /* workspace of a map */
+    double *T, *Hh, *X, *Y, *Hh2;
+    double *a;           /* SVD input copy, LAPACK workspace */
+    double *work;
+    int lwork, *iwork;
+} atf_jac_var;
+
+typedef struct {
+    int nvars;
+    atf_jac_var *vars;
+    double t;            /* the prox step the Jacobian was taken at */
+    double theta_min;    /* θ at or below this is outside S */
+    int nonconvex_coef;  /* some θ > 1 (Λ < 0: the penalty's curvature is negative there) */
+} atf_jac;
+
+/* Allocate the Jacobian storage for the solver's vars (one var over everything for the `full`
+ * structure). ATF_E_NOMEM with a message. */
+atf_error atf_jac_alloc(atf_solver *s, atf_jac *jac, char *err);
+void atf_jac_free(atf_jac *jac);
+
+/* The Jacobian of prox_{tΣΩ̃} at z (work units): SVDs of the spectral vars, the scalar prox and
+ * its slope, the divided differences, the mask and Λ. x (may be NULL) receives prox(z) from the
+ * same SVDs. Returns 0, or nonzero when an SVD failed or z is not finite (nothing is handed to
+ * LAPACK then). */
+int atf_jac_build(atf_solver *s, atf_jac *jac, const double *z, double t, double *x);
+
+/* Which coefficients a map uses. */
+typedef enum { ATF_JAC_THETA = 0, ATF_JAC_LAMBDA, ATF_JAC_MASK } atf_jac_which;
+
+/* out = f(h) [n] for the map `which` (J, Λ or the mask of S) applied to the stacked direction h.
+ * With h2 (may be NULL) and which2, out = f(h) + f2(h2) (one rotation back for both). */
+void atf_jac_apply(atf_jac *jac, atf_jac_which which, const double *h, atf_jac_which which2,
+                   const double *h2, double *out);
+
+/* Σ over S of (1/θ − 1)/t: the mean penalty curvature on S (for a preconditioner's shift), and
+ * the dimension of S, summed over vars. */
+void atf_jac_lambda_stats(const atf_jac *jac, double *mean, double *dim);
+
+/* ---- newton.c ---- */
+/* Semismooth Newton-CG on F from x (work units; in: the start, out: the answer) on a solver set up
+ * for a penalized loss. res gets status, iterations (Newton steps), objective (problem units),
+ * stationarity, inner_iterations (CG steps) and fallback_steps. *gave_up is set when the line
+ * search failed NEWTON_GIVE_UP times in a row (the caller hands over to FISTA from x). */
+atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
+                        atf_pg_info *info, int *gave_up, char *err);
+
+#endif

@@ -1,0 +1,381 @@
+/* newton.c — the penalized problem (16), min_x F(x) = Σ Ω̃(x) + g(x), g(x) = κ L(scale ∘ A'x), by
+ * a semismooth Newton-CG method on the normal map (docs/solver.md §15), matrix-free.
+ *
+ * The iterate is a point z whose prox x = prox_{tΩ̃}(z) is the current answer; z − x ∈ t∂Ω̃(x),
+ * so the normal map R(z) = z − x + t∇g(x) vanishes exactly at the stationary points, and R/t is
+ * an element of ∂F(x). Its generalized Jacobian is I − J + t∇²g J with J the prox's Jacobian at
+ * z (prox_jacobian.c). With d = J dz (the change of x) it splits into a symmetric system on the
+ * subspace S where J is not zero,
+ *
+ *     (Λ + P_S ∇²g P_S) d = −P_S R / t,        Λ = (J⁻¹ − I)/t on S (the penalty's curvature),
+ *
+ * and dz = d − R − t ∇²g d, which needs no J⁻¹. ∇²g v = A'ᵀ (∇²ℓ (A'v)) costs one apply and one
+ * adjoint (two GEMM passes per factored block); the system is solved inexactly by CG (forcing
+ * term η = min(0.1, √res)). For smooth penalties d is Newton's direction for F in x, so
+ * F(prox(z + α dz)) decreases for small α: a backtracking (Armijo) line search on F along that
+ * path, and where it fails — the penalty's curvature is negative (nonconvex ω̃), or the model is
+ * poor far from the answer — a proximal-gradient step with backtracking (penalized.c) takes its
+ * place. Both decrease F, so F never increases, for convex and nonconvex penalties alike. After
+ * NEWTON_GIVE_UP such fallbacks in a row the method says so and hands over to FISTA.
+ *
+ * Stopping and certificate as FISTA's: the relative proximal-gradient residual at x with the
+ * step t of the normal map (atf_pg_residual), ≤ eps_rel; the final certificates (pg residual,
+ * stationarity, duality gap) come from atf_pg_certify. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_newton.h"
+
+#define ARMIJO 1e-4           /* sufficient decrease along the Newton path */
+#define LINE_SEARCH_STEPS 6   /* α = 1, 1/2, ..., 1/32, then a proximal-gradient step */
+#define ETA_MAX 0.1           /* largest CG forcing term */
+#define CG_MAX 500            /* CG steps per Newton step at most */
+#define NEWTON_GIVE_UP 8      /* consecutive proximal-gradient fallbacks before FISTA takes over */
+
+typedef struct {
+    double *z, *x, *g, *R, *d, *Hd, *dz, *zt, *xt, *w, *xb; /* [n] */
+    double *r, *y, *p, *Kp, *Hp;                            /* [n] CG */
+    double *zx, *u, *zxt, *Ap;                              /* [M] */
+    double t, F, loss, pen, res;
+    int iter, cg_total, cg_last, fallbacks, in_a_row, backtracks, negative_curvature;
+    double alpha;         /* the last step's α (0: a proximal-gradient fallback) */
+    double start;
+    int power_iterations;
+} newton_state;
+
+static FILE *log_stream(const atf_solver *s)
+{
+    return s->set.log ? s->set.log : stderr;
+}
+
+static atf_error alloc_state(newton_state *st, size_t n, int M)
+{
+    size_t bn = (n ? n : 1) * sizeof(double), bm = (size_t)M * sizeof(double);
+    double **vn[] = {&st->z, &st->x, &st->g, &st->R, &st->d, &st->Hd, &st->dz, &st->zt,
+                     &st->xt, &st->w, &st->xb, &st->r, &st->y, &st->p, &st->Kp, &st->Hp};
+    double **vm[] = {&st->zx, &st->u, &st->zxt, &st->Ap};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof vn / sizeof vn[0]; i++)
+        ok = (*vn[i] = calloc(1, bn)) != NULL && ok;
+    for (size_t i = 0; i < sizeof vm / sizeof vm[0]; i++)
+        ok = (*vm[i] = calloc(1, bm)) != NULL && ok;
+    return ok ? ATF_OK : ATF_E_NOMEM;
+}
+
+static void free_state(newton_state *st)
+{
+    double *v[] = {st->z, st->x, st->g, st->R, st->d, st->Hd, st->dz, st->zt, st->xt, st->w,
+                   st->xb, st->r, st->y, st->p, st->Kp, st->Hp, st->zx, st->u, st->zxt, st->Ap};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        free(v[i]);
+}
+
+/* ---- the pieces ----------------------------------------------------------------------------- */
+
+/* F at x (predictions zx): the penalty from the singular values the last prox kept. */
+static double objective_of_prox(atf_solver *s, atf_pg_loss *pl, const double *x,
+                                const double *zx, double *pen, double *loss)
+{
+    *pen = atf_sv_prox_objective(s, x);
+    *loss = atf_pg_loss_eval(pl, zx, NULL);
+    return *pen + *loss;
+}
+
+/* Hp = ∇²g p = A'ᵀ ∇²ℓ A' p (two passes). */
+static void hess_vec(atf_solver *s, atf_pg_loss *pl, newton_state *st, const double *p,
+                     double *Hp)
+{
+    atf_sv_apply(s, p, st->Ap);
+    atf_pg_loss_hess(pl, st->Ap, st->Ap);
+    atf_sv_adjoint(s, st->Ap, Hp);
+}
+
+static double dot(const double *a, const double *b, size_t n)
+{
+    return n ? cblas_ddot((int)n, a, 1, b, 1) : 0.0;
+}
+
+/* CG on (Λ + P_S ∇²g P_S) d = rhs (in st->r on entry), d and Hd = ∇²g d out. Stops at the
+ * relative residual η, at CG_MAX steps, on the interrupt flag, or on nonpositive curvature
+ * (then d is the last iterate with positive curvature; at the first step the right-hand side
+ * itself, scaled by t: a proximal-gradient-like direction). Returns the CG steps taken. */
+static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_state *st,
+                              double eta)
+{
+    size_t n = s->n;
+    memset(st->d, 0, n * sizeof *st->d);
+    memset(st->Hd, 0, n * sizeof *st->Hd);
+    double rnorm0 = atf_sv_norm(st->r, n);
+    memcpy(st->p, st->r, n * sizeof *st->p);
+    double rr = dot(st->r, st->r, n);
+    int k = 0;
+    while (k < CG_MAX && !(s->set.interrupt && *s->set.interrupt)) {
+        hess_vec(s, pl, st, st->p, st->Hp);
+        atf_jac_apply(jac, ATF_JAC_LAMBDA, st->p, ATF_JAC_MASK, st->Hp, st->Kp);
+        k++;
+        double pKp = dot(st->p, st->Kp, n);
+        if (!(pKp > 0.0)) { /* negative curvature (nonconvex ω̃) or breakdown */
+            st->negative_curvature++;
+            if (k == 1) {
+                for (size_t i = 0; i < n; i++)
+                    st->d[i] = jac->t * st->p[i], st->Hd[i] = jac->t * st->Hp[i];
+            }
+            break;
+        }
+        double alpha = rr / pKp;
+        cblas_daxpy((int)n, alpha, st->p, 1, st->d, 1);
+        cblas_daxpy((int)n, alpha, st->Hp, 1, st->Hd, 1);
+        cblas_daxpy((int)n, -alpha, st->Kp, 1, st->r, 1);
+        double rr_next = dot(st->r, st->r, n);
+        if (sqrt(rr_next) <= eta * rnorm0)
+            break;
+        double beta = rr_next / rr;
+        rr = rr_next;
+        for (size_t i = 0; i < n; i++)
+            st->p[i] = st->r[i] + beta * st->p[i];
+    }
+    return k;
+}
+
+/* The forcing term: superlinear near the answer, and no tighter than the last step needs. */
+static double forcing(double res, double eps)
+{
+    double eta = fmin(ETA_MAX, sqrt(res));
+    return fmin(0.5, fmax(eta, 0.2 * eps / res));
+}
+
+/* Accept the trial (zt, xt, zxt) as the new point: gradient at it. */
+static void accept(atf_solver *s, atf_pg_loss *pl, newton_state *st, double F, double pen,
+                   double loss)
+{
+    size_t n = s->n;
+    int M = pl->M;
+    memcpy(st->z, st->zt, n * sizeof *st->z);
+    memcpy(st->x, st->xt, n * sizeof *st->x);
+    memcpy(st->zx, st->zxt, (size_t)M * sizeof *st->zx);
+    st->F = F, st->pen = pen, st->loss = loss;
+    atf_pg_loss_eval(pl, st->zx, st->u);
+    atf_sv_adjoint(s, st->u, st->g);
+}
+
+/* Backtracking along z + α dz: 1 when a point with sufficient decrease was found (accepted). */
+static int line_search(atf_solver *s, atf_pg_loss *pl, newton_state *st, double slope)
+{
+    size_t n = s->n;
+    if (!(slope < 0.0))
+        return 0;
+    double alpha = 1.0;
+    for (int k = 0; k < LINE_SEARCH_STEPS; k++, alpha *= 0.5) {
+        for (size_t i = 0; i < n; i++)
+            st->zt[i] = st->z[i] + alpha * st->dz[i];
+        double t0 = atf_now();
+        atf_sv_prox(s, st->zt, st->xt, 1.0 / st->t);
+        s->t.prox += atf_now() - t0;
+        atf_sv_apply(s, st->xt, st->zxt);
+        double pen, loss, F = objective_of_prox(s, pl, st->xt, st->zxt, &pen, &loss);
+        if (isfinite(F) && F <= st->F + ARMIJO * alpha * slope) {
+            st->alpha = alpha;
+            accept(s, pl, st, F, pen, loss);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A proximal-gradient step from x (monotone for every penalty). 0, or −1 on numerical trouble. */
+static int fallback_step(atf_solver *s, atf_pg_loss *pl, newton_state *st)
+{
+    if (atf_pg_step(s, pl, st->x, st->zx, st->g, &st->t, st->w, st->xt, st->zxt,
+                    &st->backtracks) != 0)
+        return -1;
+    double pen, loss, F = objective_of_prox(s, pl, st->xt, st->zxt, &pen, &loss);
+    if (!isfinite(F))
+        return -1;
+    memcpy(st->zt, st->w, s->n * sizeof *st->zt); /* w = x − t g: the prox input */
+    st->alpha = 0.0;
+    st->fallbacks++;
+    st->in_a_row++;
+    accept(s, pl, st, F, pen, loss);
+    return 0;
+}
+
+/* The relative proximal-gradient residual at x with the current t (one prox). */
+static double residual_at_x(atf_solver *s, newton_state *st)
+{
+    size_t n = s->n;
+    for (size_t i = 0; i < n; i++)
+        st->w[i] = st->x[i] - st->t * st->g[i];
+    double t0 = atf_now();
+    atf_sv_prox(s, st->w, st->xb, 1.0 / st->t);
+    s->t.prox += atf_now() - t0;
+    return atf_pg_residual(st->x, st->xb, st->g, st->t, n);
+}
+
+/* One Newton step from (z, x). 0 on success (a step was taken), −1 on numerical trouble. */
+static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_state *st)
+{
+    size_t n = s->n;
+    double t = st->t;
+    if (atf_jac_build(s, jac, st->z, t, NULL) != 0 || atf_pg_loss_curvature(pl, st->zx) != 0)
+        return fallback_step(s, pl, st);
+    for (size_t i = 0; i < n; i++)
+        st->R[i] = st->z[i] - st->x[i] + t * st->g[i];
+    atf_jac_apply(jac, ATF_JAC_MASK, st->R, ATF_JAC_MASK, NULL, st->r);
+    cblas_dscal((int)n, -1.0 / t, st->r, 1);
+    st->cg_last = conjugate_gradient(s, pl, jac, st, forcing(st->res, s->set.eps_rel));
+    st->cg_total += st->cg_last;
+    for (size_t i = 0; i < n; i++)
+        st->dz[i] = st->d[i] - st->R[i] - t * st->Hd[i];
+    double slope = dot(st->R, st->d, n) / t;
+    if (line_search(s, pl, st, slope)) {
+        st->in_a_row = 0;
+        return 0;
+    }
+    return fallback_step(s, pl, st);
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+static void log_header(atf_solver *s, const atf_loss *loss, const newton_state *st)
+{
+    char spec[ATF_LOSS_SPECLEN];
+    atf_loss_format(loss, spec, sizeof spec);
+    FILE *f = log_stream(s);
+    fprintf(f, "atf newton: loss %s, %d blocks, %zu variables (%lld before reduction), %d rows, "
+               "structure %s\n",
+            spec, s->nvars, s->n, (long long)s->n_orig, s->prob->M,
+            atf_structure_name(s->set.structure));
+    fprintf(f, "atf newton: prox step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
+               "max_iter %d\n", st->t, st->power_iterations, s->set.eps_rel, s->set.max_iter);
+    fprintf(f, "%6s %14s %13s %13s %10s %6s %8s %8s %9s\n", "iter", "objective", "loss",
+            "penalty", "pg res", "cg", "step", "passes", "time(s)");
+}
+
+static void log_row(atf_solver *s, const newton_state *st)
+{
+    char step[16];
+    if (st->iter == 0)
+        snprintf(step, sizeof step, "-");
+    else if (st->alpha > 0.0)
+        snprintf(step, sizeof step, "%.3g", st->alpha);
+    else
+        snprintf(step, sizeof step, "pg");
+    fprintf(log_stream(s), "%6d %14.7e %13.6e %13.6e %10.3e %6d %8s %8ld %9.2f\n", st->iter,
+            atf_sv_unscale_objective(s, st->F), atf_sv_unscale_objective(s, st->loss),
+            atf_sv_unscale_objective(s, st->pen), st->res, st->cg_last, step, s->passes,
+            atf_now() - st->start);
+}
+
+/* The start: one proximal-gradient step from x0 gives a pair z, x = prox(z). */
+static atf_error start(atf_solver *s, atf_pg_loss *pl, newton_state *st, const double *x0)
+{
+    size_t n = s->n;
+    memcpy(st->x, x0, n * sizeof *st->x);
+    atf_sv_apply(s, st->x, st->zx);
+    st->pen = atf_sv_objective(s, st->x);
+    st->loss = atf_pg_loss_eval(pl, st->zx, st->u);
+    st->F = st->pen + st->loss;
+    atf_sv_adjoint(s, st->u, st->g);
+    st->t = atf_pg_first_step(s, pl, st->w, st->zxt, &st->power_iterations);
+    if (!isfinite(st->F))
+        return ATF_E_NUMERICAL;
+    if (fallback_step(s, pl, st) != 0)
+        return ATF_E_NUMERICAL;
+    st->fallbacks = st->in_a_row = 0; /* the start is not a fallback */
+    return ATF_OK;
+}
+
+static void report(atf_solver *s, const newton_state *st, const atf_pg_info *info,
+                   atf_status status, atf_result *res)
+{
+    res->status = status;
+    res->iterations = st->iter;
+    res->objective = atf_sv_unscale_objective(s, st->F);
+    res->primal_residual = res->dual_residual = NAN;
+    res->inner_iterations = st->cg_total;
+    res->fallback_steps = st->fallbacks;
+    if (s->set.verbose)
+        fprintf(log_stream(s), "atf newton: %s after %d Newton steps (%d CG steps, %d "
+                               "proximal-gradient fallbacks, %ld passes): loss %.9e, penalty "
+                               "%.9e, objective %.9e; pg residual %.3e, stationarity %.3e, "
+                               "duality gap %.3e, %.2f s\n",
+                atf_status_name(status), st->iter, st->cg_total, st->fallbacks, s->passes,
+                info->loss_value, info->penalty_value, info->objective, info->pg_residual,
+                res->stationarity, info->duality_gap, atf_now() - st->start);
+}
+
+atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
+                        atf_pg_info *info, int *gave_up, char *err)
+{
+    atf_pg_loss pl;
+    atf_jac jac;
+    *gave_up = 0;
+    atf_error e = atf_pg_loss_init(s, loss, &pl, err);
+    if (e != ATF_OK)
+        return e;
+    if ((e = atf_jac_alloc(s, &jac, err)) != ATF_OK) {
+        atf_pg_loss_free(&pl);
+        return e;
+    }
+    newton_state st = {.start = atf_now()};
+    memset(info, 0, sizeof *info);
+    if (alloc_state(&st, s->n, pl.M) != ATF_OK) {
+        free_state(&st), atf_jac_free(&jac), atf_pg_loss_free(&pl);
+        atf_errorf(err, "newton: out of memory for %zu variables and %d rows", s->n, pl.M);
+        return ATF_E_NOMEM;
+    }
+    atf_status status = ATF_STATUS_MAX_ITERATIONS;
+    const atf_settings *set = &s->set;
+    if (start(s, &pl, &st, x) != ATF_OK)
+        status = ATF_STATUS_NUMERICAL_ERROR;
+    else if (set->verbose)
+        log_header(s, loss, &st);
+    for (st.iter = 0; status == ATF_STATUS_MAX_ITERATIONS; st.iter++) {
+        st.res = residual_at_x(s, &st);
+        if (set->verbose)
+            log_row(s, &st);
+        if (st.res <= set->eps_rel) {
+            status = ATF_STATUS_SOLVED;
+            break;
+        }
+        if (isnan(st.res)) {
+            status = ATF_STATUS_NUMERICAL_ERROR;
+            break;
+        }
+        if (set->interrupt && *set->interrupt) {
+            status = ATF_STATUS_INTERRUPTED;
+            break;
+        }
+        if (st.iter >= set->max_iter)
+            break;
+        if (st.in_a_row >= NEWTON_GIVE_UP) {
+            *gave_up = 1;
+            break;
+        }
+        if (newton_step(s, &pl, &jac, &st) != 0)
+            status = ATF_STATUS_NUMERICAL_ERROR;
+    }
+    if (status == ATF_STATUS_NUMERICAL_ERROR && !atf_sv_all_finite(st.x, s->n)) {
+        memset(st.x, 0, s->n * sizeof *st.x); /* never hand out NaN: B = 0, i.e. f = f0 */
+        atf_sv_apply(s, st.x, st.zx);
+        st.pen = atf_sv_objective(s, st.x);
+        st.loss = atf_pg_loss_eval(&pl, st.zx, NULL);
+        st.F = st.pen + st.loss;
+    }
+    atf_pg_certify(s, &pl, st.x, st.zx, st.t, st.F, st.u, st.g, st.w, st.xb, info, res);
+    memcpy(x, st.x, s->n * sizeof *x);
+    info->loss_value = atf_sv_unscale_objective(s, st.loss);
+    info->penalty_value = atf_sv_unscale_objective(s, st.pen);
+    info->objective = atf_sv_unscale_objective(s, st.F);
+    info->step = st.t;
+    info->iterations = st.iter;
+    info->backtracks = st.backtracks;
+    report(s, &st, info, status, res);
+    free_state(&st);
+    atf_jac_free(&jac);
+    atf_pg_loss_free(&pl);
+    return ATF_OK;
+}

@@ -34,6 +34,17 @@
 #define ETA_MAX 0.1           /* largest CG forcing term */
 #define CG_MAX 500            /* CG steps per Newton step at most */
 #define NEWTON_GIVE_UP 8      /* consecutive proximal-gradient fallbacks before FISTA takes over */
+/* Regularisation of the Newton system (Λ + ∇²g + μI), μ = σ · (mean Λ on S): the system is
+ * singular where the penalty is linear and the loss flat (nuclear-norm directions in null(A)),
+ * and a step that runs into a kink of the prox far from the answer (a singular value reaching
+ * the prox's threshold) must be shortened. σ ≥ MU_REL · min(res, 1), so that μ → 0 with the
+ * residual and the local convergence stays superlinear (the regularised semismooth Newton of
+ * Li, Sun and Toh); like a Levenberg–Marquardt parameter σ doubles when the line search had to
+ * shorten the step, grows by MU_GROW² when it failed, and shrinks by MU_GROW after a full step
+ * (growing by 1/α instead stalled the ℓ1 case, diagonal structure + nuclear, at 500 steps). */
+#define MU_REL 1e-2
+#define MU_GROW 4.0
+#define MU_MAX 1e12
 
 typedef struct {
     double *z, *x, *g, *R, *d, *Hd, *dz, *zt, *xt, *w, *xb; /* [n] */
@@ -42,6 +53,7 @@ typedef struct {
     double t, F, loss, pen, res;
     int iter, cg_total, cg_last, fallbacks, in_a_row, backtracks, negative_curvature;
     double alpha;         /* the last step's α (0: a proximal-gradient fallback) */
+    double sigma;         /* the regularisation's adaptive factor (see MU_REL) */
     double start;
     int power_iterations;
 } newton_state;
@@ -103,7 +115,7 @@ static double dot(const double *a, const double *b, size_t n)
  * (then d is the last iterate with positive curvature; at the first step the right-hand side
  * itself, scaled by t: a proximal-gradient-like direction). Returns the CG steps taken. */
 static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_state *st,
-                              double eta)
+                              double eta, double mu)
 {
     size_t n = s->n;
     memset(st->d, 0, n * sizeof *st->d);
@@ -115,6 +127,7 @@ static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newt
     while (k < CG_MAX && !(s->set.interrupt && *s->set.interrupt)) {
         hess_vec(s, pl, st, st->p, st->Hp);
         atf_jac_apply(jac, ATF_JAC_LAMBDA, st->p, ATF_JAC_MASK, st->Hp, st->Kp);
+        cblas_daxpy((int)n, mu, st->p, 1, st->Kp, 1);
         k++;
         double pKp = dot(st->p, st->Kp, n);
         if (!(pKp > 0.0)) { /* negative curvature (nonconvex ω̃) or breakdown */
@@ -225,15 +238,21 @@ static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_stat
         st->R[i] = st->z[i] - st->x[i] + t * st->g[i];
     atf_jac_apply(jac, ATF_JAC_MASK, st->R, ATF_JAC_MASK, NULL, st->r);
     cblas_dscal((int)n, -1.0 / t, st->r, 1);
-    st->cg_last = conjugate_gradient(s, pl, jac, st, forcing(st->res, s->set.eps_rel));
+    double lam_mean, dim;
+    atf_jac_lambda_stats(jac, &lam_mean, &dim);
+    st->sigma = fmax(st->sigma, MU_REL * fmin(st->res, 1.0));
+    double mu = st->sigma * (lam_mean > 0.0 ? lam_mean : 1.0 / t);
+    st->cg_last = conjugate_gradient(s, pl, jac, st, forcing(st->res, s->set.eps_rel), mu);
     st->cg_total += st->cg_last;
     for (size_t i = 0; i < n; i++)
         st->dz[i] = st->d[i] - st->R[i] - t * st->Hd[i];
     double slope = dot(st->R, st->d, n) / t;
     if (line_search(s, pl, st, slope)) {
         st->in_a_row = 0;
+        st->sigma = st->alpha == 1.0 ? st->sigma / MU_GROW : fmin(2.0 * st->sigma, MU_MAX);
         return 0;
     }
+    st->sigma = fmin(fmax(st->sigma, MU_REL) * MU_GROW * MU_GROW, MU_MAX);
     return fallback_step(s, pl, st);
 }
 

@@ -32,8 +32,7 @@ double atf_pg_first_step(atf_solver *s, atf_pg_loss *pl, double *w, double *zw, 
             break;
         cblas_dscal((int)n, 1.0 / nw, w, 1);
         atf_sv_apply(s, w, zw);
-        for (int m = 0; m < pl->M; m++)
-            zw[m] *= pl->scale[m] * pl->scale[m];
+        atf_pg_loss_lipschitz_weight(pl, zw);
         atf_sv_adjoint(s, zw, w);
         double previous = lambda_max;
         lambda_max = atf_sv_norm(w, n);
@@ -41,8 +40,7 @@ double atf_pg_first_step(atf_solver *s, atf_pg_loss *pl, double *w, double *zw, 
         if (lambda_max - previous <= POWER_RTOL * lambda_max)
             break; /* settled: the backtracking absorbs the rest */
     }
-    double L = pl->kappa * atf_loss_lipschitz(&pl->loss) * lambda_max;
-    return L > 0.0 && isfinite(L) ? 1.0 / L : 1.0;
+    return lambda_max > 0.0 && isfinite(lambda_max) ? 1.0 / lambda_max : 1.0;
 }
 
 static double dist(const double *a, const double *b, size_t n)

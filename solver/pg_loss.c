@@ -66,6 +66,42 @@ static atf_error row_scales(atf_solver *s, double *scale, char *err)
     return ATF_OK;
 }
 
+/* κ · 2^e / λ without forming an intermediate that leaves the range of doubles (κ and the row
+ * scales are exact powers of two; 1/λ = (1/f)·2^−q with λ = f·2^q, f ∈ [1/2, 1)). */
+static double over_lambda(const atf_pg_loss *pl, int e)
+{
+    int q;
+    double f = frexp(pl->loss.lambda, &q);
+    return ldexp(1.0 / f, pl->kappa_exp + e - q);
+}
+
+static int exponent_of_power(double p)
+{
+    int e;
+    frexp(p, &e);
+    return e - 1; /* p = 2^(e−1) exactly */
+}
+
+/* The work-unit weight of every row: κ·scale_m²/λ (the squared loss's curvature).
+ * ATF_E_NUMERICAL, naming λ, when they are not representable: the penalized
+ * problem's loss curvature relative to the penalty's is then beyond double precision (a λ so
+ * small that the problem is interpolation, or so large that the loss vanishes). */
+static atf_error row_weights(atf_pg_loss *pl, char *err)
+{
+    for (int m = 0; m < pl->M; m++) {
+        int e = exponent_of_power(pl->scale[m]);
+        pl->wsq[m] = over_lambda(pl, 2 * e);
+        if (!(pl->wsq[m] > 0.0 && isfinite(pl->wsq[m]))) {
+            atf_errorf(err, "solver: loss %s:lambda=%g: the loss's weight 1/lambda relative to the "
+                            "penalty is not representable in double precision for this problem "
+                            "(use a lambda closer to the data's scale; lambda -> 0 is --loss "
+                            "interpolate)", atf_loss_name(pl->loss.kind), pl->loss.lambda);
+            return ATF_E_NUMERICAL;
+        }
+    }
+    return ATF_OK;
+}
+
 atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl, char *err)
 {
     memset(pl, 0, sizeof *pl);
@@ -73,16 +109,20 @@ atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl,
     pl->prob = s->prob;
     pl->N = s->prob->N, pl->C = s->prob->C, pl->M = s->prob->M;
     pl->kappa = ldexp(1.0, -s->obj_exp);
+    pl->kappa_exp = -s->obj_exp;
     size_t M = (size_t)pl->M;
     pl->scale = malloc(M * sizeof *pl->scale);
     pl->pred = malloc(M * sizeof *pl->pred);
     pl->gpred = malloc(M * sizeof *pl->gpred);
-    if (!pl->scale || !pl->pred || !pl->gpred) {
+    pl->wsq = malloc(M * sizeof *pl->wsq);
+    if (!pl->scale || !pl->pred || !pl->gpred || !pl->wsq) {
         atf_pg_loss_free(pl);
         atf_errorf(err, "solver: out of memory for the loss workspace (%d rows)", pl->M);
         return ATF_E_NOMEM;
     }
     atf_error e = row_scales(s, pl->scale, err);
+    if (e == ATF_OK)
+        e = row_weights(pl, err);
     if (e != ATF_OK)
         atf_pg_loss_free(pl);
     return e;
@@ -91,7 +131,8 @@ atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl,
 void atf_pg_loss_free(atf_pg_loss *pl)
 {
     free(pl->scale), free(pl->pred), free(pl->gpred), free(pl->curv);
-    pl->scale = pl->pred = pl->gpred = pl->curv = NULL;
+    free(pl->wsq);
+    pl->scale = pl->pred = pl->gpred = pl->curv = pl->wsq = NULL;
 }
 
 atf_error atf_pg_loss_curvature(atf_pg_loss *pl, const double *z)
@@ -114,22 +155,33 @@ atf_error atf_pg_loss_curvature(atf_pg_loss *pl, const double *z)
 
 void atf_pg_loss_hess(const atf_pg_loss *pl, const double *v, double *out)
 {
-    const double c = pl->kappa / pl->loss.lambda;
     if (pl->loss.kind != ATF_LOSS_XENT) {
         for (int m = 0; m < pl->M; m++)
-            out[m] = c * pl->scale[m] * pl->scale[m] * v[m];
+            out[m] = pl->wsq[m] * v[m];
         return;
     }
+    /* κ/λ · S (diag p − p pᵀ) S v per example = w_k p_k (v_k − Σ_j p_j (s_j/s_k) v_j) with
+     * w_k = κ s_k²/λ; the ratios s_j/s_k are exact powers of two (1 unless rows of one example
+     * were scaled apart). In place (out may be v): the mean is taken before anything is written. */
     const int C = pl->C;
     for (int i = 0; i < pl->N; i++) {
         size_t o = (size_t)i * (size_t)C;
         const double *prob = pl->curv + o, *scale = pl->scale + o;
-        double mean = 0.0; /* ⟨p, S v⟩ */
-        for (int k = 0; k < C; k++)
-            mean += prob[k] * scale[k] * v[o + k];
-        for (int k = 0; k < C; k++)
-            out[o + k] = c * scale[k] * prob[k] * (scale[k] * v[o + k] - mean);
+        double mean = 0.0; /* Σ_j p_j (s_j/s_0) v_j */
+        for (int j = 0; j < C; j++)
+            mean += prob[j] * (scale[j] == scale[0] ? v[o + j] : scale[j] / scale[0] * v[o + j]);
+        for (int k = 0; k < C; k++) {
+            double mk = scale[k] == scale[0] ? mean : scale[0] / scale[k] * mean;
+            out[o + k] = pl->wsq[o + k] * prob[k] * (v[o + k] - mk);
+        }
     }
+}
+
+void atf_pg_loss_lipschitz_weight(const atf_pg_loss *pl, double *v)
+{
+    double lip = pl->loss.kind == ATF_LOSS_XENT ? 0.5 : 1.0; /* ‖diag p − ppᵀ‖ ≤ 1/2 */
+    for (int m = 0; m < pl->M; m++)
+        v[m] *= lip * pl->wsq[m];
 }
 
 double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad)
@@ -142,7 +194,7 @@ double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad)
                               grad ? pl->gpred : NULL);
     if (grad)
         for (size_t m = 0; m < M; m++)
-            grad[m] = pl->kappa * pl->scale[m] * pl->gpred[m];
+            grad[m] = ldexp(pl->gpred[m], pl->kappa_exp + exponent_of_power(pl->scale[m]));
     return pl->kappa * v;
 }
 
@@ -164,10 +216,10 @@ double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1)
     double sum = 0.0;
     if (pl->loss.kind == ATF_LOSS_SQUARED) {
         for (int m = 0; m < pl->M; m++) {
-            double d = pl->scale[m] * (z1[m] - z0[m]);
-            sum += d * d;
+            double d = z1[m] - z0[m];
+            sum += pl->wsq[m] * d * d;
         }
-        return pl->kappa * sum / (2.0 * pl->loss.lambda);
+        return 0.5 * sum;
     }
     /* xent: per example LSE(ℓ + δ) − LSE(ℓ) − ⟨softmax(ℓ), δ⟩ = log(1 + Σ_k p_k φ(d_k)) with
      * d = δ − ⟨p, δ⟩ and φ(d) = e^d − 1 − d (Σ_k p_k d_k = 0); the linear −ℓ_y parts cancel. */
@@ -198,7 +250,7 @@ double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1)
             sum += top + log(excess);
         }
     }
-    return pl->kappa * sum / pl->loss.lambda;
+    return sum * over_lambda(pl, 0);
 }
 
 /* Conjugates (docs/solver.md, penalized problem): with a_m = κ scale_m²/λ the squared loss is
@@ -212,17 +264,20 @@ double atf_pg_loss_conjugate(atf_pg_loss *pl, const double *u)
     double sum = 0.0;
     if (pl->loss.kind == ATF_LOSS_SQUARED) {
         for (int m = 0; m < pl->M; m++) {
-            double a = pl->kappa * pl->scale[m] * pl->scale[m] / pl->loss.lambda;
-            sum += u[m] * u[m] / (2.0 * a) + u[m] * p->r[m] / pl->scale[m];
+            sum += u[m] * (u[m] / (2.0 * pl->wsq[m])) + u[m] * (p->r[m] / pl->scale[m]);
         }
         return sum;
     }
-    double c = pl->kappa / pl->loss.lambda, entropy = 0.0;
+    double c = over_lambda(pl, 0), entropy = 0.0;
     for (int i = 0; i < pl->N; i++) {
         double total = 0.0;
         for (int k = 0; k < pl->C; k++) {
             size_t m = (size_t)i * (size_t)pl->C + (size_t)k;
-            double q = u[m] / (pl->scale[m] * c) + (k == p->labels[i] ? 1.0 : 0.0);
+            /* u_m / (κ scale_m / λ) without forming that weight (it may underflow) */
+            int ql;
+            double f = frexp(pl->loss.lambda, &ql);
+            double q = ldexp(u[m] * f, ql - pl->kappa_exp - exponent_of_power(pl->scale[m])) +
+                       (k == p->labels[i] ? 1.0 : 0.0);
             if (q < -SIMPLEX_TOL)
                 return INFINITY;
             total += q;

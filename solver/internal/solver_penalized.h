@@ -22,6 +22,8 @@ typedef struct {
     int N, C, M;
     double *scale;           /* [M] prediction of the problem = scale_m × work prediction */
     double kappa;            /* work objective = κ × the problem's objective */
+    int kappa_exp;           /* κ = 2^kappa_exp */
+    double *wsq;             /* [M] κ scale_m²/λ, formed exactly (pg_loss.c: over_lambda) */
     double *pred, *gpred;    /* workspace [M] */
     double *curv;            /* xent: softmax probabilities at the point of the last
                                 atf_pg_loss_curvature [M] (NULL until then) */
@@ -42,6 +44,8 @@ atf_error atf_pg_loss_curvature(atf_pg_loss *pl, const double *z);
 /* out = ∇²ℓ(z) v [M] at the point of the last atf_pg_loss_curvature: κ scale² v / λ (squared);
  * per example κ/λ · S (diag p − p pᵀ) S v, S = diag(scale) (xent). */
 void atf_pg_loss_hess(const atf_pg_loss *pl, const double *v, double *out);
+/* v ← Lip(L)·κ scale² v / λ (the bound on ∇²ℓ that gives the step 1/L). */
+void atf_pg_loss_lipschitz_weight(const atf_pg_loss *pl, double *v);
 /* Conjugate (κ L(scale ∘ ·))*(u) at the dual point u [M]; +∞ outside its domain. */
 double atf_pg_loss_conjugate(atf_pg_loss *pl, const double *u);
 

@@ -1,0 +1,351 @@
+/* test_newton.c — the semismooth Newton-CG method of the penalized problem (16) (solver/newton.c)
+ * and the generalized Jacobian of the blockwise prox it rests on (solver/prox_jacobian.c).
+ *
+ * Checks: the Jacobian applied to random directions against central differences of the prox
+ * itself (atf_sv_prox), on spectral blocks wide, tall and square with distinct, tied and zero
+ * singular values, on vectors, under the diagonal and full structures, for convex and nonconvex
+ * penalties; the Λ and mask maps against their definition through J; Newton's optimum equals
+ * FISTA's (objective 1e-8, B 1e-5) for convex penalties, both losses, factored, dense and
+ * sparse blocks and the three structures; nonconvex penalties descend monotonically (the
+ * iteration table's objective column) with statuses that match their certificates; data
+ * scaled by 1e±150 (with λ and γ scaled so that the problem is the same) give the same status
+ * and the correspondingly scaled solution. */
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_fixtures.h"
+#include "solver_newton.h"
+
+/* ---- the Jacobian against differences ------------------------------------------------------ */
+
+/* Random orthonormal columns: Q (n × k, row-major) from the SVD of a random n × k matrix. */
+static void orthonormal(atf_test_rng *rng, int n, int k, double *Q)
+{
+    double *A = atf_test_new_normal(rng, (size_t)n * (size_t)k), *s = atf_test_alloc((size_t)k);
+    double *vt = atf_test_alloc((size_t)k * (size_t)k), *superb = atf_test_alloc((size_t)k + 1);
+    LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'N', n, k, A, k, s, Q, k, vt, k, superb);
+    free(A), free(s), free(vt), free(superb);
+}
+
+/* z = U diag(σ) Vᵀ for a rows × cols core with the given singular values (k of them). */
+static void with_singular_values(atf_test_rng *rng, int rows, int cols, const double *sigma,
+                                 double *z)
+{
+    int k = rows < cols ? rows : cols;
+    double *U = atf_test_alloc((size_t)rows * (size_t)k), *V = atf_test_alloc((size_t)cols * (size_t)k);
+    orthonormal(rng, rows, k, U);
+    orthonormal(rng, cols, k, V);
+    for (int a = 0; a < rows; a++)
+        for (int b = 0; b < cols; b++) {
+            double sum = 0.0;
+            for (int j = 0; j < k; j++)
+                sum += U[(size_t)a * (size_t)k + (size_t)j] * sigma[j] * V[(size_t)b * (size_t)k + (size_t)j];
+            z[(size_t)a * (size_t)cols + (size_t)b] = sum;
+        }
+    free(U), free(V);
+}
+
+/* Singular values away from the kinks of the tested penalties: distinct, a tie and a zero. */
+static const double SIGMAS[7] = {2.3, 1.1, 0.6, 0.6, 0.31, 0.07, 0.0};
+
+static atf_solver *penalized_solver(const atf_problem *p, atf_global_structure structure)
+{
+    atf_settings set = atf_settings_default();
+    set.loss = (atf_loss){ATF_LOSS_SQUARED, 1.0};
+    set.method = ATF_METHOD_NEWTON;
+    set.structure = structure;
+    set.reduce = 0; /* the cores keep the blocks' shapes */
+    atf_solver *s = NULL;
+    char err[ATF_ERRLEN] = "";
+    CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "init: %s", err);
+    return s;
+}
+
+/* ‖J h − (prox(z + εh) − prox(z − εh))/(2ε)‖ / ‖J h‖ at the point z for random directions. */
+static double jacobian_error(atf_solver *s, atf_jac *jac, const double *z, double t,
+                             atf_test_rng *rng)
+{
+    size_t n = s->n;
+    double *h = atf_test_alloc(n), *Jh = atf_test_alloc(n), *up = atf_test_alloc(n);
+    double *down = atf_test_alloc(n), *zp = atf_test_alloc(n), worst = 0.0;
+    CHECK(atf_jac_build(s, jac, z, t, NULL) == 0, "jacobian build failed");
+    for (int trial = 0; trial < 3; trial++) {
+        atf_test_fill_normal(rng, n, h);
+        atf_jac_apply(jac, ATF_JAC_THETA, h, ATF_JAC_THETA, NULL, Jh);
+        double eps = 1e-6 * atf_sv_norm(z, n) / atf_sv_norm(h, n);
+        for (size_t i = 0; i < n; i++)
+            zp[i] = z[i] + eps * h[i];
+        atf_sv_prox(s, zp, up, 1.0 / t);
+        for (size_t i = 0; i < n; i++)
+            zp[i] = z[i] - eps * h[i];
+        atf_sv_prox(s, zp, down, 1.0 / t);
+        double num = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double fd = (up[i] - down[i]) / (2.0 * eps);
+            num += (fd - Jh[i]) * (fd - Jh[i]);
+        }
+        worst = fmax(worst, sqrt(num) / fmax(atf_sv_norm(Jh, n), 1e-300));
+    }
+    free(h), free(Jh), free(up), free(down), free(zp);
+    return worst;
+}
+
+/* Λ = (J⁻¹ − I)/t on S: J (t Λ h + h) = h for h in S, and the mask is idempotent. */
+static double lambda_error(atf_solver *s, atf_jac *jac, atf_test_rng *rng)
+{
+    size_t n = s->n;
+    double *h = atf_test_new_normal(rng, n), *hs = atf_test_alloc(n), *lh = atf_test_alloc(n);
+    double *back = atf_test_alloc(n);
+    atf_jac_apply(jac, ATF_JAC_MASK, h, ATF_JAC_MASK, NULL, hs);
+    atf_jac_apply(jac, ATF_JAC_LAMBDA, hs, ATF_JAC_MASK, hs, lh); /* Λ hs + hs */
+    for (size_t i = 0; i < n; i++)
+        lh[i] = jac->t * lh[i] + (1.0 - jac->t) * hs[i]; /* t Λ hs + hs */
+    atf_jac_apply(jac, ATF_JAC_THETA, lh, ATF_JAC_THETA, NULL, back);
+    double err = 0.0;
+    for (size_t i = 0; i < n; i++)
+        err += (back[i] - hs[i]) * (back[i] - hs[i]);
+    free(h), free(hs), free(lh), free(back);
+    return sqrt(err) / fmax(atf_sv_norm(hs, n), 1e-300);
+}
+
+static void test_jacobian(void)
+{
+    static const int shapes[5][2] = {{4, 7}, {7, 4}, {5, 5}, {1, 6}, {6, 1}};
+    const char *pens[] = {"sq", "sq:scale=0.01", "zsq:scale=0.5", "nuclear:scale=0.04", "fixed",
+                          "pow:p=3", "balanced", "abs:scale=0.1", "sq+sq", "logsq:scale=0.1",
+                          "balanced+balanced"};
+    atf_global_structure structures[3] = {ATF_GLOBAL_LAYER, ATF_GLOBAL_DIAGONAL, ATF_GLOBAL_FULL};
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, 2024);
+    for (size_t pi = 0; pi < sizeof pens / sizeof pens[0]; pi++) {
+        atf_problem *p = factored(3, 12, 2, 5, shapes, pens[pi], 0);
+        for (int si = 0; si < 3; si++) {
+            atf_solver *s = penalized_solver(p, structures[si]);
+            atf_jac jac;
+            char err[ATF_ERRLEN] = "";
+            if (!s || atf_jac_alloc(s, &jac, err) != ATF_OK) {
+                CHECK(0, "%s", err);
+                atf_solver_free(s);
+                continue;
+            }
+            double *z = atf_test_alloc(s->n);
+            for (int l = 0; l < s->nvars; l++) {
+                const atf_sv_var *v = &s->vars[l];
+                with_singular_values(&rng, v->rows, v->cols, SIGMAS, z + v->off);
+            }
+            for (double t = 0.05; t < 2.0; t *= 4.0) {
+                double e = jacobian_error(s, &jac, z, t, &rng);
+                CHECK(e < 2e-6, "%s, structure %s, t %g: J h vs differences of the prox: %.3g",
+                      pens[pi], atf_structure_name(structures[si]), t, e);
+                double le = lambda_error(s, &jac, &rng);
+                CHECK(le < 1e-9, "%s, structure %s, t %g: J (tΛ + I) ≠ I on S: %.3g", pens[pi],
+                      atf_structure_name(structures[si]), t, le);
+            }
+            free(z);
+            atf_jac_free(&jac);
+            atf_solver_free(s);
+        }
+        atf_problem_free(p);
+    }
+}
+
+/* ---- Newton against FISTA -------------------------------------------------------------------- */
+
+static atf_result *solve_with(const atf_problem *p, atf_method method, atf_loss loss,
+                              atf_global_structure structure, double eps)
+{
+    atf_settings set = tight(eps);
+    set.method = method, set.loss = loss, set.structure = structure;
+    set.max_iter = method == ATF_METHOD_FISTA ? 200000 : 500;
+    atf_result *res = NULL;
+    char err[ATF_ERRLEN] = "";
+    CHECK(atf_solve(p, &set, &res, err) == ATF_OK && res, "%s: %s", atf_method_name(method),
+          err);
+    return res;
+}
+
+static void compare(const atf_problem *p, atf_loss loss, atf_global_structure structure,
+                    const char *what)
+{
+    atf_result *f = solve_with(p, ATF_METHOD_FISTA, loss, structure, 1e-10);
+    atf_result *nw = solve_with(p, ATF_METHOD_NEWTON, loss, structure, 1e-10);
+    if (f && nw) {
+        int n = (int)atf_problem_nvars(p);
+        double *bf = stack_result(f, n), *bn = stack_result(nw, n);
+        double dobj = fabs(nw->objective - f->objective) / fabs(f->objective);
+        double db = rel_dist(bn, bf, (size_t)n);
+        CHECK(f->status == ATF_STATUS_SOLVED && nw->status == ATF_STATUS_SOLVED,
+              "%s: statuses fista %s, newton %s", what, atf_status_name(f->status),
+              atf_status_name(nw->status));
+        CHECK(dobj < 1e-8 && db < 1e-5, "%s: objective %.15g vs fista %.15g (%.2g), B %.2g",
+              what, nw->objective, f->objective, dobj, db);
+        CHECK(nw->pg_residual <= 1e-10 && nw->duality_gap < 1e-9,
+              "%s: newton certificates pg %.3g gap %.3g", what, nw->pg_residual,
+              nw->duality_gap);
+        CHECK(nw->operator_passes > 0 && nw->inner_iterations >= 0,
+              "%s: work not counted", what);
+        free(bf), free(bn);
+    }
+    atf_result_free(f), atf_result_free(nw);
+}
+
+static void test_against_fista(void)
+{
+    static const int shapes[3][2] = {{6, 5}, {5, 3}, {3, 1}};
+    const char *convex[] = {"sq", "zsq:scale=0.1", "nuclear:scale=0.01", "pow:p=3", "fixed"};
+    atf_loss losses[2] = {{ATF_LOSS_SQUARED, 0.5}, {ATF_LOSS_XENT, 0.5}};
+    atf_global_structure structures[3] = {ATF_GLOBAL_LAYER, ATF_GLOBAL_DIAGONAL, ATF_GLOBAL_FULL};
+    for (int kind = 0; kind < 2; kind++) { /* factored; factored + dense + sparse */
+        for (size_t pi = 0; pi < sizeof convex / sizeof convex[0]; pi++) {
+            atf_problem *p = factored(40 + pi, 14, 3, 3, shapes, convex[pi], 0);
+            add_labels(p, 50 + pi, 1);
+            if (kind) {
+                make_dense(p, 1, 0);
+                make_dense(p, 2, 1);
+            }
+            for (int li = 0; li < 2; li++)
+                for (int si = 0; si < 3; si++) {
+                    if (structures[si] == ATF_GLOBAL_FULL && pi == 2)
+                        continue; /* `full` + nuclear is ‖β‖: covered by the vector blocks */
+                    char what[160];
+                    snprintf(what, sizeof what, "%s blocks, %s, loss %s, structure %s",
+                             kind ? "mixed" : "factored", convex[pi],
+                             atf_loss_name(losses[li].kind), atf_structure_name(structures[si]));
+                    compare(p, losses[li], structures[si], what);
+                }
+            atf_problem_free(p);
+        }
+    }
+}
+
+/* ---- nonconvex penalties: monotone, honest ------------------------------------------------ */
+
+/* The objective column of the iteration table, in order; returns the count. */
+static int objectives_logged(FILE *log, double *out, int max)
+{
+    char line[512];
+    int count = 0;
+    rewind(log);
+    while (fgets(line, sizeof line, log) && count < max) {
+        int iter;
+        double obj;
+        if (sscanf(line, "%d %lf", &iter, &obj) == 2)
+            out[count++] = obj;
+    }
+    return count;
+}
+
+static void test_nonconvex(void)
+{
+    static const int shapes[2][2] = {{8, 6}, {6, 2}};
+    const char *pens[] = {"abs:scale=0.05", "logsq:scale=0.05", "pow:p=1.5,scale=0.05", "sq+sq",
+                          "balanced+balanced", "sq+abs"};
+    atf_loss losses[2] = {{ATF_LOSS_SQUARED, 0.2}, {ATF_LOSS_XENT, 0.2}};
+    for (size_t pi = 0; pi < sizeof pens / sizeof pens[0]; pi++)
+        for (int li = 0; li < 2; li++) {
+            atf_problem *p = factored(70 + pi, 20, 2, 2, shapes, pens[pi], 0);
+            add_labels(p, 80 + pi, 1);
+            atf_settings set = tight(1e-9);
+            set.method = ATF_METHOD_NEWTON, set.loss = losses[li], set.max_iter = 300;
+            set.verbose = 1;
+            set.log = tmpfile();
+            atf_result *res = NULL;
+            char err[ATF_ERRLEN] = "";
+            CHECK(set.log && atf_solve(p, &set, &res, err) == ATF_OK, "%s: %s", pens[pi], err);
+            if (res && set.log) {
+                double obj[400];
+                int n = objectives_logged(set.log, obj, 400), rises = 0;
+                for (int i = 1; i < n; i++)
+                    rises += obj[i] > obj[i - 1] * (1.0 + 1e-12) + 1e-300;
+                CHECK(n >= 2 && rises == 0, "%s, %s: the objective rose %d times in %d rows",
+                      pens[pi], atf_loss_name(losses[li].kind), rises, n);
+                int solved = res->status == ATF_STATUS_SOLVED;
+                CHECK(solved ? res->pg_residual <= 1e-9 : !(res->pg_residual <= 1e-9),
+                      "%s, %s: status %s with pg residual %.3g", pens[pi],
+                      atf_loss_name(losses[li].kind), atf_status_name(res->status),
+                      res->pg_residual);
+                CHECK(isfinite(res->objective) && isfinite(res->stationarity),
+                      "%s: non-finite certificate", pens[pi]);
+                CHECK(isnan(res->duality_gap), "%s: a duality gap for a nonconvex penalty",
+                      pens[pi]);
+            }
+            if (set.log)
+                fclose(set.log);
+            atf_result_free(res);
+            atf_problem_free(p);
+        }
+}
+
+/* ---- units --------------------------------------------------------------------------------- */
+
+/* Multiply every operator (and r when with_r) by c. */
+static void scale_problem(atf_problem *p, double c, int with_r)
+{
+    if (with_r)
+        cblas_dscal(p->M, c, p->r, 1);
+    for (int l = 0; l < p->nblocks; l++) {
+        atf_block *b = &p->blocks[l];
+        if (b->kind == ATF_OP_FACTORED)
+            cblas_dscal(b->M * b->cols, c, b->D, 1);
+        else if (b->kind == ATF_OP_DENSE)
+            cblas_dscal(b->M * b->rows * b->cols, c, b->J, 1);
+        else
+            cblas_dscal((int)b->nnz, c, b->data, 1);
+    }
+    p->fingerprint[0] = '\0';
+}
+
+/* squared: A, r × c and λ × c² is the same problem (same B); xent: A × c, γ / c², λ × c² has
+ * the solution B / c and the objective F / c². */
+static void test_units(void)
+{
+    static const int shapes[2][2] = {{6, 5}, {5, 2}};
+    const double scales[2] = {1e150, 1e-150};
+    for (int li = 0; li < 2; li++)
+        for (int ci = 0; ci < 2; ci++) {
+            double c = scales[ci];
+            int xent = li == 1;
+            atf_problem *p = factored(90, 16, 2, 2, shapes, "sq:scale=0.3", 1);
+            atf_problem *q = factored(90, 16, 2, 2, shapes, "sq:scale=0.3", 1);
+            add_labels(p, 91, 1), add_labels(q, 91, 1);
+            atf_loss loss = {xent ? ATF_LOSS_XENT : ATF_LOSS_SQUARED, 0.4};
+            atf_loss qloss = {loss.kind, 0.4 * c * c};
+            scale_problem(q, c, !xent);
+            char spec[64], err[ATF_ERRLEN] = "";
+            snprintf(spec, sizeof spec, "sq:scale=%.17g", 0.3 / (c * c));
+            if (xent)
+                CHECK(atf_problem_set_penalty(q, spec, err) == ATF_OK, "%s", err);
+            atf_result *a = solve_with(p, ATF_METHOD_NEWTON, loss, ATF_GLOBAL_LAYER, 1e-10);
+            atf_result *b = solve_with(q, ATF_METHOD_NEWTON, qloss, ATF_GLOBAL_LAYER, 1e-10);
+            if (a && b) {
+                int n = (int)atf_problem_nvars(p);
+                double *ba = stack_result(a, n), *bb = stack_result(b, n);
+                double back = xent ? c : 1.0, objscale = xent ? 1.0 / (c * c) : 1.0;
+                cblas_dscal(n, back, bb, 1);
+                CHECK(a->status == b->status && a->status == ATF_STATUS_SOLVED,
+                      "%s × %g: statuses %s / %s", atf_loss_name(loss.kind), c,
+                      atf_status_name(a->status), atf_status_name(b->status));
+                CHECK(rel_dist(bb, ba, (size_t)n) < 1e-7 &&
+                          fabs(b->objective / objscale - a->objective) < 1e-9 * fabs(a->objective),
+                      "%s × %g: B differs by %.3g, objective %.15g vs %.15g",
+                      atf_loss_name(loss.kind), c, rel_dist(bb, ba, (size_t)n),
+                      b->objective / objscale, a->objective);
+                free(ba), free(bb);
+            }
+            atf_result_free(a), atf_result_free(b);
+            atf_problem_free(p), atf_problem_free(q);
+        }
+}
+
+int main(void)
+{
+    test_jacobian();
+    test_against_fista();
+    test_nonconvex();
+    test_units();
+    return atf_test_finish("test_newton");
+}

@@ -161,6 +161,14 @@ void atf_block_gram(const atf_block *b, double beta, double *G);
 atf_error atf_factored_gram(int N, int C, int P, int Q, const double *H, const double *D,
                             double beta, double *G);
 
+/* A block of the examples idx[0 … n−1] (in that order; each example's C rows together) of b:
+ * the same operator restricted to those examples, with N = n and its own copies of the rows
+ * (H and D rows, dense rows, or CSR rows), owned by out (release with atf_block_free_arrays).
+ * ATF_E_INPUT for an index outside 0 … N−1 or n < 1, ATF_E_NOMEM. */
+atf_error atf_block_select_examples(const atf_block *b, const int *idx, int n, atf_block *out);
+/* Free the arrays a block owns (J, indptr, indices, data, H, D) and set them to NULL. */
+void atf_block_free_arrays(atf_block *b);
+
 /* Materialise A_b densely as [M × rows·cols] (tests and small problems only). Caller frees. */
 double *atf_block_dense(const atf_block *b);
 

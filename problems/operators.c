@@ -226,6 +226,85 @@ void atf_block_gram(const atf_block *b, double beta, double *G)
         fill_nan(G, (int64_t)b->M * b->M);
 }
 
+/* ------------------------------------------------------------------ examples */
+
+void atf_block_free_arrays(atf_block *b)
+{
+    free(b->J), free(b->indptr), free(b->indices), free(b->data), free(b->H), free(b->D);
+    b->J = b->data = b->H = b->D = NULL;
+    b->indptr = b->indices = NULL;
+}
+
+/* Rows of `width` doubles: out row j = x row rows(j). */
+static double *gather_rows(const double *x, size_t width, const int *idx, int n, int per)
+{
+    double *out = malloc((size_t)n * (size_t)per * width * sizeof *out);
+    if (!out)
+        return NULL;
+    for (int j = 0; j < n; j++)
+        memcpy(out + (size_t)j * (size_t)per * width, x + (size_t)idx[j] * (size_t)per * width,
+               (size_t)per * width * sizeof *out);
+    return out;
+}
+
+static int select_sparse(const atf_block *b, const int *idx, int n, atf_block *out)
+{
+    int C = b->C;
+    out->indptr = malloc(((size_t)n * (size_t)C + 1) * sizeof *out->indptr);
+    if (!out->indptr)
+        return -1;
+    int64_t nnz = 0;
+    out->indptr[0] = 0;
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < C; k++) {
+            int m = idx[j] * C + k;
+            nnz += b->indptr[m + 1] - b->indptr[m];
+            out->indptr[(size_t)j * (size_t)C + (size_t)k + 1] = nnz;
+        }
+    out->nnz = nnz;
+    out->indices = malloc((size_t)(nnz ? nnz : 1) * sizeof *out->indices);
+    out->data = malloc((size_t)(nnz ? nnz : 1) * sizeof *out->data);
+    if (!out->indices || !out->data)
+        return -1;
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < C; k++) {
+            int m = idx[j] * C + k;
+            int64_t len = b->indptr[m + 1] - b->indptr[m];
+            int64_t at = out->indptr[(size_t)j * (size_t)C + (size_t)k];
+            memcpy(out->indices + at, b->indices + b->indptr[m], (size_t)len * sizeof(int64_t));
+            memcpy(out->data + at, b->data + b->indptr[m], (size_t)len * sizeof(double));
+        }
+    return 0;
+}
+
+atf_error atf_block_select_examples(const atf_block *b, const int *idx, int n, atf_block *out)
+{
+    if (n < 1)
+        return ATF_E_INPUT;
+    for (int j = 0; j < n; j++)
+        if (idx[j] < 0 || idx[j] >= b->N)
+            return ATF_E_INPUT;
+    *out = *b;
+    out->J = out->data = out->H = out->D = NULL;
+    out->indptr = out->indices = NULL;
+    out->N = n, out->M = n * b->C, out->nnz = 0;
+    int ok = 1;
+    size_t len = (size_t)b->rows * (size_t)b->cols;
+    switch (b->kind) {
+    case ATF_OP_DENSE: ok = (out->J = gather_rows(b->J, len, idx, n, b->C)) != NULL; break;
+    case ATF_OP_SPARSE: ok = select_sparse(b, idx, n, out) == 0; break;
+    case ATF_OP_FACTORED:
+        ok = (out->H = gather_rows(b->H, (size_t)b->rows, idx, n, 1)) != NULL &&
+             (out->D = gather_rows(b->D, (size_t)b->cols, idx, n, b->C)) != NULL;
+        break;
+    }
+    if (!ok) {
+        atf_block_free_arrays(out);
+        return ATF_E_NOMEM;
+    }
+    return ATF_OK;
+}
+
 /* ------------------------------------------------------------------ dense, residual */
 
 double *atf_block_dense(const atf_block *b)

@@ -54,6 +54,9 @@ typedef struct {
     int iter, cg_total, cg_last, fallbacks, in_a_row, backtracks, negative_curvature;
     double alpha;         /* the last step's α (0: a proximal-gradient fallback) */
     double sigma;         /* the regularisation's adaptive factor (see MU_REL) */
+    atf_nystrom ny;       /* the preconditioner (newton_precond.c); ny.k = 0: none */
+    int ny_built;         /* times it was built */
+    int ny_age;           /* Newton steps since it was built */
     double start;
     int power_iterations;
 } newton_state;
@@ -101,7 +104,7 @@ static void hess_vec(atf_solver *s, atf_pg_loss *pl, newton_state *st, const dou
                      double *Hp)
 {
     atf_sv_apply(s, p, st->Ap);
-    atf_pg_loss_hess(pl, st->Ap, st->Ap);
+    atf_pg_loss_hess(pl, NULL, 0, st->Ap, st->Ap);
     atf_sv_adjoint(s, st->Ap, Hp);
 }
 
@@ -114,15 +117,38 @@ static double dot(const double *a, const double *b, size_t n)
  * relative residual η, at CG_MAX steps, on the interrupt flag, or on nonpositive curvature
  * (then d is the last iterate with positive curvature; at the first step the right-hand side
  * itself, scaled by t: a proximal-gradient-like direction). Returns the CG steps taken. */
+/* y = M⁻¹ r: the Nyström preconditioner, masked to S. */
+static void precondition(atf_jac *jac, atf_nystrom *ny, double rho, int masked, const double *r,
+                         double *y)
+{
+    atf_nys_apply(ny, rho, r, y);
+    if (masked)
+        atf_jac_apply(jac, ATF_JAC_MASK, y, ATF_JAC_MASK, NULL, y);
+}
+
+static int full_mask(const atf_jac *jac)
+{
+    for (int l = 0; l < jac->nvars; l++)
+        if (!jac->vars[l].full_mask)
+            return 0;
+    return 1;
+}
+
 static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_state *st,
-                              double eta, double mu)
+                              double eta, double mu, double rho)
 {
     size_t n = s->n;
+    int masked = !full_mask(jac);
+    atf_nystrom *ny = st->ny.ready ? &st->ny : NULL;
     memset(st->d, 0, n * sizeof *st->d);
     memset(st->Hd, 0, n * sizeof *st->Hd);
     double rnorm0 = atf_sv_norm(st->r, n);
-    memcpy(st->p, st->r, n * sizeof *st->p);
-    double rr = dot(st->r, st->r, n);
+    if (ny)
+        precondition(jac, ny, rho, masked, st->r, st->y);
+    else
+        memcpy(st->y, st->r, n * sizeof *st->y);
+    memcpy(st->p, st->y, n * sizeof *st->p);
+    double rr = dot(st->r, st->y, n);
     int k = 0;
     while (k < CG_MAX && !(s->set.interrupt && *s->set.interrupt)) {
         hess_vec(s, pl, st, st->p, st->Hp);
@@ -142,13 +168,17 @@ static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newt
         cblas_daxpy((int)n, alpha, st->p, 1, st->d, 1);
         cblas_daxpy((int)n, alpha, st->Hp, 1, st->Hd, 1);
         cblas_daxpy((int)n, -alpha, st->Kp, 1, st->r, 1);
-        double rr_next = dot(st->r, st->r, n);
-        if (sqrt(rr_next) <= eta * rnorm0)
+        if (atf_sv_norm(st->r, n) <= eta * rnorm0)
             break;
+        if (ny)
+            precondition(jac, ny, rho, masked, st->r, st->y);
+        else
+            memcpy(st->y, st->r, n * sizeof *st->y);
+        double rr_next = dot(st->r, st->y, n);
         double beta = rr_next / rr;
         rr = rr_next;
         for (size_t i = 0; i < n; i++)
-            st->p[i] = st->r[i] + beta * st->p[i];
+            st->p[i] = st->y[i] + beta * st->p[i];
     }
     return k;
 }
@@ -227,6 +257,23 @@ static double residual_at_x(atf_solver *s, newton_state *st)
     return atf_pg_residual(st->x, st->xb, st->g, st->t, n);
 }
 
+/* The Nyström sketch at the current curvature: every step for xent (its curvature moves with
+ * the point), once for the squared loss (constant). */
+static void refresh_preconditioner(atf_solver *s, atf_pg_loss *pl, newton_state *st)
+{
+    if (st->ny.k < 1 || (st->ny.ready && pl->loss.kind != ATF_LOSS_XENT))
+        return;
+    int thr = getenv("ATF_NYS_CG") ? atoi(getenv("ATF_NYS_CG")) : 0;
+    int period = getenv("ATF_NYS_PERIOD") ? atoi(getenv("ATF_NYS_PERIOD")) : 1;
+    if (st->cg_last < thr && !st->ny.ready)
+        return;
+    if (st->ny.ready && ++st->ny_age < period)
+        return;
+    st->ny_age = 0;
+    if (atf_nys_build(s, pl, &st->ny) == 0)
+        st->ny_built++;
+}
+
 /* One Newton step from (z, x). 0 on success (a step was taken), −1 on numerical trouble. */
 static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_state *st)
 {
@@ -242,7 +289,9 @@ static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_stat
     atf_jac_lambda_stats(jac, &lam_mean, &dim);
     st->sigma = fmax(st->sigma, MU_REL * fmin(st->res, 1.0));
     double mu = st->sigma * (lam_mean > 0.0 ? lam_mean : 1.0 / t);
-    st->cg_last = conjugate_gradient(s, pl, jac, st, forcing(st->res, s->set.eps_rel), mu);
+    refresh_preconditioner(s, pl, st);
+    st->cg_last = conjugate_gradient(s, pl, jac, st, forcing(st->res, s->set.eps_rel), mu,
+                                     lam_mean + mu);
     st->cg_total += st->cg_last;
     for (size_t i = 0; i < n; i++)
         st->dz[i] = st->d[i] - st->R[i] - t * st->Hd[i];
@@ -346,6 +395,12 @@ atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, do
         atf_errorf(err, "newton: out of memory for %zu variables and %d rows", s->n, pl.M);
         return ATF_E_NOMEM;
     }
+    int ny_rank = getenv("ATF_NYS_K") ? atoi(getenv("ATF_NYS_K")) : 0;
+    int ny_examples = getenv("ATF_NYS_N") ? atoi(getenv("ATF_NYS_N")) : s->work.N;
+    if (ny_rank > 0 && (e = atf_nys_init(s, &st.ny, ny_examples, ny_rank, err)) != ATF_OK) {
+        free_state(&st), atf_jac_free(&jac), atf_pg_loss_free(&pl);
+        return e;
+    }
     atf_status status = ATF_STATUS_MAX_ITERATIONS;
     const atf_settings *set = &s->set;
     if (start(s, &pl, &st, x) != ATF_OK)
@@ -392,7 +447,11 @@ atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, do
     info->step = st.t;
     info->iterations = st.iter;
     info->backtracks = st.backtracks;
+    s->passes += (long)lround(st.ny.passes);
+    if (getenv("ATF_NYS_K"))
+        fprintf(stderr, "nystrom: %d builds, %.1f passes\n", st.ny_built, st.ny.passes);
     report(s, &st, info, status, res);
+    atf_nys_free(&st.ny);
     free_state(&st);
     atf_jac_free(&jac);
     atf_pg_loss_free(&pl);

@@ -153,26 +153,31 @@ atf_error atf_pg_loss_curvature(atf_pg_loss *pl, const double *z)
     return ATF_OK;
 }
 
-void atf_pg_loss_hess(const atf_pg_loss *pl, const double *v, double *out)
+void atf_pg_loss_hess(const atf_pg_loss *pl, const int *examples, int n, const double *v,
+                      double *out)
 {
-    if (pl->loss.kind != ATF_LOSS_XENT) {
-        for (int m = 0; m < pl->M; m++)
-            out[m] = pl->wsq[m] * v[m];
-        return;
-    }
-    /* κ/λ · S (diag p − p pᵀ) S v per example = w_k p_k (v_k − Σ_j p_j (s_j/s_k) v_j) with
-     * w_k = κ s_k²/λ; the ratios s_j/s_k are exact powers of two (1 unless rows of one example
-     * were scaled apart). In place (out may be v): the mean is taken before anything is written. */
     const int C = pl->C;
-    for (int i = 0; i < pl->N; i++) {
-        size_t o = (size_t)i * (size_t)C;
+    if (!examples)
+        n = pl->N;
+    for (int j = 0; j < n; j++) {
+        size_t o = (size_t)(examples ? examples[j] : j) * (size_t)C; /* the example's rows */
+        const double *vj = v + (size_t)j * (size_t)C;
+        double *oj = out + (size_t)j * (size_t)C;
+        if (pl->loss.kind != ATF_LOSS_XENT) {
+            for (int k = 0; k < C; k++)
+                oj[k] = pl->wsq[o + k] * vj[k];
+            continue;
+        }
+        /* κ/λ · S (diag p − p pᵀ) S v = w_k p_k (v_k − Σ_i p_i (s_i/s_k) v_i), w_k = κ s_k²/λ; the
+         * ratios s_i/s_k are exact powers of two (1 unless rows of one example were scaled
+         * apart). In place (out may be v): the mean is taken before anything is written. */
         const double *prob = pl->curv + o, *scale = pl->scale + o;
-        double mean = 0.0; /* Σ_j p_j (s_j/s_0) v_j */
-        for (int j = 0; j < C; j++)
-            mean += prob[j] * (scale[j] == scale[0] ? v[o + j] : scale[j] / scale[0] * v[o + j]);
+        double mean = 0.0; /* Σ_i p_i (s_i/s_0) v_i */
+        for (int i = 0; i < C; i++)
+            mean += prob[i] * (scale[i] == scale[0] ? vj[i] : scale[i] / scale[0] * vj[i]);
         for (int k = 0; k < C; k++) {
             double mk = scale[k] == scale[0] ? mean : scale[0] / scale[k] * mean;
-            out[o + k] = pl->wsq[o + k] * prob[k] * (v[o + k] - mk);
+            oj[k] = pl->wsq[o + k] * prob[k] * (vj[k] - mk);
         }
     }
 }

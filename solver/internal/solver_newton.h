@@ -80,6 +80,30 @@ void atf_jac_apply(atf_jac *jac, atf_jac_which which, const double *h, atf_jac_w
  * the dimension of S, summed over vars. */
 void atf_jac_lambda_stats(const atf_jac *jac, double *mean, double *dim);
 
+/* ---- newton_precond.c: Nyström preconditioner from a subsample of the examples ---- */
+typedef struct {
+    int nvars, n_examples, k, owns, ready;
+    size_t n;
+    atf_block *ops;      /* the vars' operators on the subsample (copies when owns) */
+    int *examples;       /* [n_examples] the examples of the subsample (every stride-th) */
+    double *Ap;          /* [n_examples·C] */
+    double *U, *Y;       /* n × k, column-major: the eigenvectors, and the sketch workspace */
+    double *lam;         /* k eigenvalues, descending */
+    double *tau, *work, *coef;
+    double passes;       /* work in full passes over the data (subsample products count n/N) */
+} atf_nystrom;
+
+/* A preconditioner of rank `rank` on `examples` examples (all of them when ≥ N).
+ * ATF_E_NOMEM with a message. */
+atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, char *err);
+void atf_nys_free(atf_nystrom *ny);
+/* Sketch the loss curvature at the point of the last atf_pg_loss_curvature: k products with the
+ * subsample's Hessian and the Nyström factors. 0, or −1 (non-finite, Cholesky failure): then
+ * ready stays 0 and the caller goes without. */
+int atf_nys_build(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny);
+/* out = P⁻¹ v with shift ρ. */
+void atf_nys_apply(atf_nystrom *ny, double rho, const double *v, double *out);
+
 /* ---- newton.c ---- */
 /* Semismooth Newton-CG on F from x (work units; in: the start, out: the answer) on a solver set up
  * for a penalized loss. res gets status, iterations (Newton steps), objective (problem units),

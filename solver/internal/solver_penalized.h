@@ -41,9 +41,12 @@ double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1);
 /* Fix the point z [M] (work predictions) whose curvature atf_pg_loss_hess applies: the softmax
  * probabilities for xent (nothing to store for squared). ATF_E_NOMEM only. */
 atf_error atf_pg_loss_curvature(atf_pg_loss *pl, const double *z);
-/* out = ∇²ℓ(z) v [M] at the point of the last atf_pg_loss_curvature: κ scale² v / λ (squared);
- * per example κ/λ · S (diag p − p pᵀ) S v, S = diag(scale) (xent). */
-void atf_pg_loss_hess(const atf_pg_loss *pl, const double *v, double *out);
+/* out = ∇²ℓ(z) v at the point of the last atf_pg_loss_curvature: κ scale² v / λ (squared); per
+ * example κ/λ · S (diag p − p pᵀ) S v, S = diag(scale) (xent). With examples = NULL over all M
+ * rows; else over the C rows of each of the n examples listed (v, out [n·C], in that order).
+ * out may be v. */
+void atf_pg_loss_hess(const atf_pg_loss *pl, const int *examples, int n, const double *v,
+                      double *out);
 /* v ← Lip(L)·κ scale² v / λ (the bound on ∇²ℓ that gives the step 1/L). */
 void atf_pg_loss_lipschitz_weight(const atf_pg_loss *pl, double *v);
 /* Conjugate (κ L(scale ∘ ·))*(u) at the dual point u [M]; +∞ outside its domain. */

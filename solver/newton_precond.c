@@ -1,0 +1,195 @@
+/* newton_precond.c — a preconditioner for the Newton systems (Λ + ∇²g + μI) d = b of newton.c:
+ * a randomized Nyström approximation of the loss curvature ∇²g on a subsample of the examples.
+ *
+ * The loss curvature of tangent features has a fast-decaying spectrum (the NTK's), while the
+ * penalty's curvature Λ is of one size in most directions (ω̃'' = 2 near 0 for every family).
+ * CG then spends its steps on the top of ∇²g's spectrum. ∇²g is a mean over examples, so its top
+ * eigenvectors are those of the same sum over a subsample (every stride-th example, scaled by
+ * N/n): k products with that smaller operator — cheap — give the rank-k Nyström approximation
+ * U Λ̂ Uᵀ (Frangella, Tropp and Udell 2021, Algorithm 2.1: orthonormal test matrix, shifted
+ * sketch, Cholesky, thin SVD), and the preconditioner
+ *
+ *     P⁻¹ = (λ̂_k + ρ) U (Λ̂ + ρI)⁻¹ Uᵀ + (I − U Uᵀ),      ρ = mean Λ on S + μ,
+ *
+ * which maps the top of the spectrum onto the bulk. newton.c masks it to S. */
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_newton.h"
+
+#define NYSTROM_SEED 0x5EED5EEDULL /* the test matrix's seed (documented, fixed) */
+#define TWO_PI 6.283185307179586476925
+
+void atf_nys_free(atf_nystrom *ny)
+{
+    for (int l = 0; ny->ops && l < ny->nvars; l++)
+        if (ny->owns)
+            atf_block_free_arrays(&ny->ops[l]);
+    free(ny->ops), free(ny->examples), free(ny->Ap), free(ny->U), free(ny->lam), free(ny->Y);
+    free(ny->tau), free(ny->work), free(ny->coef);
+    memset(ny, 0, sizeof *ny);
+}
+
+/* The subsample: every stride-th example, operators copied (or the solver's own for stride 1). */
+static int select(atf_solver *s, atf_nystrom *ny)
+{
+    int N = s->work.N;
+    ny->nvars = s->nvars;
+    ny->ops = calloc((size_t)s->nvars, sizeof *ny->ops);
+    ny->examples = malloc((size_t)ny->n_examples * sizeof *ny->examples);
+    if (!ny->ops || !ny->examples)
+        return -1;
+    for (int j = 0; j < ny->n_examples; j++)
+        ny->examples[j] = (int)((int64_t)j * N / ny->n_examples);
+    ny->owns = ny->n_examples < N;
+    for (int l = 0; l < s->nvars; l++) {
+        if (!ny->owns)
+            ny->ops[l] = s->vars[l].op;
+        else if (atf_block_select_examples(&s->vars[l].op, ny->examples, ny->n_examples,
+                                           &ny->ops[l]) != ATF_OK)
+            return -1;
+    }
+    return 0;
+}
+
+atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, char *err)
+{
+    memset(ny, 0, sizeof *ny);
+    size_t n = s->n;
+    int N = s->work.N, C = s->work.C;
+    ny->n_examples = examples < N ? (examples > 0 ? examples : 1) : N;
+    ny->k = rank < (int)n ? rank : (int)n;
+    ny->n = n;
+    size_t k = (size_t)ny->k;
+    ny->Ap = malloc((size_t)ny->n_examples * (size_t)C * sizeof *ny->Ap);
+    ny->U = malloc(n * k * sizeof *ny->U);
+    ny->Y = malloc(n * k * sizeof *ny->Y);
+    ny->lam = malloc(k * sizeof *ny->lam);
+    ny->tau = malloc(k * sizeof *ny->tau);
+    ny->coef = malloc(k * sizeof *ny->coef);
+    ny->work = malloc(k * k * sizeof *ny->work);
+    if (ny->k < 1 || !ny->Ap || !ny->U || !ny->Y || !ny->lam || !ny->tau || !ny->coef ||
+        !ny->work || select(s, ny) != 0) {
+        atf_nys_free(ny);
+        atf_errorf(err, "newton: out of memory for the preconditioner (rank %d, %d examples)",
+                   rank, examples);
+        return ATF_E_NOMEM;
+    }
+    return ATF_OK;
+}
+
+/* y = (N/n) A_sᵀ ∇²ℓ_s A_s x on the subsample. */
+static void sub_hess(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny, const double *x, double *y)
+{
+    for (int l = 0; l < s->nvars; l++)
+        atf_block_apply(&ny->ops[l], x + s->vars[l].off, l ? 1.0 : 0.0, ny->Ap);
+    atf_pg_loss_hess(pl, ny->examples, ny->n_examples, ny->Ap, ny->Ap);
+    double w = (double)s->work.N / ny->n_examples;
+    for (int l = 0; l < s->nvars; l++)
+        atf_block_adjoint(&ny->ops[l], ny->Ap, 0.0, y + s->vars[l].off);
+    cblas_dscal((int)ny->n, w, y, 1);
+    ny->passes += 2.0 * ny->n_examples / s->work.N;
+}
+
+/* Ω ← an orthonormal n × k test matrix (seeded Gaussian, then Cholesky QR: Ω R⁻¹ with
+ * RᵀR = ΩᵀΩ, all BLAS-3; a Gaussian n × k with n ≫ k is well conditioned). Column-major. */
+static int test_matrix(atf_nystrom *ny, double *Om)
+{
+    size_t n = ny->n, k = (size_t)ny->k;
+    uint64_t seed = NYSTROM_SEED;
+    for (size_t i = 0; i < n * k; i += 2) { /* Box–Muller from xorshift64 */
+        double u1, u2;
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        u1 = ((double)(seed >> 11) + 0.5) / 9007199254740992.0;
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        u2 = ((double)(seed >> 11) + 0.5) / 9007199254740992.0;
+        double r = sqrt(-2.0 * log(u1));
+        Om[i] = r * cos(TWO_PI * u2);
+        if (i + 1 < n * k)
+            Om[i + 1] = r * sin(TWO_PI * u2);
+    }
+    cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, (int)k, (int)n, 1.0, Om, (int)n, 0.0,
+                ny->work, (int)k);
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (int)k, ny->work, (int)k) != 0)
+        return 0;
+    cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)n, (int)k,
+                1.0, ny->work, (int)k, Om, (int)n);
+    return 1;
+}
+
+/* The eigenpairs of B Bᵀ for B (n × k, in Y): from the k × k Gram BᵀB = W diag(s²) Wᵀ,
+ * U = B W diag(1/s) (directions with s² at the rounding level of the largest are dropped by
+ * zeroing their column: the preconditioner then leaves them alone). ν is subtracted from s². */
+static int eigen_from_sketch(atf_nystrom *ny, double nu)
+{
+    size_t n = ny->n;
+    int k = ny->k;
+    cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, k, (int)n, 1.0, ny->Y, (int)n, 0.0,
+                ny->work, k);
+    if (LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'U', k, ny->work, k, ny->tau) != 0)
+        return 0;
+    double top = ny->tau[k - 1];
+    /* dsyevd sorts ascending: column j of the output is the (k−1−j)-th eigenvector */
+    for (int j = 0; j < k; j++) {
+        int src = k - 1 - j;
+        double s2 = ny->tau[src];
+        double inv = s2 > 1e-14 * top ? 1.0 / sqrt(s2) : 0.0;
+        ny->lam[j] = inv > 0.0 ? fmax(s2 - nu, 0.0) : 0.0;
+        cblas_dscal(k, inv, ny->work + (size_t)src * (size_t)k, 1);
+    }
+    for (int j = 0; j < k / 2; j++) /* descending order of the columns of W diag(1/s) */
+        cblas_dswap(k, ny->work + (size_t)j * (size_t)k, 1,
+                    ny->work + (size_t)(k - 1 - j) * (size_t)k, 1);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, k, k, 1.0, ny->Y, (int)n,
+                ny->work, k, 0.0, ny->U, (int)n);
+    return 1;
+}
+
+int atf_nys_build(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny)
+{
+    size_t n = ny->n;
+    int k = ny->k;
+    ny->ready = 0;
+    double *Om = ny->U; /* the test matrix lives in U until the eigenvectors replace it */
+    if (!test_matrix(ny, Om))
+        return -1;
+    for (int j = 0; j < k; j++)
+        sub_hess(s, pl, ny, Om + (size_t)j * n, ny->Y + (size_t)j * n);
+    if (!atf_sv_all_finite(ny->Y, n * (size_t)k))
+        return -1;
+    /* shift ν = ε‖Y‖ (Y_ν = Y + νΩ keeps ΩᵀY_ν positive definite), C = chol(ΩᵀY_ν),
+     * B = Y_ν C⁻¹ (Frangella, Tropp and Udell 2021, Algorithm 2.1) */
+    double nu = 2.2e-16 * sqrt((double)n) * atf_sv_norm(ny->Y, n * (size_t)k);
+    cblas_daxpy((int)(n * (size_t)k), nu, Om, 1, ny->Y, 1);
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, k, k, (int)n, 1.0, Om, (int)n, ny->Y,
+                (int)n, 0.0, ny->work, k);
+    for (int i = 0; i < k; i++) /* symmetrise against rounding */
+        for (int j = i + 1; j < k; j++)
+            ny->work[(size_t)i + (size_t)j * k] = ny->work[(size_t)j + (size_t)i * k] =
+                0.5 * (ny->work[(size_t)i + (size_t)j * k] + ny->work[(size_t)j + (size_t)i * k]);
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', k, ny->work, k) != 0)
+        return -1;
+    cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)n, k, 1.0,
+                ny->work, k, ny->Y, (int)n);
+    if (!eigen_from_sketch(ny, nu))
+        return -1;
+    ny->ready = 1;
+    return 0;
+}
+
+void atf_nys_apply(atf_nystrom *ny, double rho, const double *v, double *out)
+{
+    size_t n = ny->n;
+    int k = ny->k;
+    double top = ny->lam[k - 1] + rho;
+    cblas_dgemv(CblasColMajor, CblasTrans, (int)n, k, 1.0, ny->U, (int)n, v, 1, 0.0, ny->coef, 1);
+    for (int j = 0; j < k; j++)
+        ny->coef[j] *= top / (ny->lam[j] + rho) - 1.0;
+    memcpy(out, v, n * sizeof *out);
+    cblas_dgemv(CblasColMajor, CblasNoTrans, (int)n, k, 1.0, ny->U, (int)n, ny->coef, 1, 1.0, out,
+                1);
+}

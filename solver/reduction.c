@@ -34,9 +34,12 @@
  *    have no component there (up to rounding, which only the penalty acts on), and the
  *    projection, its Gram and its consistency decision see the same A.
  *  - otherwise the eigenvectors of the small eigenvalues are the candidates to drop, checked on
- *    X itself with the QR's own test (VERIFY below); if they fail, the QR decides as before. */
+ *    X itself with the QR's own test (verify_dropped); if they fail, the QR decides as before.
+ * The Gram squares X: rows beyond 2^±GRAM_ROW_EXP (possible only for the penalized losses, which
+ * share the caller's D unscaled) go to the QR, which does not square. */
 #define GRAM_KEEP_REL 1e-10
 #define SKIP_FRACTION 0.05
+#define GRAM_ROW_EXP 400
 #define VERIFY_PANEL 4096 /* rows of X per GEMM in the verification (bounds its workspace) */
 
 /* Largest row norm of X (nr × nc): the |R_11| of the pivoted QR of Xᵀ. */
@@ -141,14 +144,16 @@ static atf_error gram_eigen(double *G, int nc, double *lam, int vectors, const c
 }
 
 /* The QR's own test on the candidate directions: every row x_i of X must have
- * ‖Z_dropᵀ x_i‖ ≤ max(nr, nc)·ε·max_i‖x_i‖ (Z_drop: k orthonormal vectors, row-major k × nc).
+ * ‖Z_dropᵀ x_i‖ ≤ max(nr, nc)·ε·max_i‖x_i‖ (Z_drop: k orthonormal vectors, row-major k × nc;
+ * r11 = max_i‖x_i‖).
  * The pivoted QR keeps a direction exactly when the largest remaining column of Xᵀ — the
  * largest part of a row of X off the kept space — exceeds that cutoff; an accepted basis
  * therefore changes every constraint row by at most the QR's relative cutoff. Returns 1 if the
  * candidates pass, 0 if not, −1 out of memory. */
-static int verify_dropped(const double *X, int nr, int nc, const double *Zdrop, int k)
+static int verify_dropped(const double *X, int nr, int nc, double r11, const double *Zdrop,
+                          int k)
 {
-    double tol = qr_cutoff(nr, nc, max_row_norm(X, nr, nc));
+    double tol = qr_cutoff(nr, nc, r11);
     int panel = nr < VERIFY_PANEL ? nr : VERIFY_PANEL;
     double *T = malloc((size_t)panel * (size_t)k * sizeof *T);
     if (!T)
@@ -168,16 +173,16 @@ static int verify_dropped(const double *X, int nr, int nc, const double *Zdrop, 
 /* The Gram route for a side that must be reduced: eigenvectors of G, the k of the smallest
  * eigenvalues verified as droppable. On success *Qt holds the other nc − k (row-major) and
  * *rule is GRAM; when the verification fails *Qt stays NULL and *rule is QR_FALLBACK. */
-static atf_error gram_basis(const double *X, int nr, int nc, double *G, double *lam, int k,
-                            int *rank, double **Qt, atf_sv_basis_rule *rule, const char *what,
-                            char *err)
+static atf_error gram_basis(const double *X, int nr, int nc, double r11, double *G,
+                            double *lam, int k, int *rank, double **Qt, atf_sv_basis_rule *rule,
+                            const char *what, char *err)
 {
     atf_error e = gram_eigen(G, nc, lam, 1, what, err);
     if (e != ATF_OK)
         return e;
     /* column j of the column-major G is eigenvector j: the first k columns are Z_drop as k
      * row-major rows, the rest are Q_cᵀ row-major */
-    int ok = verify_dropped(X, nr, nc, G, k);
+    int ok = verify_dropped(X, nr, nc, r11, G, k);
     if (ok < 0) {
         atf_errorf(err, "%s: out of memory verifying the subspace basis", what);
         return ATF_E_NOMEM;
@@ -197,9 +202,8 @@ static atf_error gram_basis(const double *X, int nr, int nc, double *G, double *
     return ATF_OK;
 }
 
-/* The Gram's verdict on a tall side (nr ≥ nc): FULL_RANK, SKIPPED, or (with G, lam and the
- * count k of small eigenvalues left for gram_basis) REDUCE; QR when X = 0 (λ_max = 0: the QR
- * keeps one direction, so that the block never vanishes). */
+/* The Gram's verdict on a tall side (nr ≥ nc): FULL_RANK, SKIPPED, or GRAM (to be reduced by
+ * gram_basis with G, lam and the count k of small eigenvalues); QR if λ_max is not positive. */
 static atf_error gram_verdict(double *G, int nc, double *lam, int *k, atf_sv_basis_rule *rule,
                               const char *what, char *err)
 {
@@ -239,8 +243,10 @@ atf_error atf_sv_row_basis(const double *X, int nr, int nc, atf_sv_basis_how how
         return ATF_E_NUMERICAL;
     }
     /* a wide factor has rank ≤ nr < nc: a reduction is certain and its QR costs O(nr²·nc),
-     * less than the nc × nc Gram */
-    if (how == ATF_SV_BASIS_FORCE_QR || nr < nc)
+     * less than the nc × nc Gram; X = 0 keeps one direction (the QR's rule), so that the block
+     * never vanishes */
+    double r11 = how == ATF_SV_BASIS_FORCE_QR || nr < nc ? 0.0 : max_row_norm(X, nr, nc);
+    if (!(r11 > ldexp(1.0, -GRAM_ROW_EXP) && r11 < ldexp(1.0, GRAM_ROW_EXP)))
         return qr_basis(X, nr, nc, rank, Qt, what, err);
     double *G = gram_of(X, nr, nc), *lam = malloc((size_t)nc * sizeof *lam);
     atf_error e = ATF_OK;
@@ -257,7 +263,7 @@ atf_error atf_sv_row_basis(const double *X, int nr, int nc, atf_sv_basis_how how
     if (e == ATF_OK && *rule == ATF_SV_BASIS_SKIPPED && how == ATF_SV_BASIS_NO_SKIP)
         *rule = ATF_SV_BASIS_GRAM;
     if (e == ATF_OK && *rule == ATF_SV_BASIS_GRAM)
-        e = gram_basis(X, nr, nc, G, lam, k, rank, Qt, rule, what, err);
+        e = gram_basis(X, nr, nc, r11, G, lam, k, rank, Qt, rule, what, err);
     free(G), free(lam);
     if (e == ATF_OK && (*rule == ATF_SV_BASIS_QR || *rule == ATF_SV_BASIS_QR_FALLBACK))
         e = qr_basis(X, nr, nc, rank, Qt, what, err);

@@ -10,7 +10,8 @@
  *  - singular values 1e-9·σ_max, which the QR keeps but the Gram cannot tell from 0: the
  *    Gram's candidates fail the verification on X and the QR decides (QR_FALLBACK, the QR's
  *    rank), alone and next to exact null directions;
- *  - a wide factor (nr < nc) and X = 0 go to the QR (rank ≤ nr; one direction kept);
+ *  - a wide factor (nr < nc), X = 0 and rows of 2^±500 (the Gram would leave the range of
+ *    doubles) go to the QR (rank ≤ nr; one direction kept; the QR's rank);
  *  - whole solves: for each case the interpolation answer (ADMM `sq` and `nuclear`, tolerance
  *    1e-10) with the reduction as decided equals the answer without reduction and the answer of
  *    the problem reduced by the QR's basis (solved unreduced, expanded by hand): objective to
@@ -143,6 +144,13 @@ static void test_sides(void)
     check_side(X, 60, 40, ATF_SV_BASIS_AUTO, ATF_SV_BASIS_SKIPPED, 40, 39, "1 of 40 null");
     check_side(X, 60, 40, ATF_SV_BASIS_NO_SKIP, ATF_SV_BASIS_GRAM, 39, 39,
                "1 of 40 null, no skip");
+    /* rows of 2^±500 would leave the Gram's range (it squares them): the QR decides */
+    for (int i = 0; i < 60 * 40; i++)
+        X[i] = ldexp(X[i], 500);
+    check_side(X, 60, 40, ATF_SV_BASIS_AUTO, ATF_SV_BASIS_QR, 39, 39, "1 of 40 null, × 2^500");
+    for (int i = 0; i < 60 * 40; i++)
+        X[i] = ldexp(X[i], -1000);
+    check_side(X, 60, 40, ATF_SV_BASIS_AUTO, ATF_SV_BASIS_QR, 39, 39, "1 of 40 null, × 2^-500");
     free(X), free(s);
 
     s = spectrum(20, 0, 8);

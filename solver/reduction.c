@@ -25,7 +25,7 @@
  *    is at least σ_min, and the QR's cutoff is max(nr, nc)·ε·|R_11| ≤ max(nr, nc)·ε·σ_max
  *    (1.3e-11·σ_max at nr = 60 000): six orders below. The Gram's own rounding is about
  *    √nr·ε·λ_max (3e-14·λ_max at nr = 60 000), four orders below 1e-10. So a Gram whose
- *    eigenvalues all exceed it proves that the QR would keep every direction.
+ *    eigenvalues all exceed it shows, with that margin, that the QR would keep every direction.
  *  - SKIP_FRACTION: at most k = #{λ ≤ 1e-10·λ_max} directions could go, i.e. a fraction k/nc of
  *    the block's variables. Below 5 % (and nr ≥ nc) the side is kept whole: the reduced factor
  *    X Q would be a second copy of the factor (the problem keeps its own) to save under 5 % of

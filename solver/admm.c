@@ -169,8 +169,12 @@ void atf_sv_rho_init(atf_solver *s)
     /* ε_abs is measured in the data's own units: ε_abs·√n times the RMS entry of the
      * least-squares point (and of its penalty gradient for the dual). A bare ε_abs·√n would
      * dominate the relative term on large problems (making --tol inert) and would make the
-     * stopping point depend on how r and the features are scaled. */
-    double unit = vmax > 0.0 ? vmax : sqrt((double)s->n_orig);
+     * stopping point depend on how r and the features are scaled. B0 = 0 only when r = 0
+     * (the equilibration keeps a nonzero r far above the denormal range); then the start is
+     * the only size there is (a warm start; without one every iterate is exactly 0 and any
+     * unit will do). */
+    double warm = s->warm ? atf_sv_norm(s->warm, s->n) : 0.0;
+    double unit = vmax > 0.0 ? vmax : warm > 0.0 ? warm : 1.0;
     s->tol_unit_pri = unit;
     s->tol_unit_dual = curvature * unit;
     s->nonconvex = any_nonconvex(s);

@@ -65,17 +65,20 @@ static int svd_finite(const atf_sv_var *v)
 /* Divide and conquer (dgesdd) is the fast path. On large, strongly rank-deficient blocks it can
  * fail to converge or return non-finite vectors (seen: an unreduced 1024 × 1024 block of rank 50
  * in benchmarks/bench_solver); the QR-iteration SVD (dgesvd) is slower but robust, so it takes
- * over then. Its workspace is allocated per call: the fallback is rare. */
+ * over then. Its workspace is allocated per call: the fallback is rare.
+ * A core with NaN or Inf never reaches LAPACK: dgesdd_work does not check its input and
+ * iterated for over 600 s on one (`--loss squared:lambda=1e-308`), not bounded by any
+ * iteration limit of ours, and no SVD of it would mean anything. */
 int atf_sv_svd(atf_sv_var *v, const double *C)
 {
+    if (!atf_sv_all_finite(C, v->len))
+        return ATF_SV_SVD_NONFINITE;
     memcpy(v->a, C, v->len * sizeof *v->a);
     int info = (int)LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', v->cols, v->rows, v->a, v->cols,
                                         v->s, v->u, v->cols, v->vt, v->k, v->work, v->lwork,
                                         v->iwork);
     if (info == 0 && svd_finite(v))
         return 0;
-    if (!atf_sv_all_finite(C, v->len))
-        return info ? info : -1;
     memcpy(v->a, C, v->len * sizeof *v->a);
     double *superb = malloc((size_t)(v->k > 1 ? v->k : 2) * sizeof *superb);
     if (!superb)

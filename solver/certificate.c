@@ -194,7 +194,9 @@ static double spectral_dist2(atf_sv_var *v, const double *x, const double *y, do
         double e11 = atf_sv_norm(Y11, (size_t)r * (size_t)r) / unit;
         inner = e11 * e11 + y12 * y12 + y21 * y21;
     }
-    if (LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', m, n, W, m, sv, NULL, 1, NULL, 1) != 0)
+    /* a non-finite candidate has no distance; LAPACK never sees it (dgesdd can hang on NaN) */
+    if (!atf_sv_all_finite(W, v->len) ||
+        LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', m, n, W, m, sv, NULL, 1, NULL, 1) != 0)
         goto done;
     double outer = 0.0;
     for (int j = 0; j < k; j++)

@@ -40,6 +40,9 @@
 #define EQ_GAMMA_EXP 900
 #define NO_EXP INT_MIN /* exponent of a zero norm: the part does not count */
 #define EQ_H_EXP 64    /* ATF_EQ_NONE: H rows within 2^±64 of unit norm are left as they are */
+/* Interpolation: r' = r/c keeps its largest entry at least 2^−EQ_R_EXP (variable_exponent), far
+ * from the denormal range even after squaring. */
+#define EQ_R_EXP 256
 /* which arrays of a work block are the solver's own (the others are the problem's, shared) */
 #define EQ_OWN_J 1
 #define EQ_OWN_DATA 2
@@ -251,6 +254,21 @@ static void gamma_exponent_range(const atf_omega *w, int *lo, int *hi)
     *hi = fmin(*hi, floor((g + EQ_GAMMA_EXP) / 2.0));
 }
 
+/* Binary exponent of the largest finite entry of a warm start (NO_EXP if none): with r = 0 the
+ * start is the only size the problem has (its shape is checked later, by map_warm_start). */
+static int warm_exponent(const atf_result *warm)
+{
+    int K = NO_EXP;
+    for (int l = 0; warm && l < warm->nblocks; l++) {
+        const atf_result_block *b = &warm->blocks[l];
+        for (size_t j = 0; b->B && j < (size_t)b->rows * (size_t)b->cols; j++) {
+            int q = isfinite(b->B[j]) ? exponent_of(fabs(b->B[j])) : NO_EXP;
+            K = q > K ? q : K;
+        }
+    }
+    return K;
+}
+
 static int all_nuclear(const atf_problem *prob)
 {
     for (int l = 0; l < prob->nblocks; l++)
@@ -259,27 +277,59 @@ static int all_nuclear(const atf_problem *prob)
     return 1;
 }
 
-/* k of the variable scale c = 2^k: the size of the row-scaled r, kept where every γ/c² is
- * representable comfortably (0 if the blocks' γ are too far apart for any common k). */
-static int variable_exponent(const atf_problem *prob, int K)
+/* The exponent range of k that keeps every γ/c² within 2^±EQ_GAMMA_EXP ([lo, hi]), and the
+ * lower end that the `nuclear` blocks alone impose (lo_nuc). */
+static void gamma_ranges(const atf_problem *prob, int *lo, int *hi, int *lo_nuc)
 {
-    int lo = INT_MIN / 4, hi = INT_MAX / 4;
-    if (all_nuclear(prob))
-        return K == NO_EXP ? 0 : K;
+    int unused = INT_MAX / 4;
+    *lo = *lo_nuc = INT_MIN / 4;
+    *hi = INT_MAX / 4;
     for (int l = 0; l < prob->nblocks; l++) {
-        gamma_exponent_range(&prob->blocks[l].penalty.w1, &lo, &hi);
-        gamma_exponent_range(&prob->blocks[l].penalty.w2, &lo, &hi);
+        const atf_penalty *pen = &prob->blocks[l].penalty;
+        gamma_exponent_range(&pen->w1, lo, hi);
+        gamma_exponent_range(&pen->w2, lo, hi);
+        if (atf_penalty_is_nuclear(pen))
+            gamma_exponent_range(&pen->w1, lo_nuc, &unused);
     }
-    if (lo > hi)
-        return 0;
-    int k = K == NO_EXP ? 0 : K;
-    return k < lo ? lo : k > hi ? hi : k;
 }
 
-static void scale_gamma(atf_omega *w, int k)
+/* k of the variable scale c = 2^k: the size of the row-scaled r (K), kept where every γ/c² is
+ * representable comfortably (0 if the blocks' γ are too far apart for any common k).
+ * Interpolation (may_cap) adds one case. When K lies more than EQ_R_EXP below that range, the
+ * solution is at most 2^−(EQ_R_EXP + EQ_GAMMA_EXP/2) times √γ in every block: deep in the
+ * region where ω̃(v) = v²(1 + O(v²/γ)) is v² to machine precision (every family but `nuclear`,
+ * docs/math.md Prop. 3). The clamped k would leave r' = r/c below 2^−EQ_R_EXP — denormal or 0
+ * for a denormal r with γ = 1e300, which gave `solved` at B = 0 with residual 1.0, or a false
+ * `infeasible` from the precision a denormal r' has lost. So k = K + EQ_R_EXP instead, and
+ * *cap = 1: the γ/c² above 2^EQ_GAMMA_EXP are capped there, which leaves ω̃ = v² to machine
+ * precision (v/√γ' ≤ 2^−(EQ_R_EXP + EQ_GAMMA_EXP/2)) and the objective c²·Σv'² exact. Not when
+ * a `nuclear` block's γ would need the cap (its ω̃ = 2√γ·v is not quadratic) or another γ would
+ * fall below 2^−EQ_GAMMA_EXP; the penalized losses never cap (their B is not r's size). */
+static int variable_exponent(const atf_problem *prob, int K, int may_cap, int *cap)
 {
-    if (w->family != ATF_FAMILY_FIXED)
-        w->scale = ldexp(w->scale, -2 * k);
+    *cap = 0;
+    if (K == NO_EXP) /* r = 0 */
+        return 0;
+    if (all_nuclear(prob))
+        return K;
+    int lo, hi, lo_nuc;
+    gamma_ranges(prob, &lo, &hi, &lo_nuc);
+    int k = lo > hi ? 0 : K < lo ? lo : K > hi ? hi : K;
+    int deep = K + EQ_R_EXP;
+    if (may_cap && K - k < -EQ_R_EXP && deep <= hi && deep >= lo_nuc) {
+        *cap = 1;
+        k = deep;
+    }
+    return k;
+}
+
+static void scale_gamma(atf_omega *w, int k, int cap)
+{
+    if (w->family == ATF_FAMILY_FIXED)
+        return;
+    w->scale = ldexp(w->scale, -2 * k);
+    if (cap)
+        w->scale = fmin(w->scale, ldexp(1.0, EQ_GAMMA_EXP));
 }
 
 atf_error atf_sv_equilibrate(atf_solver *s, char *err)
@@ -308,7 +358,10 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
         h_exponents(&prob->blocks[l], mode, eh + (size_t)l * (size_t)maxN);
     row_exponents(prob, eh, mode, E);
     s->eq_mode = mode;
-    int k = variable_exponent(prob, scaled_r_exponent(prob->r, E, M));
+    int cap = 0, K = scaled_r_exponent(prob->r, E, M);
+    if (K == NO_EXP) /* r = 0: the variable unit from the warm start, if any */
+        K = warm_exponent(s->set.warm);
+    int k = variable_exponent(prob, K, mode != ATF_EQ_NONE, &cap);
     s->var_exp = k;
     int homogeneous = all_nuclear(prob);
     s->obj_exp = homogeneous ? k : 2 * k;
@@ -316,6 +369,8 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
         goto nomem;
     for (int m = 0; m < M; m++)
         w->r[m] = ldexp(prob->r[m], -E[m] - k);
+    if (!atf_sv_all_finite(w->r, (size_t)M)) /* only when k had to stop at the γ range */
+        goto beyond;
     for (int l = 0; l < L; l++) {
         const atf_block *b = &prob->blocks[l];
         atf_block *o = &w->blocks[l];
@@ -324,8 +379,8 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
         if (scale_block(b, eh + (size_t)l * (size_t)maxN, E, ne, o, &s->work_owns[l]) != 0)
             goto nomem;
         if (!homogeneous) {
-            scale_gamma(&o->penalty.w1, k);
-            scale_gamma(&o->penalty.w2, k);
+            scale_gamma(&o->penalty.w1, k, cap);
+            scale_gamma(&o->penalty.w2, k, cap);
         }
     }
     free(eh), free(E), free(ne);
@@ -334,6 +389,12 @@ nomem:
     free(eh), free(E), free(ne);
     atf_errorf(err, "solver: out of memory for the equilibrated copy of the data");
     return ATF_E_NOMEM;
+beyond:
+    free(eh), free(E), free(ne);
+    atf_errorf(err, "solver: r is 2^%d times the size of A's rows, but the penalty scales γ allow "
+                    "a variable unit of at most 2^%d: the solution lies beyond the range of "
+                    "doubles relative to √γ in any units (r overflows in them)", K, k);
+    return ATF_E_NUMERICAL;
 }
 
 void atf_sv_equilibrate_free(atf_solver *s)

@@ -55,10 +55,16 @@ static void stacked_adjoint_sub(atf_solver *s, double *lambda, double *v)
         atf_block_adjoint(&s->vars[l].op, lambda, 1.0, v + s->vars[l].off);
 }
 
-/* λ = (AAᵀ)⁺ b. */
+/* λ = (AAᵀ)⁺ b. A non-finite b (a diverged iterate) gives λ = NaN without calling LAPACK or
+ * CHOLMOD, so that the caller's finiteness checks see it and no solver routine gets NaN/Inf. */
 static void gram_solve(atf_sv_proj *p, const double *b, double *lambda)
 {
     int M = p->M;
+    if (!atf_sv_all_finite(b, (size_t)M)) {
+        for (int i = 0; i < M; i++)
+            lambda[i] = NAN;
+        return;
+    }
     switch (p->kind) {
     case ATF_PROJ_CHOLESKY:
         memcpy(lambda, b, (size_t)M * sizeof *lambda);

@@ -139,6 +139,23 @@ double atf_sv_unscale_rho(const atf_solver *s, double rho);
 /* Build the vars (cores and their operators) of prob under the settings. */
 atf_error atf_sv_vars_build(atf_solver *s, char *err);
 void atf_sv_vars_free(atf_solver *s);
+/* How the basis of one side (H or D) of a factored block was decided (docs/solver.md §4). */
+typedef enum {
+    ATF_SV_BASIS_FULL_RANK = 0, /* the Gram XᵀX proves full column rank: not reduced, no QR */
+    ATF_SV_BASIS_SKIPPED,       /* at most 5 % of the directions could go: kept whole, no QR */
+    ATF_SV_BASIS_GRAM,          /* reduced with the Gram's eigenvectors, verified on X */
+    ATF_SV_BASIS_QR,            /* decided by the pivoted QR (wide X, X = 0, or forced) */
+    ATF_SV_BASIS_QR_FALLBACK    /* the Gram's candidates failed the verification: the QR */
+} atf_sv_basis_rule;
+typedef enum {
+    ATF_SV_BASIS_AUTO = 0, /* the rule of docs/solver.md §4 */
+    ATF_SV_BASIS_FORCE_QR, /* the QR alone (the reference the tests compare with) */
+    ATF_SV_BASIS_NO_SKIP   /* the rule without the skip of small reductions */
+} atf_sv_basis_how;
+/* Orthonormal basis of range(Xᵀ) for X (nr × nc, row-major): *Qt (rank × nc, row-major,
+ * malloc'd) or NULL when the side is kept whole (*rank = nc). Non-finite X is refused. */
+atf_error atf_sv_row_basis(const double *X, int nr, int nc, atf_sv_basis_how how, int *rank,
+                           double **Qt, atf_sv_basis_rule *rule, const char *what, char *err);
 /* B (orig shape) of var v from its core C; C from B. 0 on success, -1 out of memory. */
 int atf_sv_expand(const atf_sv_var *v, const double *C, double *B);
 int atf_sv_restrict(const atf_sv_var *v, const double *B, double *C);
@@ -163,7 +180,9 @@ double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r);
 atf_error atf_sv_prox_alloc(atf_solver *s, char *err);
 /* z ← prox_{Ω̃/ρ}(w), blockwise; w is left intact. */
 void atf_sv_prox(atf_solver *s, const double *w, double *z, double rho);
-/* Thin SVD of the core C of var v into v->s (descending), v->u, v->vt; 0 on success. */
+/* Thin SVD of the core C of var v into v->s (descending), v->u, v->vt; 0 on success, the LAPACK
+ * info (or −1) on failure, ATF_SV_SVD_NONFINITE at once (LAPACK not called) if C has NaN/Inf. */
+#define ATF_SV_SVD_NONFINITE (-1000)
 int atf_sv_svd(atf_sv_var *v, const double *C);
 /* Objective Σ Ω̃ of the stacked point x (SVDs of every spectral var). */
 double atf_sv_objective(atf_solver *s, const double *x);

@@ -2,7 +2,7 @@
  *
  * One small problem with a factored, a dense and a sparse block, solved plain and with its data
  * multiplied by extreme factors (docs/solver.md §7):
- *  - all data (A and r) × 1e-150, 1e-300, 1e300 (and × 2^-1000, below the normal range), and
+ *  - all data (A and r) × 1e-150, 1e150, 1e-300, 1e300 (and × 2^-1000, below the normal range), and
  *    half of the rows (A and r) × 1e-12: the feasible set is unchanged, so every method must
  *    return the plain answer — same status, same B, same objective, a small constraint residual
  *    and certificate (the half-rows case was a false `infeasible`: rows 1e-12 smaller fell below
@@ -10,11 +10,16 @@
  *  - A alone or r alone × 1e-150, 1e-300, 1e300, and r denormal (× 1e-310): the solution moves.
  *    For the homogeneous cases it moves exactly — the NTK baseline (linear in r) and the
  *    `nuclear` penalty (ADMM on matrix blocks, and the LP on the diagonal structure) give
- *    B × f_r / f_A; for `sq` and `abs` with small solutions ω̃(v) = v² + o(v²) makes the answer
- *    the baseline's. Everywhere: never infeasible, finite numbers, constraint residual at
+ *    B × f_r / f_A; for `sq` and `abs` (ADMM, and IRLS for `sq`) with small solutions
+ *    ω̃(v) = v² + o(v²) makes the answer the baseline's. Everywhere: never infeasible, finite numbers, constraint residual at
  *    rounding level; `solved` only with a certificate;
  *  - beyond what doubles can represent in any units (`abs` with r × 1e300: ω̃'(σ)/σ ≈ 1e-400)
  *    the status must be honest (numerical_error with a message, not `solved`);
+ *  - a penalty scale far above the solution (γ = 1e300) with r × 1e-150, 1e-300 and a denormal
+ *    r × 1e-310: B = f_r × the plain B, `solved`, residual at rounding level (this was B = 0 with
+ *    residual 1.0, and a false `infeasible`); far below it (γ = 1e-300, r × 1e300) a one-line
+ *    error;
+ *  - r = 0 from a warm start × 1, 1e-150, 1e150: B = 0 in the same iterations;
  *  - the LP's verdict is checked: on nearly dependent rows whose r the projection accepts as
  *    consistent (relative least-squares residual ~1e-9) GLPK finds no feasible point; that is a
  *    simplex failure, reported as numerical_error with a message, never `infeasible` or
@@ -126,8 +131,9 @@ static const method_case METHODS[] = {
     {"admm nuclear", "nuclear", ATF_METHOD_ADMM, ATF_GLOBAL_LAYER, 1},
     {"lp", "nuclear", ATF_METHOD_LP, ATF_GLOBAL_DIAGONAL, 1},
     {"baseline", "sq", ATF_METHOD_BASELINE, ATF_GLOBAL_LAYER, 1},
+    {"irls sq", "sq", ATF_METHOD_IRLS, ATF_GLOBAL_LAYER, 0},
 };
-enum { NMETHODS = sizeof METHODS / sizeof METHODS[0] };
+enum { NMETHODS = sizeof METHODS / sizeof METHODS[0], BASELINE = 4 };
 
 /* Solve the base problem with A × fa, r × fr, and (half_rows ≠ 1) the first half of the rows
  * × half_rows. */
@@ -178,19 +184,21 @@ static int all_finite(const atf_result *a)
  * tolerance otherwise (the scaled data differ from the plain ones by rounding). */
 static double b_tolerance(const method_case *mc)
 {
-    return mc->method == ATF_METHOD_ADMM ? 1e-5 : 1e-9;
+    return mc->method == ATF_METHOD_ADMM || mc->method == ATF_METHOD_IRLS ? 1e-5 : 1e-9;
 }
 
 static void test_all_data(atf_result *const plain[NMETHODS])
 {
     /* the last entry: half of the rows × 1e-12 (factor 1 for the rest) */
-    static const double factors[] = {1e-150, 1e-300, 1e300, 0x1p-1000, 1.0};
-    for (int k = 0; k < 5; k++)
+    static const double factors[] = {1e-150, 1e150, 1e-300, 1e300, 0x1p-1000, 1.0};
+    enum { NF = sizeof factors / sizeof factors[0] };
+    for (int k = 0; k < NF; k++)
         for (int i = 0; i < NMETHODS; i++) {
             const method_case *mc = &METHODS[i];
             atf_result *res = NULL;
             char err[ATF_ERRLEN] = "";
-            atf_error e = solve_rows(mc, factors[k], factors[k], k == 4 ? 1e-12 : 1.0, &res, err);
+            atf_error e = solve_rows(mc, factors[k], factors[k], k == NF - 1 ? 1e-12 : 1.0, &res,
+                                     err);
             CHECK(e == ATF_OK && res, "%s, all data × %g: %s", mc->name, factors[k], err);
             if (!res)
                 continue;
@@ -224,7 +232,7 @@ static void test_one_side(atf_result *const plain[NMETHODS])
         {1e-150, 1.0, 1e150, 0}, {1.0, 1e-150, 1e-150, 1}, {1e-300, 1.0, 1e300, 0},
         {1.0, 1e-300, 1e-300, 1}, {1e300, 1.0, 1e-300, 1},  {1.0, 1e-310, 1e-310, 1},
     };
-    const atf_result *baseline = plain[NMETHODS - 1];
+    const atf_result *baseline = plain[BASELINE];
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         for (int i = 0; i < NMETHODS; i++) {
             const method_case *mc = &METHODS[i];
@@ -293,6 +301,107 @@ static void test_tail(void)
     atf_result_free(res);
 }
 
+/* A penalty scale far above the solution: γ = 1e300, so the plain solution (B ~ 1) already sits
+ * at 1e-150·√γ, where ω̃(v) = v² to machine precision, and with r × 1e-300 or a denormal r × 1e-310
+ * it sits 1e-450 … 1e-460·√γ deep. The problem is then homogeneous: B = f_r × the plain B. The
+ * variable unit that keeps γ/c² representable (c ≥ √γ·2^−450) made r/c underflow: r × 1e-310 was
+ * `solved` at B = 0 with constraint residual 1.0 (r/c = 0 looks like r = 0), and r × 1e-300 a
+ * false `infeasible` (r/c denormal, its lost digits read as an inconsistency). */
+static void test_deep_quadratic(void)
+{
+    static const method_case cases[] = {
+        {"admm sq:scale=1e300", "sq:scale=1e300", ATF_METHOD_ADMM, ATF_GLOBAL_LAYER, 0},
+        {"admm abs:scale=1e300", "abs:scale=1e300", ATF_METHOD_ADMM, ATF_GLOBAL_LAYER, 0},
+        {"admm sq+sq:scale=1e300", "sq:scale=1e300+sq:scale=1e300", ATF_METHOD_ADMM,
+         ATF_GLOBAL_LAYER, 0},
+        {"baseline sq:scale=1e300", "sq:scale=1e300", ATF_METHOD_BASELINE, ATF_GLOBAL_LAYER, 0},
+        {"irls sq:scale=1e300", "sq:scale=1e300", ATF_METHOD_IRLS, ATF_GLOBAL_LAYER, 0},
+    };
+    static const double fr[] = {1e-150, 1e-300, 1e-310};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const method_case *mc = &cases[i];
+        atf_result *plain = NULL;
+        char err[ATF_ERRLEN] = "";
+        CHECK(solve(mc, 1.0, 1.0, &plain, err) == ATF_OK && plain &&
+                  plain->status == ATF_STATUS_SOLVED,
+              "%s, plain: %s", mc->name, err);
+        if (!plain)
+            continue;
+        for (size_t k = 0; k < sizeof fr / sizeof fr[0]; k++) {
+            atf_result *res = NULL;
+            err[0] = '\0';
+            atf_error e = solve(mc, 1.0, fr[k], &res, err);
+            CHECK(e == ATF_OK && res && res->status == ATF_STATUS_SOLVED, "%s, r × %g: %s",
+                  mc->name, fr[k], err);
+            if (!res)
+                continue;
+            CHECK(scaled_distance(res, plain, fr[k]) < 1e-9,
+                  "%s, r × %g: B differs from the plain B × f_r by %.3g", mc->name, fr[k],
+                  scaled_distance(res, plain, fr[k]));
+            CHECK(res->constraint_residual < (fr[k] < DBL_MIN ? 1e-11 : 1e-12) && all_finite(res),
+                  "%s, r × %g: residual %.3g", mc->name, fr[k], res->constraint_residual);
+            atf_result_free(res);
+        }
+        atf_result_free(plain);
+    }
+}
+
+/* The other end has no such way out: r × 1e300 with γ = 1e-300 puts the solution 1e450·√γ
+ * deep in the tail, where no units hold both B and γ/c² (the tail of ω̃ is not one power law
+ * for every family, so γ cannot be capped there). A one-line error instead of "the
+ * least-squares point is not finite". */
+static void test_tail_beyond_range(void)
+{
+    static const method_case mc = {"admm sq:scale=1e-300", "sq:scale=1e-300", ATF_METHOD_ADMM,
+                                   ATF_GLOBAL_LAYER, 0};
+    atf_result *res = NULL;
+    char err[ATF_ERRLEN] = "";
+    atf_error e = solve(&mc, 1.0, 1e300, &res, err);
+    CHECK(e == ATF_E_NUMERICAL && !res, "%s, r × 1e300: error %d", mc.name, (int)e);
+    CHECK(strstr(err, "beyond the range of doubles") != NULL, "%s, r × 1e300: message '%s'",
+          mc.name, err);
+    atf_result_free(res);
+}
+
+/* r = 0 from a warm start B_w × f under `nuclear` (homogeneous: the iterates scale with f): the
+ * answer is B = 0, reached in the same iterations for every f. With r = 0 the least-squares
+ * point is 0, so neither r nor B0 gives a unit: ε_abs multiplied the absolute √n (from
+ * B_w × 1e-150 ADMM stopped at once, far from 0 relatively), and from B_w × 1e150 the absolute
+ * constraint residual (~1e134 of rounding) failed the final check. The unit is now the warm
+ * start's. */
+static void test_zero_r_warm(const atf_result *plain_nuclear)
+{
+    static const double f[] = {1.0, 1e-150, 1e150};
+    int iterations[3] = {0};
+    for (int k = 0; k < 3; k++) {
+        atf_problem *p = base_problem(7, "nuclear");
+        scale_problem(p, 1.0, 0.0);
+        atf_result *warm = atf_result_alloc(p);
+        for (int l = 0; l < warm->nblocks; l++)
+            for (int j = 0; j < warm->blocks[l].rows * warm->blocks[l].cols; j++)
+                warm->blocks[l].B[j] = f[k] * plain_nuclear->blocks[l].B[j];
+        atf_settings set = atf_settings_default();
+        set.warm = warm;
+        atf_result *res = NULL;
+        char err[ATF_ERRLEN] = "";
+        atf_error e = atf_solve(p, &set, &res, err);
+        CHECK(e == ATF_OK && res && res->status == ATF_STATUS_SOLVED, "r = 0, warm × %g: %s",
+              f[k], err);
+        if (res) {
+            iterations[k] = res->iterations;
+            /* relative to the start: B ≈ 0 to the stopping tolerance */
+            CHECK(scaled_distance(res, plain_nuclear, 0.0) < 1e-5 * f[k] && all_finite(res),
+                  "r = 0, warm × %g: B not 0 (max entry %.3g)", f[k],
+                  scaled_distance(res, plain_nuclear, 0.0));
+            CHECK(iterations[k] == iterations[0], "r = 0, warm × %g: %d iterations, %d at f = 1",
+                  f[k], iterations[k], iterations[0]);
+        }
+        atf_result_free(res);
+        atf_result_free(warm);
+        atf_problem_free(p);
+    }
+}
+
 /* Row 3 = row 2 + 1e-9 noise, r_3 = r_2 + 1e-9: consistent to the projection, not to GLPK. */
 static void test_lp_verdict_checked(void)
 {
@@ -342,6 +451,9 @@ int main(void)
     test_all_data(plain);
     test_one_side(plain);
     test_tail();
+    test_deep_quadratic();
+    test_tail_beyond_range();
+    test_zero_r_warm(plain[2]);
     test_lp_verdict_checked();
     for (int i = 0; i < NMETHODS; i++)
         atf_result_free(plain[i]);

@@ -135,6 +135,16 @@ atf_error atf_problem_validate(const atf_problem *prob, const char *what, char *
 atf_error atf_problem_set_penalty(atf_problem *prob, const char *spec, char *err);
 void atf_problem_set_structure(atf_problem *prob, atf_structure s);
 
+/* The examples idx[0..n) of prob's own split (in that order; an index may repeat) as a new
+ * problem: for each chosen example i its rows m = i·C + k of r, y, f0, of every dense J and
+ * sparse (CSR) operator and of every factored D, row i of every factored H, and labels[i]; block
+ * names, indices, shapes, penalties and structures and the provenance are copied. prob->test is
+ * not carried (out->test is NULL: selecting all of a test split's examples copies it). The new
+ * problem's fingerprint is "" (its content differs: atf_problem_fingerprint computes it).
+ * ATF_E_USAGE for n < 1, an index outside [0, N) or n·C beyond INT_MAX; ATF_E_NOMEM. */
+atf_error atf_problem_select_examples(const atf_problem *prob, const int *idx, int n,
+                                      atf_problem **out, char *err);
+
 /* Total number of variables Σ rows·cols. */
 int64_t atf_problem_nvars(const atf_problem *prob);
 

@@ -28,6 +28,7 @@ int atf_cmd_train(int argc, char **argv);
 int atf_cmd_kernel(int argc, char **argv);
 int atf_cmd_experiment(int argc, char **argv);
 int atf_cmd_sweep(int argc, char **argv);
+int atf_cmd_path(int argc, char **argv);
 
 /* ---- shared helpers (drivers/cli/cli.c) ---- */
 

@@ -21,6 +21,7 @@ static const atf_command commands[] = {
     {"kernel", atf_cmd_kernel, "NTK, adapted and label kernels and their alignment"},
     {"experiment", atf_cmd_experiment, "the paper's experiments: alignment, penalties, samples"},
     {"sweep", atf_cmd_sweep, "penalty x scale x structure ablations on a problem file"},
+    {"path", atf_cmd_path, "regularisation path in lambda of a penalized loss, best lambda"},
     {"demo", atf_cmd_demo, "built-in example: adaptive vs NTK min-norm (no download)"},
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];

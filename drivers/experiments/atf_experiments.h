@@ -213,6 +213,61 @@ atf_error atf_sweep_check(const atf_sweep_config *cfg, char *err);
  * returns, whatever happened. */
 atf_error atf_sweep_run(const atf_sweep_config *cfg, atf_exp_outcome *outcome, char *err);
 
+/* ---- the regularisation path: problem (16) with a loss over λ on one problem file ---- */
+
+/* Problem (16) with the loss squared:lambda=λ or xent:lambda=λ for every λ of a list, from the
+ * largest to the smallest, each solve warm-started from the previous λ's answer. Every λ is
+ * scored on validation examples carved from the training split (validation_fraction > 0: a
+ * seeded random subset, the rest is fitted) or on the problem's test split, and is one row of
+ * OUT/path.csv and OUT/path.jsonl (keyed by λ; resumable) with its result file
+ * OUT/lambda-<row>.h5; the figure OUT/path.{svg,png}; the best λ: minimal validation (or test)
+ * cross-entropy for xent, minimal error for squared (docs/experiments.md). With validation the
+ * fitted examples (with the test split) are also written, OUT/fit.h5: the result files' problem. */
+enum { ATF_PATH_MAXLAMBDAS = 64 };
+
+typedef struct {
+    char problem[1024];
+    char out[1024];
+    atf_loss_kind loss;                   /* ATF_LOSS_SQUARED or ATF_LOSS_XENT */
+    double lambdas[ATF_PATH_MAXLAMBDAS];  /* in any order, distinct, > 0 */
+    int nlambdas;
+    double validation_fraction;           /* 0: score on the test split; else in (0, 1) */
+    uint64_t seed;                        /* draws the validation examples (default 1) */
+    char penalty[ATF_PENALTY_SPECLEN];    /* every block's penalty; "": the file's */
+    double tol;                           /* the solver's eps_rel (default 1e-6) */
+    int max_iter;                         /* per λ (default 10000) */
+    atf_method method;                    /* passed to the solver (default ATF_METHOD_AUTO) */
+    int verbose;                          /* the solver's iteration table on io.progress */
+    char command[ATF_COMMANDLEN];         /* recorded in the result files ("": none) */
+    atf_exp_io io;
+} atf_path_config;
+
+/* The best row of a path table: its λ, what it was chosen by and its scores. */
+typedef struct {
+    int found;              /* 0: no row has a finite criterion yet */
+    double lambda;
+    char key[32];           /* λ as the table's key */
+    char criterion[48];     /* e.g. "validation cross-entropy", "test error" */
+    double error, xent;     /* on the scored split (validation, else test) */
+    char result[1100];      /* its result file */
+} atf_path_best;
+
+void atf_path_defaults(atf_path_config *cfg);
+/* "xent" or "squared" (ATF_E_USAGE naming "loss" otherwise; λ comes from the list). */
+atf_error atf_path_set_loss(atf_path_config *cfg, const char *name, char *err);
+/* A comma list of distinct finite λ > 0 (ATF_E_USAGE naming "lambdas"). */
+atf_error atf_path_set_lambdas(atf_path_config *cfg, const char *list, char *err);
+/* ATF_E_USAGE when the configuration cannot run (no problem or λ, fraction outside (0, 1),
+ * tolerance, iteration limit, penalty). */
+atf_error atf_path_check(const atf_path_config *cfg, char *err);
+/* Every λ not yet in OUT/path.csv, then the figure (also after an interruption) and the report
+ * (a Markdown table and the best λ, or one JSON line with io.json). best (may be NULL) receives
+ * the best row of the table. ATF_E_INPUT for a problem that cannot be scored (no test split
+ * and no validation fraction, no targets, xent without labels) or a table written with other
+ * settings. */
+atf_error atf_path_run(const atf_path_config *cfg, atf_exp_outcome *outcome, atf_path_best *best,
+                       char *err);
+
 /* ---- statistics (stats.c) ---- */
 
 /* Median of n values (copies; NaN for n = 0). */

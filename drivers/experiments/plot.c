@@ -339,7 +339,8 @@ static void draw_labels(const atf_plot_panel *p, const cell *c, double ylabel_di
 }
 
 /* A log axis spanning fewer than three decades gets few or no PLplot labels (it labels powers of
- * ten only): label it by hand at 1-2-5 (or 1..9 within one decade) multiples, with grid lines. */
+ * ten only): label it by hand at 1-2-5 (1..9 within one decade, 1-3 beyond one and a half)
+ * multiples, with grid lines. */
 static int short_log_axis(double lo, double hi)
 {
     return hi - lo < 3.0;
@@ -358,13 +359,16 @@ static double nice_step(double raw);
 enum { MAXTICKS = 40 };
 
 /* The values labelled on a short log axis [lo, hi] (log10 units): 1-2-5 multiples (1..9 within
- * a decade); when fewer than two of those fall inside (a range like 1.05 .. 1.6), evenly spaced
+ * a decade, 1-3 beyond one and a half decades, where "500" and "1000" would run into each
+ * other); when fewer than two of those fall inside (a range like 1.05 .. 1.6), evenly spaced
  * round values instead. Returns their number. */
 static int log_tick_values(double lo, double hi, double *vals)
 {
-    static const double steps125[] = {1, 2, 5}, steps19[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-    const double *steps = hi - lo < 0.6 ? steps19 : steps125;
-    int nsteps = hi - lo < 0.6 ? 9 : 3, n = 0;
+    static const double steps13[] = {1, 3}, steps125[] = {1, 2, 5},
+                        steps19[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    double span = hi - lo;
+    const double *steps = span < 0.6 ? steps19 : span < 1.5 ? steps125 : steps13;
+    int nsteps = span < 0.6 ? 9 : span < 1.5 ? 3 : 2, n = 0;
     for (int k = (int)floor(lo) - 1; k <= (int)ceil(hi) && n < MAXTICKS; k++)
         for (int j = 0; j < nsteps && n < MAXTICKS; j++) {
             double v = steps[j] * pow(10.0, k), w = log10(v);

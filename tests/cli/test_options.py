@@ -47,7 +47,7 @@ VALUED = {"--data", "--n-train", "--n-test", "--widths", "--seed", "--data-seed"
           "--log-every", "--output", "--from", "--to", "--num", "--t", "--epochs", "--batch",
           "--lr", "--momentum", "--shuffle-seed", "--save-mlp", "--save-init", "--mlp0",
           "--path-points", "--path-method", "--checkpoint-every", "--out", "--families",
-          "--scales", "--structures", "--p"}
+          "--scales", "--structures", "--p", "--loss", "--lambdas", "--validation-fraction"}
 
 
 def json_line(out):
@@ -150,12 +150,16 @@ class Options(unittest.TestCase):
         self.forms(["sweep", self.prob], ["--out", d, "--families", "sq", "--scales", "1",
                                           "--structures", "layer", "--max-iter", "200",
                                           "--quiet", "--json"], fresh=d)
+        d = os.path.join(self.tmp.name, "path")
+        self.forms(["path", self.prob], ["--out", d, "--loss", "squared", "--lambdas", "1,0.5",
+                                         "--validation-fraction", "0.3", "--seed", "2",
+                                         "--max-iter", "200", "--quiet", "--json"], fresh=d)
 
     def test_bad_options(self):
         """Every command: one line naming the option, exit 2, nothing on stdout or on disk."""
         needs_value = {"solve": "--tol", "baseline": "--output", "penalty": "--num",
                        "features": "--data", "train": "--epochs", "predict": "--mlp",
-                       "kernel": "--mlp0", "sweep": "--out", "demo": "--out",
+                       "kernel": "--mlp0", "sweep": "--out", "demo": "--out", "path": "--lambdas",
                        "experiment alignment": "--data", "experiment penalties": "--num",
                        "experiment samples": "--out"}
         for cmd, opt in needs_value.items():

@@ -1,0 +1,44 @@
+/* path_internal.h — what the regularisation path's files share: path.c (configuration, splits,
+ * the solves and their rows) and path_report.c (the best λ, the figure, the report). Not
+ * installed. */
+#ifndef ATF_PATH_INTERNAL_H
+#define ATF_PATH_INTERNAL_H
+
+#include "exp_internal.h"
+
+typedef struct {
+    const atf_path_config *cfg;
+    atf_problem *prob;       /* the problem file, with the penalty override */
+    atf_problem *fit;        /* what is solved: prob itself, or (validation) its fitted
+                                examples with a copy of the test split */
+    atf_problem *val;        /* the validation examples; NULL: scored on the test split */
+    char split[128];         /* "test" or "validation:fraction=F,seed=S,examples=K" */
+    char penalty[ATF_ROW_VALUELEN]; /* the penalty solved with, as recorded in the rows */
+    char solver[ATF_ROW_VALUELEN];  /* method, tol and iteration limit asked for */
+    char fingerprint[ATF_FINGERPRINT_LEN]; /* the problem file's content */
+    char csv[1100], jsonl[1100];
+    atf_rowstore *store;
+    atf_result *warm;        /* the last result solved in this run: the next λ's start */
+    char warm_key[32];       /* its λ */
+    int ran;                 /* rows this run added */
+    double t0;               /* start of the run */
+} path_state;
+
+/* λ as the table's key and as written in loss specs: the shortest text that reads back as
+ * exactly λ (atf_loss_format's rule). */
+void atf_path_key(double lambda, char *key, size_t len);
+
+/* The column a path is judged by: "val_" or "test_" + "xent" (xent) or "error" (squared). */
+void atf_path_criterion_column(const path_state *s, char *col, size_t len);
+
+/* The best row of the table (best->found = 0 when no row has a finite criterion). */
+void atf_path_best_of(const path_state *s, atf_path_best *best);
+
+/* OUT/path.{svg,png}: error and cross-entropy against λ, the best λ marked. A failure is a
+ * warning on io.log (the rows are the record). */
+void atf_path_figure(const path_state *s, const atf_path_best *best);
+
+/* A Markdown table of the rows (descending λ) and the best λ on io.report, or one JSON line. */
+void atf_path_report(const path_state *s, const atf_path_best *best);
+
+#endif

@@ -57,6 +57,13 @@ static int select_sparse(const atf_block *in, atf_block *out, const int *idx, in
     return 0;
 }
 
+void atf_block_free_arrays(atf_block *b)
+{
+    free(b->J), free(b->indptr), free(b->indices), free(b->data), free(b->H), free(b->D);
+    b->J = b->data = b->H = b->D = NULL;
+    b->indptr = b->indices = NULL;
+}
+
 /* One block's description and the operator rows of the chosen examples. */
 static int select_block(const atf_block *in, atf_block *out, const int *idx, int n)
 {
@@ -117,6 +124,20 @@ static int select_examples_arrays(const atf_problem *prob, atf_problem *p, const
             p->labels[j] = prob->labels[idx[j]];
     }
     return 0;
+}
+
+atf_error atf_block_select_examples(const atf_block *b, const int *idx, int n, atf_block *out)
+{
+    if (n < 1 || !idx || (int64_t)n * b->C > INT_MAX)
+        return ATF_E_INPUT;
+    for (int j = 0; j < n; j++)
+        if (idx[j] < 0 || idx[j] >= b->N)
+            return ATF_E_INPUT;
+    if (select_block(b, out, idx, n) != 0) {
+        atf_block_free_arrays(out);
+        return ATF_E_NOMEM;
+    }
+    return ATF_OK;
 }
 
 atf_error atf_problem_select_examples(const atf_problem *prob, const int *idx, int n,

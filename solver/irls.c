@@ -203,6 +203,8 @@ static int build_weights(atf_solver *s, const double *x, wvar *ws)
  * K is overwritten. */
 static int solve_kernel(double *K, int M, const double *r, double *lambda)
 {
+    if (!atf_sv_all_finite(K, (size_t)M * (size_t)M) || !atf_sv_all_finite(r, (size_t)M))
+        return -1; /* LAPACK never sees NaN or Inf */
     double *L = malloc((size_t)M * (size_t)M * sizeof *L);
     if (!L)
         return -1;

@@ -242,6 +242,13 @@ static atf_error finish(atf_solver *s, atf_result *res, const double *x, char *e
     atf_problem_residual(prob, Bs, resid);
     double cres = cblas_dnrm2(prob->M, resid, 1), rnorm = cblas_dnrm2(prob->M, prob->r, 1);
     res->constraint_residual = rnorm > 0.0 ? cres / rnorm : cres;
+    if (res->status == ATF_STATUS_SOLVED && !penalized(s) && rnorm > 0.0 &&
+        !(res->constraint_residual <= 1e-6)) {
+        /* the work units held the answer, the problem's units cannot (e.g. B ~ 1e-460) */
+        snprintf(s->check, sizeof s->check, "the answer is not representable in the problem's "
+                 "units (relative constraint residual %.3e there)", res->constraint_residual);
+        res->status = ATF_STATUS_NUMERICAL_ERROR;
+    }
     res->ls_residual = s->ls_residual;
     if (penalized(s)) { /* the loss of the answer, on the problem's own data and units */
         for (int m = 0; m < prob->M; m++)

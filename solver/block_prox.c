@@ -204,3 +204,25 @@ double atf_sv_prox_objective(atf_solver *s, const double *z)
     }
     return sum;
 }
+
+void atf_sv_prox_support(const atf_solver *s, const double *z, int *count)
+{
+    if (s->set.structure == ATF_GLOBAL_FULL) {
+        count[0] = atf_sv_norm(z, s->n) > 0.0;
+        return;
+    }
+    for (int l = 0; l < s->nvars; l++) {
+        const atf_sv_var *v = &s->vars[l];
+        int c = 0;
+        if (is_matrix(v)) {
+            while (c < v->k && v->s_prox[c] > 0.0)
+                c++;
+        } else {
+            for (size_t i = 0; i < v->len; i++)
+                c += z[v->off + i] != 0.0;
+            if (v->kind != ATF_SV_ENTRYWISE)
+                c = c > 0;
+        }
+        count[l] = c;
+    }
+}

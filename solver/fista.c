@@ -187,6 +187,48 @@ static void free_state(fista_state *st)
     free(st->zx), free(st->zprev), free(st->zy), free(st->zn), free(st->u);
 }
 
+/* Iterations until the supports of the prox have been the same `stable` times in a row. */
+static int support_settled(atf_solver *s, const double *x, int *last, int *now, int *same,
+                           int stable)
+{
+    atf_sv_prox_support(s, x, now);
+    int nv = s->set.structure == ATF_GLOBAL_FULL ? 1 : s->nvars;
+    int equal = memcmp(last, now, (size_t)nv * sizeof *now) == 0;
+    memcpy(last, now, (size_t)nv * sizeof *now);
+    *same = equal ? *same + 1 : 0;
+    return stable > 0 && *same >= stable;
+}
+
+int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b)
+{
+    fista_state st = {.theta = 1.0, .start = atf_now(), .t = b->t, .F = b->F, .pen = b->pen,
+                      .loss = b->loss, .res = INFINITY};
+    size_t n = s->n;
+    int nv = s->set.structure == ATF_GLOBAL_FULL ? 1 : s->nvars;
+    int *last = calloc((size_t)nv, sizeof *last), *now = calloc((size_t)nv, sizeof *now);
+    if (!last || !now || alloc_state(&st, n, pl->M) != ATF_OK) {
+        free(last), free(now), free_state(&st);
+        return -1;
+    }
+    memcpy(st.x, b->x, n * sizeof *st.x);
+    memcpy(st.zx, b->zx, (size_t)pl->M * sizeof *st.zx);
+    int same = 0, it = 0, done = 0;
+    while (it < b->max_iter && !(s->set.interrupt && *s->set.interrupt)) {
+        done = iterate(s, pl, &st);
+        it++;
+        if (done != 0 || support_settled(s, st.x, last, now, &same, b->stable))
+            break;
+    }
+    if (done >= 0) {
+        memcpy(b->x, st.x, n * sizeof *st.x);
+        memcpy(b->zx, st.zx, (size_t)pl->M * sizeof *st.zx);
+        b->F = st.F, b->pen = st.pen, b->loss = st.loss, b->t = st.t;
+    }
+    b->backtracks += st.backtracks;
+    free(last), free(now), free_state(&st);
+    return done < 0 ? -1 : it;
+}
+
 atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
                        atf_pg_info *info, char *err)
 {

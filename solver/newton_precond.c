@@ -30,6 +30,7 @@ void atf_nys_free(atf_nystrom *ny)
         if (ny->owns)
             atf_block_free_arrays(&ny->ops[l]);
     free(ny->ops), free(ny->examples), free(ny->Ap), free(ny->U), free(ny->lam), free(ny->Y);
+    free(ny->W), free(ny->G);
     free(ny->tau), free(ny->work), free(ny->coef);
     memset(ny, 0, sizeof *ny);
 }
@@ -72,8 +73,10 @@ atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, c
     ny->tau = malloc(k * sizeof *ny->tau);
     ny->coef = malloc(k * sizeof *ny->coef);
     ny->work = malloc(k * k * sizeof *ny->work);
+    ny->W = malloc(n * k * sizeof *ny->W);
+    ny->G = malloc(k * k * sizeof *ny->G);
     if (ny->k < 1 || !ny->Ap || !ny->U || !ny->Y || !ny->lam || !ny->tau || !ny->coef ||
-        !ny->work || select(s, ny) != 0) {
+        !ny->work || !ny->W || !ny->G || select(s, ny) != 0) {
         atf_nys_free(ny);
         atf_errorf(err, "newton: out of memory for the preconditioner (rank %d, %d examples)",
                    rank, examples);
@@ -181,15 +184,49 @@ int atf_nys_build(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny)
     return 0;
 }
 
-void atf_nys_apply(atf_nystrom *ny, double rho, const double *v, double *out)
+int atf_nys_prepare(atf_nystrom *ny, atf_jac *jac, double mu)
 {
     size_t n = ny->n;
     int k = ny->k;
-    double top = ny->lam[k - 1] + rho;
-    cblas_dgemv(CblasColMajor, CblasTrans, (int)n, k, 1.0, ny->U, (int)n, v, 1, 0.0, ny->coef, 1);
-    for (int j = 0; j < k; j++)
-        ny->coef[j] *= top / (ny->lam[j] + rho) - 1.0;
-    memcpy(out, v, n * sizeof *out);
-    cblas_dgemv(CblasColMajor, CblasNoTrans, (int)n, k, 1.0, ny->U, (int)n, ny->coef, 1, 1.0, out,
+    ny->prepared = 0;
+    if (!ny->ready)
+        return -1;
+    double floor = ny->lam[k - 1];
+    atf_jac_set_shift(jac, mu + floor);
+    for (int j = 0; j < k; j++) { /* W_j = D⁻¹ U_j √(λ̂_j − λ̂_k) */
+        double sj = sqrt(fmax(ny->lam[j] - floor, 0.0));
+        atf_jac_apply(jac, ATF_JAC_DINV, ny->U + (size_t)j * n, ATF_JAC_DINV, NULL,
+                      ny->W + (size_t)j * n);
+        cblas_dscal((int)n, sj, ny->W + (size_t)j * n, 1);
+        ny->coef[j] = sj;
+    }
+    /* G = I + S^½ Uᵀ W (= I + S^½ Uᵀ D⁻¹ U S^½, symmetric positive definite) */
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, k, k, (int)n, 1.0, ny->U, (int)n, ny->W,
+                (int)n, 0.0, ny->G, k);
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j <= i; j++) {
+            double v = 0.5 * (ny->coef[i] * ny->G[(size_t)i + (size_t)j * k] +
+                              ny->coef[j] * ny->G[(size_t)j + (size_t)i * k]);
+            ny->G[(size_t)i + (size_t)j * k] = ny->G[(size_t)j + (size_t)i * k] =
+                v + (i == j ? 1.0 : 0.0);
+        }
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', k, ny->G, k) != 0)
+        return -1;
+    ny->prepared = 1;
+    return 0;
+}
+
+void atf_nys_apply(atf_nystrom *ny, atf_jac *jac, const double *v, double *out)
+{
+    size_t n = ny->n;
+    int k = ny->k;
+    atf_jac_apply(jac, ATF_JAC_DINV, v, ATF_JAC_DINV, NULL, out); /* D⁻¹ v */
+    if (!ny->prepared)
+        return;
+    /* Woodbury: out −= W G⁻¹ Wᵀ v (Wᵀv = S^½ Uᵀ D⁻¹ v since D⁻¹ is symmetric) */
+    cblas_dgemv(CblasColMajor, CblasTrans, (int)n, k, 1.0, ny->W, (int)n, v, 1, 0.0, ny->coef, 1);
+    cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, k, ny->G, k, ny->coef, 1);
+    cblas_dtrsv(CblasColMajor, CblasLower, CblasTrans, CblasNonUnit, k, ny->G, k, ny->coef, 1);
+    cblas_dgemv(CblasColMajor, CblasNoTrans, (int)n, k, -1.0, ny->W, (int)n, ny->coef, 1, 1.0, out,
                 1);
 }

@@ -82,7 +82,8 @@ static int spectral_alloc(atf_jac_var *v)
 
 static int var_alloc(atf_jac_var *v)
 {
-    int ok = coef_alloc(v, &v->theta) && coef_alloc(v, &v->lam) && coef_alloc(v, &v->mask);
+    int ok = coef_alloc(v, &v->theta) && coef_alloc(v, &v->lam) && coef_alloc(v, &v->mask) &&
+             coef_alloc(v, &v->dinv);
     if (ok && v->kind == ATF_JAC_SPECTRAL)
         ok = spectral_alloc(v);
     if (ok && v->kind == ATF_JAC_NORM)
@@ -125,7 +126,7 @@ void atf_jac_free(atf_jac *jac)
 {
     for (int l = 0; jac->vars && l < jac->nvars; l++) {
         atf_jac_var *v = &jac->vars[l];
-        coef_free(&v->theta), coef_free(&v->lam), coef_free(&v->mask);
+        coef_free(&v->theta), coef_free(&v->lam), coef_free(&v->mask), coef_free(&v->dinv);
         free(v->U), free(v->Vt), free(v->sigma), free(v->phi), free(v->dphi), free(v->u);
         free(v->T), free(v->Y), free(v->Hh), free(v->Hh2), free(v->X), free(v->a);
         free(v->work), free(v->iwork);
@@ -278,11 +279,68 @@ int atf_jac_build(atf_solver *s, atf_jac *jac, const double *z, double t, double
     return 0;
 }
 
+/* Restrict the Jacobian to the support of x̄ (the proximal-gradient point of the current x):
+ * where the prox-gradient step zeroes a singular value (an entry, a vector), the Newton model
+ * treats it as zero too, as projected Newton methods treat the variables that the gradient step
+ * holds at a bound (Bertsekas 1982). Only ever removes directions from S. */
+static void restrict_var(atf_solver *s, atf_jac *jac, int l, int keep, const double *xbar)
+{
+    atf_jac_var *v = &jac->vars[l];
+    if (v->kind == ATF_JAC_SPECTRAL) {
+        int active = 0;
+        while (active < v->k && v->phi[active] > 0.0)
+            active++;
+        if (keep >= active)
+            return;
+        for (int i = keep; i < v->k; i++)
+            v->phi[i] = v->dphi[i] = 0.0;
+        spectral_theta(v, atf_penalty_prox_slope(var_penalty(s, l), 0.0, jac->t));
+    } else if (v->kind == ATF_JAC_NORM) {
+        if (keep)
+            return;
+        v->theta.c3[0] = v->theta.c3[1] = 0.0;
+    } else {
+        for (size_t i = 0; i < v->len; i++)
+            if (xbar[v->off + i] == 0.0)
+                v->theta.c3[i] = 0.0;
+    }
+    v->full_mask = derive(&v->theta, &v->lam, &v->mask, coef_len(v), coef3_len(v), jac->t,
+                          jac->theta_min, &jac->nonconvex_coef);
+}
+
+void atf_jac_restrict(atf_solver *s, atf_jac *jac, const int *support, const double *xbar)
+{
+    for (int l = 0; l < jac->nvars; l++)
+        restrict_var(s, jac, l, support[l], xbar);
+}
+
 /* ---- applying a map ------------------------------------------------------------------------ */
 
 static const atf_jac_coef *coef_of(const atf_jac_var *v, atf_jac_which w)
 {
-    return w == ATF_JAC_LAMBDA ? &v->lam : w == ATF_JAC_MASK ? &v->mask : &v->theta;
+    switch (w) {
+    case ATF_JAC_LAMBDA: return &v->lam;
+    case ATF_JAC_MASK: return &v->mask;
+    case ATF_JAC_DINV: return &v->dinv;
+    case ATF_JAC_THETA: break;
+    }
+    return &v->theta;
+}
+
+void atf_jac_set_shift(atf_jac *jac, double c)
+{
+    for (int l = 0; l < jac->nvars; l++) {
+        atf_jac_var *v = &jac->vars[l];
+        size_t n12 = coef_len(v), n3 = coef3_len(v);
+        for (int part = 0; part < 3; part++) {
+            const double *lam = part == 0 ? v->lam.c1 : part == 1 ? v->lam.c2 : v->lam.c3;
+            const double *m = part == 0 ? v->mask.c1 : part == 1 ? v->mask.c2 : v->mask.c3;
+            double *d = part == 0 ? v->dinv.c1 : part == 1 ? v->dinv.c2 : v->dinv.c3;
+            size_t n = part < 2 ? n12 : n3;
+            for (size_t i = 0; i < n; i++)
+                d[i] = m[i] > 0.0 ? 1.0 / (lam[i] + c > 0.0 ? lam[i] + c : c) : 0.0;
+        }
+    }
 }
 
 /* T and Ĥ = Uᵀ H V of a direction H: T = H V (rows ≥ cols) or T = Uᵀ H (rows < cols). */

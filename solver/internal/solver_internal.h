@@ -186,6 +186,9 @@ void atf_sv_prox(atf_solver *s, const double *w, double *z, double rho);
 int atf_sv_svd(atf_sv_var *v, const double *C);
 /* Objective Σ Ω̃ of the stacked point x (SVDs of every spectral var). */
 double atf_sv_objective(atf_solver *s, const double *x);
+/* The support of z, the output of the last atf_sv_prox: per var the rank kept (spectral), the
+ * nonzero entries (diagonal structure) or 1/0 (vectors; the `full` structure writes count[0]). */
+void atf_sv_prox_support(const atf_solver *s, const double *z, int *count);
 /* Objective of z from the singular values kept by the last prox (cheap, for the log). */
 double atf_sv_prox_objective(atf_solver *s, const double *z);
 

@@ -41,6 +41,7 @@ typedef struct {
     atf_jac_coef theta;  /* the Jacobian's own coefficients */
     atf_jac_coef lam;    /* Λ = (1/θ − 1)/t on S, 0 off S */
     atf_jac_coef mask;   /* 1 on S, 0 off S */
+    atf_jac_coef dinv;   /* 1/(Λ + c) on S, 0 off S (atf_jac_set_shift) */
     int full_mask;       /* every θ > θ_min: the mask is the identity */
     /* workspace of a map */
     double *T, *Hh, *X, *Y, *Hh2;
@@ -68,13 +69,21 @@ void atf_jac_free(atf_jac *jac);
  * LAPACK then). */
 int atf_jac_build(atf_solver *s, atf_jac *jac, const double *z, double t, double *x);
 
+/* Restrict J to the support of x̄ = prox(x − t∇g) (support: atf_sv_prox_support of x̄ right
+ * after that prox): singular values (entries, vectors) that the proximal-gradient step sets to
+ * zero leave S. */
+void atf_jac_restrict(atf_solver *s, atf_jac *jac, const int *support, const double *xbar);
+
 /* Which coefficients a map uses. */
-typedef enum { ATF_JAC_THETA = 0, ATF_JAC_LAMBDA, ATF_JAC_MASK } atf_jac_which;
+typedef enum { ATF_JAC_THETA = 0, ATF_JAC_LAMBDA, ATF_JAC_MASK, ATF_JAC_DINV } atf_jac_which;
 
 /* out = f(h) [n] for the map `which` (J, Λ or the mask of S) applied to the stacked direction h.
  * With h2 (may be NULL) and which2, out = f(h) + f2(h2) (one rotation back for both). */
 void atf_jac_apply(atf_jac *jac, atf_jac_which which, const double *h, atf_jac_which which2,
                    const double *h2, double *out);
+
+/* The map ATF_JAC_DINV: 1/(Λ + c) on S, 0 off S (c > 0; where Λ + c ≤ 0, nonconvex ω̃, 1/c). */
+void atf_jac_set_shift(atf_jac *jac, double c);
 
 /* Σ over S of (1/θ − 1)/t: the mean penalty curvature on S (for a preconditioner's shift), and
  * the dimension of S, summed over vars. */
@@ -82,13 +91,15 @@ void atf_jac_lambda_stats(const atf_jac *jac, double *mean, double *dim);
 
 /* ---- newton_precond.c: Nyström preconditioner from a subsample of the examples ---- */
 typedef struct {
-    int nvars, n_examples, k, owns, ready;
+    int nvars, n_examples, k, owns, ready, prepared;
     size_t n;
     atf_block *ops;      /* the vars' operators on the subsample (copies when owns) */
     int *examples;       /* [n_examples] the examples of the subsample (every stride-th) */
     double *Ap;          /* [n_examples·C] */
     double *U, *Y;       /* n × k, column-major: the eigenvectors, and the sketch workspace */
     double *lam;         /* k eigenvalues, descending */
+    double *W;           /* n × k: D⁻¹ U S^½ (atf_nys_prepare) */
+    double *G;           /* k × k: Cholesky factor of I + S^½ Uᵀ D⁻¹ U S^½ */
     double *tau, *work, *coef;
     double passes;       /* work in full passes over the data (subsample products count n/N) */
 } atf_nystrom;
@@ -101,8 +112,13 @@ void atf_nys_free(atf_nystrom *ny);
  * subsample's Hessian and the Nyström factors. 0, or −1 (non-finite, Cholesky failure): then
  * ready stays 0 and the caller goes without. */
 int atf_nys_build(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny);
-/* out = P⁻¹ v with shift ρ. */
-void atf_nys_apply(atf_nystrom *ny, double rho, const double *v, double *out);
+/* The preconditioner P = D + U S Uᵀ of the system (Λ + ∇²g + μI) at the Jacobian jac: D = Λ + μ +
+ * λ̂_k on S (diagonal in the prox's rotated basis: atf_jac_set_shift), S = diag(λ̂ − λ̂_k) the
+ * sketch's excess over its smallest eigenvalue. Forms D⁻¹U S^½ (k Jacobian maps) and the k × k
+ * Cholesky factor of Woodbury's capacitance matrix. 0, or −1 (then it is not used). */
+int atf_nys_prepare(atf_nystrom *ny, atf_jac *jac, double mu);
+/* out = P⁻¹ v = D⁻¹v − D⁻¹U S^½ (I + S^½UᵀD⁻¹US^½)⁻¹ S^½ Uᵀ D⁻¹ v (zero off S). */
+void atf_nys_apply(atf_nystrom *ny, atf_jac *jac, const double *v, double *out);
 
 /* ---- newton.c ---- */
 /* Semismooth Newton-CG on F from x (work units; in: the start, out: the answer) on a solver set up

@@ -106,6 +106,18 @@ void atf_pg_certify(atf_solver *s, atf_pg_loss *pl, const double *x, const doubl
 atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
                        atf_pg_info *info, char *err);
 
+/* A run of FISTA iterations inside another method (Newton's globalisation, newton.c): from x
+ * (predictions zx, objective F = pen + loss, step t), at most max_iter iterations, without
+ * certificates, stopping early when the prox's supports (ranks) have not changed for `stable`
+ * iterations (0: never) or the step's residual is ≤ eps_rel. In/out: x, zx, F, pen, loss, t. */
+typedef struct {
+    double *x, *zx;
+    double F, pen, loss, t;
+    int max_iter, stable, backtracks;
+} atf_pg_burst;
+/* Returns the iterations run, or −1 on numerical trouble (b unchanged then). */
+int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b);
+
 /* ---- irls.c: alternating adapted-kernel regression for interpolation ---- */
 typedef struct {
     int iterations;

@@ -26,8 +26,9 @@ extern "C" {
 /* atf_method and atf_global_structure (with their names and parsers) are defined in
  * atf_result.h, since results carry them. */
 typedef struct {
-    atf_method method;     /* interpolation: ADMM (default), LP, BASELINE or IRLS;
-                              a penalized loss: FISTA (docs/solver.md "Penalized problem") */
+    atf_method method;     /* AUTO (default: the solver picks, docs/solver.md "Choosing the
+                              method"); interpolation: ADMM, ALM, LP, BASELINE, CG or IRLS;
+                              a penalized loss: NEWTON or FISTA */
     atf_loss loss;         /* interpolate (default), squared:lambda=λ or xent:lambda=λ */
     atf_global_structure structure;
     int max_iter;          /* default 10000 */

@@ -397,6 +397,152 @@ static atf_error start(atf_solver *s, atf_pg_loss *pl, newton_state *st, const d
     return ATF_OK;
 }
 
+struct atf_newton {
+    atf_pg_loss pl;
+    atf_jac jac;
+    newton_state st;
+    int started;
+    double lambda; /* the loss's λ when the point's values were last computed */
+};
+
+atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out, char *err)
+{
+    *out = NULL;
+    atf_newton *nw = calloc(1, sizeof *nw);
+    if (!nw) {
+        atf_errorf(err, "newton: out of memory");
+        return ATF_E_NOMEM;
+    }
+    atf_error e = atf_pg_loss_init(s, loss, &nw->pl, err);
+    if (e != ATF_OK) {
+        free(nw);
+        return e;
+    }
+    nw->lambda = loss->lambda;
+    if ((e = atf_jac_alloc(s, &nw->jac, err)) != ATF_OK) {
+        atf_pg_loss_free(&nw->pl), free(nw);
+        return e;
+    }
+    if (alloc_state(&nw->st, s->n, nw->pl.M, s->nvars) != ATF_OK) {
+        atf_newton_free(nw);
+        atf_errorf(err, "newton: out of memory for %zu variables and %d rows", s->n, nw->pl.M);
+        return ATF_E_NOMEM;
+    }
+    int ny_rank = (int)(s->n / 4 < NYSTROM_RANK ? s->n / 4 : NYSTROM_RANK);
+    int ny_examples = s->work.N / NYSTROM_STRIDE;
+    if (ny_examples < NYSTROM_MIN_EXAMPLES)
+        ny_examples = NYSTROM_MIN_EXAMPLES;
+    if (ny_rank >= NYSTROM_MIN_RANK &&
+        (e = atf_nys_init(s, &nw->st.ny, ny_examples, ny_rank, err)) != ATF_OK) {
+        atf_newton_free(nw);
+        return e;
+    }
+    *out = nw;
+    return ATF_OK;
+}
+
+void atf_newton_free(atf_newton *nw)
+{
+    if (!nw)
+        return;
+    atf_nys_free(&nw->st.ny);
+    free_state(&nw->st);
+    atf_jac_free(&nw->jac);
+    atf_pg_loss_free(&nw->pl);
+    free(nw);
+}
+
+atf_error atf_newton_set_loss(atf_solver *s, atf_newton *nw, double lambda,
+                              const double *target, char *err)
+{
+    atf_error e = atf_pg_loss_set(&nw->pl, lambda, target, err);
+    if (e != ATF_OK || !nw->started)
+        return e;
+    newton_state *st = &nw->st;
+    double ratio = nw->lambda / lambda; /* the loss's curvature grows by this */
+    nw->lambda = lambda;
+    st->t /= ratio;
+    if (st->ny.ready) /* the squared loss's curvature is the sketched one times the ratio */
+        for (int j = 0; j < st->ny.k; j++)
+            st->ny.lam[j] *= ratio;
+    st->sigma = 0.0;
+    st->loss = atf_pg_loss_eval(&nw->pl, st->zx, st->u);
+    st->F = st->pen + st->loss;
+    atf_sv_adjoint(s, st->u, st->g);
+    /* keep x = prox(z) for the new step t: z = x + t·(the old subgradient (z − x)/t_old) */
+    for (size_t i = 0; i < s->n; i++)
+        st->z[i] = st->x[i] + (st->z[i] - st->x[i]) / ratio;
+    return ATF_OK;
+}
+
+atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, double eps,
+                          int max_iter, int verbose, int *gave_up)
+{
+    newton_state *st = &nw->st;
+    atf_pg_loss *pl = &nw->pl;
+    *gave_up = 0;
+    if (!nw->started) {
+        st->start = atf_now();
+        if (start(s, pl, st, x0) != ATF_OK)
+            return ATF_STATUS_NUMERICAL_ERROR;
+        nw->started = 1;
+        if (verbose)
+            log_header(s, &pl->loss, st);
+    }
+    atf_status status = ATF_STATUS_MAX_ITERATIONS;
+    const atf_settings *set = &s->set;
+    for (int it = 0; status == ATF_STATUS_MAX_ITERATIONS; it++, st->iter++) {
+        st->res = residual_at_x(s, st);
+        if (verbose)
+            log_row(s, st);
+        if (st->res <= eps)
+            return ATF_STATUS_SOLVED;
+        if (isnan(st->res))
+            return ATF_STATUS_NUMERICAL_ERROR;
+        if (set->interrupt && *set->interrupt)
+            return ATF_STATUS_INTERRUPTED;
+        if (it >= max_iter)
+            break;
+        if (st->in_a_row >= NEWTON_GIVE_UP) {
+            *gave_up = 1;
+            break;
+        }
+        if (newton_step(s, pl, &nw->jac, st) != 0)
+            status = ATF_STATUS_NUMERICAL_ERROR;
+    }
+    return status;
+}
+
+const double *atf_newton_point(const atf_newton *nw)
+{
+    return nw->st.x;
+}
+
+atf_pg_loss *atf_newton_loss(atf_newton *nw)
+{
+    return &nw->pl;
+}
+
+int atf_newton_steps(const atf_newton *nw)
+{
+    return nw->st.iter;
+}
+
+int atf_newton_cg_steps(const atf_newton *nw)
+{
+    return nw->st.cg_total;
+}
+
+int atf_newton_fallbacks(const atf_newton *nw)
+{
+    return nw->st.fallbacks;
+}
+
+long atf_newton_sketch_passes(const atf_newton *nw)
+{
+    return lround(nw->st.ny.passes);
+}
+
 static void report(atf_solver *s, const newton_state *st, const atf_pg_info *info,
                    atf_status status, atf_result *res)
 {
@@ -419,83 +565,34 @@ static void report(atf_solver *s, const newton_state *st, const atf_pg_info *inf
 atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
                         atf_pg_info *info, int *gave_up, char *err)
 {
-    atf_pg_loss pl;
-    atf_jac jac;
-    *gave_up = 0;
-    atf_error e = atf_pg_loss_init(s, loss, &pl, err);
+    atf_newton *nw = NULL;
+    atf_error e = atf_newton_init(s, loss, &nw, err);
     if (e != ATF_OK)
         return e;
-    if ((e = atf_jac_alloc(s, &jac, err)) != ATF_OK) {
-        atf_pg_loss_free(&pl);
-        return e;
-    }
-    newton_state st = {.start = atf_now()};
     memset(info, 0, sizeof *info);
-    if (alloc_state(&st, s->n, pl.M, s->nvars) != ATF_OK) {
-        free_state(&st), atf_jac_free(&jac), atf_pg_loss_free(&pl);
-        atf_errorf(err, "newton: out of memory for %zu variables and %d rows", s->n, pl.M);
-        return ATF_E_NOMEM;
+    newton_state *st = &nw->st;
+    atf_pg_loss *pl = &nw->pl;
+    atf_status status = atf_newton_run(s, nw, x, s->set.eps_rel, s->set.max_iter,
+                                       s->set.verbose, gave_up);
+    if (!nw->started || (status == ATF_STATUS_NUMERICAL_ERROR &&
+                         !atf_sv_all_finite(st->x, s->n))) {
+        memset(st->x, 0, s->n * sizeof *st->x); /* never hand out NaN: B = 0, i.e. f = f0 */
+        atf_sv_apply(s, st->x, st->zx);
+        st->pen = atf_sv_objective(s, st->x);
+        st->loss = atf_pg_loss_eval(pl, st->zx, NULL);
+        st->F = st->pen + st->loss;
+        st->t = st->t > 0.0 ? st->t : 1.0;
     }
-    int ny_rank = (int)(s->n / 4 < NYSTROM_RANK ? s->n / 4 : NYSTROM_RANK);
-    int ny_examples = s->work.N / NYSTROM_STRIDE;
-    if (ny_examples < NYSTROM_MIN_EXAMPLES)
-        ny_examples = NYSTROM_MIN_EXAMPLES;
-    if (ny_rank >= NYSTROM_MIN_RANK &&
-        (e = atf_nys_init(s, &st.ny, ny_examples, ny_rank, err)) != ATF_OK) {
-        free_state(&st), atf_jac_free(&jac), atf_pg_loss_free(&pl);
-        return e;
-    }
-    atf_status status = ATF_STATUS_MAX_ITERATIONS;
-    const atf_settings *set = &s->set;
-    if (start(s, &pl, &st, x) != ATF_OK)
-        status = ATF_STATUS_NUMERICAL_ERROR;
-    else if (set->verbose)
-        log_header(s, loss, &st);
-    for (st.iter = 0; status == ATF_STATUS_MAX_ITERATIONS; st.iter++) {
-        st.res = residual_at_x(s, &st);
-        if (set->verbose)
-            log_row(s, &st);
-        if (st.res <= set->eps_rel) {
-            status = ATF_STATUS_SOLVED;
-            break;
-        }
-        if (isnan(st.res)) {
-            status = ATF_STATUS_NUMERICAL_ERROR;
-            break;
-        }
-        if (set->interrupt && *set->interrupt) {
-            status = ATF_STATUS_INTERRUPTED;
-            break;
-        }
-        if (st.iter >= set->max_iter)
-            break;
-        if (st.in_a_row >= NEWTON_GIVE_UP) {
-            *gave_up = 1;
-            break;
-        }
-        if (newton_step(s, &pl, &jac, &st) != 0)
-            status = ATF_STATUS_NUMERICAL_ERROR;
-    }
-    if (status == ATF_STATUS_NUMERICAL_ERROR && !atf_sv_all_finite(st.x, s->n)) {
-        memset(st.x, 0, s->n * sizeof *st.x); /* never hand out NaN: B = 0, i.e. f = f0 */
-        atf_sv_apply(s, st.x, st.zx);
-        st.pen = atf_sv_objective(s, st.x);
-        st.loss = atf_pg_loss_eval(&pl, st.zx, NULL);
-        st.F = st.pen + st.loss;
-    }
-    atf_pg_certify(s, &pl, st.x, st.zx, st.t, st.F, st.u, st.g, st.w, st.xb, info, res);
-    memcpy(x, st.x, s->n * sizeof *x);
-    info->loss_value = atf_sv_unscale_objective(s, st.loss);
-    info->penalty_value = atf_sv_unscale_objective(s, st.pen);
-    info->objective = atf_sv_unscale_objective(s, st.F);
-    info->step = st.t;
-    info->iterations = st.iter;
-    info->backtracks = st.backtracks;
-    s->passes += (long)lround(st.ny.passes);
-    report(s, &st, info, status, res);
-    atf_nys_free(&st.ny);
-    free_state(&st);
-    atf_jac_free(&jac);
-    atf_pg_loss_free(&pl);
+    atf_pg_certify(s, pl, st->x, st->zx, st->t, st->F, st->u, st->g, st->w, st->xb, info, res);
+    memcpy(x, st->x, s->n * sizeof *x);
+    info->loss_value = atf_sv_unscale_objective(s, st->loss);
+    info->penalty_value = atf_sv_unscale_objective(s, st->pen);
+    info->objective = atf_sv_unscale_objective(s, st->F);
+    info->step = st->t;
+    info->iterations = st->iter;
+    info->backtracks = st->backtracks;
+    s->passes += atf_newton_sketch_passes(nw);
+    report(s, st, info, status, res);
+    atf_newton_free(nw);
     return ATF_OK;
 }

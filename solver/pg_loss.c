@@ -120,12 +120,20 @@ atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl,
         atf_errorf(err, "solver: out of memory for the loss workspace (%d rows)", pl->M);
         return ATF_E_NOMEM;
     }
+    pl->target = s->prob->r;
     atf_error e = row_scales(s, pl->scale, err);
     if (e == ATF_OK)
         e = row_weights(pl, err);
     if (e != ATF_OK)
         atf_pg_loss_free(pl);
     return e;
+}
+
+atf_error atf_pg_loss_set(atf_pg_loss *pl, double lambda, const double *target, char *err)
+{
+    pl->loss.lambda = lambda;
+    pl->target = target ? target : pl->prob->r;
+    return row_weights(pl, err);
 }
 
 void atf_pg_loss_free(atf_pg_loss *pl)
@@ -195,7 +203,7 @@ double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad)
     for (size_t m = 0; m < M; m++)
         pl->pred[m] = pl->scale[m] * z[m];
     const atf_problem *p = pl->prob;
-    double v = atf_loss_value(&pl->loss, pl->N, pl->C, pl->pred, p->r, p->f0, p->labels,
+    double v = atf_loss_value(&pl->loss, pl->N, pl->C, pl->pred, pl->target, p->f0, p->labels,
                               grad ? pl->gpred : NULL);
     if (grad)
         for (size_t m = 0; m < M; m++)
@@ -269,7 +277,7 @@ double atf_pg_loss_conjugate(atf_pg_loss *pl, const double *u)
     double sum = 0.0;
     if (pl->loss.kind == ATF_LOSS_SQUARED) {
         for (int m = 0; m < pl->M; m++) {
-            sum += u[m] * (u[m] / (2.0 * pl->wsq[m])) + u[m] * (p->r[m] / pl->scale[m]);
+            sum += u[m] * (u[m] / (2.0 * pl->wsq[m])) + u[m] * (pl->target[m] / pl->scale[m]);
         }
         return sum;
     }

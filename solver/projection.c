@@ -107,8 +107,14 @@ void atf_sv_project(atf_solver *s, double *v, const double *r, int refine)
 
 double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r)
 {
-    stacked_residual(s, v, r, s->proj.s);
-    return norm2(s->proj.s, (size_t)s->prob->M);
+    double *w = s->proj.s ? s->proj.s : malloc((size_t)s->prob->M * sizeof *w);
+    if (!w) /* the matrix-free methods set no projection up: a workspace of their own */
+        return NAN;
+    stacked_residual(s, v, r, w);
+    double value = norm2(w, (size_t)s->prob->M);
+    if (w != s->proj.s)
+        free(w);
+    return value;
 }
 
 /* ---- factorisations ---- */

@@ -7,7 +7,7 @@
 atf_settings atf_settings_default(void)
 {
     atf_settings s = {
-        .method = ATF_METHOD_ADMM,
+        .method = ATF_METHOD_AUTO,
         .loss = {ATF_LOSS_INTERPOLATE, 0.0},
         .structure = ATF_GLOBAL_LAYER,
         .max_iter = 10000,

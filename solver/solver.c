@@ -113,6 +113,22 @@ static int penalized(const atf_solver *s)
     return s->set.loss.kind != ATF_LOSS_INTERPOLATE;
 }
 
+/* The augmented Lagrangian: interpolation without the Gram. The data as for the penalized losses
+ * (its subproblems are the squared loss); consistency is not decided up front (no projection):
+ * an inconsistent r shows as a constraint residual that σ cannot bring down. */
+static atf_error build_alm(atf_solver *s, char *err)
+{
+    atf_error e = atf_sv_equilibrate_mode(s, ATF_EQ_NONE, err);
+    if (e == ATF_OK)
+        e = atf_sv_vars_build(s, err);
+    if (e == ATF_OK)
+        e = atf_sv_prox_alloc(s, err);
+    s->rnorm = e == ATF_OK ? atf_sv_norm(s->work.r, (size_t)s->work.M) : 0.0;
+    s->consistent = 1;
+    s->ls_residual = NAN;
+    return e;
+}
+
 static void release_build(atf_solver *s)
 {
     atf_sv_vars_free(s);
@@ -134,6 +150,8 @@ static atf_error setup(atf_solver *s, char *err)
         e = check_full_penalty(s->prob, err);
     if (e == ATF_OK && penalized(s))
         e = build_penalized(s, err);
+    else if (e == ATF_OK && s->set.method == ATF_METHOD_ALM)
+        e = build_alm(s, err);
     else if (e == ATF_OK)
         e = build(s, ATF_EQ_ROWS, err);
     if (e == ATF_OK && !s->consistent) {
@@ -147,16 +165,21 @@ static atf_error setup(atf_solver *s, char *err)
     return e;
 }
 
-/* The method `auto` stands for (docs/solver.md "Choosing the method"), decided once here. */
+/* The method `auto` stands for (docs/solver.md "Choosing the method"), decided once here:
+ * Newton for the penalized losses (faster to a certified point than FISTA at every size
+ * measured), for interpolation ADMM on the M × M Gram where it fits the memory it needs,
+ * estimated up front, and otherwise the matrix-free augmented Lagrangian. */
 static void resolve_auto(atf_solver *s)
 {
     if (penalized(s)) {
-        s->set.method = ATF_METHOD_FISTA;
-        snprintf(s->note, sizeof s->note, "auto: a penalized loss: fista");
-    } else {
-        s->set.method = ATF_METHOD_ADMM;
-        snprintf(s->note, sizeof s->note, "auto: interpolation: admm");
+        s->set.method = ATF_METHOD_NEWTON;
+        snprintf(s->note, sizeof s->note, "auto: a penalized loss: newton");
+        return;
     }
+    char why[200];
+    int gram = atf_sv_gram_fits(s->prob, why, sizeof why);
+    s->set.method = gram ? ATF_METHOD_ADMM : ATF_METHOD_ALM;
+    snprintf(s->note, sizeof s->note, "auto: %s: %s", why, gram ? "admm" : "alm");
 }
 
 atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_solver **out,
@@ -383,7 +406,7 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
         return atf_sv_irls(s, res, x, &info, err);
     }
     case ATF_METHOD_NEWTON: return run_newton(s, res, x, err);
-    case ATF_METHOD_ALM:
+    case ATF_METHOD_ALM: return atf_sv_alm(s, res, x, err);
     case ATF_METHOD_CG:
     case ATF_METHOD_AUTO: /* resolved by atf_solver_init */
         break; /* TODO(issue 15): in progress */

@@ -81,7 +81,8 @@ static atf_error parse_method(const char *v, atf_method *m, char *err)
 {
     /* baseline is `atf baseline` (which forwards here with --method=baseline) */
     if (atf_method_parse(v, m) != ATF_OK) {
-        atf_errorf(err, "--method: '%s' is not one of admm, lp, irls, fista", v ? v : "");
+        atf_errorf(err, "--method: '%s' is not one of auto, admm, alm, lp, irls, newton, fista",
+                   v ? v : "");
         return ATF_E_USAGE;
     }
     return ATF_OK;
@@ -188,8 +189,6 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
         atf_errorf(err, "missing -o RESULT.h5 (atf %s --help)", cmd);
         return ATF_E_USAGE;
     }
-    if (!a->method_given && a->set.loss.kind != ATF_LOSS_INTERPOLATE)
-        a->set.method = ATF_METHOD_FISTA; /* a penalized loss implies the method that solves it */
     return ATF_OK;
 }
 

@@ -67,9 +67,7 @@ atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *er
     samples_show(s, pt, m->kind == KIND_P16 ? "problem (16) " : "problem (16) xent ", m->spec);
     atf_settings set = atf_settings_default();
     set.structure = cfg->structure;
-    set.loss = p16_loss(cfg, m->kind);
-    if (set.loss.kind != ATF_LOSS_INTERPOLATE)
-        set.method = ATF_METHOD_FISTA;
+    set.loss = p16_loss(cfg, m->kind); /* the method: auto, resolved by the solver */
     set.max_iter = cfg->max_iter;
     set.eps_rel = cfg->tol;
     set.interrupt = s->io->interrupt;

@@ -524,8 +524,7 @@ static atf_error solve_run(sweep_state *s, const sweep_run *run, double *gamma,
     if (e)
         return e;
     atf_settings set = atf_settings_default();
-    set.loss = s->cfg->loss;
-    set.method = set.loss.kind == ATF_LOSS_INTERPOLATE ? ATF_METHOD_ADMM : ATF_METHOD_FISTA;
+    set.loss = s->cfg->loss; /* the method: auto, resolved by the solver */
     set.structure = run->structure;
     set.eps_rel = s->cfg->tol;
     set.max_iter = s->cfg->max_iter;

@@ -121,6 +121,37 @@ int atf_nys_prepare(atf_nystrom *ny, atf_jac *jac, double mu);
 void atf_nys_apply(atf_nystrom *ny, atf_jac *jac, const double *v, double *out);
 
 /* ---- newton.c ---- */
+/* A Newton run that outlives one solve: the augmented Lagrangian (alm.c) changes the loss's λ
+ * and target between its subproblems and continues from the same point. */
+typedef struct atf_newton atf_newton;
+atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out, char *err);
+void atf_newton_free(atf_newton *nw);
+/* λ and the squared loss's target (problem units; NULL: the problem's r; not owned) of the next
+ * runs; the point stays (its values are recomputed), the step t and the sketch scale with λ. */
+atf_error atf_newton_set_loss(atf_solver *s, atf_newton *nw, double lambda,
+                              const double *target, char *err);
+/* Newton steps until the relative proximal-gradient residual is ≤ eps (solved), max_iter steps,
+ * the interrupt flag, a numerical failure, or NEWTON_GIVE_UP fallbacks in a row (*gave_up).
+ * The first run starts from x0 (work units), later ones continue. The table goes to the log
+ * with verbose. */
+atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, double eps,
+                          int max_iter, int verbose, int *gave_up);
+/* The current point (work units, n values). */
+const double *atf_newton_point(const atf_newton *nw);
+/* The loss in use, the Newton steps, CG steps and fallbacks so far, and the preconditioner's
+ * passes (subsample products counted as fractions of a full pass). */
+atf_pg_loss *atf_newton_loss(atf_newton *nw);
+int atf_newton_steps(const atf_newton *nw);
+int atf_newton_cg_steps(const atf_newton *nw);
+int atf_newton_fallbacks(const atf_newton *nw);
+long atf_newton_sketch_passes(const atf_newton *nw);
+
+/* ---- alm.c ---- */
+/* Interpolation by the augmented Lagrangian with Newton subproblems, from the warm start or 0;
+ * x receives the answer (work units). res gets status, iterations (outer), inner_iterations,
+ * fallback_steps, primal_residual (the last relative constraint residual) and stationarity. */
+atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err);
+
 /* Semismooth Newton-CG on F from x (work units; in: the start, out: the answer) on a solver set up
  * for a penalized loss. res gets status, iterations (Newton steps), objective (problem units),
  * stationarity, inner_iterations (CG steps) and fallback_steps. *gave_up is set when the line

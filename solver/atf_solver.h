@@ -78,6 +78,12 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, atf_result
  * blocks' own penalties, its factors, and its certificates. Returns as atf_solve: ATF_OK with
  * status solved, or infeasible when r is not in the range of A. */
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
+/* The method `atf baseline --method auto` runs: ATF_METHOD_BASELINE (the M × M Gram, exact, any
+ * rank) when its peak memory (≈ 8.7 bytes × M², docs/solver.md §14.6) fits in 75% of the
+ * available memory and M is at most the measured crossover with CG (10 000 rows), else
+ * ATF_METHOD_CG (matrix-free preconditioned CG, docs/solver.md §9.1). why (len bytes, may be
+ * NULL) receives the reason with its numbers, e.g. "cg: M = 100000, the Gram path needs ...". */
+atf_method atf_baseline_method(const atf_problem *prob, char *why, size_t len);
 
 /* ---- reporting (formatting only: the library never prints) ----
  * JSON is built with jansson, so every string is escaped as JSON requires. */

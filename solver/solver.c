@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solver_cg.h"
 #include "solver_penalized.h"
 
 /* Relative constraint residual an answer may have before it is reported as solved: √ε, or the
@@ -133,6 +134,8 @@ static atf_error setup(atf_solver *s, char *err)
         e = check_full_penalty(s->prob, err);
     if (e == ATF_OK && penalized(s))
         e = build_penalized(s, err);
+    else if (e == ATF_OK && s->set.method == ATF_METHOD_CG)
+        e = atf_sv_cg_build(s, err); /* matrix-free: no Gram, consistency decided by the run */
     else if (e == ATF_OK)
         e = build(s, ATF_EQ_ROWS, err);
     if (e == ATF_OK && !s->consistent) {
@@ -326,9 +329,9 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
         atf_irls_info info;
         return atf_sv_irls(s, res, x, &info, err);
     }
+    case ATF_METHOD_CG: return atf_sv_baseline_cg(s, res, x, err);
     case ATF_METHOD_NEWTON:
     case ATF_METHOD_ALM:
-    case ATF_METHOD_CG:
     case ATF_METHOD_AUTO:
         break; /* TODO(issue 15): in progress */
     }
@@ -338,6 +341,8 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
 
 static void status_message(const atf_solver *s, const atf_result *res, char *err)
 {
+    if (res->method == ATF_METHOD_CG && atf_sv_cg_status_message(s, res, err))
+        return;
     switch (res->status) {
     case ATF_STATUS_SOLVED: break;
     case ATF_STATUS_INFEASIBLE:

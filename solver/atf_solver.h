@@ -82,7 +82,7 @@ atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
  * rank) when its peak memory (≈ 8.7 bytes × M², docs/solver.md §14.6) fits in 75% of the
  * available memory and M is at most the measured crossover with CG (10 000 rows), else
  * ATF_METHOD_CG (matrix-free preconditioned CG, docs/solver.md §9.1). why (len bytes, may be
- * NULL) receives the reason with its numbers, e.g. "cg: M = 100000, the Gram path needs ...". */
+ * NULL) receives the reason with its numbers, e.g. "M = 100000: the Gram needs 81.5 GiB ...". */
 atf_method atf_baseline_method(const atf_problem *prob, char *why, size_t len);
 
 /* ---- reporting (formatting only: the library never prints) ----

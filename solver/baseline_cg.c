@@ -50,7 +50,7 @@ struct atf_sv_cg {
     int built;              /* pre matches opt */
     int M;
     size_t n;
-    double *rho, *z, *p, *gp, *tmp; /* [M] */
+    double *rho, *z, *p, *gp, *tmp, *y; /* [M] */
     double *q, *qprev, *w, *xbuf;   /* [n] */
     int total_steps;        /* PCG steps since the last solve began (with the certificate's) */
     atf_cg_report last;     /* the last main solve */
@@ -61,6 +61,7 @@ typedef struct {
     const double *b;
     double bn, tol;
     int max_steps, log;
+    int lsqr;               /* LSQR in the P⁻¹ norm instead of CG on A'A'ᵀ (no λ then) */
     double *x;              /* [n] A'ᵀλ (required) */
     double *lam;            /* [M] λ, or NULL */
 } pcg_job;
@@ -87,7 +88,7 @@ void atf_sv_cg_free(atf_sv_cg *c)
     if (!c)
         return;
     atf_sv_cg_precond_free(&c->pre);
-    free(c->rho), free(c->z), free(c->p), free(c->gp), free(c->tmp);
+    free(c->rho), free(c->z), free(c->p), free(c->gp), free(c->tmp), free(c->y);
     free(c->q), free(c->qprev), free(c->w), free(c->xbuf);
     free(c);
 }
@@ -101,7 +102,7 @@ static atf_sv_cg *cg_alloc(atf_solver *s)
     c->M = s->work.M;
     c->n = s->n;
     size_t M = (size_t)c->M, n = c->n ? c->n : 1;
-    double **vm[] = {&c->rho, &c->z, &c->p, &c->gp, &c->tmp};
+    double **vm[] = {&c->rho, &c->z, &c->p, &c->gp, &c->tmp, &c->y};
     double **vn[] = {&c->q, &c->qprev, &c->w, &c->xbuf};
     int ok = 1;
     for (size_t i = 0; i < sizeof vm / sizeof vm[0]; i++)
@@ -171,6 +172,11 @@ static atf_error ensure_preconditioner(atf_sv_cg *c, char *err)
 }
 
 /* ---- PCG ---- */
+
+static int interrupted(const atf_solver *s)
+{
+    return s->set.interrupt && *s->set.interrupt;
+}
 
 /* ‖b − A'x‖/‖b‖ into tmp (one pass). */
 static double true_residual(atf_sv_cg *c, const pcg_job *job)
@@ -254,8 +260,8 @@ static double step_update(atf_sv_cg *c, const pcg_job *job, double rz)
 
 /* After the recursive residual reached tol: the true residual decides. Returns 1 when done
  * (outcome set), 0 to go on with the true residual in place of the recursive one. */
-static int confirm_converged(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double *best,
-                             int *stale)
+static int confirm_converged(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double *res,
+                             double *best, int *stale)
 {
     double tr = true_residual(c, job);
     rep->rel_res = tr;
@@ -263,7 +269,7 @@ static int confirm_converged(atf_sv_cg *c, const pcg_job *job, atf_cg_report *re
         rep->outcome = ATF_CG_CONVERGED;
         return 1;
     }
-    memcpy(c->rho, c->tmp, (size_t)c->M * sizeof *c->rho);
+    memcpy(res, c->tmp, (size_t)c->M * sizeof *res);
     rep->replacements++;
     *stale = tr > 0.5 * *best ? *stale + 1 : 0;
     *best = fmin(*best, tr);
@@ -288,10 +294,6 @@ static double next_direction(atf_sv_cg *c, double rz, double *beta)
     return rz_new;
 }
 
-static int interrupted(const atf_solver *s)
-{
-    return s->set.interrupt && *s->set.interrupt;
-}
 
 /* The loop; rep->outcome, steps and (when measured) rel_res are set. */
 static void pcg_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double t0)
@@ -329,9 +331,136 @@ static void pcg_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, doubl
         rep->steps = k;
         if (job->log && (k % c->s->set.log_every == 0 || k == 1))
             log_row(c, job, k, rr, t0, prev);
-        if (rr <= job->tol && confirm_converged(c, job, rep, &best, &stale))
+        if (rr <= job->tol && confirm_converged(c, job, rep, c->rho, &best, &stale))
             return;
         rz = next_direction(c, rz, &beta);
+    }
+}
+
+/* ---- LSQR in the P⁻¹ norm (the main solve) ----
+ *
+ * Golub–Kahan bidiagonalisation of A' in the inner product ⟨u, u'⟩ = uᵀP⁻¹u' on the data side
+ * (Arioli 2013; LSQR of Paige and Saunders on P^{-1/2}A'): per step one A' product, one A'ᵀ
+ * product and one P⁻¹ application, as CG. From x0 = 0 the iterates stay in range(A'ᵀ) and
+ * converge to the min-norm minimiser of ‖A'x − b‖_{P⁻¹}: the min-norm interpolant when b is
+ * in range(A'), a weighted least-squares point otherwise, without the divergence CG on A'A'ᵀ
+ * shows on inconsistent data. The Euclidean residual r = b − A'x is kept by recursion
+ * (A'w_k from A'v_k, which the bidiagonalisation computes anyway) and confirmed by a true one. */
+typedef struct {
+    double alpha, beta, phibar, rhobar, cs, coef; /* bidiagonal, rotation, direction state */
+    double *t, *sv, *aw, *r, *v, *w;          /* t, P⁻¹t, A'w, r [M]; v, w [n] */
+} lsqr_state;
+
+/* β t = b with ‖t‖_{P⁻¹} = 1 (sv = P⁻¹t), α v = A'ᵀ sv. */
+static void lsqr_start(atf_sv_cg *c, const pcg_job *job, lsqr_state *st)
+{
+    size_t M = (size_t)c->M;
+    st->t = c->rho, st->sv = c->z, st->aw = c->p, st->r = c->gp, st->v = c->q, st->w = c->qprev;
+    memcpy(st->t, job->b, M * sizeof *st->t);
+    atf_sv_cg_precond_apply(&c->pre, st->t, st->sv);
+    st->beta = sqrt(fmax(dot(st->t, st->sv, M), 0.0));
+    cblas_dscal((int)M, 1.0 / st->beta, st->t, 1);
+    cblas_dscal((int)M, 1.0 / st->beta, st->sv, 1);
+    atf_sv_adjoint(c->s, st->sv, st->v);
+    st->alpha = atf_sv_norm(st->v, c->n);
+    if (st->alpha > 0.0)
+        cblas_dscal((int)c->n, 1.0 / st->alpha, st->v, 1);
+    memcpy(st->w, st->v, c->n * sizeof *st->w);
+    memcpy(st->r, job->b, M * sizeof *st->r);
+    memset(st->aw, 0, M * sizeof *st->aw);
+    st->phibar = st->beta, st->rhobar = st->alpha, st->coef = 0.0;
+}
+
+/* One step: the next pair of bidiagonalisation vectors, the plane rotation, and x, r, w. */
+static void lsqr_step(atf_sv_cg *c, const pcg_job *job, lsqr_state *st)
+{
+    size_t M = (size_t)c->M, n = c->n;
+    atf_sv_apply(c->s, st->v, c->tmp); /* A'v_k */
+    for (size_t m = 0; m < M; m++) {
+        st->aw[m] = c->tmp[m] - st->coef * st->aw[m]; /* A'w_k */
+        st->t[m] = c->tmp[m] - st->alpha * st->t[m];
+    }
+    atf_sv_cg_precond_apply(&c->pre, st->t, st->sv);
+    st->beta = sqrt(fmax(dot(st->t, st->sv, M), 0.0));
+    if (st->beta > 0.0) {
+        cblas_dscal((int)M, 1.0 / st->beta, st->t, 1);
+        cblas_dscal((int)M, 1.0 / st->beta, st->sv, 1);
+    }
+    atf_sv_adjoint(c->s, st->sv, c->w);
+    for (size_t i = 0; i < n; i++)
+        st->v[i] = c->w[i] - st->beta * st->v[i];
+    st->alpha = atf_sv_norm(st->v, n);
+    if (st->alpha > 0.0)
+        cblas_dscal((int)n, 1.0 / st->alpha, st->v, 1);
+    double rho = hypot(st->rhobar, st->beta), cs = st->rhobar / rho, sn = st->beta / rho;
+    double phi = cs * st->phibar, step = phi / rho;
+    st->rhobar = -cs * st->alpha;
+    st->cs = cs;
+    st->phibar = sn * st->phibar;
+    cblas_daxpy((int)n, step, st->w, 1, job->x, 1);
+    cblas_daxpy((int)M, -step, st->aw, 1, st->r, 1);
+    st->coef = sn * st->alpha / rho; /* θ/ρ */
+    for (size_t i = 0; i < n; i++)
+        st->w[i] = st->v[i] - st->coef * st->w[i];
+}
+
+/* The certificate of the header with y = P⁻¹(b − A'x), the true residual (two passes). */
+static int lsqr_inconsistent(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep)
+{
+    double xn = atf_sv_norm(job->x, c->n);
+    true_residual(c, job);
+    atf_sv_cg_precond_apply(&c->pre, c->tmp, c->y);
+    double num = dot(c->y, job->b, (size_t)c->M) -
+                 job->tol * job->bn * atf_sv_norm(c->y, (size_t)c->M);
+    if (!(xn > 0.0) || !(num > 0.0))
+        return 0;
+    atf_sv_adjoint(c->s, c->y, c->w);
+    double wn = atf_sv_norm(c->w, c->n);
+    if (!(wn * ATF_CG_INCONSISTENT_RATIO * xn <= num))
+        return 0;
+    rep->bound = wn > 0.0 ? num / wn : INFINITY;
+    return 1;
+}
+
+/* ‖P^{-1/2}r‖² / ‖A'ᵀP⁻¹r‖ ≈ the bound from LSQR's own estimates (no pass): worth an exact
+ * check when it exceeds the ratio. */
+static int lsqr_suspect(const lsqr_state *st, double xn)
+{
+    double normal = st->phibar * st->alpha * fabs(st->cs); /* ‖A'ᵀP⁻¹r‖ (Paige–Saunders) */
+    return xn > 0.0 && st->phibar * st->phibar >= ATF_CG_INCONSISTENT_RATIO * xn * normal;
+}
+
+static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double t0)
+{
+    lsqr_state st;
+    double best = INFINITY, prev[3] = {0.0, 0.0, 0.0};
+    int stale = 0, next_confirm = 1;
+    lsqr_start(c, job, &st);
+    for (int k = 1;; k++) {
+        if (k > job->max_steps || interrupted(c->s)) {
+            rep->outcome = k > job->max_steps ? ATF_CG_LIMIT : ATF_CG_INTERRUPTED;
+            return;
+        }
+        lsqr_step(c, job, &st);
+        c->total_steps++;
+        rep->steps = k;
+        double rr = atf_sv_norm(st.r, (size_t)c->M) / job->bn;
+        if (!isfinite(rr)) {
+            rep->outcome = ATF_CG_BREAKDOWN;
+            return;
+        }
+        if (job->log && (k % c->s->set.log_every == 0 || k == 1))
+            log_row(c, job, k, rr, t0, prev);
+        if ((rr <= job->tol || st.beta == 0.0) &&
+            confirm_converged(c, job, rep, st.r, &best, &stale))
+            return;
+        if (k >= next_confirm && (st.alpha == 0.0 || lsqr_suspect(&st, atf_sv_norm(job->x, c->n)))) {
+            if (lsqr_inconsistent(c, job, rep)) {
+                rep->outcome = ATF_CG_INCONSISTENT;
+                return;
+            }
+            next_confirm = k + CG_CONFIRM_BACKOFF;
+        }
     }
 }
 
@@ -347,6 +476,8 @@ static void pcg(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep)
         log_header(c, job);
     if (job->bn == 0.0)
         rep->outcome = ATF_CG_CONVERGED, rep->rel_res = 0.0;
+    else if (job->lsqr)
+        lsqr_loop(c, job, rep, t0);
     else
         pcg_loop(c, job, rep, t0);
     if (isnan(rep->rel_res) || rep->outcome == ATF_CG_INCONSISTENT)
@@ -409,17 +540,17 @@ static double certificate(atf_sv_cg *c, const double *x, int max_steps)
 static void method_note(const atf_sv_cg *c, const atf_cg_report *rep, atf_result *res)
 {
     const atf_cg_pre *pre = &c->pre;
-    int len = snprintf(res->method_note, sizeof res->method_note, "cg: preconditioner %s",
+    int len = snprintf(res->method_note, sizeof res->method_note, "cg: %s preconditioner",
                        atf_cg_precond_name(pre->kind));
     if (pre->k > 0 && len > 0 && (size_t)len < sizeof res->method_note)
         len += snprintf(res->method_note + len, sizeof res->method_note - (size_t)len,
-                        " rank %d (randomly pivoted Cholesky, seed %llu; residual trace %.2g%%, "
-                        "shift %.2e)", pre->k,
+                        ", rank %d (randomly pivoted Cholesky, seed %llu), residual trace %.2g%%, "
+                        "shift %.2g", pre->k,
                         (unsigned long long)(c->opt.seed ? c->opt.seed : ATF_CG_SEED),
                         100.0 * pre->trace_res / pre->trace0, pre->shift);
     if (len > 0 && (size_t)len < sizeof res->method_note)
         snprintf(res->method_note + len, sizeof res->method_note - (size_t)len,
-                 ", built in %.2f s; %d steps, %d more for the certificate", pre->seconds,
+                 ", built in %.2f s; %d steps + %d for the certificate", pre->seconds,
                  rep->steps, c->total_steps - rep->steps);
 }
 
@@ -432,7 +563,8 @@ atf_error atf_sv_baseline_cg(atf_solver *s, atf_result *res, double *x, char *er
     if (e != ATF_OK)
         return e;
     pcg_job job = {.b = s->work.r, .bn = s->rnorm, .tol = tolerance(s),
-                   .max_steps = s->set.max_iter, .log = s->set.verbose, .x = x};
+                   .max_steps = s->set.max_iter, .log = s->set.verbose, .x = x,
+                   .lsqr = c->opt.krylov != ATF_CG_KRYLOV_CRAIG};
     pcg(c, &job, &c->last);
     const atf_cg_report *rep = &c->last;
     memcpy(s->x_ls, x, s->n * sizeof *x); /* what a fallback would return */
@@ -516,15 +648,15 @@ int atf_sv_gram_fits(const atf_problem *prob, char *why, size_t len)
     if (!why || !len)
         return gram;
     if (!fits)
-        snprintf(why, len, "cg: M = %d, the Gram path needs %.3g GiB (8.7 bytes x M^2) > %.0f%% "
-                 "of the %.3g GiB available", prob->M, need / gib, 100 * GRAM_MEMORY_FRACTION,
+        snprintf(why, len, "M = %d: the Gram needs %.3g GiB (8.7 B x M^2), over %.0f%% of the "
+                 "%.3g GiB available", prob->M, need / gib, 100 * GRAM_MEMORY_FRACTION,
                  avail / gib);
     else if (!gram)
-        snprintf(why, len, "cg: M = %d > %d, the Gram path (%.3g GiB, %.2g flops, O(M^3)) is "
-                 "slower", prob->M, GRAM_AUTO_MAX_M, need / gib, M * M * M / 3.0);
+        snprintf(why, len, "M = %d > %d: the Gram (%.3g GiB, %.2g flops) is slower than CG",
+                 prob->M, GRAM_AUTO_MAX_M, need / gib, M * M * M / 3.0);
     else
-        snprintf(why, len, "gram: M = %d <= %d, the Gram path needs %.3g GiB of the %.3g GiB "
-                 "available", prob->M, GRAM_AUTO_MAX_M, need / gib, avail / gib);
+        snprintf(why, len, "M = %d <= %d: the Gram needs %.3g GiB of %.3g GiB available",
+                 prob->M, GRAM_AUTO_MAX_M, need / gib, avail / gib);
     return gram;
 }
 

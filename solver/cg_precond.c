@@ -38,8 +38,11 @@
  * diagonal (measured, docs/solver.md §9.1). */
 #define CG_MU_FACTOR 1.0
 #define CG_BLOCK_SHIFT_FACTOR 0.1
-/* Block Jacobi: the shift that keeps a singular C × C block positive definite. */
-#define CG_JACOBI_SHIFT 1e-10
+/* The smallest shift, relative to the mean diagonal of G: P⁻¹ amplifies the rounding that
+ * enters null(A'ᵀ) (rank-deficient A) by at most its inverse (at 1e-12 CG on a consistent
+ * rank-deficient problem diverged), while eigenvalues of G below it are still reached. Block
+ * Jacobi uses it to keep a singular C × C block positive definite. */
+#define CG_SHIFT_MIN 1e-6
 
 static const char *const PRECOND_NAMES[] = {"default", "none", "jacobi", "nystrom",
                                             "nystrom-block"};
@@ -504,7 +507,7 @@ static atf_error build_low_rank(atf_solver *s, const atf_cg_options *opt, atf_cg
         pre->trace_res = 0.0;
         for (int m = 0; m < pre->M; m++)
             pre->trace_res += d[m];
-        double mean = fmax(pre->trace_res / pre->M, 1e-12 * pre->trace0 / pre->M);
+        double mean = fmax(pre->trace_res / pre->M, CG_SHIFT_MIN * pre->trace0 / pre->M);
         double f = opt->shift_factor > 0.0 ? opt->shift_factor
                    : pre->kind == ATF_CG_PRECOND_NYSTROM ? CG_MU_FACTOR
                                                          : CG_BLOCK_SHIFT_FACTOR;
@@ -540,7 +543,7 @@ atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_
         double *d = malloc((size_t)pre->M * sizeof *d);
         int st = d ? gram_diagonal(s, pre, d) : -1;
         free(d);
-        pre->shift = CG_JACOBI_SHIFT * pre->trace0 / pre->M;
+        pre->shift = CG_SHIFT_MIN * pre->trace0 / pre->M;
         if (st != 0 || residual_blocks(s, pre) != 0) {
             atf_errorf(err, "cg: out of memory for the block Jacobi preconditioner (N = %d, "
                             "C = %d)", pre->N, pre->C);

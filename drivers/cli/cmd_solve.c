@@ -6,8 +6,10 @@
  * --json, one JSON line on stdout. Exit codes: 0 solved, 2 bad input or usage, 3 infeasible,
  * 4 iteration limit, 130 interrupted by SIGINT, 1 other failures.
  *
- * `atf baseline` forwards here with argv[0] = "baseline" and `--method=baseline`, so both
- * commands share one code path and name themselves correctly in messages. */
+ * `atf baseline` forwards here with argv[0] = "baseline" and `--method=auto`, so both commands
+ * share one code path and name themselves correctly in messages; for baseline, --method takes
+ * gram (method baseline), cg or auto (atf_baseline_method decides once the problem is read, and
+ * its reason opens the result's method note). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +67,7 @@ typedef struct {
     const char *problem, *output, *penalty, *warm;
     atf_settings set;
     int quiet, json, method_given;
+    int baseline, baseline_auto;  /* the command is baseline; its --method is auto */
     char command[ATF_COMMANDLEN]; /* recorded in the result */
 } solve_args;
 
@@ -82,6 +85,21 @@ static atf_error parse_method(const char *v, atf_method *m, char *err)
     /* baseline is `atf baseline` (which forwards here with --method=baseline) */
     if (atf_method_parse(v, m) != ATF_OK) {
         atf_errorf(err, "--method: '%s' is not one of admm, lp, irls, fista", v ? v : "");
+        return ATF_E_USAGE;
+    }
+    return ATF_OK;
+}
+
+/* atf baseline --method gram|cg|auto. */
+static atf_error parse_baseline_method(const char *v, solve_args *a, char *err)
+{
+    a->baseline_auto = v && !strcmp(v, "auto");
+    if (a->baseline_auto || (v && !strcmp(v, "gram")))
+        a->set.method = ATF_METHOD_BASELINE;
+    else if (v && !strcmp(v, "cg"))
+        a->set.method = ATF_METHOD_CG;
+    else {
+        atf_errorf(err, "--method: '%s' is not one of gram, cg, auto", v ? v : "");
         return ATF_E_USAGE;
     }
     return ATF_OK;
@@ -146,7 +164,7 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
     case OPT_STRUCTURE: return parse_structure(val, &s->structure, err);
     case OPT_METHOD:
         a->method_given = 1;
-        return parse_method(val, &s->method, err);
+        return a->baseline ? parse_baseline_method(val, a, err) : parse_method(val, &s->method, err);
     case OPT_LOSS: return parse_loss(val, &s->loss, err);
     case OPT_TOL: return atf_cli_double("--tol", val, &s->eps_rel, err);
     case OPT_EPS_ABS: return atf_cli_double("--eps-abs", val, &s->eps_abs, err);
@@ -175,6 +193,7 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
     const char *cmd = argv[0];
     memset(a, 0, sizeof *a);
     a->set = atf_settings_default();
+    a->baseline = !strcmp(cmd, "baseline");
     atf_error e = ATF_OK;
     int c;
     atf_cli_getopt_begin();
@@ -227,6 +246,16 @@ static atf_error load(const char *cmd, const solve_args *a, atf_problem **prob,
     return e;
 }
 
+/* The result's method note opens with why auto chose the method (the method's own note, if any,
+ * follows). */
+static void note_auto(atf_result *res, const char *why)
+{
+    char note[sizeof res->method_note];
+    snprintf(note, sizeof note, "auto: %s; %s", why, res->method_note[0] ? res->method_note
+                                                                          : "gram");
+    memcpy(res->method_note, note, sizeof note);
+}
+
 static int run(const char *cmd, solve_args *a)
 {
     char err[ATF_ERRLEN] = "";
@@ -243,6 +272,9 @@ static int run(const char *cmd, solve_args *a)
     a->set.verbose = !a->quiet;
     a->set.log = stderr;
     a->set.interrupt = atf_cli_interrupt_flag();
+    char why[ATF_ERRLEN] = "";
+    if (a->baseline_auto)
+        a->set.method = atf_baseline_method(prob, why, sizeof why);
     e = atf_solver_init(prob, &a->set, &solver, err);
     if (e) {
         char msg[ATF_ERRLEN + 64];
@@ -264,6 +296,8 @@ static int run(const char *cmd, solve_args *a)
         goto done;
     }
     char werr[ATF_ERRLEN] = "";
+    if (a->baseline_auto)
+        note_auto(res, why);
     atf_result_record_run(res, &a->set, a->penalty, a->command);
     atf_error we = atf_result_write(a->output, res, werr);
     if (we) {

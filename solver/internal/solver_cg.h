@@ -39,9 +39,14 @@ const char *atf_cg_precond_name(atf_cg_precond p);
 /* ATF_OK and *p set, or ATF_E_INPUT for any other name. */
 atf_error atf_cg_precond_parse(const char *name, atf_cg_precond *p);
 
+/* The Krylov method of the main solve: LSQR in the P⁻¹ norm (default), or CG on A'A'ᵀ with
+ * x = A'ᵀλ (Craig's method), kept for measurements; both use the same products. */
+typedef enum { ATF_CG_KRYLOV_DEFAULT = 0, ATF_CG_KRYLOV_LSQR, ATF_CG_KRYLOV_CRAIG } atf_cg_krylov;
+
 /* Internal options of the CG baseline, for tests and benchmarks (atf_sv_cg_configure). */
 typedef struct {
     atf_cg_precond precond;
+    atf_cg_krylov krylov;
     int rank;            /* rank k of the low-rank part; 0: from the memory budget */
     double budget_bytes; /* memory for the M × k factor; 0: the default budget */
     double shift_factor; /* μ (nystrom) or the block shift (nystrom-block) as a multiple of

@@ -50,7 +50,7 @@ struct atf_sv_cg {
     int built;              /* pre matches opt */
     int M;
     size_t n;
-    double *rho, *z, *p, *gp, *tmp, *y; /* [M] */
+    double *rho, *z, *p, *gp, *tmp, *y, *bs; /* [M] */
     double *q, *qprev, *w, *xbuf;   /* [n] */
     int total_steps;        /* PCG steps since the last solve began (with the certificate's) */
     atf_cg_report last;     /* the last main solve */
@@ -88,7 +88,7 @@ void atf_sv_cg_free(atf_sv_cg *c)
     if (!c)
         return;
     atf_sv_cg_precond_free(&c->pre);
-    free(c->rho), free(c->z), free(c->p), free(c->gp), free(c->tmp), free(c->y);
+    free(c->rho), free(c->z), free(c->p), free(c->gp), free(c->tmp), free(c->y), free(c->bs);
     free(c->q), free(c->qprev), free(c->w), free(c->xbuf);
     free(c);
 }
@@ -102,7 +102,7 @@ static atf_sv_cg *cg_alloc(atf_solver *s)
     c->M = s->work.M;
     c->n = s->n;
     size_t M = (size_t)c->M, n = c->n ? c->n : 1;
-    double **vm[] = {&c->rho, &c->z, &c->p, &c->gp, &c->tmp, &c->y};
+    double **vm[] = {&c->rho, &c->z, &c->p, &c->gp, &c->tmp, &c->y, &c->bs};
     double **vn[] = {&c->q, &c->qprev, &c->w, &c->xbuf};
     int ok = 1;
     for (size_t i = 0; i < sizeof vm / sizeof vm[0]; i++)
@@ -226,7 +226,7 @@ static void log_header(const atf_sv_cg *c, const pcg_job *job)
                 100.0 * c->pre.trace_res / c->pre.trace0, c->pre.shift);
     fprintf(f, ", built in %.2f s\natf cg: tol %.1e (relative residual), max %d steps\n",
             c->pre.seconds, job->tol, job->max_steps);
-    fprintf(f, "%8s %12s %12s %9s %9s\n", "step", "rel res", "|B|", "time(s)", "ETA(s)");
+    fprintf(f, "%8s %12s %12s %9s %9s\n", "step", "rel res", "|x| work", "time(s)", "ETA(s)");
 }
 
 /* A table row; the ETA extrapolates the residual's decay since the previous row. */
@@ -464,25 +464,48 @@ static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, doub
     }
 }
 
-static void pcg(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep)
+/* x (and λ) × 2^e, exactly: back from the units of b / 2^e. */
+static void unscale(atf_sv_cg *c, const pcg_job *job, int e, atf_cg_report *rep)
+{
+    for (size_t i = 0; i < c->n; i++)
+        job->x[i] = ldexp(job->x[i], e);
+    for (int m = 0; job->lam && m < c->M; m++)
+        job->lam[m] = ldexp(job->lam[m], e);
+    rep->bound = ldexp(rep->bound, e);
+}
+
+/* The solve runs on b / 2^e with ‖b / 2^e‖ in [½, 1) (a copy, exact): the scalars of CG and
+ * LSQR are squares of vectors of b's size (10^±300 after the equilibration of §7 when the
+ * penalty limits the variable unit), which would overflow or underflow. */
+static void pcg(atf_sv_cg *c, const pcg_job *job_in, atf_cg_report *rep)
 {
     double t0 = atf_now();
+    pcg_job job = *job_in;
+    int e = 0;
+    frexp(job.bn, &e);
     memset(rep, 0, sizeof *rep);
     rep->rel_res = NAN;
-    memset(job->x, 0, c->n * sizeof *job->x);
-    if (job->lam)
-        memset(job->lam, 0, (size_t)c->M * sizeof *job->lam);
-    if (job->log)
-        log_header(c, job);
-    if (job->bn == 0.0)
+    memset(job.x, 0, c->n * sizeof *job.x);
+    if (job.lam)
+        memset(job.lam, 0, (size_t)c->M * sizeof *job.lam);
+    if (job.bn > 0.0) {
+        for (int m = 0; m < c->M; m++)
+            c->bs[m] = ldexp(job.b[m], -e);
+        job.b = c->bs;
+        job.bn = atf_sv_norm(c->bs, (size_t)c->M);
+    }
+    if (job.log)
+        log_header(c, &job);
+    if (job.bn == 0.0)
         rep->outcome = ATF_CG_CONVERGED, rep->rel_res = 0.0;
-    else if (job->lsqr)
-        lsqr_loop(c, job, rep, t0);
+    else if (job.lsqr)
+        lsqr_loop(c, &job, rep, t0);
     else
-        pcg_loop(c, job, rep, t0);
+        pcg_loop(c, &job, rep, t0);
     if (isnan(rep->rel_res) || rep->outcome == ATF_CG_INCONSISTENT)
-        rep->rel_res = job->bn > 0.0 ? true_residual(c, job) : 0.0;
-    rep->xnorm = atf_sv_norm(job->x, c->n);
+        rep->rel_res = job.bn > 0.0 ? true_residual(c, &job) : 0.0;
+    unscale(c, &job, e, rep);
+    rep->xnorm = atf_sv_norm(job.x, c->n);
     rep->seconds = atf_now() - t0;
 }
 

@@ -250,10 +250,11 @@ static atf_error load(const char *cmd, const solve_args *a, atf_problem **prob,
  * follows). */
 static void note_auto(atf_result *res, const char *why)
 {
-    char note[sizeof res->method_note];
-    snprintf(note, sizeof note, "auto: %s; %s", why, res->method_note[0] ? res->method_note
-                                                                          : "gram");
-    memcpy(res->method_note, note, sizeof note);
+    char note[2 * sizeof res->method_note + 16]; /* the note keeps what fits of it */
+    snprintf(note, sizeof note, "auto: %.200s; %s", why,
+             res->method_note[0] ? res->method_note : "gram");
+    snprintf(res->method_note, sizeof res->method_note, "%.*s",
+             (int)sizeof res->method_note - 1, note);
 }
 
 static int run(const char *cmd, solve_args *a)

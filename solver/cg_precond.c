@@ -507,11 +507,11 @@ static atf_error build_low_rank(atf_solver *s, const atf_cg_options *opt, atf_cg
         pre->trace_res = 0.0;
         for (int m = 0; m < pre->M; m++)
             pre->trace_res += d[m];
-        double mean = fmax(pre->trace_res / pre->M, CG_SHIFT_MIN * pre->trace0 / pre->M);
         double f = opt->shift_factor > 0.0 ? opt->shift_factor
                    : pre->kind == ATF_CG_PRECOND_NYSTROM ? CG_MU_FACTOR
                                                          : CG_BLOCK_SHIFT_FACTOR;
-        pre->mu = pre->shift = f * mean;
+        pre->mu = pre->shift = fmax(f * pre->trace_res / pre->M,
+                                    CG_SHIFT_MIN * pre->trace0 / pre->M);
     }
     free(d);
     if (st == 0 && pre->kind == ATF_CG_PRECOND_NYSTROM_BLOCK)

@@ -1,14 +1,20 @@
-/* baseline_cg.c — the NTK min-norm interpolant of Theorem 1 by preconditioned CG on A'A'ᵀ
- * (method cg, docs/solver.md §9.1), and the choice between it and the Gram path (auto).
+/* baseline_cg.c — the NTK min-norm interpolant of Theorem 1 without the M × M Gram (method cg,
+ * docs/solver.md §9.1), and the choice between it and the Gram path (auto).
  *
- * CG on A'A'ᵀλ = r' with x = A'ᵀλ (Craig's method, "CGNE") keeps x in range(A'ᵀ), so its limit
- * is the min-norm solution; each step costs one A'ᵀ and one A' product, and no M × M matrix is
- * formed. A preconditioner P ≈ A'A'ᵀ acting on λ (cg_precond.c) turns it into CG on the
- * row-transformed system L⁻¹A'x = L⁻¹r' (P = LLᵀ): the same solution set and still the min-norm
- * point, while each iterate x_k is the Euclidean projection of the solution onto a growing
- * Krylov subspace, so ‖x − x_k‖ decreases monotonically. It runs on the solver's work problem
- * (rows and variables scaled by powers of two, factored blocks reduced to their cores; §4, §7):
- * none of that moves the min-norm point.
+ * x = A'ᵀλ with A'A'ᵀλ = r' on the solver's work problem (rows and variables scaled by powers of
+ * two, factored blocks reduced to their cores; none of it moves the min-norm point), by Krylov
+ * methods whose every step costs one A'ᵀ and one A' product and one application of a
+ * preconditioner P ≈ A'A'ᵀ acting on λ (cg_precond.c). A preconditioner in data space only
+ * weights the rows; one in parameter space would change which solution has minimum norm.
+ *
+ *  - The main solve is LSQR on P^{-1/2}A' (Golub–Kahan in the P⁻¹ inner product on the data
+ *    side): from x = 0 its iterates stay in range(A'ᵀ) and tend to the min-norm minimiser of
+ *    ‖A'x − r'‖_{P⁻¹}, i.e. the min-norm interpolant when r' ∈ range(A'), and a weighted
+ *    least-squares point otherwise, without the divergence of CG on A'A'ᵀ on inconsistent data.
+ *  - CG on A'A'ᵀλ = b (Craig's method: the same Krylov space, x_k the Euclidean projection of the
+ *    solution onto it) serves the inner solves whose b = A'v is consistent by construction: the
+ *    stationarity certificate's candidate and the projection of solver.c (ATF_PROJ_CG). It is
+ *    also selectable for the main solve (atf_cg_options.krylov), for measurements.
  *
  * Stopping. Converged when the relative residual ‖r' − A'x‖/‖r'‖ ≤ tol = min(eps_rel, 1e-8), the
  * recursive residual being confirmed by one product with the true one (which replaces it when it
@@ -16,13 +22,12 @@
  *
  * The inconsistency certificate. For any y ∈ R^M and any x with ‖A'x − b‖ ≤ tol‖b‖,
  *     yᵀb = yᵀA'x − yᵀ(A'x − b) ≤ ‖A'ᵀy‖‖x‖ + tol‖b‖‖y‖,
- * so ‖x‖ ≥ (yᵀb − tol‖b‖‖y‖)/‖A'ᵀy‖ =: bound. CG supplies y = z_k = P⁻¹ρ_k every step, with
- * A'ᵀz_k = A'ᵀp_k − β_k A'ᵀp_{k−1} from products it has already made. When r' ∉ range(A'), ρ_k
- * tends to the residual of the P⁻¹-weighted least-squares point, A'ᵀz_k → 0 and the bound grows
- * without limit; when r' = A'x* it can never exceed ‖x*‖. The run stops as `infeasible` once the
- * bound exceeds ATF_CG_INCONSISTENT_RATIO × ‖x_k‖ (checked again with an exact product): no
- * interpolant to tol exists within a million times the norm CG has reached, a true statement in
- * either case, and r is not in the range of A to working precision. */
+ * so ‖x‖ ≥ (yᵀb − tol‖b‖‖y‖)/‖A'ᵀy‖ =: bound. With y = P⁻¹(b − A'x_k) (LSQR) or y = z_k = P⁻¹ρ_k
+ * (CG, where A'ᵀz_k = A'ᵀp_k − β_k A'ᵀp_{k−1} comes from products already made) the bound grows
+ * without limit when b ∉ range(A') and can never exceed ‖x*‖ when b = A'x*. The run stops as
+ * `infeasible` once it exceeds ATF_CG_INCONSISTENT_RATIO × ‖x_k‖ (always checked with exact
+ * products): no interpolant to tol exists within a million times the norm reached, a true
+ * statement in either case, and b is not in the range of A' to working precision. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -238,8 +243,11 @@ static void log_row(atf_sv_cg *c, const pcg_job *job, int k, double rr, double t
         double steps = (k - prev[0]) * log(rr / job->tol) / log(prev[1] / rr);
         eta = per_step * fmin(steps, job->max_steps - k);
     }
-    fprintf(log_stream(c->s), "%8d %12.5e %12.5e %9.2f %9.1f\n", k, rr,
-            atf_sv_norm(job->x, c->n), now, eta);
+    char eta_text[32] = "        -";
+    if (isfinite(eta))
+        snprintf(eta_text, sizeof eta_text, "%9.1f", eta);
+    fprintf(log_stream(c->s), "%8d %12.5e %12.5e %9.2f %s\n", k, rr, atf_sv_norm(job->x, c->n),
+            now, eta_text);
     prev[0] = k, prev[1] = rr, prev[2] = now;
 }
 

@@ -71,6 +71,7 @@ static const char *projection_name(atf_proj_kind k)
     case ATF_PROJ_CHOLESKY: return "dense Cholesky";
     case ATF_PROJ_EIGEN: return "eigendecomposition";
     case ATF_PROJ_CHOLMOD: return "CHOLMOD";
+    case ATF_PROJ_CG: return "preconditioned CG";
     }
     return "?";
 }

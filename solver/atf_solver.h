@@ -44,6 +44,8 @@ typedef struct {
     int verbose;           /* iteration table on log, default 0 */
     int log_every;         /* table row every k iterations, default 50 */
     FILE *log;             /* NULL → stderr */
+    int baseline;          /* 1: the NTK min-norm interpolant (Theorem 1) instead of problem (16);
+                              method AUTO picks the Gram (ATF_METHOD_BASELINE) or CG, default 0 */
     const atf_result *warm;/* optional warm start (same block shapes), not owned */
     volatile sig_atomic_t *interrupt; /* optional flag: when it becomes nonzero the solver stops
                                          with status interrupted and returns the last iterate */
@@ -79,7 +81,6 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, atf_result
  * blocks' own penalties, its factors, and its certificates. Returns as atf_solve: ATF_OK with
  * status solved, or infeasible when r is not in the range of A. */
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
-
 /* ---- reporting (formatting only: the library never prints) ----
  * JSON is built with jansson, so every string is escaped as JSON requires. */
 

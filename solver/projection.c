@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "solver_cg.h"
 
 /* Relative LS residual that the full-rank paths must reach on r to be trusted (√ε): above it
  * the factorisation is not accurate enough and the rank-revealing path takes over. */
@@ -84,6 +84,9 @@ static void gram_solve(atf_sv_proj *p, const double *b, double *lambda)
             memcpy(lambda, p->sol->x, (size_t)M * sizeof *lambda);
         else /* only on allocation failure inside CHOLMOD; leave v unchanged */
             memset(lambda, 0, (size_t)M * sizeof *lambda);
+        break;
+    case ATF_PROJ_CG:
+        atf_sv_cg_gram_solve(p->cg, b, lambda);
         break;
     }
 }
@@ -370,6 +373,8 @@ atf_error atf_sv_proj_setup(atf_solver *s, char *err)
 void atf_sv_proj_free(atf_sv_proj *p)
 {
     cholmod_release(p);
+    atf_sv_cg_free(p->cg);
+    p->cg = NULL;
     free(p->gram), free(p->winv), free(p->s), free(p->lambda), free(p->t);
     p->gram = p->winv = p->s = p->lambda = p->t = NULL;
 }

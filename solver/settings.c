@@ -20,6 +20,7 @@ atf_settings atf_settings_default(void)
         .verbose = 0,
         .log_every = 50,
         .log = NULL,
+        .baseline = 0,
         .warm = NULL,
         .interrupt = NULL,
     };
@@ -77,6 +78,12 @@ static atf_error check_method_loss(const atf_settings *set, char *err)
 
 atf_error atf_sv_settings_check(const atf_settings *set, char *err)
 {
+    if (set->baseline && set->method != ATF_METHOD_AUTO && set->method != ATF_METHOD_BASELINE &&
+        set->method != ATF_METHOD_CG) {
+        atf_errorf(err, "settings: the baseline is computed by auto, baseline (the Gram) or cg, "
+                        "not %s", atf_method_name(set->method));
+        return ATF_E_USAGE;
+    }
     atf_error e = check_method_loss(set, err);
     if (e != ATF_OK)
         return e;

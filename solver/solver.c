@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solver_cg.h"
 #include "solver_newton.h"
 
 /* Relative constraint residual an answer may have before it is reported as solved: √ε, or the
@@ -152,6 +153,8 @@ static atf_error setup(atf_solver *s, char *err)
         e = build_penalized(s, err);
     else if (e == ATF_OK && s->set.method == ATF_METHOD_ALM)
         e = build_alm(s, err);
+    else if (e == ATF_OK && s->set.method == ATF_METHOD_CG)
+        e = atf_sv_cg_build(s, err); /* matrix-free: no Gram, consistency decided by the run */
     else if (e == ATF_OK)
         e = build(s, ATF_EQ_ROWS, err);
     if (e == ATF_OK && !s->consistent) {
@@ -171,12 +174,17 @@ static atf_error setup(atf_solver *s, char *err)
  * estimated up front, and otherwise the matrix-free augmented Lagrangian. */
 static void resolve_auto(atf_solver *s)
 {
+    char why[200];
+    if (s->set.baseline) {
+        s->set.method = atf_baseline_method(s->prob, why, sizeof why);
+        snprintf(s->note, sizeof s->note, "auto: %s", why);
+        return;
+    }
     if (penalized(s)) {
         s->set.method = ATF_METHOD_NEWTON;
         snprintf(s->note, sizeof s->note, "auto: a penalized loss: newton");
         return;
     }
-    char why[200];
     int gram = atf_sv_gram_fits(s->prob, why, sizeof why);
     s->set.method = gram ? ATF_METHOD_ADMM : ATF_METHOD_ALM;
     snprintf(s->note, sizeof s->note, "auto: %s: %s", why, gram ? "admm" : "alm");
@@ -407,9 +415,9 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
     }
     case ATF_METHOD_NEWTON: return run_newton(s, res, x, err);
     case ATF_METHOD_ALM: return atf_sv_alm(s, res, x, err);
-    case ATF_METHOD_CG:
+    case ATF_METHOD_CG: return atf_sv_baseline_cg(s, res, x, err);
     case ATF_METHOD_AUTO: /* resolved by atf_solver_init */
-        break; /* TODO(issue 15): in progress */
+        break;
     }
     atf_errorf(err, "solver: unknown method");
     return ATF_E_USAGE;
@@ -424,6 +432,8 @@ static int matrix_free(atf_method m)
 
 static void status_message(const atf_solver *s, const atf_result *res, char *err)
 {
+    if (res->method == ATF_METHOD_CG && atf_sv_cg_status_message(s, res, err))
+        return;
     switch (res->status) {
     case ATF_STATUS_SOLVED: break;
     case ATF_STATUS_INFEASIBLE:

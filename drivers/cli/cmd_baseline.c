@@ -1,8 +1,11 @@
-/* cmd_baseline.c — `atf baseline PROBLEM.h5 -o RESULT.h5 [--json] [--quiet]` (docs/cli.md).
+/* cmd_baseline.c — `atf baseline PROBLEM.h5 -o RESULT.h5 [--method gram|cg|auto] [--json]
+ * [--quiet]` (docs/cli.md).
  *
  * The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), with its objective under the blocks'
- * own penalties, its certificates and factors. It shares the code path of `atf solve`
- * (method baseline): this file only checks the options a baseline accepts and forwards. */
+ * own penalties, its certificates and factors, by the M × M Gram (gram: method baseline) or by
+ * preconditioned CG (cg), or whichever fits (auto, the default: atf_baseline_method). It shares
+ * the code path of `atf solve`: this file only checks the options a baseline accepts and
+ * forwards (cmd_solve.c reads --method gram|cg|auto for the command baseline). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,26 +15,33 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: atf baseline PROBLEM.h5 -o RESULT.h5 [--json] [--quiet]\n"
+            "usage: atf baseline PROBLEM.h5 -o RESULT.h5 [--method gram|cg|auto] [--json]\n"
+            "                    [--quiet]\n"
             "\n"
             "NTK min-norm interpolant (Theorem 1): B = A^T (A A^T)^-1 r, the projection of 0\n"
             "onto the constraints, reported with its objective under the blocks' penalties,\n"
             "constraint residual, stationarity certificate and Theorem 2 factors.\n"
             "\n"
             "  -o RESULT.h5   output file (written atomically)\n"
+            "  --method M     gram: factorise the M x M Gram A A^T (exact; memory 8.7 bytes\n"
+            "                 x M^2); cg: preconditioned conjugate gradients on A A^T, never\n"
+            "                 formed (relative constraint residual 1e-8); auto (default):\n"
+            "                 gram when it fits in memory and M <= 10000, else cg (the\n"
+            "                 reason is the result's method note)\n"
             "  --json         one JSON line on stdout\n"
-            "  --quiet        no summary on stderr\n"
+            "  --quiet        no progress or summary on stderr\n"
             "\n"
             "exit codes: 0 solved, 2 bad input or usage, 3 infeasible (least-squares point\n"
-            "            written)\n");
+            "            written), 4 step limit (cg; last iterate written), 130 interrupted\n");
 }
 
-enum { OPT_JSON = ATF_CLI_OPT_FIRST };
+enum { OPT_JSON = ATF_CLI_OPT_FIRST, OPT_METHOD };
 
 /* The options a baseline accepts (a subset of atf solve's). */
 static const struct option options[] = {
     {"output", required_argument, NULL, 'o'},
     {"json", no_argument, NULL, OPT_JSON},
+    {"method", required_argument, NULL, OPT_METHOD},
     {"quiet", no_argument, NULL, 'q'},
     ATF_CLI_HELP_OPTION,
     {NULL, 0, NULL, 0}};
@@ -62,10 +72,11 @@ int atf_cmd_baseline(int argc, char **argv)
         free(args);
         return atf_cli_fail("baseline", e, err);
     }
-    /* atf solve --method=baseline with the arguments as typed (atf solve records them without
-     * the inserted option) */
+    /* atf solve --method=auto (cmd_solve.c reads gram|cg|auto for the command baseline; a
+     * --method the user typed comes later and wins) with the arguments as typed (atf solve
+     * records them without the inserted option) */
     args[0] = "baseline";
-    args[1] = "--method=baseline";
+    args[1] = "--method=auto";
     memcpy(args + 2, argv + 1, (size_t)(argc - 1) * sizeof *args);
     args[argc + 1] = NULL;
     int code = atf_cmd_solve(argc + 1, args);

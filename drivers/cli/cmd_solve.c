@@ -6,8 +6,10 @@
  * --json, one JSON line on stdout. Exit codes: 0 solved, 2 bad input or usage, 3 infeasible,
  * 4 iteration limit, 130 interrupted by SIGINT, 1 other failures.
  *
- * `atf baseline` forwards here with argv[0] = "baseline" and `--method=baseline`, so both
- * commands share one code path and name themselves correctly in messages. */
+ * `atf baseline` forwards here with argv[0] = "baseline" and `--method=auto`, so both commands
+ * share one code path and name themselves correctly in messages; for baseline, --method takes
+ * gram (method baseline), cg or auto (atf_baseline_method decides once the problem is read, and
+ * its reason opens the result's method note). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +67,7 @@ typedef struct {
     const char *problem, *output, *penalty, *warm;
     atf_settings set;
     int quiet, json, method_given;
+    int baseline;                 /* the command is baseline */
     char command[ATF_COMMANDLEN]; /* recorded in the result */
 } solve_args;
 
@@ -83,6 +86,23 @@ static atf_error parse_method(const char *v, atf_method *m, char *err)
     if (atf_method_parse(v, m) != ATF_OK) {
         atf_errorf(err, "--method: '%s' is not one of auto, admm, alm, lp, irls, newton, fista",
                    v ? v : "");
+        return ATF_E_USAGE;
+    }
+    return ATF_OK;
+}
+
+/* atf baseline --method gram|cg|auto. */
+static atf_error parse_baseline_method(const char *v, solve_args *a, char *err)
+{
+    a->set.baseline = 1;
+    if (v && !strcmp(v, "auto"))
+        a->set.method = ATF_METHOD_AUTO; /* the library picks the Gram or CG */
+    else if (v && !strcmp(v, "gram"))
+        a->set.method = ATF_METHOD_BASELINE;
+    else if (v && !strcmp(v, "cg"))
+        a->set.method = ATF_METHOD_CG;
+    else {
+        atf_errorf(err, "--method: '%s' is not one of gram, cg, auto", v ? v : "");
         return ATF_E_USAGE;
     }
     return ATF_OK;
@@ -147,7 +167,7 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
     case OPT_STRUCTURE: return parse_structure(val, &s->structure, err);
     case OPT_METHOD:
         a->method_given = 1;
-        return parse_method(val, &s->method, err);
+        return a->baseline ? parse_baseline_method(val, a, err) : parse_method(val, &s->method, err);
     case OPT_LOSS: return parse_loss(val, &s->loss, err);
     case OPT_TOL: return atf_cli_double("--tol", val, &s->eps_rel, err);
     case OPT_EPS_ABS: return atf_cli_double("--eps-abs", val, &s->eps_abs, err);
@@ -176,6 +196,7 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
     const char *cmd = argv[0];
     memset(a, 0, sizeof *a);
     a->set = atf_settings_default();
+    a->baseline = !strcmp(cmd, "baseline");
     atf_error e = ATF_OK;
     int c;
     atf_cli_getopt_begin();

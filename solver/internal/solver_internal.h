@@ -42,7 +42,8 @@ typedef struct {
 typedef enum {
     ATF_PROJ_CHOLESKY = 0, /* dense Gram, dpotrf                                  */
     ATF_PROJ_EIGEN,        /* dense Gram, dsyevd with relative cutoff (rank-deficient) */
-    ATF_PROJ_CHOLMOD       /* all-sparse: CHOLMOD factor of AAᵀ + βI from A itself */
+    ATF_PROJ_CHOLMOD,      /* all-sparse: CHOLMOD factor of AAᵀ + βI from A itself */
+    ATF_PROJ_CG            /* method cg: (AAᵀ)⁺b by preconditioned CG, no Gram (baseline_cg.c) */
 } atf_proj_kind;
 
 typedef struct {
@@ -61,6 +62,7 @@ typedef struct {
     cholmod_factor *F;
     cholmod_dense *rhs, *sol, *ws_y, *ws_e;
     double beta;
+    struct atf_sv_cg *cg;  /* ATF_PROJ_CG: the CG state and its preconditioner (solver_cg.h) */
 } atf_sv_proj;
 
 typedef struct {

@@ -130,8 +130,11 @@ static const method_case METHODS[] = {
     {"admm abs", "abs", ATF_METHOD_ADMM, ATF_GLOBAL_LAYER, 0},
     {"admm nuclear", "nuclear", ATF_METHOD_ADMM, ATF_GLOBAL_LAYER, 1},
     {"lp", "nuclear", ATF_METHOD_LP, ATF_GLOBAL_DIAGONAL, 1},
-    {"baseline", "sq", ATF_METHOD_BASELINE, ATF_GLOBAL_LAYER, 1},
+    {"baseline", "sq", ATF_METHOD_BASELINE, ATF_GLOBAL_LAYER, 1}, /* index BASELINE: the reference */
     {"irls sq", "sq", ATF_METHOD_IRLS, ATF_GLOBAL_LAYER, 0},
+    {"cg", "sq", ATF_METHOD_CG, ATF_GLOBAL_LAYER, 1}, /* the baseline by CG, to 1e-13 */
+    {"alm sq", "sq", ATF_METHOD_ALM, ATF_GLOBAL_LAYER, 0},
+    {"alm nuclear", "nuclear", ATF_METHOD_ALM, ATF_GLOBAL_LAYER, 1},
 };
 enum { NMETHODS = sizeof METHODS / sizeof METHODS[0], BASELINE = 4 };
 
@@ -148,6 +151,8 @@ static atf_error solve_rows(const method_case *mc, double fa, double fr, double 
     set.method = mc->method;
     set.structure = mc->structure;
     set.max_iter = 3000;
+    if (mc->method == ATF_METHOD_CG)
+        set.eps_rel = 1e-13; /* the comparisons below are at rounding level */
     atf_error e = atf_solve(p, &set, out, err);
     atf_problem_free(p);
     return e;

@@ -213,19 +213,20 @@ def _solve(problem, set_, penalty_override, warm):
     return res
 
 
-def solve(problem, penalty=None, structure="layer", method="admm", tol=1e-6, max_iter=10000,
+def solve(problem, penalty=None, structure="layer", method="auto", tol=1e-6, max_iter=10000,
           warm=None, verbose=False):
     """Solve problem (16) for `problem` (an atf.Problem).
 
     penalty overrides every block's penalty for this solve (the problem keeps its own);
-    structure: layer, diagonal or full; method: admm, lp or irls; tol is the relative
+    structure: layer, diagonal or full; method: auto (the solver picks: ADMM on the Gram where
+    it fits in memory, else the augmented Lagrangian alm), admm, alm, lp or irls; tol is the relative
     tolerance eps_rel; warm an earlier atf.Result of the same problem; verbose prints the
     solver's iteration table on stderr. Returns an atf.Result (status solved, or interrupted
     after Ctrl-C, or max_iterations with an atf.IterationLimitWarning); raises atf.Infeasible
     (with `.result`, the least-squares point), atf.InputError for refused settings and inputs,
     atf.NumericalError when an iteration broke down."""
     s = _c.atf_settings_default()
-    s.method = _parse(_c.atf_method_parse, method, "method", "admm, lp, irls")
+    s.method = _parse(_c.atf_method_parse, method, "method", "auto, admm, alm, lp, irls")
     s.structure = _parse(_c.atf_structure_parse, structure, "structure", "layer, diagonal, full")
     s.eps_rel = float(tol)
     s.max_iter = int(max_iter)
@@ -233,8 +234,13 @@ def solve(problem, penalty=None, structure="layer", method="admm", tol=1e-6, max
     return _solve(problem, s, penalty, warm)
 
 
-def baseline(problem):
-    """The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), as `atf baseline`."""
+def baseline(problem, method="auto"):
+    """The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), as `atf baseline`: method
+    auto (the Gram where it fits in memory, else CG), gram or cg."""
     s = _c.atf_settings_default()
-    s.method = _parse(_c.atf_method_parse, "baseline", "method", "baseline")
+    s.baseline = 1
+    names = {"auto": "auto", "gram": "baseline", "cg": "cg"}
+    if method not in names:
+        raise _errors.InputError(f"atf.baseline: method {method!r} is not one of auto, gram, cg")
+    s.method = _parse(_c.atf_method_parse, names[method], "method", "auto, gram, cg")
     return _solve(problem, s, None, None)

@@ -1,0 +1,697 @@
+/* baseline_cg.c — the NTK min-norm interpolant of Theorem 1 without the M × M Gram (method cg,
+ * docs/solver.md §9.1), and the choice between it and the Gram path (auto).
+ *
+ * x = A'ᵀλ with A'A'ᵀλ = r' on the solver's work problem (rows and variables scaled by powers of
+ * two, factored blocks reduced to their cores; none of it moves the min-norm point), by Krylov
+ * methods whose every step costs one A'ᵀ and one A' product and one application of a
+ * preconditioner P ≈ A'A'ᵀ acting on λ (cg_precond.c). A preconditioner in data space only
+ * weights the rows; one in parameter space would change which solution has minimum norm.
+ *
+ *  - The main solve is LSQR on P^{-1/2}A' (Golub–Kahan in the P⁻¹ inner product on the data
+ *    side): from x = 0 its iterates stay in range(A'ᵀ) and tend to the min-norm minimiser of
+ *    ‖A'x − r'‖_{P⁻¹}, i.e. the min-norm interpolant when r' ∈ range(A'), and a weighted
+ *    least-squares point otherwise, without the divergence of CG on A'A'ᵀ on inconsistent data.
+ *  - CG on A'A'ᵀλ = b (Craig's method: the same Krylov space, x_k the Euclidean projection of the
+ *    solution onto it) serves the inner solves whose b = A'v is consistent by construction: the
+ *    stationarity certificate's candidate and the projection of solver.c (ATF_PROJ_CG). It is
+ *    also selectable for the main solve (atf_cg_options.krylov), for measurements.
+ *
+ * Stopping. Converged when the relative residual ‖r' − A'x‖/‖r'‖ ≤ tol = min(eps_rel, 1e-8), the
+ * recursive residual being confirmed by one product with the true one (which replaces it when it
+ * does not agree, and "stalled" when three such replacements in a row do not halve it).
+ *
+ * The inconsistency certificate. For any y ∈ R^M and any x with ‖A'x − b‖ ≤ tol‖b‖,
+ *     yᵀb = yᵀA'x − yᵀ(A'x − b) ≤ ‖A'ᵀy‖‖x‖ + tol‖b‖‖y‖,
+ * so ‖x‖ ≥ (yᵀb − tol‖b‖‖y‖)/‖A'ᵀy‖ =: bound. With y = P⁻¹(b − A'x_k) (LSQR) or y = z_k = P⁻¹ρ_k
+ * (CG, where A'ᵀz_k = A'ᵀp_k − β_k A'ᵀp_{k−1} comes from products already made) the bound grows
+ * without limit when b ∉ range(A') and can never exceed ‖x*‖ when b = A'x*. The run stops as
+ * `infeasible` once it exceeds ATF_CG_INCONSISTENT_RATIO × ‖x_k‖ (always checked with exact
+ * products): no interpolant to tol exists within a million times the norm reached, a true
+ * statement in either case, and b is not in the range of A' to working precision. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "solver_cg.h"
+
+/* Consecutive true-residual replacements that do not halve the residual before "stalled". */
+#define CG_STALL_REPLACEMENTS 3
+/* Steps between exact confirmations of a recursive inconsistency test that failed. */
+#define CG_CONFIRM_BACKOFF 10
+/* Gram path: bytes per Gram entry (the fit of docs/solver.md §14.6: RSS = 76 MiB + 8.70 M²),
+ * the fraction of the available memory it may take, and the largest M auto gives it (above it
+ * CG is faster; measured in docs/solver.md §9.1). */
+#define GRAM_BYTES_PER_ENTRY 8.7
+#define GRAM_BYTES_FIXED (76.0 * 1024.0 * 1024.0)
+#define GRAM_MEMORY_FRACTION 0.75
+#define GRAM_AUTO_MAX_M 10000
+
+struct atf_sv_cg {
+    atf_solver *s;
+    atf_cg_options opt;
+    atf_cg_pre pre;
+    int built;              /* pre matches opt */
+    int M;
+    size_t n;
+    double *rho, *z, *p, *gp, *tmp, *y, *bs; /* [M] */
+    double *q, *qprev, *w, *xbuf;   /* [n] */
+    int total_steps;        /* PCG steps since the last solve began (with the certificate's) */
+    atf_cg_report last;     /* the last main solve */
+};
+
+/* One PCG solve of A'A'ᵀλ = b. */
+typedef struct {
+    const double *b;
+    double bn, tol;
+    int max_steps, log;
+    int lsqr;               /* LSQR in the P⁻¹ norm instead of CG on A'A'ᵀ (no λ then) */
+    double *x;              /* [n] A'ᵀλ (required) */
+    double *lam;            /* [M] λ, or NULL */
+} pcg_job;
+
+static double tolerance(const atf_solver *s)
+{
+    return fmin(s->set.eps_rel, ATF_CG_TOL_MAX);
+}
+
+static double dot(const double *a, const double *b, size_t n)
+{
+    return n ? cblas_ddot((int)n, a, 1, b, 1) : 0.0;
+}
+
+static FILE *log_stream(const atf_solver *s)
+{
+    return s->set.log ? s->set.log : stderr;
+}
+
+/* ---- setup ---- */
+
+void atf_sv_cg_free(atf_sv_cg *c)
+{
+    if (!c)
+        return;
+    atf_sv_cg_precond_free(&c->pre);
+    free(c->rho), free(c->z), free(c->p), free(c->gp), free(c->tmp), free(c->y), free(c->bs);
+    free(c->q), free(c->qprev), free(c->w), free(c->xbuf);
+    free(c);
+}
+
+static atf_sv_cg *cg_alloc(atf_solver *s)
+{
+    atf_sv_cg *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->s = s;
+    c->M = s->work.M;
+    c->n = s->n;
+    size_t M = (size_t)c->M, n = c->n ? c->n : 1;
+    double **vm[] = {&c->rho, &c->z, &c->p, &c->gp, &c->tmp, &c->y, &c->bs};
+    double **vn[] = {&c->q, &c->qprev, &c->w, &c->xbuf};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof vm / sizeof vm[0]; i++)
+        ok &= (*vm[i] = malloc(M * sizeof(double))) != NULL;
+    for (size_t i = 0; i < sizeof vn / sizeof vn[0]; i++)
+        ok &= (*vn[i] = calloc(n, sizeof(double))) != NULL;
+    if (!ok) {
+        atf_sv_cg_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+atf_error atf_sv_cg_build(atf_solver *s, char *err)
+{
+    atf_error e = atf_sv_equilibrate_mode(s, ATF_EQ_ROWS, err);
+    if (e == ATF_OK)
+        e = atf_sv_vars_build(s, err);
+    if (e == ATF_OK)
+        e = atf_sv_prox_alloc(s, err);
+    if (e != ATF_OK)
+        return e;
+    atf_sv_proj *p = &s->proj;
+    size_t M = (size_t)s->work.M;
+    p->M = s->work.M;
+    p->kind = ATF_PROJ_CG;
+    p->rank = -1; /* not computed: CG never needs it */
+    p->feas_tol = tolerance(s);
+    p->s = malloc(M * sizeof *p->s);
+    p->lambda = malloc(M * sizeof *p->lambda);
+    p->t = malloc(M * sizeof *p->t);
+    s->x_ls = calloc(s->n ? s->n : 1, sizeof *s->x_ls);
+    p->cg = cg_alloc(s);
+    if (!p->s || !p->lambda || !p->t || !s->x_ls || !p->cg) {
+        atf_errorf(err, "cg: out of memory for the workspace (M = %d, n = %zu)", s->work.M, s->n);
+        return ATF_E_NOMEM;
+    }
+    s->rnorm = atf_sv_norm(s->work.r, M);
+    s->consistent = 1; /* decided by each solve */
+    s->ls_residual = NAN;
+    return ATF_OK;
+}
+
+atf_error atf_sv_cg_configure(atf_solver *s, const atf_cg_options *opt, char *err)
+{
+    if (!s || !opt || s->proj.kind != ATF_PROJ_CG || !s->proj.cg) {
+        atf_errorf(err, "cg: the solver was not initialised for method cg");
+        return ATF_E_USAGE;
+    }
+    s->proj.cg->opt = *opt;
+    s->proj.cg->built = 0;
+    return ATF_OK;
+}
+
+const atf_cg_report *atf_sv_cg_last(const atf_solver *s)
+{
+    return s && s->proj.kind == ATF_PROJ_CG && s->proj.cg ? &s->proj.cg->last : NULL;
+}
+
+static atf_error ensure_preconditioner(atf_sv_cg *c, char *err)
+{
+    if (c->built)
+        return ATF_OK;
+    atf_error e = atf_sv_cg_precond_build(c->s, &c->opt, &c->pre, err);
+    c->built = e == ATF_OK;
+    return e;
+}
+
+/* ---- PCG ---- */
+
+static int interrupted(const atf_solver *s)
+{
+    return s->set.interrupt && *s->set.interrupt;
+}
+
+/* ‖b − A'x‖/‖b‖ into tmp (one pass). */
+static double true_residual(atf_sv_cg *c, const pcg_job *job)
+{
+    atf_sv_apply(c->s, job->x, c->tmp);
+    for (int m = 0; m < c->M; m++)
+        c->tmp[m] = job->b[m] - c->tmp[m];
+    return atf_sv_norm(c->tmp, (size_t)c->M) / job->bn;
+}
+
+/* The certificate of the header with y = z (current P⁻¹ρ): ‖A'ᵀz‖ from the recursion
+ * q − β·qprev, or (exact) from one adjoint pass. 1 when the bound exceeds the ratio. */
+static int inconsistent(atf_sv_cg *c, const pcg_job *job, double beta, int exact,
+                        atf_cg_report *rep)
+{
+    double xn = atf_sv_norm(job->x, c->n);
+    double num = dot(c->z, job->b, (size_t)c->M) -
+                 job->tol * job->bn * atf_sv_norm(c->z, (size_t)c->M);
+    if (!(xn > 0.0) || !(num > 0.0))
+        return 0;
+    double wn;
+    if (exact) {
+        atf_sv_adjoint(c->s, c->z, c->w);
+        wn = atf_sv_norm(c->w, c->n);
+    } else {
+        double sum = 0.0;
+        for (size_t i = 0; i < c->n; i++) {
+            double v = c->q[i] - beta * c->qprev[i];
+            sum += v * v;
+        }
+        wn = sqrt(sum);
+    }
+    if (!(wn * ATF_CG_INCONSISTENT_RATIO * xn <= num))
+        return 0;
+    rep->bound = wn > 0.0 ? num / wn : INFINITY;
+    return 1;
+}
+
+static void log_header(const atf_sv_cg *c, const pcg_job *job)
+{
+    const atf_solver *s = c->s;
+    FILE *f = log_stream(s);
+    fprintf(f, "atf cg: %d rows, %zu variables (%lld before reduction), preconditioner %s",
+            c->M, c->n, (long long)s->n_orig, atf_cg_precond_name(c->pre.kind));
+    if (c->pre.k > 0)
+        fprintf(f, " rank %d (residual trace %.1f%%, shift %.2e)", c->pre.k,
+                100.0 * c->pre.trace_res / c->pre.trace0, c->pre.shift);
+    fprintf(f, ", built in %.2f s\natf cg: tol %.1e (relative residual), max %d steps\n",
+            c->pre.seconds, job->tol, job->max_steps);
+    fprintf(f, "%8s %12s %12s %9s %9s\n", "step", "rel res", "|x| work", "time(s)", "ETA(s)");
+}
+
+/* A table row; the ETA extrapolates the residual's decay since the previous row. */
+static void log_row(atf_sv_cg *c, const pcg_job *job, int k, double rr, double t0, double *prev)
+{
+    double now = atf_now() - t0, eta = NAN;
+    if (prev[0] > 0.0 && rr < prev[1] && rr > job->tol) {
+        double per_step = (now - prev[2]) / (k - prev[0]);
+        double steps = (k - prev[0]) * log(rr / job->tol) / log(prev[1] / rr);
+        eta = per_step * fmin(steps, job->max_steps - k);
+    }
+    char eta_text[32] = "        -";
+    if (isfinite(eta))
+        snprintf(eta_text, sizeof eta_text, "%9.1f", eta);
+    fprintf(log_stream(c->s), "%8d %12.5e %12.5e %9.2f %s\n", k, rr, atf_sv_norm(job->x, c->n),
+            now, eta_text);
+    prev[0] = k, prev[1] = rr, prev[2] = now;
+}
+
+/* The update of one step after q = A'ᵀp: x, λ and ρ move by α; returns the recursive relative
+ * residual, or -1 on a breakdown (curvature not positive and finite). */
+static double step_update(atf_sv_cg *c, const pcg_job *job, double rz)
+{
+    double pgp = dot(c->q, c->q, c->n), alpha = rz / pgp;
+    if (!(pgp > 0.0) || !isfinite(alpha))
+        return -1.0;
+    atf_sv_apply(c->s, c->q, c->gp);
+    cblas_daxpy((int)c->n, alpha, c->q, 1, job->x, 1);
+    if (job->lam)
+        cblas_daxpy(c->M, alpha, c->p, 1, job->lam, 1);
+    cblas_daxpy(c->M, -alpha, c->gp, 1, c->rho, 1);
+    return atf_sv_norm(c->rho, (size_t)c->M) / job->bn;
+}
+
+/* After the recursive residual reached tol: the true residual decides. Returns 1 when done
+ * (outcome set), 0 to go on with the true residual in place of the recursive one. */
+static int confirm_converged(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double *res,
+                             double *best, int *stale)
+{
+    double tr = true_residual(c, job);
+    rep->rel_res = tr;
+    if (tr <= job->tol) {
+        rep->outcome = ATF_CG_CONVERGED;
+        return 1;
+    }
+    memcpy(res, c->tmp, (size_t)c->M * sizeof *res);
+    rep->replacements++;
+    *stale = tr > 0.5 * *best ? *stale + 1 : 0;
+    *best = fmin(*best, tr);
+    if (*stale >= CG_STALL_REPLACEMENTS) {
+        rep->outcome = ATF_CG_STALLED;
+        return 1;
+    }
+    return 0;
+}
+
+/* The next direction: z = P⁻¹ρ, p = z + βp; returns the new ρᵀz and β. */
+static double next_direction(atf_sv_cg *c, double rz, double *beta)
+{
+    atf_sv_cg_precond_apply(&c->pre, c->rho, c->z);
+    double rz_new = dot(c->rho, c->z, (size_t)c->M);
+    *beta = rz_new / rz;
+    for (int m = 0; m < c->M; m++)
+        c->p[m] = c->z[m] + *beta * c->p[m];
+    double *t = c->q;
+    c->q = c->qprev;
+    c->qprev = t;
+    return rz_new;
+}
+
+
+/* The loop; rep->outcome, steps and (when measured) rel_res are set. */
+static void pcg_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double t0)
+{
+    double rz, beta = 0.0, best = INFINITY, prev[3] = {0.0, 0.0, 0.0};
+    int stale = 0, next_confirm = 2;
+    memcpy(c->rho, job->b, (size_t)c->M * sizeof *c->rho);
+    atf_sv_cg_precond_apply(&c->pre, c->rho, c->z);
+    memcpy(c->p, c->z, (size_t)c->M * sizeof *c->p);
+    rz = dot(c->rho, c->z, (size_t)c->M);
+    for (int k = 1;; k++) {
+        if (k > job->max_steps) {
+            rep->outcome = ATF_CG_LIMIT;
+            return;
+        }
+        if (interrupted(c->s)) {
+            rep->outcome = ATF_CG_INTERRUPTED;
+            return;
+        }
+        atf_sv_adjoint(c->s, c->p, c->q);
+        c->total_steps++;
+        if (k >= next_confirm && inconsistent(c, job, beta, 0, rep)) {
+            if (inconsistent(c, job, beta, 1, rep)) {
+                rep->outcome = ATF_CG_INCONSISTENT;
+                return;
+            }
+            next_confirm = k + CG_CONFIRM_BACKOFF;
+        }
+        double rr = step_update(c, job, rz);
+        if (rr < 0.0) {
+            rep->outcome = inconsistent(c, job, beta, 1, rep) ? ATF_CG_INCONSISTENT
+                                                              : ATF_CG_BREAKDOWN;
+            return;
+        }
+        rep->steps = k;
+        if (job->log && (k % c->s->set.log_every == 0 || k == 1))
+            log_row(c, job, k, rr, t0, prev);
+        if (rr <= job->tol && confirm_converged(c, job, rep, c->rho, &best, &stale))
+            return;
+        rz = next_direction(c, rz, &beta);
+    }
+}
+
+/* ---- LSQR in the P⁻¹ norm (the main solve) ----
+ *
+ * Golub–Kahan bidiagonalisation of A' in the inner product ⟨u, u'⟩ = uᵀP⁻¹u' on the data side
+ * (Arioli 2013; LSQR of Paige and Saunders on P^{-1/2}A'): per step one A' product, one A'ᵀ
+ * product and one P⁻¹ application, as CG. From x0 = 0 the iterates stay in range(A'ᵀ) and
+ * converge to the min-norm minimiser of ‖A'x − b‖_{P⁻¹}: the min-norm interpolant when b is
+ * in range(A'), a weighted least-squares point otherwise, without the divergence CG on A'A'ᵀ
+ * shows on inconsistent data. The Euclidean residual r = b − A'x is kept by recursion
+ * (A'w_k from A'v_k, which the bidiagonalisation computes anyway) and confirmed by a true one. */
+typedef struct {
+    double alpha, beta, phibar, rhobar, cs, coef; /* bidiagonal, rotation, direction state */
+    double *t, *sv, *aw, *r, *v, *w;          /* t, P⁻¹t, A'w, r [M]; v, w [n] */
+} lsqr_state;
+
+/* β t = b with ‖t‖_{P⁻¹} = 1 (sv = P⁻¹t), α v = A'ᵀ sv. */
+static void lsqr_start(atf_sv_cg *c, const pcg_job *job, lsqr_state *st)
+{
+    size_t M = (size_t)c->M;
+    st->t = c->rho, st->sv = c->z, st->aw = c->p, st->r = c->gp, st->v = c->q, st->w = c->qprev;
+    memcpy(st->t, job->b, M * sizeof *st->t);
+    atf_sv_cg_precond_apply(&c->pre, st->t, st->sv);
+    st->beta = sqrt(fmax(dot(st->t, st->sv, M), 0.0));
+    cblas_dscal((int)M, 1.0 / st->beta, st->t, 1);
+    cblas_dscal((int)M, 1.0 / st->beta, st->sv, 1);
+    atf_sv_adjoint(c->s, st->sv, st->v);
+    st->alpha = atf_sv_norm(st->v, c->n);
+    if (st->alpha > 0.0)
+        cblas_dscal((int)c->n, 1.0 / st->alpha, st->v, 1);
+    memcpy(st->w, st->v, c->n * sizeof *st->w);
+    memcpy(st->r, job->b, M * sizeof *st->r);
+    memset(st->aw, 0, M * sizeof *st->aw);
+    st->phibar = st->beta, st->rhobar = st->alpha, st->coef = 0.0;
+}
+
+/* One step: the next pair of bidiagonalisation vectors, the plane rotation, and x, r, w. */
+static void lsqr_step(atf_sv_cg *c, const pcg_job *job, lsqr_state *st)
+{
+    size_t M = (size_t)c->M, n = c->n;
+    atf_sv_apply(c->s, st->v, c->tmp); /* A'v_k */
+    for (size_t m = 0; m < M; m++) {
+        st->aw[m] = c->tmp[m] - st->coef * st->aw[m]; /* A'w_k */
+        st->t[m] = c->tmp[m] - st->alpha * st->t[m];
+    }
+    atf_sv_cg_precond_apply(&c->pre, st->t, st->sv);
+    st->beta = sqrt(fmax(dot(st->t, st->sv, M), 0.0));
+    if (st->beta > 0.0) {
+        cblas_dscal((int)M, 1.0 / st->beta, st->t, 1);
+        cblas_dscal((int)M, 1.0 / st->beta, st->sv, 1);
+    }
+    atf_sv_adjoint(c->s, st->sv, c->w);
+    for (size_t i = 0; i < n; i++)
+        st->v[i] = c->w[i] - st->beta * st->v[i];
+    st->alpha = atf_sv_norm(st->v, n);
+    if (st->alpha > 0.0)
+        cblas_dscal((int)n, 1.0 / st->alpha, st->v, 1);
+    double rho = hypot(st->rhobar, st->beta), cs = st->rhobar / rho, sn = st->beta / rho;
+    double phi = cs * st->phibar, step = phi / rho;
+    st->rhobar = -cs * st->alpha;
+    st->cs = cs;
+    st->phibar = sn * st->phibar;
+    cblas_daxpy((int)n, step, st->w, 1, job->x, 1);
+    cblas_daxpy((int)M, -step, st->aw, 1, st->r, 1);
+    st->coef = sn * st->alpha / rho; /* θ/ρ */
+    for (size_t i = 0; i < n; i++)
+        st->w[i] = st->v[i] - st->coef * st->w[i];
+}
+
+/* The certificate of the header with y = P⁻¹(b − A'x), the true residual (two passes). */
+static int lsqr_inconsistent(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep)
+{
+    double xn = atf_sv_norm(job->x, c->n);
+    true_residual(c, job);
+    atf_sv_cg_precond_apply(&c->pre, c->tmp, c->y);
+    double num = dot(c->y, job->b, (size_t)c->M) -
+                 job->tol * job->bn * atf_sv_norm(c->y, (size_t)c->M);
+    if (!(xn > 0.0) || !(num > 0.0))
+        return 0;
+    atf_sv_adjoint(c->s, c->y, c->w);
+    double wn = atf_sv_norm(c->w, c->n);
+    if (!(wn * ATF_CG_INCONSISTENT_RATIO * xn <= num))
+        return 0;
+    rep->bound = wn > 0.0 ? num / wn : INFINITY;
+    return 1;
+}
+
+/* ‖P^{-1/2}r‖² / ‖A'ᵀP⁻¹r‖ ≈ the bound from LSQR's own estimates (no pass): worth an exact
+ * check when it exceeds the ratio. */
+static int lsqr_suspect(const lsqr_state *st, double xn)
+{
+    double normal = st->phibar * st->alpha * fabs(st->cs); /* ‖A'ᵀP⁻¹r‖ (Paige–Saunders) */
+    return xn > 0.0 && st->phibar * st->phibar >= ATF_CG_INCONSISTENT_RATIO * xn * normal;
+}
+
+static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double t0)
+{
+    lsqr_state st;
+    double best = INFINITY, prev[3] = {0.0, 0.0, 0.0};
+    int stale = 0, next_confirm = 1;
+    lsqr_start(c, job, &st);
+    for (int k = 1;; k++) {
+        if (k > job->max_steps || interrupted(c->s)) {
+            rep->outcome = k > job->max_steps ? ATF_CG_LIMIT : ATF_CG_INTERRUPTED;
+            return;
+        }
+        lsqr_step(c, job, &st);
+        c->total_steps++;
+        rep->steps = k;
+        double rr = atf_sv_norm(st.r, (size_t)c->M) / job->bn;
+        if (!isfinite(rr)) {
+            rep->outcome = ATF_CG_BREAKDOWN;
+            return;
+        }
+        if (job->log && (k % c->s->set.log_every == 0 || k == 1))
+            log_row(c, job, k, rr, t0, prev);
+        if ((rr <= job->tol || st.beta == 0.0) &&
+            confirm_converged(c, job, rep, st.r, &best, &stale))
+            return;
+        if (k >= next_confirm && (st.alpha == 0.0 || lsqr_suspect(&st, atf_sv_norm(job->x, c->n)))) {
+            if (lsqr_inconsistent(c, job, rep)) {
+                rep->outcome = ATF_CG_INCONSISTENT;
+                return;
+            }
+            next_confirm = k + CG_CONFIRM_BACKOFF;
+        }
+    }
+}
+
+/* x (and λ) × 2^e, exactly: back from the units of b / 2^e. */
+static void unscale(atf_sv_cg *c, const pcg_job *job, int e, atf_cg_report *rep)
+{
+    for (size_t i = 0; i < c->n; i++)
+        job->x[i] = ldexp(job->x[i], e);
+    for (int m = 0; job->lam && m < c->M; m++)
+        job->lam[m] = ldexp(job->lam[m], e);
+    rep->bound = ldexp(rep->bound, e);
+}
+
+/* The solve runs on b / 2^e with ‖b / 2^e‖ in [½, 1) (a copy, exact): the scalars of CG and
+ * LSQR are squares of vectors of b's size (10^±300 after the equilibration of §7 when the
+ * penalty limits the variable unit), which would overflow or underflow. */
+static void pcg(atf_sv_cg *c, const pcg_job *job_in, atf_cg_report *rep)
+{
+    double t0 = atf_now();
+    pcg_job job = *job_in;
+    int e = 0;
+    frexp(job.bn, &e);
+    memset(rep, 0, sizeof *rep);
+    rep->rel_res = NAN;
+    memset(job.x, 0, c->n * sizeof *job.x);
+    if (job.lam)
+        memset(job.lam, 0, (size_t)c->M * sizeof *job.lam);
+    if (job.bn > 0.0) {
+        for (int m = 0; m < c->M; m++)
+            c->bs[m] = ldexp(job.b[m], -e);
+        job.b = c->bs;
+        job.bn = atf_sv_norm(c->bs, (size_t)c->M);
+    }
+    if (job.log)
+        log_header(c, &job);
+    if (job.bn == 0.0)
+        rep->outcome = ATF_CG_CONVERGED, rep->rel_res = 0.0;
+    else if (job.lsqr)
+        lsqr_loop(c, &job, rep, t0);
+    else
+        pcg_loop(c, &job, rep, t0);
+    if (isnan(rep->rel_res) || rep->outcome == ATF_CG_INCONSISTENT)
+        rep->rel_res = job.bn > 0.0 ? true_residual(c, &job) : 0.0;
+    unscale(c, &job, e, rep);
+    rep->xnorm = atf_sv_norm(job.x, c->n);
+    rep->seconds = atf_now() - t0;
+}
+
+void atf_sv_cg_gram_solve(atf_sv_cg *c, const double *b, double *lambda)
+{
+    char err[ATF_ERRLEN];
+    if (ensure_preconditioner(c, err) != ATF_OK) { /* out of memory: plain CG still works */
+        atf_cg_options plain = c->opt;
+        plain.precond = ATF_CG_PRECOND_NONE;
+        atf_sv_cg_precond_build(c->s, &plain, &c->pre, err);
+    }
+    pcg_job job = {.b = b, .bn = atf_sv_norm(b, (size_t)c->M), .tol = tolerance(c->s),
+                   .max_steps = c->s->set.max_iter, .x = c->xbuf, .lam = lambda};
+    atf_cg_report rep;
+    pcg(c, &job, &rep);
+}
+
+/* ---- the method ---- */
+
+static atf_status status_of(atf_cg_outcome o)
+{
+    switch (o) {
+    case ATF_CG_CONVERGED: return ATF_STATUS_SOLVED;
+    case ATF_CG_INCONSISTENT: return ATF_STATUS_INFEASIBLE;
+    case ATF_CG_LIMIT:
+    case ATF_CG_STALLED: return ATF_STATUS_MAX_ITERATIONS;
+    case ATF_CG_INTERRUPTED: return ATF_STATUS_INTERRUPTED;
+    case ATF_CG_BREAKDOWN: break;
+    }
+    return ATF_STATUS_NUMERICAL_ERROR;
+}
+
+/* The stationarity certificate (docs/solver.md §5) with the candidate y = A'ᵀλ, A'A'ᵀλ = A'G
+ * solved by PCG to ATF_CG_CERT_TOL: y lies in range(A'ᵀ) whatever the accuracy of λ, so the
+ * certificate is a valid one (at worst slightly larger than with the exact P G). */
+static double certificate(atf_sv_cg *c, const double *x, int max_steps)
+{
+    atf_solver *s = c->s;
+    double *g = malloc((c->n ? c->n : 1) * sizeof *g);
+    double *y = malloc((c->n ? c->n : 1) * sizeof *y);
+    double *b = malloc((size_t)c->M * sizeof *b);
+    double cert = NAN;
+    if (g && y && b && isfinite(atf_sv_gradient(s, x, g, 0.0))) {
+        atf_sv_apply(s, g, b);
+        pcg_job job = {.b = b, .bn = atf_sv_norm(b, (size_t)c->M), .tol = ATF_CG_CERT_TOL,
+                       .max_steps = max_steps, .x = y};
+        atf_cg_report rep;
+        pcg(c, &job, &rep);
+        cert = atf_sv_stationarity(s, x, y, 1e-12 * atf_sv_norm(x, c->n));
+    }
+    free(g), free(y), free(b);
+    return cert;
+}
+
+static void method_note(const atf_sv_cg *c, const atf_cg_report *rep, atf_result *res)
+{
+    const atf_cg_pre *pre = &c->pre;
+    int len = snprintf(res->method_note, sizeof res->method_note, "cg: %s preconditioner",
+                       atf_cg_precond_name(pre->kind));
+    if (pre->k > 0 && len > 0 && (size_t)len < sizeof res->method_note)
+        len += snprintf(res->method_note + len, sizeof res->method_note - (size_t)len,
+                        ", rank %d (randomly pivoted Cholesky, seed %llu), residual trace %.2g%%, "
+                        "shift %.2g", pre->k,
+                        (unsigned long long)(c->opt.seed ? c->opt.seed : ATF_CG_SEED),
+                        100.0 * pre->trace_res / pre->trace0, pre->shift);
+    if (len > 0 && (size_t)len < sizeof res->method_note)
+        snprintf(res->method_note + len, sizeof res->method_note - (size_t)len,
+                 ", built in %.2f s; %d steps + %d for the certificate", pre->seconds,
+                 rep->steps, c->total_steps - rep->steps);
+}
+
+atf_error atf_sv_baseline_cg(atf_solver *s, atf_result *res, double *x, char *err)
+{
+    atf_sv_cg *c = s->proj.cg;
+    double t0 = atf_now();
+    c->total_steps = 0;
+    atf_error e = ensure_preconditioner(c, err);
+    if (e != ATF_OK)
+        return e;
+    pcg_job job = {.b = s->work.r, .bn = s->rnorm, .tol = tolerance(s),
+                   .max_steps = s->set.max_iter, .log = s->set.verbose, .x = x,
+                   .lsqr = c->opt.krylov != ATF_CG_KRYLOV_CRAIG};
+    pcg(c, &job, &c->last);
+    const atf_cg_report *rep = &c->last;
+    memcpy(s->x_ls, x, s->n * sizeof *x); /* what a fallback would return */
+    s->ls_residual = rep->rel_res;
+    res->status = status_of(rep->outcome);
+    res->iterations = rep->steps;
+    res->primal_residual = rep->rel_res;
+    res->dual_residual = 0.0; /* x = A'ᵀλ: the min-norm optimality condition holds exactly */
+    res->stationarity = NAN;
+    if (res->status == ATF_STATUS_SOLVED || res->status == ATF_STATUS_INFEASIBLE)
+        res->stationarity = certificate(c, x, rep->steps > 50 ? 2 * rep->steps : 100);
+    res->inner_iterations = c->total_steps;
+    res->operator_passes = (int)s->passes;
+    method_note(c, rep, res);
+    s->t.projection = atf_now() - t0;
+    if (s->set.verbose)
+        fprintf(log_stream(s), "atf cg: %s after %d steps, relative residual %.3e, %ld passes, "
+                               "%.2f s\n", atf_status_name(res->status), rep->steps,
+                rep->rel_res, s->passes, s->t.projection);
+    return ATF_OK;
+}
+
+int atf_sv_cg_status_message(const atf_solver *s, const atf_result *res, char *err)
+{
+    const atf_cg_report *rep = atf_sv_cg_last(s);
+    if (!rep || s->check[0])
+        return 0;
+    double tol = tolerance(s);
+    switch (res->status) {
+    case ATF_STATUS_INFEASIBLE:
+        atf_errorf(err, "cg: the constraints are inconsistent (r is not in the range of A to "
+                        "working precision): after %d steps every x with relative residual "
+                        "<= %.1e has norm >= %.3e, %.1e times the returned point's, whose relative "
+                        "residual is %.3e (the least-squares point of the preconditioned rows; "
+                        "--method gram returns the unweighted one)", rep->steps, tol, rep->bound,
+                   rep->xnorm > 0.0 ? rep->bound / rep->xnorm : INFINITY, rep->rel_res);
+        return 1;
+    case ATF_STATUS_MAX_ITERATIONS:
+        if (rep->outcome == ATF_CG_STALLED)
+            atf_errorf(err, "cg stalled after %d steps at relative residual %.3e above the "
+                            "tolerance %.1e (rounding: A is too ill-conditioned for it); the last "
+                            "iterate is returned", rep->steps, rep->rel_res, tol);
+        else
+            atf_errorf(err, "cg stopped at the step limit %d at relative residual %.3e "
+                            "(tolerance %.1e); the last iterate is returned", rep->steps,
+                       rep->rel_res, tol);
+        return 1;
+    case ATF_STATUS_NUMERICAL_ERROR:
+        atf_errorf(err, "cg broke down after %d steps (the curvature of A Aᵀ along the search "
+                        "direction is not positive and finite) at relative residual %.3e; the "
+                        "last iterate is returned", rep->steps, rep->rel_res);
+        return 1;
+    default: return 0;
+    }
+}
+
+/* ---- the choice between the Gram and CG (`atf baseline --method auto`) ---- */
+
+static double operator_bytes(const atf_problem *prob)
+{
+    double bytes = 0.0;
+    for (int l = 0; l < prob->nblocks; l++) {
+        const atf_block *b = &prob->blocks[l];
+        bytes += b->kind == ATF_OP_FACTORED
+                     ? 8.0 * ((double)b->N * b->rows + (double)b->M * b->cols)
+                 : b->kind == ATF_OP_DENSE ? 8.0 * (double)b->M * b->rows * b->cols
+                                           : 12.0 * (double)b->nnz + 8.0 * (b->M + 1);
+    }
+    return bytes;
+}
+
+int atf_sv_gram_fits(const atf_problem *prob, char *why, size_t len)
+{
+    double M = prob->M, gib = 1024.0 * 1024.0 * 1024.0;
+    /* the Gram, its workspace, and the equilibrated copy of the operator arrays */
+    double need = GRAM_BYTES_PER_ENTRY * M * M + GRAM_BYTES_FIXED + operator_bytes(prob);
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    double avail = pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
+    int fits = need <= GRAM_MEMORY_FRACTION * avail;
+    int gram = fits && prob->M <= GRAM_AUTO_MAX_M;
+    if (!why || !len)
+        return gram;
+    if (!fits)
+        snprintf(why, len, "M = %d: the Gram needs %.3g GiB (8.7 B x M^2), over %.0f%% of the "
+                 "%.3g GiB available", prob->M, need / gib, 100 * GRAM_MEMORY_FRACTION,
+                 avail / gib);
+    else if (!gram)
+        snprintf(why, len, "M = %d > %d: the Gram (%.3g GiB, %.2g flops) is slower than CG",
+                 prob->M, GRAM_AUTO_MAX_M, need / gib, M * M * M / 3.0);
+    else
+        snprintf(why, len, "M = %d <= %d: the Gram needs %.3g GiB of %.3g GiB available",
+                 prob->M, GRAM_AUTO_MAX_M, need / gib, avail / gib);
+    return gram;
+}
+
+atf_method atf_baseline_method(const atf_problem *prob, char *why, size_t len)
+{
+    return atf_sv_gram_fits(prob, why, len) ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
+}

@@ -1,0 +1,468 @@
+/* test_baseline_cg.c — the NTK baseline by preconditioned CG (method cg, solver/baseline_cg.c)
+ * against the Gram baseline (method baseline), which is exact:
+ *  - factored blocks with C = 1 and C = 3, dense and sparse blocks alone and mixed: B to 1e-8
+ *    relative, the objective to 1e-9, the constraint residual and the stationarity certificate,
+ *    for every preconditioner (none, block Jacobi, nystrom, nystrom-block, the default), and
+ *    the default tolerance interpolates (relative residual ≤ 1e-8, status solved); a rank of
+ *    300 (several blocks of pivots);
+ *  - rows of very different scale (A and r × 1e3 and × 1e-3): the same B as the plain problem;
+ *  - a rank-deficient but consistent A (repeated examples, and more rows than variables): solved,
+ *    the Gram's eigen-path B;
+ *  - inconsistent r (repeated examples with other targets, and more rows than variables with a
+ *    random r): status infeasible, long before the step limit, finite numbers, a residual no
+ *    smaller than the Gram's least-squares residual, and the message says why;
+ *  - the step limit and the interrupt flag give honest statuses; r = 0 gives B = 0;
+ *  - reproducible (same seed, same B bit for bit), another seed gives the same B to 1e-8;
+ *  - a second solve on the same solver, and the projection through CG (ATF_PROJ_CG);
+ *  - atf_baseline_method (auto): the Gram for small M, CG when the Gram does not fit. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf_solver.h"
+#include "atf_test.h"
+#include "solver_cg.h"
+
+typedef struct {
+    atf_operator_kind kind;
+    int rows, cols;
+} shape;
+
+static void fill_block(atf_test_rng *rng, atf_block *b, int N, int C)
+{
+    int M = N * C, len = b->rows * b->cols;
+    if (b->kind == ATF_OP_FACTORED) {
+        b->H = atf_test_new_normal(rng, (size_t)N * (size_t)b->rows);
+        b->D = atf_test_new_normal(rng, (size_t)M * (size_t)b->cols);
+    } else if (b->kind == ATF_OP_DENSE) {
+        b->J = atf_test_new_normal(rng, (size_t)M * (size_t)len);
+    } else {
+        b->indptr = calloc((size_t)M + 1, sizeof *b->indptr);
+        b->indices = malloc((size_t)M * (size_t)len * sizeof *b->indices);
+        b->data = malloc((size_t)M * (size_t)len * sizeof *b->data);
+        for (int m = 0; m < M; m++) {
+            b->indptr[m + 1] = b->indptr[m];
+            for (int j = 0; j < len; j++)
+                if (atf_test_uniform(rng) < 0.5) {
+                    b->indices[b->indptr[m + 1]] = j;
+                    b->data[b->indptr[m + 1]++] = atf_test_symmetric(rng);
+                }
+        }
+        b->nnz = b->indptr[M];
+    }
+}
+
+static atf_problem *make_problem(uint64_t seed, int N, int C, const shape *sh, int nb)
+{
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, seed);
+    atf_problem *p = atf_problem_new(N, C, nb);
+    free(p->r);
+    p->r = atf_test_new_normal(&rng, (size_t)N * (size_t)C);
+    for (int l = 0; l < nb; l++) {
+        atf_block *b = &p->blocks[l];
+        snprintf(b->name, sizeof b->name, "B%d", l + 1);
+        b->kind = sh[l].kind;
+        b->rows = sh[l].rows, b->cols = sh[l].cols;
+        fill_block(&rng, b, N, C);
+    }
+    char err[ATF_ERRLEN];
+    if (atf_problem_set_penalty(p, "sq", err) != ATF_OK) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
+    return p;
+}
+
+/* Example i + half copies example i (H rows, D rows, J rows, CSR rows, and r unless `other`,
+ * which then gets other targets: inconsistent). */
+static void repeat_examples(atf_problem *p, int other)
+{
+    int N = p->N, C = p->C, half = N / 2;
+    for (int l = 0; l < p->nblocks; l++) {
+        atf_block *b = &p->blocks[l];
+        int len = b->rows * b->cols;
+        for (int i = 0; i < half; i++) {
+            if (b->kind == ATF_OP_FACTORED) {
+                memcpy(b->H + (size_t)(i + half) * b->rows, b->H + (size_t)i * b->rows,
+                       (size_t)b->rows * sizeof *b->H);
+                memcpy(b->D + (size_t)(i + half) * C * b->cols, b->D + (size_t)i * C * b->cols,
+                       (size_t)C * b->cols * sizeof *b->D);
+            } else if (b->kind == ATF_OP_DENSE) {
+                memcpy(b->J + (size_t)(i + half) * C * len, b->J + (size_t)i * C * len,
+                       (size_t)C * len * sizeof *b->J);
+            }
+        }
+    }
+    for (int i = 0; i < half * C; i++)
+        p->r[half * C + i] = other ? p->r[i] + 1.0 : p->r[i];
+}
+
+/* r = A x0 for a random x0: consistent whatever the rank of A. */
+static void consistent_rhs(atf_problem *p, uint64_t seed)
+{
+    atf_test_rng rng;
+    atf_test_rng_seed(&rng, seed);
+    double **B = malloc((size_t)p->nblocks * sizeof *B);
+    for (int l = 0; l < p->nblocks; l++)
+        B[l] = atf_test_new_normal(&rng, (size_t)p->blocks[l].rows * p->blocks[l].cols);
+    memset(p->r, 0, (size_t)p->M * sizeof *p->r);
+    atf_problem_residual(p, B, p->r); /* A x0 − 0 */
+    for (int l = 0; l < p->nblocks; l++)
+        free(B[l]);
+    free(B);
+}
+
+/* Solve with the Gram (opt NULL) or with CG under opt at relative tolerance eps. */
+static atf_result *solve(const atf_problem *p, const atf_cg_options *opt, double eps, int max_iter,
+                         volatile sig_atomic_t *flag, char *err)
+{
+    atf_settings set = atf_settings_default();
+    set.method = opt ? ATF_METHOD_CG : ATF_METHOD_BASELINE;
+    if (eps > 0.0)
+        set.eps_rel = eps;
+    if (max_iter > 0)
+        set.max_iter = max_iter;
+    set.interrupt = flag;
+    atf_solver *s = NULL;
+    atf_result *res = NULL;
+    atf_error e = atf_solver_init(p, &set, &s, err);
+    if (!e && opt)
+        e = atf_sv_cg_configure(s, opt, err);
+    if (!e)
+        e = atf_solver_solve(s, &res, err);
+    atf_solver_free(s);
+    return e ? NULL : res;
+}
+
+/* max |B − B_ref| / max |B_ref| over every block. */
+static double b_diff(const atf_result *a, const atf_result *ref)
+{
+    double d = 0.0;
+    for (int l = 0; l < a->nblocks; l++) {
+        size_t n = (size_t)a->blocks[l].rows * (size_t)a->blocks[l].cols;
+        d = fmax(d, max_rel_diff(n, a->blocks[l].B, ref->blocks[l].B));
+    }
+    return d;
+}
+
+static int result_finite(const atf_result *r)
+{
+    if (!isfinite(r->objective) || !isfinite(r->constraint_residual))
+        return 0;
+    for (int l = 0; l < r->nblocks; l++)
+        for (int j = 0; j < r->blocks[l].rows * r->blocks[l].cols; j++)
+            if (!isfinite(r->blocks[l].B[j]))
+                return 0;
+    return 1;
+}
+
+static const atf_cg_options PRECONDS[] = {
+    {.precond = ATF_CG_PRECOND_DEFAULT},
+    {.precond = ATF_CG_PRECOND_NONE},
+    {.precond = ATF_CG_PRECOND_JACOBI},
+    {.precond = ATF_CG_PRECOND_NYSTROM, .rank = 4},
+    {.precond = ATF_CG_PRECOND_NYSTROM_BLOCK, .rank = 4},
+    {.precond = ATF_CG_PRECOND_DEFAULT, .krylov = ATF_CG_KRYLOV_CRAIG}, /* consistent r only */
+};
+enum { NPRE = sizeof PRECONDS / sizeof PRECONDS[0] };
+
+/* Every preconditioner against the Gram on one problem. */
+static void check_against_gram(const char *name, const atf_problem *p)
+{
+    char err[ATF_ERRLEN];
+    atf_result *ref = solve(p, NULL, 0.0, 0, NULL, err);
+    CHECK(ref && ref->status == ATF_STATUS_SOLVED, "%s: gram: %s", name, ref ? "" : err);
+    if (!ref)
+        return;
+    for (int i = 0; i < NPRE; i++) {
+        const char *pn = atf_cg_precond_name(PRECONDS[i].precond);
+        atf_result *r = solve(p, &PRECONDS[i], 1e-13, 0, NULL, err);
+        CHECK(r != NULL, "%s %s: %s", name, pn, err);
+        if (!r)
+            continue;
+        CHECK(r->status == ATF_STATUS_SOLVED && r->method == ATF_METHOD_CG, "%s %s: status %s",
+              name, pn, atf_status_name(r->status));
+        CHECK(b_diff(r, ref) < 1e-8, "%s %s: B differs from the Gram's by %.3e", name, pn,
+              b_diff(r, ref));
+        CHECK(rel_diff(r->objective, ref->objective) < 1e-9, "%s %s: objective %.15g vs %.15g",
+              name, pn, r->objective, ref->objective);
+        CHECK(r->constraint_residual < 1e-10, "%s %s: constraint residual %.3e", name, pn,
+              r->constraint_residual);
+        /* the candidate comes from an inner solve to 1e-4 (ATF_CG_CERT_TOL) */
+        CHECK(fabs(r->stationarity - ref->stationarity) < 1e-3 * ref->stationarity + 1e-4,
+              "%s %s: stationarity %.6e vs the Gram's %.6e", name, pn, r->stationarity,
+              ref->stationarity);
+        CHECK(result_finite(r), "%s %s: non-finite output", name, pn);
+        CHECK(r->iterations > 0 && r->inner_iterations >= r->iterations &&
+                  r->operator_passes >= 2 * r->iterations,
+              "%s %s: %d steps, %d inner, %d passes", name, pn, r->iterations,
+              r->inner_iterations, r->operator_passes);
+        CHECK(strstr(r->method_note, pn) != NULL || PRECONDS[i].precond == ATF_CG_PRECOND_DEFAULT,
+              "%s %s: note '%s'", name, pn, r->method_note);
+        atf_result_free(r);
+    }
+    /* the default tolerance interpolates as every other method must */
+    atf_cg_options def = {0};
+    atf_result *r = solve(p, &def, 0.0, 0, NULL, err);
+    CHECK(r && r->status == ATF_STATUS_SOLVED && r->constraint_residual <= 1.5e-8 &&
+              b_diff(r, ref) < 1e-5,
+          "%s default tol: %s, residual %.3e, B diff %.3e", name,
+          r ? atf_status_name(r->status) : err, r ? r->constraint_residual : NAN,
+          r ? b_diff(r, ref) : NAN);
+    atf_result_free(r);
+    atf_result_free(ref);
+}
+
+static void test_against_gram(void)
+{
+    const shape fac1[] = {{ATF_OP_FACTORED, 12, 6}, {ATF_OP_FACTORED, 6, 1}};
+    const shape fac3[] = {{ATF_OP_FACTORED, 10, 6}, {ATF_OP_FACTORED, 6, 3}};
+    const shape mixed[] = {{ATF_OP_FACTORED, 8, 4}, {ATF_OP_DENSE, 3, 4}, {ATF_OP_SPARSE, 4, 4}};
+    const shape dense[] = {{ATF_OP_DENSE, 5, 6}};
+    const shape sparse[] = {{ATF_OP_SPARSE, 6, 6}};
+    struct {
+        const char *name;
+        int N, C, nb;
+        const shape *sh;
+    } cases[] = {{"factored C=1", 30, 1, 2, fac1}, {"factored C=3", 20, 3, 2, fac3},
+                 {"mixed C=2", 15, 2, 3, mixed},   {"dense C=2", 10, 2, 1, dense},
+                 {"sparse C=1", 20, 1, 1, sparse}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        atf_problem *p = make_problem(100 + c, cases[c].N, cases[c].C, cases[c].sh, cases[c].nb);
+        check_against_gram(cases[c].name, p);
+        atf_problem_free(p);
+    }
+}
+
+/* A rank beyond one block of pivots (128): several rounds of the randomly pivoted Cholesky with
+ * its rejection step, a residual trace that shrinks, and the Woodbury core of rank 300. */
+static void test_pivot_blocks(void)
+{
+    const shape fac[] = {{ATF_OP_FACTORED, 30, 20}, {ATF_OP_FACTORED, 20, 2}};
+    atf_problem *p = make_problem(71, 200, 2, fac, 2); /* M = 400, n = 640 */
+    char err[ATF_ERRLEN];
+    atf_result *ref = solve(p, NULL, 0.0, 0, NULL, err);
+    const atf_cg_precond kinds[] = {ATF_CG_PRECOND_NYSTROM, ATF_CG_PRECOND_NYSTROM_BLOCK};
+    for (int i = 0; ref && i < 2; i++) {
+        atf_cg_options o = {.precond = kinds[i], .rank = 300};
+        atf_result *r = solve(p, &o, 1e-13, 0, NULL, err);
+        CHECK(r && r->status == ATF_STATUS_SOLVED && b_diff(r, ref) < 1e-8 &&
+                  strstr(r->method_note, "rank 300") != NULL,
+              "rank 300 %s: %s, B diff %.3e, note '%s'", atf_cg_precond_name(kinds[i]),
+              r ? atf_status_name(r->status) : err, r ? b_diff(r, ref) : NAN,
+              r ? r->method_note : "");
+        atf_result_free(r);
+    }
+    CHECK(ref != NULL, "rank 300: gram: %s", err);
+    atf_result_free(ref);
+    atf_problem_free(p);
+}
+
+/* Rows (A and r) × 1e3 and × 1e-3 describe the same affine set: the plain problem's B. */
+static void test_row_scales(void)
+{
+    const shape mixed[] = {{ATF_OP_FACTORED, 8, 4}, {ATF_OP_DENSE, 3, 4}, {ATF_OP_SPARSE, 4, 4}};
+    atf_problem *plain = make_problem(7, 15, 2, mixed, 3);
+    atf_problem *p = make_problem(7, 15, 2, mixed, 3);
+    for (int m = 0; m < p->M; m++) {
+        double f = m % 3 == 0 ? 1e3 : m % 3 == 1 ? 1e-3 : 1.0;
+        p->r[m] *= f;
+        for (int l = 0; l < p->nblocks; l++) {
+            atf_block *b = &p->blocks[l];
+            if (b->kind == ATF_OP_FACTORED)
+                for (int j = 0; j < b->cols; j++)
+                    b->D[(size_t)m * b->cols + j] *= f;
+            else if (b->kind == ATF_OP_DENSE)
+                for (int j = 0; j < b->rows * b->cols; j++)
+                    b->J[(size_t)m * b->rows * b->cols + j] *= f;
+            else
+                for (int64_t k = b->indptr[m]; k < b->indptr[m + 1]; k++)
+                    b->data[k] *= f;
+        }
+    }
+    check_against_gram("rows x 1e3 and 1e-3", p);
+    char err[ATF_ERRLEN];
+    atf_cg_options def = {0};
+    atf_result *a = solve(plain, NULL, 0.0, 0, NULL, err), *b = solve(p, &def, 1e-13, 0, NULL, err);
+    CHECK(a && b && b_diff(b, a) < 1e-8, "scaled rows: B differs from the plain problem's by %.3e",
+          a && b ? b_diff(b, a) : NAN);
+    atf_result_free(a), atf_result_free(b);
+    atf_problem_free(plain), atf_problem_free(p);
+}
+
+static void test_rank_deficient(void)
+{
+    const shape fac3[] = {{ATF_OP_FACTORED, 10, 6}, {ATF_OP_FACTORED, 6, 3}};
+    atf_problem *p = make_problem(11, 20, 3, fac3, 2);
+    repeat_examples(p, 0); /* AAᵀ has rank ≤ 30 of 60 */
+    check_against_gram("repeated examples", p);
+    atf_problem_free(p);
+    const shape small[] = {{ATF_OP_FACTORED, 5, 3}, {ATF_OP_DENSE, 2, 3}};
+    p = make_problem(12, 14, 2, small, 2); /* 28 rows, 21 variables */
+    consistent_rhs(p, 13);
+    check_against_gram("more rows than variables, r = A x0", p);
+    atf_problem_free(p);
+}
+
+static void check_infeasible(const char *name, const atf_problem *p)
+{
+    char err[ATF_ERRLEN];
+    atf_result *ref = solve(p, NULL, 0.0, 0, NULL, err);
+    CHECK(ref && ref->status == ATF_STATUS_INFEASIBLE, "%s: the Gram says %s", name,
+          ref ? atf_status_name(ref->status) : err);
+    for (int i = 0; i < NPRE; i++) {
+        const char *pn = atf_cg_precond_name(PRECONDS[i].precond);
+        if (PRECONDS[i].krylov == ATF_CG_KRYLOV_CRAIG)
+            continue; /* CG on AAᵀ diverges on inconsistent data: LSQR decides */
+        err[0] = '\0';
+        atf_result *r = solve(p, &PRECONDS[i], 0.0, 5000, NULL, err);
+        CHECK(r && r->status == ATF_STATUS_INFEASIBLE, "%s %s: status %s (%s)", name, pn,
+              r ? atf_status_name(r->status) : "none", err);
+        if (!r)
+            continue;
+        CHECK(r->iterations < 1000, "%s %s: %d steps to decide", name, pn, r->iterations);
+        CHECK(result_finite(r) && !isnan(r->stationarity), "%s %s: non-finite output", name, pn);
+        CHECK(strstr(err, "inconsistent") != NULL, "%s %s: message '%s'", name, pn, err);
+        if (ref)
+            CHECK(r->constraint_residual >= ref->constraint_residual * (1.0 - 1e-6) &&
+                      r->constraint_residual < 10.0 * ref->constraint_residual,
+                  "%s %s: residual %.6e, the Gram's least-squares residual %.6e", name, pn,
+                  r->constraint_residual, ref->constraint_residual);
+        atf_result_free(r);
+    }
+    atf_result_free(ref);
+}
+
+static void test_inconsistent(void)
+{
+    const shape fac3[] = {{ATF_OP_FACTORED, 10, 6}, {ATF_OP_FACTORED, 6, 3}};
+    atf_problem *p = make_problem(21, 20, 3, fac3, 2);
+    repeat_examples(p, 1);
+    check_infeasible("repeated examples, other targets", p);
+    atf_problem_free(p);
+    const shape small[] = {{ATF_OP_FACTORED, 5, 3}, {ATF_OP_DENSE, 2, 3}};
+    p = make_problem(22, 14, 2, small, 2); /* 28 rows, 21 variables, random r */
+    check_infeasible("more rows than variables", p);
+    atf_problem_free(p);
+}
+
+static void test_limits(void)
+{
+    const shape fac3[] = {{ATF_OP_FACTORED, 10, 6}, {ATF_OP_FACTORED, 6, 3}};
+    atf_problem *p = make_problem(31, 20, 3, fac3, 2);
+    char err[ATF_ERRLEN] = "";
+    atf_cg_options none = {.precond = ATF_CG_PRECOND_NONE};
+    atf_result *r = solve(p, &none, 0.0, 3, NULL, err);
+    CHECK(r && r->status == ATF_STATUS_MAX_ITERATIONS && r->iterations == 3 && result_finite(r) &&
+              strstr(err, "step limit 3") != NULL,
+          "step limit: %s, %d steps, '%s'", r ? atf_status_name(r->status) : "none",
+          r ? r->iterations : -1, err);
+    atf_result_free(r);
+    volatile sig_atomic_t flag = 1;
+    r = solve(p, &none, 0.0, 0, &flag, err);
+    CHECK(r && r->status == ATF_STATUS_INTERRUPTED && r->iterations == 0 && result_finite(r),
+          "interrupt: %s", r ? atf_status_name(r->status) : err);
+    atf_result_free(r);
+    memset(p->r, 0, (size_t)p->M * sizeof *p->r); /* r = 0: B = 0 at once */
+    r = solve(p, &none, 0.0, 0, NULL, err);
+    CHECK(r && r->status == ATF_STATUS_SOLVED && r->iterations == 0 && r->objective == 0.0,
+          "r = 0: %s, %d steps", r ? atf_status_name(r->status) : err, r ? r->iterations : -1);
+    atf_result_free(r);
+    atf_problem_free(p);
+}
+
+static void test_reproducible(void)
+{
+    const shape fac3[] = {{ATF_OP_FACTORED, 10, 6}, {ATF_OP_FACTORED, 6, 3}};
+    atf_problem *p = make_problem(41, 20, 3, fac3, 2);
+    char err[ATF_ERRLEN];
+    atf_cg_options o = {.precond = ATF_CG_PRECOND_NYSTROM_BLOCK, .rank = 8};
+    atf_result *a = solve(p, &o, 1e-13, 0, NULL, err), *b = solve(p, &o, 1e-13, 0, NULL, err);
+    o.seed = 7;
+    atf_result *c = solve(p, &o, 1e-13, 0, NULL, err);
+    CHECK(a && b && c, "reproducible: %s", err);
+    if (a && b && c) {
+        CHECK(b_diff(a, b) == 0.0 && a->iterations == b->iterations,
+              "same seed: B differs by %.3e", b_diff(a, b));
+        CHECK(b_diff(a, c) < 1e-8, "another seed: B differs by %.3e", b_diff(a, c));
+    }
+    atf_result_free(a), atf_result_free(b), atf_result_free(c);
+    atf_problem_free(p);
+}
+
+/* One solver, solved twice (once infeasible), and its projection through CG. */
+static void test_solver_reuse(void)
+{
+    const shape fac3[] = {{ATF_OP_FACTORED, 10, 6}, {ATF_OP_FACTORED, 6, 3}};
+    atf_problem *p = make_problem(51, 20, 3, fac3, 2);
+    repeat_examples(p, 1);
+    atf_settings set = atf_settings_default();
+    set.method = ATF_METHOD_CG;
+    char err[ATF_ERRLEN];
+    atf_solver *s = NULL;
+    atf_result *a = NULL, *b = NULL;
+    CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "init: %s", err);
+    if (s && atf_solver_solve(s, &a, err) == ATF_OK && atf_solver_solve(s, &b, err) == ATF_OK) {
+        CHECK(a->status == ATF_STATUS_INFEASIBLE && b->status == a->status &&
+                  b_diff(a, b) == 0.0 && a->operator_passes == b->operator_passes,
+              "second solve: %s then %s", atf_status_name(a->status), atf_status_name(b->status));
+    } else {
+        CHECK(0, "solve: %s", err);
+    }
+    atf_result_free(a), atf_result_free(b);
+    atf_solver_free(s);
+    atf_problem_free(p);
+    p = make_problem(52, 20, 3, fac3, 2);
+    s = NULL;
+    CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "init: %s", err);
+    if (s) { /* the projection of 0 onto {A'x = r'} through ATF_PROJ_CG: an interpolant */
+        double *v = calloc(s->n, sizeof *v);
+        atf_sv_project(s, v, s->work.r, 2);
+        double res = atf_sv_constraint_norm(s, v, s->work.r) / s->rnorm;
+        CHECK(s->proj.kind == ATF_PROJ_CG && res < 1e-8, "projection through CG: residual %.3e",
+              res);
+        free(v);
+    }
+    atf_solver_free(s);
+    atf_problem_free(p);
+}
+
+static void test_auto_choice(void)
+{
+    const shape fac3[] = {{ATF_OP_FACTORED, 10, 6}, {ATF_OP_FACTORED, 6, 3}};
+    atf_problem *p = make_problem(61, 20, 3, fac3, 2);
+    char why[256] = "";
+    CHECK(atf_baseline_method(p, why, sizeof why) == ATF_METHOD_BASELINE && strstr(why, "M = 60"),
+          "auto, M = 60: '%s'", why);
+    atf_problem_free(p);
+    /* M = 10⁶ rows (no operator data: only the sizes are read): 8.7 TB of Gram */
+    atf_problem *big = atf_problem_new(100000, 10, 1);
+    big->blocks[0].kind = ATF_OP_FACTORED;
+    big->blocks[0].rows = 784, big->blocks[0].cols = 128;
+    CHECK(atf_baseline_method(big, why, sizeof why) == ATF_METHOD_CG && strstr(why, "GiB"),
+          "auto, M = 1e6: '%s'", why);
+    atf_problem_free(big);
+    atf_problem *mid = atf_problem_new(2000, 10, 1); /* M = 20 000: fits, but past the crossover */
+    mid->blocks[0].kind = ATF_OP_FACTORED;
+    mid->blocks[0].rows = 784, mid->blocks[0].cols = 128;
+    CHECK(atf_baseline_method(mid, why, sizeof why) == ATF_METHOD_CG && strstr(why, "M = 20000"),
+          "auto, M = 20000: '%s'", why);
+    atf_problem_free(mid);
+}
+
+int main(void)
+{
+    test_against_gram();
+    test_pivot_blocks();
+    test_row_scales();
+    test_rank_deficient();
+    test_inconsistent();
+    test_limits();
+    test_reproducible();
+    test_solver_reuse();
+    test_auto_choice();
+    return atf_test_finish("test_baseline_cg");
+}

@@ -1,0 +1,103 @@
+"""`atf baseline --method gram|cg|auto` (docs/solver.md §9.1): the CG baseline agrees with the Gram
+baseline and with numpy's min-norm solution, auto picks the Gram on a small problem and says why,
+inconsistent data exit 3 with `infeasible` on both paths, a bad --method exits 2 with no output."""
+import os
+import sys
+import unittest
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import atf_testlib as T  # noqa: E402
+
+
+class BaselineMethods(T.ScratchCase):
+    def setUp(self):
+        super().setUp()
+        rng = np.random.default_rng(41)
+        self.problem = T.factored_problem(rng, 30, 2, [(10, 6), (6, 2)])  # M = 60, n = 72
+        self.pfile = self.problem.write(self.path("p.h5"))
+        self.ref = np.linalg.lstsq(self.problem.A(), self.problem.r, rcond=None)[0]
+
+    def baseline(self, *args, pfile=None):
+        out = self.path("r.h5")
+        code, js, err = T.solve_json("baseline", pfile or self.pfile, "-o", out, *args)
+        return code, js, err, out
+
+    def test_cg_matches_gram_and_numpy(self):
+        code, js, err, out = self.baseline("--method", "cg")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(js["method"], "cg")
+        self.assertEqual(js["status"], "solved")
+        self.assertTrue(js["method_note"].startswith("cg: nystrom-block preconditioner"),
+                        js["method_note"])
+        self.assertGreater(js["iterations"], 0)
+        self.assertGreaterEqual(js["operator_passes"], 2 * js["iterations"])
+        self.assertLessEqual(js["constraint_residual"], 1.5e-8)
+        x = T.stacked(T.read_result(out)[1], self.problem)
+        self.assertTrue(np.all(np.isfinite(x)))
+        self.assertLess(np.linalg.norm(x - self.ref), 1e-6 * np.linalg.norm(self.ref))
+        with h5py.File(out, "r") as f:
+            self.assertEqual(f.attrs["method"], "cg")
+            note = f.attrs["method_note"]
+            self.assertIn("cg:", note.decode() if isinstance(note, bytes) else note)
+        code, js_g, err, out = self.baseline("--method", "gram")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(js_g["method"], "baseline")
+        self.assertLess(abs(js["objective"] - js_g["objective"]), 1e-6 * js_g["objective"])
+        self.assertLess(abs(js["stationarity"] - js_g["stationarity"]),
+                        1e-3 * js_g["stationarity"] + 1e-4)
+
+    def test_auto_is_the_default_and_says_why(self):
+        for args in ((), ("--method", "auto")):
+            code, js, err, out = self.baseline(*args)
+            self.assertEqual(code, 0, err)
+            self.assertEqual(js["method"], "baseline")
+            self.assertTrue(js["method_note"].startswith("auto: M = 60 <= 10000: the Gram needs"),
+                            js["method_note"])
+            x = T.stacked(T.read_result(out)[1], self.problem)
+            self.assertLess(np.linalg.norm(x - self.ref), 1e-12 * np.linalg.norm(self.ref))
+
+    def test_inconsistent_exits_3_on_both_paths(self):
+        p = self.problem
+        half = p.N // 2
+        for b in p.blocks:  # examples half.. repeat 0.. with other targets: r not in range(A)
+            b.H[half:2 * half] = b.H[:half]
+            b.D[half * p.C:2 * half * p.C] = b.D[:half * p.C]
+        p.r[half * p.C:2 * half * p.C] = p.r[:half * p.C] + 1.0
+        pfile = p.write(self.path("bad.h5"))
+        ls = np.linalg.lstsq(p.A(), p.r, rcond=None)[0]
+        ls_res = np.linalg.norm(p.A() @ ls - p.r) / np.linalg.norm(p.r)
+        for method, name in (("cg", "cg"), ("gram", "baseline")):
+            code, js, err, out = self.baseline("--method", method, pfile=pfile)
+            self.assertEqual(code, 3, err)
+            self.assertEqual(js["status"], "infeasible")
+            self.assertEqual(js["method"], name)
+            self.assertIn("inconsistent", err)
+            self.assertGreaterEqual(js["constraint_residual"], ls_res * (1 - 1e-6))
+            self.assertLess(js["constraint_residual"], 10 * ls_res)
+            x = T.stacked(T.read_result(out)[1], p)
+            self.assertTrue(np.all(np.isfinite(x)))
+
+    def test_bad_method_exits_2(self):
+        out = self.path("r.h5")
+        for bad in ("frob", "admm", "baseline"):
+            code, _, err = T.run("baseline", self.pfile, "-o", out, "--method", bad)
+            self.assertEqual(code, 2, bad)
+            self.assertIn("--method", err)
+            self.assertIn("gram, cg, auto", err)
+        self.assertFalse(os.path.exists(out))
+        code, usage, _ = T.run("baseline", "--help")
+        self.assertEqual(code, 0)
+        self.assertIn("--method M", usage)
+
+    def test_solve_takes_method_cg(self):
+        code, js, err = T.solve_json("solve", self.pfile, "-o", self.path("s.h5"), "--method",
+                                     "cg")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(js["method"], "cg")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -68,6 +68,29 @@ def fmt(x, d=1):
     return "—" if x is None else f"{x:.{d}f}"
 
 
+def write_tables(rows, out):
+    with open(os.path.join(out, "table.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    head = ("| N | λ | threads | atf: status, iters | atf objective F* | pg res. | "
+            "atf s (JSON) | atf wall / CPU s | peer reached | peer wall / CPU s to F*(1+1e-6) | "
+            "peer iters | wall ratio peer/atf | CPU ratio |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        peer = (f"{fmt(r['peer_wall_s'])} / {fmt(r['peer_cpu_s'])}" if r["peer_wall_s"]
+                is not None else f"not reached (best gap {r['peer_best_rel_gap']:.1e} at "
+                f"{fmt(r['peer_best_wall_s'])} s)")
+        lines.append(
+            f"| {r['N']} | {r['lambda']:g} | {r['threads']} | {','.join(sorted(set(r['atf_status'])))}"
+            f", {fmt(r['atf_iterations'], 0)} | {r['atf_objective']:.10f} | "
+            f"{r['atf_pg_residual']:.1e} | {fmt(r['atf_seconds'])} | {fmt(r['atf_wall_s'])} / "
+            f"{fmt(r['atf_cpu_s'])} | {r['peer_reached']} | {peer} | {fmt(r['peer_iters'], 0)} | "
+            f"{fmt(r.get('ratio_wall'), 2)} | {fmt(r.get('ratio_cpu'), 2)} |")
+    table = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(table)
+    return table
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("problems", nargs="+")
@@ -125,7 +148,8 @@ def main():
                        "process_cpu_s": cpu,
                        **{key: js.get(key) for key in ("status", "target", "reached",
                                                        "reach_wall_s", "reach_cpu_s",
-                                                       "reach_step", "reach_iters", "best_F",
+                                                       "reach_step", "reach_iters", "reach_prev_wall_s",
+                                                       "reach_prev_cpu_s", "best_F",
                                                        "best_rel_gap", "best_wall_s",
                                                        "best_cpu_s", "load_s", "history",
                                                        "max_iter", "init_scale", "seed")},
@@ -154,26 +178,8 @@ def main():
                 row["ratio_wall"] = row["peer_wall_s"] / row["atf_seconds"]
                 row["ratio_cpu"] = row["peer_cpu_s"] / row["atf_cpu_s"]
             rows.append(row)
-    with open(os.path.join(a.out, "table.json"), "w") as f:
-        json.dump(rows, f, indent=1)
-    head = ("| N | λ | threads | atf: status, iters | atf objective F* | pg res. | "
-            "atf s (JSON) | atf wall / CPU s | peer reached | peer wall / CPU s to F*(1+1e-6) | "
-            "peer iters | wall ratio peer/atf | CPU ratio |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in rows:
-        peer = (f"{fmt(r['peer_wall_s'])} / {fmt(r['peer_cpu_s'])}" if r["peer_wall_s"]
-                is not None else f"not reached (best gap {r['peer_best_rel_gap']:.1e} at "
-                f"{fmt(r['peer_best_wall_s'])} s)")
-        lines.append(
-            f"| {r['N']} | {r['lambda']:g} | {r['threads']} | {','.join(sorted(set(r['atf_status'])))}"
-            f", {fmt(r['atf_iterations'], 0)} | {r['atf_objective']:.10f} | "
-            f"{r['atf_pg_residual']:.1e} | {fmt(r['atf_seconds'])} | {fmt(r['atf_wall_s'])} / "
-            f"{fmt(r['atf_cpu_s'])} | {r['peer_reached']} | {peer} | {fmt(r['peer_iters'], 0)} | "
-            f"{fmt(r.get('ratio_wall'), 2)} | {fmt(r.get('ratio_cpu'), 2)} |")
-    table = "\n".join(lines) + "\n"
-    with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write(table)
-    print(table)
+            write_tables(rows, a.out)  # after every row: a cut run keeps its table
+    print(write_tables(rows, a.out))
 
 
 if __name__ == "__main__":

@@ -402,7 +402,8 @@ struct atf_newton {
     atf_jac jac;
     newton_state st;
     int started;
-    double lambda; /* the loss's λ when the point's values were last computed */
+    double weight; /* the augmented Lagrangian's loss weight when the point's values were last
+                      computed (0 before the first atf_newton_set_weight) */
 };
 
 atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out, char *err)
@@ -418,7 +419,6 @@ atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out,
         free(nw);
         return e;
     }
-    nw->lambda = loss->lambda;
     if ((e = atf_jac_alloc(s, &nw->jac, err)) != ATF_OK) {
         atf_pg_loss_free(&nw->pl), free(nw);
         return e;
@@ -452,15 +452,14 @@ void atf_newton_free(atf_newton *nw)
     free(nw);
 }
 
-atf_error atf_newton_set_loss(atf_solver *s, atf_newton *nw, double lambda,
-                              const double *target, char *err)
+void atf_newton_set_weight(atf_solver *s, atf_newton *nw, double weight, const double *target)
 {
-    atf_error e = atf_pg_loss_set(&nw->pl, lambda, target, err);
-    if (e != ATF_OK || !nw->started)
-        return e;
+    atf_pg_loss_set_weight(&nw->pl, weight, target);
+    double ratio = nw->weight > 0.0 ? weight / nw->weight : 1.0; /* the curvature grows by this */
+    nw->weight = weight;
+    if (!nw->started)
+        return;
     newton_state *st = &nw->st;
-    double ratio = nw->lambda / lambda; /* the loss's curvature grows by this */
-    nw->lambda = lambda;
     st->t /= ratio;
     if (st->ny.ready) /* the squared loss's curvature is the sketched one times the ratio */
         for (int j = 0; j < st->ny.k; j++)
@@ -472,7 +471,6 @@ atf_error atf_newton_set_loss(atf_solver *s, atf_newton *nw, double lambda,
     /* keep x = prox(z) for the new step t: z = x + t·(the old subgradient (z − x)/t_old) */
     for (size_t i = 0; i < s->n; i++)
         st->z[i] = st->x[i] + (st->z[i] - st->x[i]) / ratio;
-    return ATF_OK;
 }
 
 atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, double eps,

@@ -122,18 +122,33 @@ atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl,
     }
     pl->target = s->prob->r;
     atf_error e = row_scales(s, pl->scale, err);
-    if (e == ATF_OK)
+    if (e == ATF_OK && loss->kind == ATF_LOSS_SQUARED && loss->lambda == 0.0)
+        atf_pg_loss_set_weight(pl, 1.0, s->work.r); /* the augmented Lagrangian's (alm.c) */
+    else if (e == ATF_OK)
         e = row_weights(pl, err);
     if (e != ATF_OK)
         atf_pg_loss_free(pl);
     return e;
 }
 
-atf_error atf_pg_loss_set(atf_pg_loss *pl, double lambda, const double *target, char *err)
+void atf_pg_loss_set_weight(atf_pg_loss *pl, double weight, const double *target_work)
 {
-    pl->loss.lambda = lambda;
-    pl->target = target ? target : pl->prob->r;
-    return row_weights(pl, err);
+    pl->target_work = target_work;
+    for (int m = 0; m < pl->M; m++)
+        pl->wsq[m] = weight;
+}
+
+/* The work-unit squared loss of the augmented Lagrangian: Σ wsq/2 (z − target_work)². */
+static double work_squared(const atf_pg_loss *pl, const double *z, double *grad)
+{
+    double v = 0.0;
+    for (int m = 0; m < pl->M; m++) {
+        double d = z[m] - pl->target_work[m];
+        v += pl->wsq[m] * d * d;
+        if (grad)
+            grad[m] = pl->wsq[m] * d;
+    }
+    return 0.5 * v;
 }
 
 void atf_pg_loss_free(atf_pg_loss *pl)
@@ -199,6 +214,8 @@ void atf_pg_loss_lipschitz_weight(const atf_pg_loss *pl, double *v)
 
 double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad)
 {
+    if (pl->target_work)
+        return work_squared(pl, z, grad);
     size_t M = (size_t)pl->M;
     for (size_t m = 0; m < M; m++)
         pl->pred[m] = pl->scale[m] * z[m];
@@ -277,7 +294,8 @@ double atf_pg_loss_conjugate(atf_pg_loss *pl, const double *u)
     double sum = 0.0;
     if (pl->loss.kind == ATF_LOSS_SQUARED) {
         for (int m = 0; m < pl->M; m++) {
-            sum += u[m] * (u[m] / (2.0 * pl->wsq[m])) + u[m] * (pl->target[m] / pl->scale[m]);
+            double t = pl->target_work ? pl->target_work[m] : pl->target[m] / pl->scale[m];
+            sum += u[m] * (u[m] / (2.0 * pl->wsq[m])) + u[m] * t;
         }
         return sum;
     }

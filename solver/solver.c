@@ -114,12 +114,13 @@ static int penalized(const atf_solver *s)
     return s->set.loss.kind != ATF_LOSS_INTERPOLATE;
 }
 
-/* The augmented Lagrangian: interpolation without the Gram. The data as for the penalized losses
- * (its subproblems are the squared loss); consistency is not decided up front (no projection):
- * an inconsistent r shows as a constraint residual that σ cannot bring down. */
+/* The augmented Lagrangian: interpolation without the Gram. The row-equilibrated data (A'x = r'
+ * is the same constraint; rows of very different sizes would otherwise weigh unevenly in σ‖·‖²);
+ * consistency is not decided up front (no projection): an inconsistent r shows as a constraint
+ * residual that σ cannot bring down. */
 static atf_error build_alm(atf_solver *s, char *err)
 {
-    atf_error e = atf_sv_equilibrate_mode(s, ATF_EQ_NONE, err);
+    atf_error e = atf_sv_equilibrate_mode(s, ATF_EQ_ROWS, err);
     if (e == ATF_OK)
         e = atf_sv_vars_build(s, err);
     if (e == ATF_OK)

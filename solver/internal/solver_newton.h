@@ -121,15 +121,15 @@ int atf_nys_prepare(atf_nystrom *ny, atf_jac *jac, double mu);
 void atf_nys_apply(atf_nystrom *ny, atf_jac *jac, const double *v, double *out);
 
 /* ---- newton.c ---- */
-/* A Newton run that outlives one solve: the augmented Lagrangian (alm.c) changes the loss's λ
+/* A Newton run that outlives one solve: the augmented Lagrangian (alm.c) changes the loss's weight
  * and target between its subproblems and continues from the same point. */
 typedef struct atf_newton atf_newton;
 atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out, char *err);
 void atf_newton_free(atf_newton *nw);
-/* λ and the squared loss's target (problem units; NULL: the problem's r; not owned) of the next
- * runs; the point stays (its values are recomputed), the step t and the sketch scale with λ. */
-atf_error atf_newton_set_loss(atf_solver *s, atf_newton *nw, double lambda,
-                              const double *target, char *err);
+/* The squared loss (weight/2)‖A'x − target‖² of the next runs, wholly in work units (target not
+ * owned; atf_pg_loss_set_weight); the point stays (its values are recomputed), the step t and the
+ * sketch scale with the weight. */
+void atf_newton_set_weight(atf_solver *s, atf_newton *nw, double weight, const double *target);
 /* Newton steps until the relative proximal-gradient residual is ≤ eps (solved), max_iter steps,
  * the interrupt flag, a numerical failure, or NEWTON_GIVE_UP fallbacks in a row (*gave_up).
  * The first run starts from x0 (work units), later ones continue. The table goes to the log

@@ -19,8 +19,10 @@
 typedef struct {
     atf_loss loss;
     const atf_problem *prob; /* the caller's problem: r, f0, labels in its own units */
-    const double *target;    /* [M] the squared loss's target in the problem's units: prob->r,
-                                or the augmented Lagrangian's shifted one (atf_pg_loss_set) */
+    const double *target;    /* [M] the squared loss's target in the problem's units: prob->r */
+    const double *target_work; /* [M] or NULL: the augmented Lagrangian's subproblems, a squared
+                                  loss Σ wsq/2 (z − target_work)² wholly in work units
+                                  (atf_pg_loss_set_weight; λ is then unused) */
     int N, C, M;
     double *scale;           /* [M] prediction of the problem = scale_m × work prediction */
     double kappa;            /* work objective = κ × the problem's objective */
@@ -35,9 +37,10 @@ typedef struct {
 /* Builds the scales from the problem and s->work (a row scaling: checked, not assumed). */
 atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl, char *err);
 void atf_pg_loss_free(atf_pg_loss *pl);
-/* Change λ and the target (NULL: the problem's r; not owned) of a loss in use: the augmented
- * Lagrangian's subproblems. Errors as atf_pg_loss_init's weights. */
-atf_error atf_pg_loss_set(atf_pg_loss *pl, double lambda, const double *target, char *err);
+/* Make a squared loss the augmented Lagrangian's subproblem loss (weight/2)‖z − target_work‖²,
+ * weight and target in work units (not owned): no λ, so no quotient that the problem's units could
+ * push out of the range of doubles. */
+void atf_pg_loss_set_weight(atf_pg_loss *pl, double weight, const double *target_work);
 /* κ L(scale ∘ z) and its gradient with respect to z (grad may be NULL). */
 double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad);
 /* Bregman divergence κ[L(z1) − L(z0) − ⟨∇L(z0), z1 − z0⟩] ≥ 0, computed without the

@@ -1,8 +1,8 @@
 /* penalized_driver.c — test driver for test_penalized_refs.py: solves the penalized problem (16)
- * of a problem file with atf_solve (settings.loss, method fista) and prints one line of JSON
+ * of a problem file with atf_solve (settings.loss, method fista or newton) and prints one line of JSON
  * (status, objective, loss, penalty, certificates, and every block's B as a row-major list).
  *
- * Usage: penalized_driver PROBLEM.h5 LOSS [PENALTY|-] [EPS_REL] */
+ * Usage: penalized_driver PROBLEM.h5 LOSS [PENALTY|-] [EPS_REL] [METHOD] */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s PROBLEM.h5 LOSS [PENALTY|-] [EPS_REL]\n", argv[0]);
+        fprintf(stderr, "usage: %s PROBLEM.h5 LOSS [PENALTY|-] [EPS_REL] [METHOD]\n", argv[0]);
         return 2;
     }
     char err[ATF_ERRLEN] = "";
@@ -23,12 +23,14 @@ int main(int argc, char **argv)
         e = atf_problem_read(argv[1], &p, err);
     if (e == ATF_OK && argc > 3 && argv[3][0] != '-')
         e = atf_problem_set_penalty(p, argv[3], err);
+    set.method = ATF_METHOD_FISTA;
+    if (e == ATF_OK && argc > 5)
+        e = atf_method_parse(argv[5], &set.method);
     if (e != ATF_OK) {
         fprintf(stderr, "%s\n", err);
         atf_problem_free(p);
         return 2;
     }
-    set.method = ATF_METHOD_FISTA;
     set.eps_rel = argc > 4 ? atof(argv[4]) : 1e-9;
     set.max_iter = 100000;
     atf_result *res = NULL;

@@ -1,8 +1,9 @@
-"""`atf solve --loss` and `--method irls|fista` end to end (docs/solver.md "Penalized problem").
+"""`atf solve --loss` and `--method newton|fista|irls` end to end (docs/solver.md "Penalized problem").
 
 - `--loss squared:lambda=λ` with the nuclear penalty against a cvxopt cone program, and
   `--loss xent:lambda=λ` with the Frobenius penalty (`fixed`) against a numpy proximal-gradient
-  run (the references of test_penalized_refs.py), to 1e-6 relative objective;
+  run (the references of test_penalized_refs.py), to 1e-6 relative objective, by `auto` (which
+  must resolve to newton and say so), `newton` and `fista`;
 - the JSON line and the result file carry the loss spec, loss_value, penalty_value and their sum
   `objective` separately (recomputed here from the returned B), plus pg_residual and duality_gap;
 - `--method irls` reaches ADMM's objective on a convex penalty;
@@ -27,12 +28,14 @@ class PenalizedCli(T.ScratchCase):
     def solve(self, pfile, *args, out="r.h5"):
         return T.solve_json("solve", pfile, "-o", self.path(out), *args)
 
-    def check_parts(self, js, attrs, spec):
+    def check_parts(self, js, attrs, spec, method):
         """Loss, penalty and objective separately, in the JSON line and in the result file."""
-        self.assertEqual(js["method"], "fista")
+        self.assertEqual(js["method"], "newton" if method == "auto" else method)
+        if method == "auto":
+            self.assertIn("auto", js["method_note"])
         self.assertEqual(js["loss"], spec)
         self.assertEqual(attrs["loss"], spec)
-        self.assertEqual(attrs["method"], "fista")
+        self.assertEqual(attrs["method"], js["method"])
         for key in ("objective", "loss_value", "penalty_value", "pg_residual"):
             self.assertEqual(attrs[key], js[key], key)
         self.assertAlmostEqual(js["loss_value"] + js["penalty_value"], js["objective"],
@@ -44,14 +47,19 @@ class PenalizedCli(T.ScratchCase):
         prob = T.factored_problem(rng, 6, 2, [(4, 3), (3, 2)], penalty="nuclear:scale=0.3")
         pfile = prob.write(self.path("p.h5"))
         lam, gamma = 0.05, 0.3
-        spec = f"squared:lambda={lam:g}"
-        code, js, err = self.solve(pfile, "--loss", spec, *TIGHT)
-        self.assertEqual(code, 0, err)
-        attrs, blocks = T.read_result(self.path("r.h5"))
-        self.check_parts(js, attrs, spec)
         shapes = [(b.rows, b.cols) for b in prob.blocks]
         A = prob.A()
         _, ref = nuclear_squared_reference(A, prob.r, shapes, gamma, lam)
+        for method in ("auto", "newton", "fista"):
+            with self.subTest(method=method):
+                self.squared_nuclear(pfile, prob, A, shapes, lam, gamma, ref, method)
+
+    def squared_nuclear(self, pfile, prob, A, shapes, lam, gamma, ref, method):
+        spec = f"squared:lambda={lam:g}"
+        code, js, err = self.solve(pfile, "--loss", spec, "--method", method, *TIGHT)
+        self.assertEqual(code, 0, err)
+        attrs, blocks = T.read_result(self.path("r.h5"))
+        self.check_parts(js, attrs, spec, method)
         self.assertLess(abs(js["objective"] - ref) / ref, 1e-6, (js["objective"], ref))
         x = T.stacked(blocks, prob)
         loss = np.sum((A @ x - prob.r) ** 2) / (2 * lam)
@@ -69,11 +77,6 @@ class PenalizedCli(T.ScratchCase):
         with h5py.File(pfile, "a") as f:
             f["f0"] = f0
             f["labels"] = labels.astype(np.int64)
-        code, js, err = self.solve(pfile, "--loss", "xent:lambda=0.5", "--tol", "1e-11",
-                                   "--max-iter", "100000")
-        self.assertEqual(code, 0, err)
-        attrs, blocks = T.read_result(self.path("r.h5"))
-        self.check_parts(js, attrs, "xent:lambda=0.5")
         A = prob.A()
         shapes = [(b.rows, b.cols) for b in prob.blocks]
         t = 2 * lam / np.linalg.norm(A, 2) ** 2
@@ -82,6 +85,16 @@ class PenalizedCli(T.ScratchCase):
             _, g = xent(A, x, f0, labels, C, lam)
             x = prox(x - t * g, shapes, t, 0.0, False)
         ref = xent(A, x, f0, labels, C, lam)[0] + x @ x
+        for method in ("auto", "newton", "fista"):
+            with self.subTest(method=method):
+                self.xent_fixed(pfile, prob, A, f0, labels, C, lam, ref, method)
+
+    def xent_fixed(self, pfile, prob, A, f0, labels, C, lam, ref, method):
+        code, js, err = self.solve(pfile, "--loss", "xent:lambda=0.5", "--tol", "1e-11",
+                                   "--max-iter", "100000", "--method", method)
+        self.assertEqual(code, 0, err)
+        attrs, blocks = T.read_result(self.path("r.h5"))
+        self.check_parts(js, attrs, "xent:lambda=0.5", method)
         self.assertLess(abs(js["objective"] - ref) / ref, 1e-6, (js["objective"], ref))
         xb = T.stacked(blocks, prob)
         self.assertLess(abs(js["loss_value"] - xent(A, xb, f0, labels, C, lam)[0]) / ref, 1e-10)

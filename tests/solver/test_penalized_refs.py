@@ -8,7 +8,8 @@ Usage: test_penalized_refs.py PENALIZED_DRIVER SCRATCH_DIR
 - softmax cross-entropy with the Frobenius (`fixed`) and nuclear penalties: a long numpy
   proximal-gradient run on the dense A (own softmax, own SVD soft-threshold), C = 3, with /f0
   and /labels written by h5py.
-Both to 1e-6 relative objective, and the B the driver returns must reproduce its objective."""
+Both to 1e-6 relative objective, by FISTA and by Newton, and the B the driver returns must
+reproduce its objective."""
 import json
 import os
 import subprocess
@@ -27,9 +28,12 @@ DRIVER = sys.argv[1] if len(sys.argv) > 1 else "build/tests/solver/penalized_dri
 SCRATCH = sys.argv[2] if len(sys.argv) > 2 else "/tmp/atf_penalized_refs"
 
 
-def run_driver(path, loss, penalty="-", eps="1e-10"):
-    p = subprocess.run([DRIVER, path, loss, penalty, eps], capture_output=True, text=True,
-                       timeout=300)
+METHODS = ("fista", "newton")
+
+
+def run_driver(path, loss, penalty="-", eps="1e-10", method="fista"):
+    p = subprocess.run([DRIVER, path, loss, penalty, eps, method], capture_output=True,
+                       text=True, timeout=300)
     assert p.returncode == 0, (p.returncode, p.stderr)
     return json.loads(p.stdout)
 
@@ -91,10 +95,15 @@ class PenalizedReferences(unittest.TestCase):
     def check_nuclear_squared(self, prob, name, gamma, lam):
         path = prob.write(self.path(name))
         spec = f"nuclear:scale={gamma}"
-        out = run_driver(path, f"squared:lambda={lam}", spec)
         shapes = [(b.rows, b.cols) for b in prob.blocks]
         A = prob.A()
         _, ref = nuclear_squared_reference(A, prob.r, shapes, gamma, lam)
+        for method in METHODS:
+            with self.subTest(method=method):
+                out = run_driver(path, f"squared:lambda={lam}", spec, method=method)
+                self.check_nuclear_answer(out, prob, A, shapes, gamma, lam, ref)
+
+    def check_nuclear_answer(self, out, prob, A, shapes, gamma, lam, ref):
         self.assertEqual(out["status"], "solved")
         self.assertLess(abs(out["objective"] - ref) / ref, 1e-6, (out["objective"], ref))
         x = stacked(out, prob)
@@ -128,7 +137,6 @@ class PenalizedReferences(unittest.TestCase):
             with h5py.File(path, "a") as f:
                 f["f0"] = f0
                 f["labels"] = labels.astype(np.int64)
-            out = run_driver(path, f"xent:lambda={lam}", spec, "1e-11")
             t = 2 * lam / np.linalg.norm(A, 2) ** 2
             x = np.zeros(A.shape[1])
             for _ in range(30000):
@@ -136,13 +144,18 @@ class PenalizedReferences(unittest.TestCase):
                 x = prox(x - t * g, shapes, t, gamma, nuclear)
             pen = nuclear_value(x, shapes, gamma) if nuclear else x @ x
             ref = xent(A, x, f0, labels, C, lam)[0] + pen
-            self.assertEqual(out["status"], "solved")
-            self.assertLess(abs(out["objective"] - ref) / ref, 1e-6, (spec, out["objective"], ref))
-            xb = stacked(out, prob)
-            pen_b = nuclear_value(xb, shapes, gamma) if nuclear else xb @ xb
-            self.assertLess(abs(out["loss"] - xent(A, xb, f0, labels, C, lam)[0]) / ref, 1e-10)
-            self.assertLess(abs(out["penalty"] - pen_b) / ref, 1e-10)
-            self.assertLess(out["duality_gap"], 1e-8)
+            for method in METHODS:
+                with self.subTest(spec=spec, method=method):
+                    out = run_driver(path, f"xent:lambda={lam}", spec, "1e-11", method)
+                    self.assertEqual(out["status"], "solved")
+                    self.assertLess(abs(out["objective"] - ref) / ref, 1e-6,
+                                    (spec, out["objective"], ref))
+                    xb = stacked(out, prob)
+                    pen_b = nuclear_value(xb, shapes, gamma) if nuclear else xb @ xb
+                    loss_b = xent(A, xb, f0, labels, C, lam)[0]
+                    self.assertLess(abs(out["loss"] - loss_b) / ref, 1e-10)
+                    self.assertLess(abs(out["penalty"] - pen_b) / ref, 1e-10)
+                    self.assertLess(out["duality_gap"], 1e-8)
 
     def test_bad_labels(self):
         rng = np.random.default_rng(6)

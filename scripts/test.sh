@@ -7,6 +7,7 @@ bash scripts/setup.sh || exit 1
 if [[ -f scripts/fetch_mnist.sh ]]; then bash scripts/fetch_mnist.sh || exit 1; fi
 
 export OPENBLAS_NUM_THREADS=1
+source scripts/blas_env.sh
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0

@@ -21,7 +21,7 @@
  * a valid candidate A'ᵀλ ∈ range(A'ᵀ), the tolerance only decides how close the certificate is
  * to the one of the exact projection (1e-4: the Gram's value to about 1e-6 relative on MNIST,
  * at about half the steps of the main solve). */
-#define ATF_CG_CERT_TOL 1e-4
+#define ATF_CG_CERT_TOL 1e-8
 /* Inconsistency: stop when every x with relative residual ≤ tol provably has norm at least this
  * many times the current iterate's (see baseline_cg.c, "The inconsistency certificate"). */
 #define ATF_CG_INCONSISTENT_RATIO 1e6

@@ -191,7 +191,8 @@ static void check_against_gram(const char *name, const atf_problem *p)
               name, pn, r->objective, ref->objective);
         CHECK(r->constraint_residual < 1e-10, "%s %s: constraint residual %.3e", name, pn,
               r->constraint_residual);
-        /* the candidate comes from an inner solve to 1e-4 (ATF_CG_CERT_TOL) */
+        /* the candidate comes from an inner solve to 1e-8 (ATF_CG_CERT_TOL; at 1e-4 a
+         * rank-deficient case with Jacobi stopped at a certificate of 4.8e-4) */
         CHECK(fabs(r->stationarity - ref->stationarity) < 1e-3 * ref->stationarity + 1e-4,
               "%s %s: stationarity %.6e vs the Gram's %.6e", name, pn, r->stationarity,
               ref->stationarity);

@@ -667,7 +667,7 @@ static double operator_bytes(const atf_problem *prob)
     return bytes;
 }
 
-int atf_sv_gram_fits(const atf_problem *prob, char *why, size_t len)
+int atf_sv_gram_fits(const atf_problem *prob, int max_m, char *why, size_t len)
 {
     double M = prob->M, gib = 1024.0 * 1024.0 * 1024.0;
     /* the Gram, its workspace, and the equilibrated copy of the operator arrays */
@@ -675,7 +675,7 @@ int atf_sv_gram_fits(const atf_problem *prob, char *why, size_t len)
     long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     double avail = pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
     int fits = need <= GRAM_MEMORY_FRACTION * avail;
-    int gram = fits && prob->M <= GRAM_AUTO_MAX_M;
+    int gram = fits && (max_m <= 0 || prob->M <= max_m);
     if (!why || !len)
         return gram;
     if (!fits)
@@ -684,14 +684,14 @@ int atf_sv_gram_fits(const atf_problem *prob, char *why, size_t len)
                  avail / gib);
     else if (!gram)
         snprintf(why, len, "M = %d > %d: the Gram (%.3g GiB, %.2g flops) is slower than CG",
-                 prob->M, GRAM_AUTO_MAX_M, need / gib, M * M * M / 3.0);
+                 prob->M, max_m, need / gib, M * M * M / 3.0);
     else
-        snprintf(why, len, "M = %d <= %d: the Gram needs %.3g GiB of %.3g GiB available",
-                 prob->M, GRAM_AUTO_MAX_M, need / gib, avail / gib);
+        snprintf(why, len, "M = %d: the Gram needs %.3g GiB of %.3g GiB available", prob->M,
+                 need / gib, avail / gib);
     return gram;
 }
 
 atf_method atf_baseline_method(const atf_problem *prob, char *why, size_t len)
 {
-    return atf_sv_gram_fits(prob, why, len) ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
+    return atf_sv_gram_fits(prob, GRAM_AUTO_MAX_M, why, len) ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
 }

@@ -186,7 +186,7 @@ static void resolve_auto(atf_solver *s)
         snprintf(s->note, sizeof s->note, "auto: a penalized loss: newton");
         return;
     }
-    int gram = atf_sv_gram_fits(s->prob, why, sizeof why);
+    int gram = atf_sv_gram_fits(s->prob, 0, why, sizeof why); /* ADMM: the Gram at any M */
     s->set.method = gram ? ATF_METHOD_ADMM : ATF_METHOD_ALM;
     snprintf(s->note, sizeof s->note, "auto: %s: %s", why, gram ? "admm" : "alm");
 }

@@ -12,7 +12,7 @@ typedef struct {
 } atf_command;
 
 static const atf_command commands[] = {
-    {"solve", atf_cmd_solve, "solve problem (16) for a problem file (ADMM or exact LP)"},
+    {"solve", atf_cmd_solve, "solve problem (16) for a problem file (Newton, ADMM, ALM, LP, ...)"},
     {"baseline", atf_cmd_baseline, "NTK min-norm interpolant (Theorem 1) of a problem file"},
     {"penalty", atf_cmd_penalty, "tabulate a penalty: effective penalty, argmin, prox, factors"},
     {"features", atf_cmd_features, "tangent-feature problem of an MLP on a data set"},

@@ -125,10 +125,11 @@ atf_error atf_sv_baseline_cg(atf_solver *s, atf_result *res, double *x, char *er
 int atf_sv_cg_status_message(const atf_solver *s, const atf_result *res, char *err);
 /* The last run's report (tests, benchmarks). */
 const atf_cg_report *atf_sv_cg_last(const atf_solver *s);
-/* Whether the Gram path (ATF_METHOD_BASELINE) fits this problem: its peak memory ≈ 8.7 bytes ×
- * M² (docs/solver.md §14.6) plus the operator arrays against 75% of the available memory, and
- * M at most the measured crossover with CG; why (len bytes) receives the reason with numbers. */
-int atf_sv_gram_fits(const atf_problem *prob, char *why, size_t len);
+/* Whether a Gram path (the baseline's Cholesky, ADMM's projection) fits this problem: its peak
+ * memory ≈ 8.7 bytes × M² (docs/solver.md §14.6) plus the operator arrays against 75% of the
+ * available memory, and M ≤ max_m (the baseline's measured crossover with CG; ≤ 0: no bound);
+ * why (len bytes) receives the reason with numbers. */
+int atf_sv_gram_fits(const atf_problem *prob, int max_m, char *why, size_t len);
 /* The baseline's method under auto: ATF_METHOD_BASELINE (the M × M Gram, exact, any rank) when
  * atf_sv_gram_fits, else ATF_METHOD_CG (docs/solver.md §9.1); why as atf_sv_gram_fits. */
 atf_method atf_baseline_method(const atf_problem *prob, char *why, size_t len);

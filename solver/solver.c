@@ -90,15 +90,11 @@ static atf_error build(atf_solver *s, atf_sv_eq_mode mode, char *err)
     return e;
 }
 
-/* A penalized loss: the data in the variable unit only (rows as they are: the loss sees the
- * predictions scale ∘ A'x, which undo any row scaling, so the iterates would not change while
- * a row-scaled copy would double the memory of A) and their cores, no projection. Every r is
- * "consistent" (there is no constraint) and there is no least-squares point. */
-static atf_error build_penalized(atf_solver *s, char *err)
+/* The matrix-free methods: the data (rows scaled as `mode` says) and their cores, no projection,
+ * no least-squares point; r counts as consistent (nothing is decided up front). */
+static atf_error build_matrix_free(atf_solver *s, atf_sv_eq_mode mode, char *err)
 {
-    atf_error e = atf_loss_check(&s->set.loss, s->prob, "problem", err);
-    if (e == ATF_OK)
-        e = atf_sv_equilibrate_mode(s, ATF_EQ_NONE, err);
+    atf_error e = atf_sv_equilibrate_mode(s, mode, err);
     if (e == ATF_OK)
         e = atf_sv_vars_build(s, err);
     if (e == ATF_OK)
@@ -107,6 +103,15 @@ static atf_error build_penalized(atf_solver *s, char *err)
     s->consistent = 1;
     s->ls_residual = NAN;
     return e;
+}
+
+/* A penalized loss: the data in the variable unit only (rows as they are: the loss sees the
+ * predictions scale ∘ A'x, which undo any row scaling, so the iterates would not change while
+ * a row-scaled copy would double the memory of A). */
+static atf_error build_penalized(atf_solver *s, char *err)
+{
+    atf_error e = atf_loss_check(&s->set.loss, s->prob, "problem", err);
+    return e == ATF_OK ? build_matrix_free(s, ATF_EQ_NONE, err) : e;
 }
 
 static int penalized(const atf_solver *s)
@@ -120,15 +125,7 @@ static int penalized(const atf_solver *s)
  * residual that σ cannot bring down. */
 static atf_error build_alm(atf_solver *s, char *err)
 {
-    atf_error e = atf_sv_equilibrate_mode(s, ATF_EQ_ROWS, err);
-    if (e == ATF_OK)
-        e = atf_sv_vars_build(s, err);
-    if (e == ATF_OK)
-        e = atf_sv_prox_alloc(s, err);
-    s->rnorm = e == ATF_OK ? atf_sv_norm(s->work.r, (size_t)s->work.M) : 0.0;
-    s->consistent = 1;
-    s->ls_residual = NAN;
-    return e;
+    return build_matrix_free(s, ATF_EQ_ROWS, err);
 }
 
 static void release_build(atf_solver *s)

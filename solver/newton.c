@@ -46,12 +46,11 @@
  * shorten the step, grows by MU_GROW² when it failed, and shrinks by MU_GROW after a full step
  * (growing by 1/α instead stalled the ℓ1 case, diagonal structure + nuclear, at 500 steps). */
 #define MU_REL 1e-2
-/* The preconditioner (newton_precond.c): rank, the subsample (every NYSTROM_STRIDE-th example,
+/* The preconditioner (newton_precond.c): its rank (settings.newton_rank, default 100), the subsample (every NYSTROM_STRIDE-th example,
  * at least NYSTROM_MIN_EXAMPLES of them) and how often it is rebuilt for xent. Measured on
  * Fashion-MNIST N = 4 000 and 16 000 (docs/solver.md §15): rank 100 on an eighth of the examples,
  * rebuilt every third step, took the fewest passes; rank 50 or 200, or a quarter of the
  * examples, cost more. Problems with fewer than 4·NYSTROM_MIN_RANK variables go without. */
-#define NYSTROM_RANK 100
 #define NYSTROM_MIN_RANK 8
 #define NYSTROM_STRIDE 8
 #define NYSTROM_MIN_EXAMPLES 500
@@ -428,7 +427,8 @@ atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out,
         atf_errorf(err, "newton: out of memory for %zu variables and %d rows", s->n, nw->pl.M);
         return ATF_E_NOMEM;
     }
-    int ny_rank = (int)(s->n / 4 < NYSTROM_RANK ? s->n / 4 : NYSTROM_RANK);
+    int rank = s->set.newton_rank; /* settings: default 100 */
+    int ny_rank = (int)(s->n / 4 < (size_t)rank ? s->n / 4 : (size_t)rank);
     int ny_examples = s->work.N / NYSTROM_STRIDE;
     if (ny_examples < NYSTROM_MIN_EXAMPLES)
         ny_examples = NYSTROM_MIN_EXAMPLES;

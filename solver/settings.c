@@ -21,6 +21,7 @@ atf_settings atf_settings_default(void)
         .log_every = 50,
         .log = NULL,
         .baseline = 0,
+        .newton_rank = 100,
         .warm = NULL,
         .interrupt = NULL,
     };
@@ -90,6 +91,11 @@ atf_error atf_sv_settings_check(const atf_settings *set, char *err)
     if (set->structure != ATF_GLOBAL_LAYER && set->structure != ATF_GLOBAL_DIAGONAL &&
         set->structure != ATF_GLOBAL_FULL) {
         atf_errorf(err, "settings: unknown structure %d", (int)set->structure);
+        return ATF_E_USAGE;
+    }
+    if (set->newton_rank < 0 || set->newton_rank > 2000) {
+        atf_errorf(err, "settings: newton_rank = %d, must be 0 (no preconditioner) … 2000",
+                   set->newton_rank);
         return ATF_E_USAGE;
     }
     if (set->max_iter < 1) {

@@ -26,7 +26,7 @@ static void usage(FILE *out)
             "                 [--method auto|admm|alm|lp|irls|newton|fista]\n"
             "                 [--tol EPS] [--eps-abs E] [--max-iter N] [--rho R] [--alpha A]\n"
             "                 [--no-reduce] [--no-adaptive-rho] [--warm RESULT.h5]\n"
-            "                 [--log-every K] [--quiet] [--json]\n"
+            "                 [--newton-rank K] [--log-every K] [--quiet] [--json]\n"
             "\n"
             "Solve problem (16): minimise the sum over blocks of the spectral penalty\n"
             "omega~(singular values of B) subject to the tangent-feature constraints, or,\n"
@@ -61,6 +61,8 @@ static void usage(FILE *out)
             "  --no-adaptive-rho   keep rho fixed\n"
             "  --warm RESULT.h5    start from an earlier result of the same problem (checked\n"
             "                      by fingerprint: a result of another problem is exit 2)\n"
+            "  --newton-rank K     rank of newton's Nystrom preconditioner (and alm's\n"
+            "                      subproblems'), 0 (none) ... 2000, default 100\n"
             "  --log-every K       iteration table row every K iterations (default 50)\n"
             "  --quiet             no iteration table and no summary on stderr\n"
             "  --json              one JSON line on stdout (status, loss, objective,\n"
@@ -138,6 +140,7 @@ enum {
     OPT_NO_ADAPTIVE_RHO,
     OPT_WARM,
     OPT_LOG_EVERY,
+    OPT_NEWTON_RANK,
     OPT_JSON
 };
 
@@ -156,6 +159,7 @@ static const struct option options[] = {
     {"no-adaptive-rho", no_argument, NULL, OPT_NO_ADAPTIVE_RHO},
     {"warm", required_argument, NULL, OPT_WARM},
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
+    {"newton-rank", required_argument, NULL, OPT_NEWTON_RANK},
     {"quiet", no_argument, NULL, 'q'},
     {"json", no_argument, NULL, OPT_JSON},
     ATF_CLI_HELP_OPTION,
@@ -187,6 +191,10 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
     case OPT_LOG_EVERY:
         if (!(e = atf_cli_int("--log-every", val, 1, 1000000000L, &n, err)))
             s->log_every = (int)n;
+        return e;
+    case OPT_NEWTON_RANK:
+        if (!(e = atf_cli_int("--newton-rank", val, 0, 2000, &n, err)))
+            s->newton_rank = (int)n;
         return e;
     case OPT_NO_REDUCE: s->reduce = 0; break;
     case OPT_NO_ADAPTIVE_RHO: s->adaptive_rho = 0; break;

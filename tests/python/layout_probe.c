@@ -76,7 +76,8 @@ static void settings(void)
     OFF(atf_settings, max_iter); OFF(atf_settings, eps_abs); OFF(atf_settings, eps_rel);
     OFF(atf_settings, alpha); OFF(atf_settings, rho); OFF(atf_settings, adaptive_rho);
     OFF(atf_settings, reduce); OFF(atf_settings, verbose); OFF(atf_settings, log_every);
-    OFF(atf_settings, log); OFF(atf_settings, baseline); OFF(atf_settings, warm);
+    OFF(atf_settings, log); OFF(atf_settings, baseline);
+    OFF(atf_settings, newton_rank); OFF(atf_settings, warm);
     OFF(atf_settings, interrupt);
     printf("sig_atomic_t %zu\n", sizeof(sig_atomic_t));
 }

@@ -166,6 +166,7 @@ class SettingsC(Structure):
         ("adaptive_rho", c_int), ("reduce", c_int), ("verbose", c_int), ("log_every", c_int),
         ("log", c_void_p),
         ("baseline", c_int),
+        ("newton_rank", c_int),
         ("warm", POINTER(ResultC)),
         ("interrupt", POINTER(c_int)),  # volatile sig_atomic_t * (int on Linux)
     ]

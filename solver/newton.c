@@ -46,11 +46,17 @@
  * shorten the step, grows by MU_GROW² when it failed, and shrinks by MU_GROW after a full step
  * (growing by 1/α instead stalled the ℓ1 case, diagonal structure + nuclear, at 500 steps). */
 #define MU_REL 1e-2
-/* The preconditioner (newton_precond.c): its rank (settings.newton_rank, default 100), the subsample (every NYSTROM_STRIDE-th example,
- * at least NYSTROM_MIN_EXAMPLES of them) and how often it is rebuilt for xent. Measured on
- * Fashion-MNIST N = 4 000 and 16 000 (docs/solver.md §15): rank 100 on an eighth of the examples,
- * rebuilt every third step, took the fewest passes; rank 50 or 200, or a quarter of the
- * examples, cost more. Problems with fewer than 4·NYSTROM_MIN_RANK variables go without. */
+/* The preconditioner (newton_precond.c): its rank, the subsample (every NYSTROM_STRIDE-th
+ * example, at least NYSTROM_MIN_EXAMPLES of them) and how often it is rebuilt for xent. Measured
+ * on Fashion-MNIST (docs/solver.md §15, benchmarks/newton_scan.py): rank 100 on an eighth of the
+ * examples, rebuilt every third step, took the fewest passes at N = 16 000 and 60 000; rank 50
+ * or 200, or a quarter of the examples, cost more. Below N = 8 000 its sketches cost what its
+ * CG savings bring or more (N = 4 000: 21.0 against 20.1 CPU s without it; N = 500: 9.4 against
+ * 3.4), so settings.newton_rank = −1 (auto, the default) means rank NYSTROM_AUTO_RANK from
+ * NYSTROM_AUTO_MIN_N examples on and none below; K > 0 forces rank K, 0 none. Problems with
+ * fewer than 4·NYSTROM_MIN_RANK variables go without. */
+#define NYSTROM_AUTO_RANK 100
+#define NYSTROM_AUTO_MIN_N 8000
 #define NYSTROM_MIN_RANK 8
 #define NYSTROM_STRIDE 8
 #define NYSTROM_MIN_EXAMPLES 500
@@ -427,7 +433,9 @@ atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out,
         atf_errorf(err, "newton: out of memory for %zu variables and %d rows", s->n, nw->pl.M);
         return ATF_E_NOMEM;
     }
-    int rank = s->set.newton_rank; /* settings: default 100 */
+    int rank = s->set.newton_rank;
+    if (rank < 0) /* auto */
+        rank = s->work.N >= NYSTROM_AUTO_MIN_N ? NYSTROM_AUTO_RANK : 0;
     int ny_rank = (int)(s->n / 4 < (size_t)rank ? s->n / 4 : (size_t)rank);
     int ny_examples = s->work.N / NYSTROM_STRIDE;
     if (ny_examples < NYSTROM_MIN_EXAMPLES)

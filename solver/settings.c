@@ -21,7 +21,7 @@ atf_settings atf_settings_default(void)
         .log_every = 50,
         .log = NULL,
         .baseline = 0,
-        .newton_rank = 100,
+        .newton_rank = -1,
         .warm = NULL,
         .interrupt = NULL,
     };
@@ -93,8 +93,8 @@ atf_error atf_sv_settings_check(const atf_settings *set, char *err)
         atf_errorf(err, "settings: unknown structure %d", (int)set->structure);
         return ATF_E_USAGE;
     }
-    if (set->newton_rank < 0 || set->newton_rank > 2000) {
-        atf_errorf(err, "settings: newton_rank = %d, must be 0 (no preconditioner) … 2000",
+    if (set->newton_rank < -1 || set->newton_rank > 2000) {
+        atf_errorf(err, "settings: newton_rank = %d, must be -1 (auto), 0 (none) … 2000",
                    set->newton_rank);
         return ATF_E_USAGE;
     }

@@ -152,6 +152,21 @@ static int eigen_from_sketch(atf_nystrom *ny, double nu)
     return 1;
 }
 
+#define NU_RETRIES 3   /* larger shifts tried when the sketch's Gram is not positive definite */
+#define NU_GROW 1e3
+
+/* work = ΩᵀY (k × k), symmetrised against rounding. */
+static void shifted_gram(atf_nystrom *ny, const double *Om)
+{
+    int k = ny->k;
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, k, k, (int)ny->n, 1.0, Om, (int)ny->n,
+                ny->Y, (int)ny->n, 0.0, ny->work, k);
+    for (int i = 0; i < k; i++)
+        for (int j = i + 1; j < k; j++)
+            ny->work[(size_t)i + (size_t)j * k] = ny->work[(size_t)j + (size_t)i * k] =
+                0.5 * (ny->work[(size_t)i + (size_t)j * k] + ny->work[(size_t)j + (size_t)i * k]);
+}
+
 int atf_nys_build(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny)
 {
     size_t n = ny->n;
@@ -165,16 +180,19 @@ int atf_nys_build(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny)
     if (!atf_sv_all_finite(ny->Y, n * (size_t)k))
         return -1;
     /* shift ν = ε‖Y‖ (Y_ν = Y + νΩ keeps ΩᵀY_ν positive definite), C = chol(ΩᵀY_ν),
-     * B = Y_ν C⁻¹ (Frangella, Tropp and Udell 2021, Algorithm 2.1) */
-    double nu = 2.2e-16 * sqrt((double)n) * atf_sv_norm(ny->Y, n * (size_t)k);
-    cblas_daxpy((int)(n * (size_t)k), nu, Om, 1, ny->Y, 1);
-    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, k, k, (int)n, 1.0, Om, (int)n, ny->Y,
-                (int)n, 0.0, ny->work, k);
-    for (int i = 0; i < k; i++) /* symmetrise against rounding */
-        for (int j = i + 1; j < k; j++)
-            ny->work[(size_t)i + (size_t)j * k] = ny->work[(size_t)j + (size_t)i * k] =
-                0.5 * (ny->work[(size_t)i + (size_t)j * k] + ny->work[(size_t)j + (size_t)i * k]);
-    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', k, ny->work, k) != 0)
+     * B = Y_ν C⁻¹ (Frangella, Tropp and Udell 2021, Algorithm 2.1). When the curvature's rank is
+     * below k (few examples, xent's C − 1 per example) rounding can leave ΩᵀY_ν indefinite at
+     * that ν: up to NU_RETRIES times the shift grows by NU_GROW. */
+    double nu = 2.2e-16 * sqrt((double)n) * atf_sv_norm(ny->Y, n * (size_t)k), added = 0.0;
+    int factored = 0;
+    for (int attempt = 0; attempt <= NU_RETRIES && !factored; attempt++, nu *= NU_GROW) {
+        cblas_daxpy((int)(n * (size_t)k), nu - added, Om, 1, ny->Y, 1);
+        added = nu;
+        shifted_gram(ny, Om);
+        factored = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', k, ny->work, k) == 0;
+    }
+    nu = added;
+    if (!factored)
         return -1;
     cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)n, k, 1.0,
                 ny->work, k, ny->Y, (int)n);

@@ -463,7 +463,8 @@ static void status_message(const atf_solver *s, const atf_result *res, char *err
         }
         atf_errorf(err, "%s broke down numerically after %d iterations; %s is returned",
                    atf_method_name(res->method), res->iterations,
-                   res->method == ATF_METHOD_FISTA  ? "the last finite iterate (or B = 0)"
+                   res->method == ATF_METHOD_FISTA || res->method == ATF_METHOD_NEWTON
+                       ? "the last finite iterate (or B = 0)"
                    : res->method == ATF_METHOD_IRLS ? "the last iterate"
                                                     : "the least-squares point");
         break;

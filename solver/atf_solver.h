@@ -48,7 +48,7 @@ typedef struct {
                               method AUTO picks the Gram (ATF_METHOD_BASELINE) or CG, default 0 */
     int newton_rank;       /* rank of the Nyström preconditioner of method NEWTON (and of ALM's
                               subproblems), 0 … 2000 (0: none), or −1 (default): auto, rank
-                              100 (xent) or 300 (squared) from N = 8 000 examples on, none
+                              100 (xent) or 300 (squared) from N = 4 000 examples on, none
                               below (docs/solver.md §15) */
     const atf_result *warm;/* optional warm start (same block shapes), not owned */
     volatile sig_atomic_t *interrupt; /* optional flag: when it becomes nonzero the solver stops

@@ -50,16 +50,17 @@
  * example, at least NYSTROM_MIN_EXAMPLES of them) and how often it is rebuilt for xent. Measured
  * on Fashion-MNIST (docs/solver.md §15, benchmarks/newton_scan.py): rank 100 on an eighth of the
  * examples, rebuilt every third step, took the fewest passes at N = 16 000 and 60 000; rank 50
- * or 200, or a quarter of the examples, cost more. Below N = 8 000 its sketches cost what its
- * CG savings bring or more (N = 4 000: 21.0 against 20.1 CPU s without it; N = 500: 9.4 against
- * 3.4), so settings.newton_rank = −1 (auto, the default) means rank NYSTROM_AUTO_RANK from
- * NYSTROM_AUTO_MIN_N examples on and none below; K > 0 forces rank K, 0 none. Problems with
+ * or 200, or a quarter of the examples, cost more. Below N = 4 000 its sketches cost more than
+ * its CG savings bring (N = 1 000: 16.3 against 7.1 CPU s without it; N = 500: 9.4 against 3.4);
+ * at N = 4 000 it is even for xent + sq (20.8 / 19.7) and a clear win for nuclear (44 / 59), so
+ * settings.newton_rank = −1 (auto, the default) means rank NYSTROM_AUTO_RANK (or
+ * NYSTROM_AUTO_RANK_SQUARED) from NYSTROM_AUTO_MIN_N examples on and none below; K > 0 forces rank K, 0 none. Problems with
  * fewer than 4·NYSTROM_MIN_RANK variables go without. */
 #define NYSTROM_AUTO_RANK 100
 /* The squared loss's sketch is built once (its curvature does not move): a larger rank pays.
  * N = 60 000, squared + sq: rank 100 678 passes, 314 s wall; rank 300 488 passes, 228 s. */
 #define NYSTROM_AUTO_RANK_SQUARED 300
-#define NYSTROM_AUTO_MIN_N 8000
+#define NYSTROM_AUTO_MIN_N 4000
 #define NYSTROM_MIN_RANK 8
 #define NYSTROM_STRIDE 8
 #define NYSTROM_MIN_EXAMPLES 500

@@ -63,7 +63,7 @@ static void usage(FILE *out)
             "                      by fingerprint: a result of another problem is exit 2)\n"
             "  --newton-rank K     rank of newton's Nystrom preconditioner (and alm's\n"
             "                      subproblems'), 1 ... 2000, or 0 (none); default: rank\n"
-            "                      100 (xent) or 300 (squared) from 8000 examples on,\n"
+            "                      100 (xent) or 300 (squared) from 4000 examples on,\n"
             "                      none below\n"
             "  --log-every K       iteration table row every K iterations (default 50)\n"
             "  --quiet             no iteration table and no summary on stderr\n"

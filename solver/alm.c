@@ -120,10 +120,10 @@ static void row_weights(const atf_pg_loss *pl, double *weight)
     }
 }
 
-/* σ0 from the data: ALM_SIGMA0 / ‖A'‖², ‖A'‖² by the first step's power iteration at weight 1. */
-static double initial_sigma(atf_solver *s, atf_newton *nw, alm_state *a, double *w, double *zw)
+/* σ0 from the data: ALM_SIGMA0 / ‖A'‖², ‖A'‖² by the first step's power iteration at the loss's
+ * initial weight 1 (atf_pg_loss_init with λ = 0). */
+static double initial_sigma(atf_solver *s, atf_newton *nw, double *w, double *zw)
 {
-    atf_newton_set_weight(s, nw, 1.0, a->target);
     int it;
     return ALM_SIGMA0 * atf_pg_first_step(s, atf_newton_loss(nw), w, zw, &it);
 }
@@ -184,8 +184,7 @@ atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
     }
     size_t n = s->n;
     row_weights(atf_newton_loss(nw), a.weight);
-    memcpy(a.target, s->work.r, (size_t)s->work.M * sizeof *a.target);
-    a.sigma = initial_sigma(s, nw, &a, g, u);
+    a.sigma = initial_sigma(s, nw, g, u);
     a.eps_inner = 1e-1;
     a.feas_prev = INFINITY;
     if (s->set.verbose)

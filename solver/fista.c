@@ -187,12 +187,12 @@ static void free_state(fista_state *st)
     free(st->zx), free(st->zprev), free(st->zy), free(st->zn), free(st->u);
 }
 
-/* Iterations until the supports of the prox have been the same `stable` times in a row. */
-static int support_settled(atf_solver *s, const double *x, int *last, int *now, int *same,
+/* Iterations until the supports of the prox (nv counts) have been the same `stable` times in a
+ * row. */
+static int support_settled(atf_solver *s, const double *x, int nv, int *last, int *now, int *same,
                            int stable)
 {
     atf_sv_prox_support(s, x, now);
-    int nv = s->set.structure == ATF_GLOBAL_FULL ? 1 : s->nvars;
     int equal = memcmp(last, now, (size_t)nv * sizeof *now) == 0;
     memcpy(last, now, (size_t)nv * sizeof *now);
     *same = equal ? *same + 1 : 0;
@@ -216,7 +216,7 @@ int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b)
     while (it < b->max_iter && !(s->set.interrupt && *s->set.interrupt)) {
         done = iterate(s, pl, &st);
         it++;
-        if (done != 0 || support_settled(s, st.x, last, now, &same, b->stable))
+        if (done != 0 || support_settled(s, st.x, nv, last, now, &same, b->stable))
             break;
     }
     if (done >= 0) {

@@ -77,9 +77,7 @@ typedef struct {
     double alpha;         /* the last step's α (0: a proximal-gradient fallback) */
     double sigma;         /* the regularisation's adaptive factor (see MU_REL) */
     atf_nystrom ny;       /* the preconditioner (newton_precond.c); ny.k = 0: none */
-    int ny_built;         /* times it was built */
     int ny_age;           /* Newton steps since it was built */
-    int fista_iterations; /* FISTA iterations of the bursts (fista_burst) */
     int *support;         /* [vars] the support of x̄ (atf_sv_prox_support) */
     double start;
     int power_iterations;
@@ -271,7 +269,6 @@ static int fista_burst(atf_solver *s, atf_pg_loss *pl, newton_state *st)
     if (it < 0)
         return fallback_step(s, pl, st);
     st->F = b.F, st->pen = b.pen, st->loss = b.loss, st->t = b.t;
-    st->fista_iterations += it;
     st->fallbacks += it;
     atf_pg_loss_eval(pl, st->zx, st->u); /* the gradient at the burst's last point */
     atf_sv_adjoint(s, st->u, st->g);
@@ -313,8 +310,7 @@ static void refresh_preconditioner(atf_solver *s, atf_pg_loss *pl, newton_state 
     if (st->ny.ready && ++st->ny_age < NYSTROM_PERIOD)
         return;
     st->ny_age = 0;
-    if (atf_nys_build(s, pl, &st->ny) == 0)
-        st->ny_built++;
+    atf_nys_build(s, pl, &st->ny); /* on failure ny.ready stays 0: CG goes without */
 }
 
 /* One Newton step from (z, x). 0 on success (a step was taken), −1 on numerical trouble. */

@@ -120,7 +120,6 @@ atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl,
         atf_errorf(err, "solver: out of memory for the loss workspace (%d rows)", pl->M);
         return ATF_E_NOMEM;
     }
-    pl->target = s->prob->r;
     atf_error e = row_scales(s, pl->scale, err);
     if (e == ATF_OK && loss->kind == ATF_LOSS_SQUARED && loss->lambda == 0.0)
         atf_pg_loss_set_weight(pl, 1.0, s->work.r); /* the augmented Lagrangian's (alm.c) */
@@ -220,7 +219,7 @@ double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad)
     for (size_t m = 0; m < M; m++)
         pl->pred[m] = pl->scale[m] * z[m];
     const atf_problem *p = pl->prob;
-    double v = atf_loss_value(&pl->loss, pl->N, pl->C, pl->pred, pl->target, p->f0, p->labels,
+    double v = atf_loss_value(&pl->loss, pl->N, pl->C, pl->pred, p->r, p->f0, p->labels,
                               grad ? pl->gpred : NULL);
     if (grad)
         for (size_t m = 0; m < M; m++)
@@ -294,7 +293,7 @@ double atf_pg_loss_conjugate(atf_pg_loss *pl, const double *u)
     double sum = 0.0;
     if (pl->loss.kind == ATF_LOSS_SQUARED) {
         for (int m = 0; m < pl->M; m++) {
-            double t = pl->target_work ? pl->target_work[m] : pl->target[m] / pl->scale[m];
+            double t = pl->target_work ? pl->target_work[m] : p->r[m] / pl->scale[m];
             sum += u[m] * (u[m] / (2.0 * pl->wsq[m])) + u[m] * t;
         }
         return sum;

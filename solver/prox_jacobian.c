@@ -237,11 +237,10 @@ static int build_entrywise(atf_jac_var *v, const atf_penalty *pen, const double 
     return 0;
 }
 
-/* Λ and the mask from θ; returns 1 if every θ is in S. */
-static int derive(atf_jac_coef *theta, atf_jac_coef *lam, atf_jac_coef *mask, size_t n12,
+/* Λ and the mask from θ. */
+static void derive(atf_jac_coef *theta, atf_jac_coef *lam, atf_jac_coef *mask, size_t n12,
                   size_t n3, double t, double theta_min, int *nonconvex)
 {
-    int full = 1;
     for (int part = 0; part < 3; part++) {
         const double *th = part == 0 ? theta->c1 : part == 1 ? theta->c2 : theta->c3;
         double *l = part == 0 ? lam->c1 : part == 1 ? lam->c2 : lam->c3;
@@ -249,14 +248,12 @@ static int derive(atf_jac_coef *theta, atf_jac_coef *lam, atf_jac_coef *mask, si
         size_t n = part < 2 ? n12 : n3;
         for (size_t i = 0; i < n; i++) {
             int in = th[i] > theta_min;
-            full &= in;
             m[i] = in ? 1.0 : 0.0;
             l[i] = in ? (1.0 / th[i] - 1.0) / t : 0.0;
             if (th[i] > 1.0 + 1e-12)
                 *nonconvex = 1;
         }
     }
-    return full;
 }
 
 int atf_jac_build(atf_solver *s, atf_jac *jac, const double *z, double t, double *x)
@@ -273,8 +270,8 @@ int atf_jac_build(atf_solver *s, atf_jac *jac, const double *z, double t, double
                                              : build_entrywise(v, pen, zv, t, xv);
         if (st != 0)
             return st;
-        v->full_mask = derive(&v->theta, &v->lam, &v->mask, coef_len(v), coef3_len(v), t,
-                              jac->theta_min, &jac->nonconvex_coef);
+        derive(&v->theta, &v->lam, &v->mask, coef_len(v), coef3_len(v), t, jac->theta_min,
+               &jac->nonconvex_coef);
     }
     return 0;
 }
@@ -304,8 +301,8 @@ static void restrict_var(atf_solver *s, atf_jac *jac, int l, int keep, const dou
             if (xbar[v->off + i] == 0.0)
                 v->theta.c3[i] = 0.0;
     }
-    v->full_mask = derive(&v->theta, &v->lam, &v->mask, coef_len(v), coef3_len(v), jac->t,
-                          jac->theta_min, &jac->nonconvex_coef);
+    derive(&v->theta, &v->lam, &v->mask, coef_len(v), coef3_len(v), jac->t, jac->theta_min,
+           &jac->nonconvex_coef);
 }
 
 void atf_jac_restrict(atf_solver *s, atf_jac *jac, const int *support, const double *xbar)

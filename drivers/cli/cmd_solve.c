@@ -77,7 +77,7 @@ static void usage(FILE *out)
 typedef struct {
     const char *problem, *output, *penalty, *warm;
     atf_settings set;
-    int quiet, json, method_given;
+    int quiet, json;
     int baseline;                 /* the command is baseline */
     char command[ATF_COMMANDLEN]; /* recorded in the result */
 } solve_args;
@@ -93,7 +93,7 @@ static atf_error parse_structure(const char *v, atf_global_structure *s, char *e
 
 static atf_error parse_method(const char *v, atf_method *m, char *err)
 {
-    /* baseline is `atf baseline` (which forwards here with --method=baseline) */
+    /* the baseline is `atf baseline` (parse_baseline_method) */
     if (atf_method_parse(v, m) != ATF_OK) {
         atf_errorf(err, "--method: '%s' is not one of auto, admm, alm, lp, irls, newton, fista",
                    v ? v : "");
@@ -105,7 +105,6 @@ static atf_error parse_method(const char *v, atf_method *m, char *err)
 /* atf baseline --method gram|cg|auto. */
 static atf_error parse_baseline_method(const char *v, solve_args *a, char *err)
 {
-    a->set.baseline = 1;
     if (v && !strcmp(v, "auto"))
         a->set.method = ATF_METHOD_AUTO; /* the library picks the Gram or CG */
     else if (v && !strcmp(v, "gram"))
@@ -179,7 +178,6 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
     case OPT_WARM: a->warm = val; break;
     case OPT_STRUCTURE: return parse_structure(val, &s->structure, err);
     case OPT_METHOD:
-        a->method_given = 1;
         return a->baseline ? parse_baseline_method(val, a, err) : parse_method(val, &s->method, err);
     case OPT_LOSS: return parse_loss(val, &s->loss, err);
     case OPT_TOL: return atf_cli_double("--tol", val, &s->eps_rel, err);
@@ -214,6 +212,7 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
     memset(a, 0, sizeof *a);
     a->set = atf_settings_default();
     a->baseline = !strcmp(cmd, "baseline");
+    a->set.baseline = a->baseline; /* the NTK interpolant instead of problem (16) */
     atf_error e = ATF_OK;
     int c;
     atf_cli_getopt_begin();
@@ -319,7 +318,7 @@ done:
     return code;
 }
 
-/* The command line as the user typed it: `atf baseline` forwards here with "--method=baseline"
+/* The command line as the user typed it: `atf baseline` forwards here with "--method=auto"
  * inserted as argv[1], which is left out. */
 static void typed_command(const char *cmd, int argc, char **argv, char *out, size_t len)
 {

@@ -42,7 +42,6 @@ typedef struct {
     atf_jac_coef lam;    /* Λ = (1/θ − 1)/t on S, 0 off S */
     atf_jac_coef mask;   /* 1 on S, 0 off S */
     atf_jac_coef dinv;   /* 1/(Λ + c) on S, 0 off S (atf_jac_set_shift) */
-    int full_mask;       /* every θ > θ_min: the mask is the identity */
     /* workspace of a map */
     double *T, *Hh, *X, *Y, *Hh2;
     double *a;           /* SVD input copy, LAPACK workspace */

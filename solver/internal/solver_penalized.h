@@ -19,7 +19,6 @@
 typedef struct {
     atf_loss loss;
     const atf_problem *prob; /* the caller's problem: r, f0, labels in its own units */
-    const double *target;    /* [M] the squared loss's target in the problem's units: prob->r */
     const double *target_work; /* [M] or NULL: the augmented Lagrangian's subproblems, a squared
                                   loss Σ wsq/2 (z − target_work)² wholly in work units
                                   (atf_pg_loss_set_weight; λ is then unused) */
@@ -34,7 +33,9 @@ typedef struct {
 } atf_pg_loss;
 
 /* ---- pg_loss.c ---- */
-/* Builds the scales from the problem and s->work (a row scaling: checked, not assumed). */
+/* Builds the scales from the problem and s->work (a row scaling: checked, not assumed). A squared
+ * loss with λ = 0 is the augmented Lagrangian's (alm.c): weight 1 and target r' in work units,
+ * changed with atf_pg_loss_set_weight. */
 atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl, char *err);
 void atf_pg_loss_free(atf_pg_loss *pl);
 /* Make a squared loss the augmented Lagrangian's subproblem loss (weight/2)‖z − target_work‖²,

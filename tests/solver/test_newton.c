@@ -156,15 +156,6 @@ static void test_jacobian(void)
 
 /* ---- the Nyström preconditioner against dense algebra ---------------------------------------- */
 
-/* ‖a − b‖ / ‖b‖ over n entries. */
-static double rel_err(const double *a, const double *b, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++)
-        num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
-    return sqrt(num) / fmax(sqrt(den), 1e-300);
-}
-
 /* On a problem whose loss curvature has rank M = 6 below the sketch's rank 10, the sketch on all
  * examples reproduces ∇²g (formed densely column by column through A', the loss Hessian and
  * A'ᵀ); and the Woodbury solve P⁻¹v of newton_precond.c satisfies P (P⁻¹v) = v with P = Λ + μ +
@@ -217,9 +208,9 @@ static void test_preconditioner(void)
                     sum += ny.U[q * n + i] * ny.lam[q] * ny.U[q * n + j];
                 Nd[j * n + i] = sum;
             }
-        CHECK(rel_err(Nd, Hd, n * n) < 1e-8, "%s: the Nyström sketch of a rank-%d curvature "
+        CHECK(rel_dist(Nd, Hd, n * n) < 1e-8, "%s: the Nyström sketch of a rank-%d curvature "
               "differs from the dense one by %.3g", atf_loss_name(losses[li].kind), (int)M,
-              rel_err(Nd, Hd, n * n));
+              rel_dist(Nd, Hd, n * n));
         /* the Woodbury solve at a Jacobian with zeros, ties and a shrunken support */
         double *z = atf_test_new_normal(&rng, n), *v0 = atf_test_new_normal(&rng, n);
         double *v = atf_test_alloc(n), *w = atf_test_alloc(n), *Pw = atf_test_alloc(n);
@@ -247,8 +238,8 @@ static void test_preconditioner(void)
         atf_jac_apply(&jac, ATF_JAC_MASK, us, ATF_JAC_MASK, NULL, e); /* P_S U S Uᵀ w */
         for (size_t i = 0; i < n; i++)
             Pw[i] += e[i];
-        CHECK(rel_err(Pw, v, n) < 1e-10, "%s: P (P⁻¹ v) differs from v by %.3g",
-              atf_loss_name(losses[li].kind), rel_err(Pw, v, n));
+        CHECK(rel_dist(Pw, v, n) < 1e-10, "%s: P (P⁻¹ v) differs from v by %.3g",
+              atf_loss_name(losses[li].kind), rel_dist(Pw, v, n));
         free(x), free(zx), free(e), free(col), free(Hd), free(Nd), free(z), free(v0), free(v);
         free(w), free(Pw), free(Uw), free(us);
         atf_nys_free(&ny);

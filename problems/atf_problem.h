@@ -161,6 +161,15 @@ void atf_block_apply(const atf_block *b, const double *B, double beta, double *y
  * Σ_m λ_m h_i δ_mᵀ = Hᵀ Λ D with Λ the N × M spread of λ. */
 void atf_block_adjoint(const atf_block *b, const double *lambda, double beta, double *B);
 
+/* The same two with the caller's scratch of atf_block_work_size(b) doubles (NULL: allocated
+ * per call as above). Solvers that apply A thousands of times keep one scratch: a fresh N × cols
+ * buffer per call is tens of MB at full scale, mapped and zeroed by the kernel every time. */
+int64_t atf_block_work_size(const atf_block *b);
+void atf_block_apply_work(const atf_block *b, const double *B, double beta, double *y,
+                          double *work);
+void atf_block_adjoint_work(const atf_block *b, const double *lambda, double beta, double *B,
+                            double *work);
+
 /* G[M × M] = beta·G + A_b A_bᵀ. Factored: atf_factored_gram. */
 void atf_block_gram(const atf_block *b, double beta, double *G);
 

@@ -51,23 +51,76 @@ static void sparse_apply(const atf_block *b, const double *B, double *y)
     }
 }
 
-static void factored_apply(const atf_block *b, const double *B, double *y)
+/* y_i += D_i t_i for each example i: D_i is the C × Q slab of D's rows i·C … i·C + C − 1. */
+static void rows_dot(int N, int C, int Q, const double *restrict D, const double *restrict T,
+                     double *restrict y)
+{
+    for (int i = 0; i < N; i++) {
+        const double *t = T + (size_t)i * Q;
+        for (int k = 0; k < C; k++) {
+            const double *d = D + ((size_t)i * C + k) * Q;
+            double s = 0.0;
+            for (int j = 0; j < Q; j++)
+                s += d[j] * t[j];
+            y[(size_t)i * C + k] += s;
+        }
+    }
+}
+
+/* S_i = D_iᵀ λ_i for each example i (overwrites S, N × Q). */
+static void rows_gather(int N, int C, int Q, const double *restrict D,
+                        const double *restrict lambda, double *restrict S)
+{
+    for (int i = 0; i < N; i++) {
+        double *out = S + (size_t)i * Q;
+        memset(out, 0, (size_t)Q * sizeof *out);
+        for (int k = 0; k < C; k++) {
+            const double *d = D + ((size_t)i * C + k) * Q;
+            double l = lambda[(size_t)i * C + k];
+            for (int j = 0; j < Q; j++)
+                out[j] += l * d[j];
+        }
+    }
+}
+
+/* The caller's scratch, or a fresh one (freed by release_scratch) when work is NULL. */
+static double *take_scratch(const atf_block *b, double *work)
+{
+    return work ? work : malloc((size_t)atf_block_work_size(b) * sizeof(double));
+}
+
+static void release_scratch(double *scratch, const double *work)
+{
+    if (scratch != work)
+        free(scratch);
+}
+
+static void factored_apply(const atf_block *b, const double *B, double *y, double *work)
 {
     /* T = H B (N × cols); then y_m += ⟨T_i, δ_m⟩. */
-    double *T = malloc((size_t)b->N * (size_t)b->cols * sizeof *T);
+    double *T = take_scratch(b, work);
     if (!T) {
         fill_nan(y, b->M);
         return;
     }
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b->N, b->cols, b->rows, 1.0, b->H,
                 b->rows, B, b->cols, 0.0, T, b->cols);
-    for (int m = 0; m < b->M; m++)
-        y[m] += cblas_ddot(b->cols, T + (size_t)(m / b->C) * b->cols, 1,
-                           b->D + (size_t)m * b->cols, 1);
-    free(T);
+    rows_dot(b->N, b->C, b->cols, b->D, T, y);
+    release_scratch(T, work);
+}
+
+int64_t atf_block_work_size(const atf_block *b)
+{
+    return b->kind == ATF_OP_FACTORED ? (int64_t)b->N * b->cols : 0;
 }
 
 void atf_block_apply(const atf_block *b, const double *B, double beta, double *y)
+{
+    atf_block_apply_work(b, B, beta, y, NULL);
+}
+
+void atf_block_apply_work(const atf_block *b, const double *B, double beta, double *y,
+                          double *work)
 {
     scale_or_zero(y, b->M, beta);
     switch (b->kind) {
@@ -79,7 +132,7 @@ void atf_block_apply(const atf_block *b, const double *B, double beta, double *y
         sparse_apply(b, B, y);
         break;
     case ATF_OP_FACTORED:
-        factored_apply(b, B, y);
+        factored_apply(b, B, y, work);
         break;
     }
 }
@@ -93,23 +146,27 @@ static void sparse_adjoint(const atf_block *b, const double *lambda, double *B)
             B[b->indices[p]] += b->data[p] * lambda[m];
 }
 
-static void factored_adjoint(const atf_block *b, const double *lambda, double *B)
+static void factored_adjoint(const atf_block *b, const double *lambda, double *B, double *work)
 {
     /* S = Λ D (N × cols): row i gathers Σ_k λ_{iC+k} δ_{iC+k}; then B += Hᵀ S. */
-    double *S = calloc((size_t)b->N * (size_t)b->cols, sizeof *S);
+    double *S = take_scratch(b, work);
     if (!S) {
         fill_nan(B, block_nvars(b));
         return;
     }
-    for (int m = 0; m < b->M; m++)
-        cblas_daxpy(b->cols, lambda[m], b->D + (size_t)m * b->cols, 1,
-                    S + (size_t)(m / b->C) * b->cols, 1);
+    rows_gather(b->N, b->C, b->cols, b->D, lambda, S);
     cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, b->rows, b->cols, b->N, 1.0, b->H,
                 b->rows, S, b->cols, 1.0, B, b->cols);
-    free(S);
+    release_scratch(S, work);
 }
 
 void atf_block_adjoint(const atf_block *b, const double *lambda, double beta, double *B)
+{
+    atf_block_adjoint_work(b, lambda, beta, B, NULL);
+}
+
+void atf_block_adjoint_work(const atf_block *b, const double *lambda, double beta, double *B,
+                            double *work)
 {
     scale_or_zero(B, block_nvars(b), beta);
     switch (b->kind) {
@@ -121,7 +178,7 @@ void atf_block_adjoint(const atf_block *b, const double *lambda, double beta, do
         sparse_adjoint(b, lambda, B);
         break;
     case ATF_OP_FACTORED:
-        factored_adjoint(b, lambda, B);
+        factored_adjoint(b, lambda, B, work);
         break;
     }
 }

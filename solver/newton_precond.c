@@ -85,15 +85,16 @@ atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, c
     return ATF_OK;
 }
 
-/* y = (N/n) A_sᵀ ∇²ℓ_s A_s x on the subsample. */
+/* y = (N/n) A_sᵀ ∇²ℓ_s A_s x on the subsample (its operators fit the solver's scratch). */
 static void sub_hess(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny, const double *x, double *y)
 {
     for (int l = 0; l < s->nvars; l++)
-        atf_block_apply(&ny->ops[l], x + s->vars[l].off, l ? 1.0 : 0.0, ny->Ap);
+        atf_block_apply_work(&ny->ops[l], x + s->vars[l].off, l ? 1.0 : 0.0, ny->Ap,
+                             s->op_work);
     atf_pg_loss_hess(pl, ny->examples, ny->n_examples, ny->Ap, ny->Ap);
     double w = (double)s->work.N / ny->n_examples;
     for (int l = 0; l < s->nvars; l++)
-        atf_block_adjoint(&ny->ops[l], ny->Ap, 0.0, y + s->vars[l].off);
+        atf_block_adjoint_work(&ny->ops[l], ny->Ap, 0.0, y + s->vars[l].off, s->op_work);
     cblas_dscal((int)ny->n, w, y, 1);
     ny->passes += 2.0 * ny->n_examples / s->work.N;
 }

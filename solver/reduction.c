@@ -355,6 +355,17 @@ atf_error atf_sv_vars_build(atf_solver *s, char *err)
     }
     s->n = off;
     s->n_orig = atf_problem_nvars(prob);
+    int64_t work = 1;
+    for (int l = 0; l < s->nvars; l++) {
+        int64_t w = atf_block_work_size(&s->vars[l].op);
+        work = w > work ? w : work;
+    }
+    s->op_work = malloc((size_t)work * sizeof *s->op_work);
+    if (!s->op_work) {
+        atf_errorf(err, "solver: out of memory for %lld doubles of operator scratch",
+                   (long long)work);
+        return ATF_E_NOMEM;
+    }
     s->full_pen = prob->blocks[0].penalty;
     return ATF_OK;
 }
@@ -371,6 +382,8 @@ void atf_sv_vars_free(atf_solver *s)
     }
     free(s->vars);
     s->vars = NULL;
+    free(s->op_work);
+    s->op_work = NULL;
 }
 
 /* B = Q_c C Q_rᵀ (orig shape) with identity sides where not reduced. */

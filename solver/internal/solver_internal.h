@@ -107,6 +107,7 @@ struct atf_solver {
     int curvature_underflow; /* ω̃'(σ)/σ at the least-squares point is not a normal double */
     char check[ATF_ERRLEN];/* why a method's answer failed the final check ("" if it passed) */
     long passes;           /* applications of A' or A'ᵀ since the last solve began (operator.c) */
+    double *op_work;       /* scratch of the vars' operators: max atf_block_work_size (operator.c) */
     atf_sv_times t;
 };
 

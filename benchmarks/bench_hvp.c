@@ -2,14 +2,16 @@
  * CG step of --method newton pays, docs/solver.md §15) against its floor: the plain BLAS calls
  * that one A and one Aᵀ product need on the same arrays, with the same threads.
  *
- * The solver's product: z = A'v (atf_sv_apply), z ← ∇²ℓ z (atf_pg_loss_hess: the loss's
- * curvature, C × C per example for xent), g = A'ᵀz (atf_sv_adjoint), on the solver's own work
- * data (equilibrated and reduced as a solve would have them). The floor, per factored block
+ * The solver's product: g = A'ᵀ ∇²ℓ A'v (atf_sv_hess: with factored blocks one read of D,
+ * the curvature C × C per example for xent applied while the example's rows are in cache), on
+ * the solver's own work data (equilibrated and reduced as a solve would have them); beside it
+ * the same product unfused, as three sweeps: z = A'v (atf_sv_apply), z ← ∇²ℓ z
+ * (atf_pg_loss_hess), g = A'ᵀz (atf_sv_adjoint). The floor, per factored block
  * (H: N × rows, D: M × cols, M = N·C): T = H B (dgemm), y_i = D_i T_i per example (dgemv, C ×
  * cols), then S_i = D_iᵀ u_i (dgemv) and G = Hᵀ S (dgemm), with T and S allocated once; dense
  * blocks: dgemv with J and Jᵀ. No curvature, no stacking, no allocation: what is left is BLAS.
  *
- * Each is timed --reps times, interleaved (floor, product, floor, …); the table has the medians
+ * Each is timed --reps times, interleaved (floor, fused, unfused, floor, …); the table has the medians
  * of wall and CPU seconds (CPU time of the process: all BLAS threads) and the ratio.
  *
  * usage: bench_hvp PROBLEM.h5 [--loss SPEC] [--reps K]
@@ -130,7 +132,7 @@ int main(int argc, char **argv)
             widest = (size_t)s->vars[l].op.N * (size_t)s->vars[l].op.cols;
     floor_work w = {malloc(widest * sizeof(double)), malloc(widest * sizeof(double))};
     double *v = malloc(n * sizeof *v), *g = malloc(n * sizeof *g), *z = malloc(M * sizeof *z);
-    double *fw = malloc(4 * (size_t)reps * sizeof *fw); /* wall and CPU of both, per rep */
+    double *fw = malloc(6 * (size_t)reps * sizeof *fw); /* wall and CPU of the three, per rep */
     if (!w.T || !w.S || !v || !g || !z || !fw) {
         fprintf(stderr, "bench_hvp: out of memory\n");
         return 1;
@@ -142,25 +144,32 @@ int main(int argc, char **argv)
     atf_sv_apply(s, v, z);
     atf_pg_loss_curvature(&pl, z); /* the curvature at a point, as a Newton step has it */
     double *fl_wall = fw, *fl_cpu = fw + reps, *hv_wall = fw + 2 * reps, *hv_cpu = fw + 3 * reps;
+    double *un_wall = fw + 4 * reps, *un_cpu = fw + 5 * reps;
     for (int r = 0; r < reps; r++) {
         double t0 = atf_now(), c0 = cpu_now();
         for (int l = 0; l < s->nvars; l++)
             floor_block(&s->vars[l].op, v + s->vars[l].off, z, z, g + s->vars[l].off, &w);
         fl_wall[r] = atf_now() - t0, fl_cpu[r] = cpu_now() - c0;
         t0 = atf_now(), c0 = cpu_now();
+        atf_sv_hess(s, atf_pg_loss_curv, &pl, v, z, g);
+        hv_wall[r] = atf_now() - t0, hv_cpu[r] = cpu_now() - c0;
+        t0 = atf_now(), c0 = cpu_now();
         atf_sv_apply(s, v, z);
         atf_pg_loss_hess(&pl, NULL, 0, z, z);
         atf_sv_adjoint(s, z, g);
-        hv_wall[r] = atf_now() - t0, hv_cpu[r] = cpu_now() - c0;
+        un_wall[r] = atf_now() - t0, un_cpu[r] = cpu_now() - c0;
     }
     double fwall = median(fl_wall, reps), fcpu = median(fl_cpu, reps);
     double hwall = median(hv_wall, reps), hcpu = median(hv_cpu, reps);
+    double uwall = median(un_wall, reps), ucpu = median(un_cpu, reps);
     printf("# bench_hvp %s: N %d, M %d, %zu variables (%d blocks), loss %s, %d reps, medians\n",
            argv[1], p->N, p->M, n, s->nvars, loss_spec, reps);
-    printf("%-28s %10s %10s\n", "", "wall s", "CPU s");
-    printf("%-28s %10.4f %10.4f\n", "floor (A and Aᵀ as BLAS)", fwall, fcpu);
-    printf("%-28s %10.4f %10.4f\n", "Hessian-vector product", hwall, hcpu);
-    printf("%-28s %10.2f %10.2f\n", "ratio", hwall / fwall, hcpu / fcpu);
+    printf("%-38s %10s %10s %8s %8s\n", "", "wall s", "CPU s", "wall/fl", "CPU/fl");
+    printf("%-38s %10.4f %10.4f\n", "floor (A and Aᵀ as BLAS)", fwall, fcpu);
+    printf("%-38s %10.4f %10.4f %8.2f %8.2f\n", "Hessian-vector product (atf_sv_hess)",
+           hwall, hcpu, hwall / fwall, hcpu / fcpu);
+    printf("%-38s %10.4f %10.4f %8.2f %8.2f\n", "  unfused: apply, curvature, adjoint", uwall,
+           ucpu, uwall / fwall, ucpu / fcpu);
     free(w.T), free(w.S), free(v), free(g), free(z), free(fw);
     atf_pg_loss_free(&pl);
     atf_solver_free(s);

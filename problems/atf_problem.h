@@ -170,6 +170,20 @@ void atf_block_apply_work(const atf_block *b, const double *B, double beta, doub
 void atf_block_adjoint_work(const atf_block *b, const double *lambda, double beta, double *B,
                             double *work);
 
+/* A loss's curvature at one example of a problem: u = K_i y (C values; u may be y). */
+typedef void atf_curvature_fn(void *ctx, int example, const double *y, double *u);
+
+/* The Hessian–vector product of a loss with per-example curvature K through factored blocks
+ * b[0 … nb) of one problem (same N and C): y = Σ_l A_l X_l, then u = K y and G_l = A_lᵀ u, with
+ * each D read once (per example: y_i = Σ_l D_li t_li, u_i = K_i y_i, s_li = D_liᵀ u_i while
+ * the example's rows of D are in cache — apply then adjoint read D twice, and at full scale that
+ * traffic, not the GEMMs, is most of a product's time). On return y [M] holds u. work: N·Σ_l
+ * cols_l doubles (atf_factored_hess_work_size). */
+int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b);
+void atf_factored_hess(int nb, const atf_block *const *b, const double *const *X,
+                       double *const *G, atf_curvature_fn *curv, void *ctx, double *y,
+                       double *work);
+
 /* G[M × M] = beta·G + A_b A_bᵀ. Factored: atf_factored_gram. */
 void atf_block_gram(const atf_block *b, double beta, double *G);
 

@@ -126,9 +126,7 @@ static double objective_of_prox(atf_solver *s, atf_pg_loss *pl, const double *x,
 static void hess_vec(atf_solver *s, atf_pg_loss *pl, newton_state *st, const double *p,
                      double *Hp)
 {
-    atf_sv_apply(s, p, st->Ap);
-    atf_pg_loss_hess(pl, NULL, 0, st->Ap, st->Ap);
-    atf_sv_adjoint(s, st->Ap, Hp);
+    atf_sv_hess(s, atf_pg_loss_curv, pl, p, st->Ap, Hp);
 }
 
 static double dot(const double *a, const double *b, size_t n)

@@ -29,7 +29,7 @@ void atf_nys_free(atf_nystrom *ny)
     for (int l = 0; ny->ops && l < ny->nvars; l++)
         if (ny->owns)
             atf_block_free_arrays(&ny->ops[l]);
-    free(ny->ops), free(ny->examples), free(ny->Ap), free(ny->U), free(ny->lam), free(ny->Y);
+    free(ny->ops), free(ny->op_ptrs), free(ny->examples), free(ny->Ap), free(ny->U), free(ny->lam), free(ny->Y);
     free(ny->W), free(ny->G);
     free(ny->tau), free(ny->work), free(ny->coef);
     memset(ny, 0, sizeof *ny);
@@ -41,9 +41,12 @@ static int select(atf_solver *s, atf_nystrom *ny)
     int N = s->work.N;
     ny->nvars = s->nvars;
     ny->ops = calloc((size_t)s->nvars, sizeof *ny->ops);
+    ny->op_ptrs = malloc((size_t)s->nvars * sizeof *ny->op_ptrs);
     ny->examples = malloc((size_t)ny->n_examples * sizeof *ny->examples);
-    if (!ny->ops || !ny->examples)
+    if (!ny->ops || !ny->op_ptrs || !ny->examples)
         return -1;
+    for (int l = 0; l < s->nvars; l++)
+        ny->op_ptrs[l] = &ny->ops[l];
     for (int j = 0; j < ny->n_examples; j++)
         ny->examples[j] = (int)((int64_t)j * N / ny->n_examples);
     ny->owns = ny->n_examples < N;
@@ -85,17 +88,18 @@ atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, c
     return ATF_OK;
 }
 
-/* y = (N/n) A_sᵀ ∇²ℓ_s A_s x on the subsample (its operators fit the solver's scratch). */
-static void sub_hess(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny, const double *x, double *y)
+/* The loss curvature at the subsample's j-th example (an atf_curvature_fn). */
+static void sub_curv(void *ctx, int j, const double *y, double *u)
 {
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_apply_work(&ny->ops[l], x + s->vars[l].off, l ? 1.0 : 0.0, ny->Ap,
-                             s->op_work);
-    atf_pg_loss_hess(pl, ny->examples, ny->n_examples, ny->Ap, ny->Ap);
-    double w = (double)s->work.N / ny->n_examples;
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_adjoint_work(&ny->ops[l], ny->Ap, 0.0, y + s->vars[l].off, s->op_work);
-    cblas_dscal((int)ny->n, w, y, 1);
+    const atf_nystrom *ny = ctx;
+    atf_pg_loss_hess(ny->pl, &ny->examples[j], 1, y, u);
+}
+
+/* y = (N/n) A_sᵀ ∇²ℓ_s A_s x on the subsample (its operators fit the solver's scratch). */
+static void sub_hess(atf_solver *s, atf_nystrom *ny, const double *x, double *y)
+{
+    atf_sv_hess_ops(s, ny->op_ptrs, sub_curv, ny, x, ny->Ap, y);
+    cblas_dscal((int)ny->n, (double)s->work.N / ny->n_examples, y, 1);
     ny->passes += 2.0 * ny->n_examples / s->work.N;
 }
 
@@ -174,10 +178,11 @@ int atf_nys_build(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny)
     int k = ny->k;
     ny->ready = 0;
     double *Om = ny->U; /* the test matrix lives in U until the eigenvectors replace it */
+    ny->pl = pl;
     if (!test_matrix(ny, Om))
         return -1;
     for (int j = 0; j < k; j++)
-        sub_hess(s, pl, ny, Om + (size_t)j * n, ny->Y + (size_t)j * n);
+        sub_hess(s, ny, Om + (size_t)j * n, ny->Y + (size_t)j * n);
     if (!atf_sv_all_finite(ny->Y, n * (size_t)k))
         return -1;
     /* shift ν = ε‖Y‖ (Y_ν = Y + νΩ keeps ΩᵀY_ν positive definite), C = chol(ΩᵀY_ν),

@@ -204,6 +204,11 @@ void atf_pg_loss_hess(const atf_pg_loss *pl, const int *examples, int n, const d
     }
 }
 
+void atf_pg_loss_curv(void *ctx, int example, const double *y, double *u)
+{
+    atf_pg_loss_hess(ctx, &example, 1, y, u);
+}
+
 void atf_pg_loss_lipschitz_weight(const atf_pg_loss *pl, double *v)
 {
     double lip = pl->loss.kind == ATF_LOSS_XENT ? 0.5 : 1.0; /* ‖diag p − ppᵀ‖ ≤ 1/2 */

@@ -355,13 +355,21 @@ atf_error atf_sv_vars_build(atf_solver *s, char *err)
     }
     s->n = off;
     s->n_orig = atf_problem_nvars(prob);
+    s->op_ptrs = malloc((size_t)s->nvars * sizeof *s->op_ptrs);
+    s->hess_x = malloc((size_t)s->nvars * sizeof *s->hess_x);
+    s->hess_g = malloc((size_t)s->nvars * sizeof *s->hess_g);
     int64_t work = 1;
-    for (int l = 0; l < s->nvars; l++) {
+    for (int l = 0; s->op_ptrs && l < s->nvars; l++) {
         int64_t w = atf_block_work_size(&s->vars[l].op);
+        work = w > work ? w : work;
+        s->op_ptrs[l] = &s->vars[l].op;
+    }
+    if (s->op_ptrs && atf_sv_fusable(s->nvars, s->op_ptrs)) {
+        int64_t w = atf_factored_hess_work_size(s->nvars, s->op_ptrs);
         work = w > work ? w : work;
     }
     s->op_work = malloc((size_t)work * sizeof *s->op_work);
-    if (!s->op_work) {
+    if (!s->op_work || !s->op_ptrs || !s->hess_x || !s->hess_g) {
         atf_errorf(err, "solver: out of memory for %lld doubles of operator scratch",
                    (long long)work);
         return ATF_E_NOMEM;
@@ -382,8 +390,11 @@ void atf_sv_vars_free(atf_solver *s)
     }
     free(s->vars);
     s->vars = NULL;
-    free(s->op_work);
+    free(s->op_work), free(s->op_ptrs), free(s->hess_x), free(s->hess_g);
     s->op_work = NULL;
+    s->op_ptrs = NULL;
+    s->hess_x = NULL;
+    s->hess_g = NULL;
 }
 
 /* B = Q_c C Q_rᵀ (orig shape) with identity sides where not reduced. */

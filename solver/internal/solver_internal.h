@@ -107,7 +107,12 @@ struct atf_solver {
     int curvature_underflow; /* ω̃'(σ)/σ at the least-squares point is not a normal double */
     char check[ATF_ERRLEN];/* why a method's answer failed the final check ("" if it passed) */
     long passes;           /* applications of A' or A'ᵀ since the last solve began (operator.c) */
-    double *op_work;       /* scratch of the vars' operators: max atf_block_work_size (operator.c) */
+    double *op_work;       /* scratch of the vars' operators, for one pass or a fused Hessian
+                              product (operator.c): the larger of max atf_block_work_size and
+                              atf_factored_hess_work_size */
+    const atf_block **op_ptrs; /* [nvars] the vars' operators, and the X and G arrays a fused */
+    const double **hess_x;     /* Hessian product hands atf_factored_hess ([nvars] each) */
+    double **hess_g;
     atf_sv_times t;
 };
 
@@ -167,6 +172,16 @@ int atf_sv_restrict(const atf_sv_var *v, const double *B, double *C);
 /* z = A' x [M] and g = A'ᵀ u [n]; each call counts one pass over the data in s->passes. */
 void atf_sv_apply(atf_solver *s, const double *x, double *z);
 void atf_sv_adjoint(atf_solver *s, const double *u, double *g);
+/* g = A'ᵀ K A' x [n], K the loss curvature curv applies per example; z [M] is scratch (K A'x on
+ * return). Two passes, and one read of the data when every var is factored (atf_factored_hess).
+ * atf_sv_hess_ops does the same through other operators of the vars' shapes (a subsample's:
+ * at most N examples), counting nothing. */
+/* 1 if the operators ops[0 … n) are all factored: the fused Hessian product applies. */
+int atf_sv_fusable(int n, const atf_block *const *ops);
+void atf_sv_hess(atf_solver *s, atf_curvature_fn *curv, void *ctx, const double *x, double *z,
+                 double *g);
+void atf_sv_hess_ops(atf_solver *s, const atf_block *const *ops, atf_curvature_fn *curv,
+                     void *ctx, const double *x, double *z, double *g);
 
 /* ---- projection.c ---- */
 /* Factorise AAᵀ once; compute the least-squares point and decide consistency. */

@@ -93,6 +93,8 @@ typedef struct {
     int nvars, n_examples, k, owns, ready, prepared;
     size_t n;
     atf_block *ops;      /* the vars' operators on the subsample (copies when owns) */
+    const atf_block **op_ptrs; /* [nvars] &ops[l] */
+    const atf_pg_loss *pl;     /* the loss being sketched (atf_nys_build) */
     int *examples;       /* [n_examples] the examples of the subsample (every stride-th) */
     double *Ap;          /* [n_examples·C] */
     double *U, *Y;       /* n × k, column-major: the eigenvectors, and the sketch workspace */

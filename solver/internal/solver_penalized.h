@@ -56,6 +56,8 @@ atf_error atf_pg_loss_curvature(atf_pg_loss *pl, const double *z);
  * out may be v. */
 void atf_pg_loss_hess(const atf_pg_loss *pl, const int *examples, int n, const double *v,
                       double *out);
+/* The same at one example, as an atf_curvature_fn (ctx: the atf_pg_loss) for atf_sv_hess. */
+void atf_pg_loss_curv(void *ctx, int example, const double *y, double *u);
 /* v ← Lip(L)·κ scale² v / λ (the bound on ∇²ℓ that gives the step 1/L). */
 void atf_pg_loss_lipschitz_weight(const atf_pg_loss *pl, double *v);
 /* Conjugate (κ L(scale ∘ ·))*(u) at the dual point u [M]; +∞ outside its domain. */

@@ -5,7 +5,8 @@
  * row m = i·C + k, entry (a, c) of G_m at column a·cols + c) and checks, to 1e-12 relative,
  *   atf_block_dense = A,  apply = A x,  adjoint = Aᵀ λ,  gram = A Aᵀ,
  * each with beta = 0 on NaN-filled outputs (must overwrite) and beta ≠ 0 (must scale every
- * entry), plus ⟨A x, λ⟩ = ⟨x, Aᵀ λ⟩ and the summed residual of atf_problem_residual. */
+ * entry), plus ⟨A x, λ⟩ = ⟨x, Aᵀ λ⟩ and the summed residual of atf_problem_residual; and the
+ * fused Hessian product atf_factored_hess of factored blocks against Aᵀ K A from the dense A's. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -269,6 +270,69 @@ static void check_residual(atf_test_rng *rng, int N, int C)
     free(res);
 }
 
+/* A random symmetric C × C curvature per example (the test's K), applied as atf_curvature_fn. */
+typedef struct {
+    int C;
+    const double *K; /* [N × C × C] */
+} curv_t;
+
+static void apply_curv(void *ctx, int i, const double *y, double *u)
+{
+    const curv_t *c = ctx;
+    double tmp[8];
+    for (int a = 0; a < c->C; a++) {
+        tmp[a] = 0.0;
+        for (int b = 0; b < c->C; b++)
+            tmp[a] += c->K[((size_t)i * c->C + a) * c->C + b] * y[b];
+    }
+    memcpy(u, tmp, (size_t)c->C * sizeof *u); /* u may be y */
+}
+
+/* Blocks of widths 1, 9 (one lane group and a tail) and 17: G_l = A_lᵀ K Σ_l' A_l' X_l'. */
+static void check_hess(atf_test_rng *rng, int N, int C)
+{
+    enum { NB = 3 };
+    static const int shape[NB][2] = {{3, 1}, {2, 9}, {4, 17}};
+    case_t c[NB];
+    const atf_block *b[NB];
+    double *X[NB], *G[NB];
+    int M = N * C;
+    double *K = atf_test_new_symmetric(rng, (size_t)N * C * C);
+    for (int i = 0; i < N; i++) /* symmetric, as a loss's curvature is */
+        for (int a = 0; a < C; a++)
+            for (int q = 0; q < a; q++)
+                K[((size_t)i * C + a) * C + q] = K[((size_t)i * C + q) * C + a];
+    double *y = malloc((size_t)M * sizeof *y), *u = malloc((size_t)M * sizeof *u);
+    double *part = malloc((size_t)M * sizeof *part), *ref = malloc(4 * 17 * sizeof *ref);
+    memset(y, 0, (size_t)M * sizeof *y);
+    for (int l = 0; l < NB; l++) {
+        c[l] = make_factored(rng, N, C, shape[l][0], shape[l][1]);
+        b[l] = &c[l].b;
+        X[l] = atf_test_new_symmetric(rng, (size_t)shape[l][0] * shape[l][1]);
+        G[l] = nan_vector((size_t)shape[l][0] * shape[l][1]);
+        ref_apply(c[l].A, M, shape[l][0] * shape[l][1], X[l], part);
+        for (int m = 0; m < M; m++)
+            y[m] += part[m];
+    }
+    curv_t cv = {C, K};
+    for (int i = 0; i < N; i++)
+        apply_curv(&cv, i, y + (size_t)i * C, u + (size_t)i * C);
+    double *work = malloc((size_t)atf_factored_hess_work_size(NB, b) * sizeof *work);
+    double *z = nan_vector((size_t)M);
+    atf_factored_hess(NB, b, (const double *const *)X, G, apply_curv, &cv, z, work);
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "hess N=%d C=%d", N, C);
+    expect_close(ctx, "atf_factored_hess: y holds K A x", z, u, (size_t)M);
+    for (int l = 0; l < NB; l++) {
+        ref_adjoint(c[l].A, M, shape[l][0] * shape[l][1], u, ref);
+        expect_close(ctx, "atf_factored_hess: G_l = A_l^T K A x", G[l], ref,
+                     (size_t)shape[l][0] * shape[l][1]);
+        free(X[l]), free(G[l]);
+        free_case(&c[l]);
+    }
+    free(K), free(y), free(u), free(part), free(ref), free(work), free(z);
+}
+
 int main(void)
 {
     atf_test_rng rng;
@@ -294,5 +358,7 @@ int main(void)
     }
     check_residual(&rng, 6, 1);
     check_residual(&rng, 4, 3);
+    check_hess(&rng, 7, 1);
+    check_hess(&rng, 11, 3);
     return atf_test_finish("operators");
 }

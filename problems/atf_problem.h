@@ -173,14 +173,17 @@ void atf_block_adjoint_work(const atf_block *b, const double *lambda, double bet
 /* A loss's curvature at one example of a problem: u = K_i y (C values; u may be y). */
 typedef void atf_curvature_fn(void *ctx, int example, const double *y, double *u);
 
-/* The Hessian–vector product of a loss with per-example curvature K through factored blocks
- * b[0 … nb) of one problem (same N and C): y = Σ_l A_l X_l, then u = K y and G_l = A_lᵀ u, with
- * each D read once (per example: y_i = Σ_l D_li t_li, u_i = K_i y_i, s_li = D_liᵀ u_i while
- * the example's rows of D are in cache — apply then adjoint read D twice, and at full scale that
- * traffic, not the GEMMs, is most of a product's time). On return y [M] holds u. work: N·Σ_l
- * cols_l doubles (atf_factored_hess_work_size). */
-int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b);
-void atf_factored_hess(int nb, const atf_block *const *b, const double *const *X,
+/* Hessian–vector products of a loss with per-example curvature K through factored blocks
+ * b[0 … nb) of one problem (same N and C), for k vectors at once: y = Σ_l A_l X_l, u = K y and
+ * G_l = A_lᵀ u, with each D read once (per example: y_i = Σ_l D_li t_li, u_i = K_i y_i,
+ * s_li = D_liᵀ u_i while the example's rows of D are in cache — apply then adjoint read D twice,
+ * and at full scale that traffic, not the GEMMs, is most of a product's time; with k vectors
+ * once for all k, and the GEMMs with H are k times wider). X[l] and G[l] are rows_l × (k·cols_l)
+ * row-major: the k vectors' matrices side by side. On return y [M·k] holds u, example i's k
+ * vectors (C values each) together at y + i·k·C. work: atf_factored_hess_work_size doubles
+ * (N·k·Σ_l cols_l). */
+int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b, int k);
+void atf_factored_hess(int nb, const atf_block *const *b, int k, const double *const *X,
                        double *const *G, atf_curvature_fn *curv, void *ctx, double *y,
                        double *work);
 

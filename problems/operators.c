@@ -202,47 +202,63 @@ void atf_block_adjoint_work(const atf_block *b, const double *lambda, double bet
 
 /* ------------------------------------------------------------------ Hessian */
 
-int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b)
+int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b, int k)
 {
     int64_t w = 0;
     for (int l = 0; l < nb; l++)
-        w += (int64_t)b[l]->N * b[l]->cols;
+        w += (int64_t)b[l]->N * b[l]->cols * k;
     return w;
 }
 
-void atf_factored_hess(int nb, const atf_block *const *b, const double *const *X,
+/* Per example i, with T_l's row i holding the k vectors t_li^(j) (cols_l each) side by side:
+ * y_i^(j) = Σ_l D_li t_li^(j), u = K_i y, then s_li^(j) = D_liᵀ u_i^(j) over t_li^(j). */
+static void hess_example(int nb, const atf_block *const *b, int k, int i, double *work,
+                         atf_curvature_fn *curv, void *ctx, double *y)
+{
+    const int N = b[0]->N, C = b[0]->C;
+    double *yi = y + (size_t)i * k * C;
+    memset(yi, 0, (size_t)k * C * sizeof *yi);
+    const double *T = work; /* T_l, N × k·cols_l, one after the other */
+    for (int l = 0; l < nb; l++) {
+        int Q = b[l]->cols;
+        const double *d = b[l]->D + (size_t)i * C * Q, *t = T + (size_t)i * k * Q;
+        for (int j = 0; j < k; j++)
+            slab_dot(C, Q, d, t + (size_t)j * Q, yi + (size_t)j * C);
+        T += (size_t)N * k * Q;
+    }
+    for (int j = 0; j < k; j++)
+        curv(ctx, i, yi + (size_t)j * C, yi + (size_t)j * C);
+    double *S = work; /* S_l over T_l */
+    for (int l = 0; l < nb; l++) {
+        int Q = b[l]->cols;
+        const double *d = b[l]->D + (size_t)i * C * Q;
+        double *t = S + (size_t)i * k * Q;
+        for (int j = 0; j < k; j++)
+            slab_gather(C, Q, d, yi + (size_t)j * C, t + (size_t)j * Q);
+        S += (size_t)N * k * Q;
+    }
+}
+
+void atf_factored_hess(int nb, const atf_block *const *b, int k, const double *const *X,
                        double *const *G, atf_curvature_fn *curv, void *ctx, double *y,
                        double *work)
 {
-    const int N = b[0]->N, C = b[0]->C;
+    const int N = b[0]->N;
     double *T = work;
-    for (int l = 0; l < nb; l++) { /* T_l = H_l X_l (N × cols_l) */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, b[l]->cols, b[l]->rows, 1.0,
-                    b[l]->H, b[l]->rows, X[l], b[l]->cols, 0.0, T, b[l]->cols);
-        T += (size_t)N * b[l]->cols;
+    for (int l = 0; l < nb; l++) { /* T_l = H_l [X_l^(1) … X_l^(k)]  (N × k·cols_l) */
+        int kQ = k * b[l]->cols;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, kQ, b[l]->rows, 1.0, b[l]->H,
+                    b[l]->rows, X[l], kQ, 0.0, T, kQ);
+        T += (size_t)N * kQ;
     }
-    for (int i = 0; i < N; i++) {
-        double *yi = y + (size_t)i * C;
-        memset(yi, 0, (size_t)C * sizeof *yi);
-        T = work;
-        for (int l = 0; l < nb; l++) { /* y_i = Σ_l D_li t_li */
-            int Q = b[l]->cols;
-            slab_dot(C, Q, b[l]->D + (size_t)i * C * Q, T + (size_t)i * Q, yi);
-            T += (size_t)N * Q;
-        }
-        curv(ctx, i, yi, yi);
-        T = work;
-        for (int l = 0; l < nb; l++) { /* s_li = D_liᵀ u_i over t_li (D_li still in cache) */
-            int Q = b[l]->cols;
-            slab_gather(C, Q, b[l]->D + (size_t)i * C * Q, yi, T + (size_t)i * Q);
-            T += (size_t)N * Q;
-        }
-    }
+    for (int i = 0; i < N; i++)
+        hess_example(nb, b, k, i, work, curv, ctx, y);
     T = work;
     for (int l = 0; l < nb; l++) { /* G_l = H_lᵀ S_l */
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, b[l]->rows, b[l]->cols, N, 1.0,
-                    b[l]->H, b[l]->rows, T, b[l]->cols, 0.0, G[l], b[l]->cols);
-        T += (size_t)N * b[l]->cols;
+        int kQ = k * b[l]->cols;
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, b[l]->rows, kQ, N, 1.0, b[l]->H,
+                    b[l]->rows, T, kQ, 0.0, G[l], kQ);
+        T += (size_t)N * kQ;
     }
 }
 

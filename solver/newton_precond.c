@@ -30,7 +30,7 @@ void atf_nys_free(atf_nystrom *ny)
         if (ny->owns)
             atf_block_free_arrays(&ny->ops[l]);
     free(ny->ops), free(ny->op_ptrs), free(ny->examples), free(ny->Ap), free(ny->U), free(ny->lam), free(ny->Y);
-    free(ny->W), free(ny->G);
+    free(ny->W), free(ny->G), free(ny->pack);
     free(ny->tau), free(ny->work), free(ny->coef);
     memset(ny, 0, sizeof *ny);
 }
@@ -69,7 +69,10 @@ atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, c
     ny->k = rank < (int)n ? rank : (int)n;
     ny->n = n;
     size_t k = (size_t)ny->k;
-    ny->Ap = malloc((size_t)ny->n_examples * (size_t)C * sizeof *ny->Ap);
+    /* columns sketched together: as many as the solver's scratch holds for the subsample */
+    ny->batch = N / ny->n_examples < ny->k ? N / ny->n_examples : ny->k;
+    ny->Ap = malloc((size_t)ny->n_examples * (size_t)C * (size_t)ny->batch * sizeof *ny->Ap);
+    ny->pack = malloc(n * (size_t)ny->batch * sizeof *ny->pack);
     ny->U = malloc(n * k * sizeof *ny->U);
     ny->Y = malloc(n * k * sizeof *ny->Y);
     ny->lam = malloc(k * sizeof *ny->lam);
@@ -78,7 +81,7 @@ atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, c
     ny->work = malloc(k * k * sizeof *ny->work);
     ny->W = malloc(n * k * sizeof *ny->W);
     ny->G = malloc(k * k * sizeof *ny->G);
-    if (ny->k < 1 || !ny->Ap || !ny->U || !ny->Y || !ny->lam || !ny->tau || !ny->coef ||
+    if (ny->k < 1 || !ny->Ap || !ny->pack || !ny->U || !ny->Y || !ny->lam || !ny->tau || !ny->coef ||
         !ny->work || !ny->W || !ny->G || select(s, ny) != 0) {
         atf_nys_free(ny);
         atf_errorf(err, "newton: out of memory for the preconditioner (rank %d, %d examples)",
@@ -95,12 +98,19 @@ static void sub_curv(void *ctx, int j, const double *y, double *u)
     atf_pg_loss_hess(ny->pl, &ny->examples[j], 1, y, u);
 }
 
-/* y = (N/n) A_sᵀ ∇²ℓ_s A_s x on the subsample (its operators fit the solver's scratch). */
-static void sub_hess(atf_solver *s, atf_nystrom *ny, const double *x, double *y)
+/* Y = (N/n) A_sᵀ ∇²ℓ_s A_s X on the subsample for the k columns of X (n × k, column-major),
+ * ny->batch of them per pass over the subsample (its operators fit the solver's scratch). */
+static void sub_hess(atf_solver *s, atf_nystrom *ny, int k, const double *X, double *Y)
 {
-    atf_sv_hess_ops(s, ny->op_ptrs, sub_curv, ny, x, ny->Ap, y);
-    cblas_dscal((int)ny->n, (double)s->work.N / ny->n_examples, y, 1);
-    ny->passes += 2.0 * ny->n_examples / s->work.N;
+    size_t n = ny->n;
+    for (int j = 0; j < k; j += ny->batch) {
+        int kc = k - j < ny->batch ? k - j : ny->batch;
+        atf_sv_hess_many(s, ny->op_ptrs, kc, sub_curv, ny, X + (size_t)j * n, Y + (size_t)j * n,
+                         ny->Ap, ny->pack);
+    }
+    for (int j = 0; j < k; j++)
+        cblas_dscal((int)n, (double)s->work.N / ny->n_examples, Y + (size_t)j * n, 1);
+    ny->passes += 2.0 * k * ny->n_examples / s->work.N;
 }
 
 /* Ω ← an orthonormal n × k test matrix (seeded Gaussian, then Cholesky QR: Ω R⁻¹ with
@@ -181,8 +191,7 @@ int atf_nys_build(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny)
     ny->pl = pl;
     if (!test_matrix(ny, Om))
         return -1;
-    for (int j = 0; j < k; j++)
-        sub_hess(s, ny, Om + (size_t)j * n, ny->Y + (size_t)j * n);
+    sub_hess(s, ny, k, Om, ny->Y);
     if (!atf_sv_all_finite(ny->Y, n * (size_t)k))
         return -1;
     /* shift ν = ε‖Y‖ (Y_ν = Y + νΩ keeps ΩᵀY_ν positive definite), C = chol(ΩᵀY_ν),

@@ -365,7 +365,7 @@ atf_error atf_sv_vars_build(atf_solver *s, char *err)
         s->op_ptrs[l] = &s->vars[l].op;
     }
     if (s->op_ptrs && atf_sv_fusable(s->nvars, s->op_ptrs)) {
-        int64_t w = atf_factored_hess_work_size(s->nvars, s->op_ptrs);
+        int64_t w = atf_factored_hess_work_size(s->nvars, s->op_ptrs, 1);
         work = w > work ? w : work;
     }
     s->op_work = malloc((size_t)work * sizeof *s->op_work);

@@ -182,6 +182,12 @@ void atf_sv_hess(atf_solver *s, atf_curvature_fn *curv, void *ctx, const double 
                  double *g);
 void atf_sv_hess_ops(atf_solver *s, const atf_block *const *ops, atf_curvature_fn *curv,
                      void *ctx, const double *x, double *z, double *g);
+/* The same for the k columns of X (n × k, column-major) into Y, with ops' k·N examples fitting
+ * the scratch (k·N_ops ≤ the vars' N): through atf_factored_hess when the ops are factored (D
+ * read once for all k, the GEMMs k times wider), column by column otherwise. z: M_ops·k
+ * doubles, pack: n·k. */
+void atf_sv_hess_many(atf_solver *s, const atf_block *const *ops, int k, atf_curvature_fn *curv,
+                      void *ctx, const double *X, double *Y, double *z, double *pack);
 
 /* ---- projection.c ---- */
 /* Factorise AAᵀ once; compute the least-squares point and decide consistency. */

@@ -96,7 +96,9 @@ typedef struct {
     const atf_block **op_ptrs; /* [nvars] &ops[l] */
     const atf_pg_loss *pl;     /* the loss being sketched (atf_nys_build) */
     int *examples;       /* [n_examples] the examples of the subsample (every stride-th) */
-    double *Ap;          /* [n_examples·C] */
+    int batch;           /* columns sketched per pass over the subsample (atf_sv_hess_many) */
+    double *Ap;          /* [n_examples·C·batch] */
+    double *pack;        /* [n·batch] the columns side by side per var */
     double *U, *Y;       /* n × k, column-major: the eigenvectors, and the sketch workspace */
     double *lam;         /* k eigenvalues, descending */
     double *W;           /* n × k: D⁻¹ U S^½ (atf_nys_prepare) */

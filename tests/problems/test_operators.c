@@ -288,8 +288,9 @@ static void apply_curv(void *ctx, int i, const double *y, double *u)
     memcpy(u, tmp, (size_t)c->C * sizeof *u); /* u may be y */
 }
 
-/* Blocks of widths 1, 9 (one lane group and a tail) and 17: G_l = A_lᵀ K Σ_l' A_l' X_l'. */
-static void check_hess(atf_test_rng *rng, int N, int C)
+/* Blocks of widths 1, 9 (one lane group and a tail) and 17, k vectors at once:
+ * G_l^(j) = A_lᵀ K Σ_l' A_l' X_l'^(j), each X_l, G_l holding the k matrices side by side. */
+static void check_hess(atf_test_rng *rng, int N, int C, int k)
 {
     enum { NB = 3 };
     static const int shape[NB][2] = {{3, 1}, {2, 9}, {4, 17}};
@@ -302,35 +303,49 @@ static void check_hess(atf_test_rng *rng, int N, int C)
         for (int a = 0; a < C; a++)
             for (int q = 0; q < a; q++)
                 K[((size_t)i * C + a) * C + q] = K[((size_t)i * C + q) * C + a];
-    double *y = malloc((size_t)M * sizeof *y), *u = malloc((size_t)M * sizeof *u);
-    double *part = malloc((size_t)M * sizeof *part), *ref = malloc(4 * 17 * sizeof *ref);
-    memset(y, 0, (size_t)M * sizeof *y);
+    curv_t cv = {C, K};
     for (int l = 0; l < NB; l++) {
         c[l] = make_factored(rng, N, C, shape[l][0], shape[l][1]);
         b[l] = &c[l].b;
-        X[l] = atf_test_new_symmetric(rng, (size_t)shape[l][0] * shape[l][1]);
-        G[l] = nan_vector((size_t)shape[l][0] * shape[l][1]);
-        ref_apply(c[l].A, M, shape[l][0] * shape[l][1], X[l], part);
-        for (int m = 0; m < M; m++)
-            y[m] += part[m];
+        X[l] = atf_test_new_symmetric(rng, (size_t)k * shape[l][0] * shape[l][1]);
+        G[l] = nan_vector((size_t)k * shape[l][0] * shape[l][1]);
     }
-    curv_t cv = {C, K};
-    for (int i = 0; i < N; i++)
-        apply_curv(&cv, i, y + (size_t)i * C, u + (size_t)i * C);
-    double *work = malloc((size_t)atf_factored_hess_work_size(NB, b) * sizeof *work);
-    double *z = nan_vector((size_t)M);
-    atf_factored_hess(NB, b, (const double *const *)X, G, apply_curv, &cv, z, work);
+    double *work = malloc((size_t)atf_factored_hess_work_size(NB, b, k) * sizeof *work);
+    double *z = nan_vector((size_t)M * k);
+    atf_factored_hess(NB, b, k, (const double *const *)X, G, apply_curv, &cv, z, work);
+    double *y = malloc((size_t)M * sizeof *y), *u = malloc((size_t)M * sizeof *u);
+    double *part = malloc((size_t)M * sizeof *part), *xj = malloc(4 * 17 * sizeof *xj);
+    double *ref = malloc(4 * 17 * sizeof *ref), *got = malloc(4 * 17 * sizeof *got);
     char ctx[64];
-    snprintf(ctx, sizeof ctx, "hess N=%d C=%d", N, C);
-    expect_close(ctx, "atf_factored_hess: y holds K A x", z, u, (size_t)M);
+    for (int j = 0; j < k; j++) {
+        snprintf(ctx, sizeof ctx, "hess N=%d C=%d vector %d of %d", N, C, j + 1, k);
+        memset(y, 0, (size_t)M * sizeof *y);
+        for (int l = 0; l < NB; l++) { /* y = Σ_l A_l X_l^(j) from the dense A's */
+            int P = shape[l][0], Q = shape[l][1];
+            for (int p = 0; p < P; p++)
+                memcpy(xj + p * Q, X[l] + ((size_t)p * k + j) * Q, (size_t)Q * sizeof *xj);
+            ref_apply(c[l].A, M, P * Q, xj, part);
+            for (int m = 0; m < M; m++)
+                y[m] += part[m];
+        }
+        for (int i = 0; i < N; i++) {
+            apply_curv(&cv, i, y + (size_t)i * C, u + (size_t)i * C);
+            expect_close(ctx, "atf_factored_hess: y holds K A x", z + ((size_t)i * k + j) * C,
+                         u + (size_t)i * C, (size_t)C);
+        }
+        for (int l = 0; l < NB; l++) {
+            int P = shape[l][0], Q = shape[l][1];
+            ref_adjoint(c[l].A, M, P * Q, u, ref);
+            for (int p = 0; p < P; p++)
+                memcpy(got + p * Q, G[l] + ((size_t)p * k + j) * Q, (size_t)Q * sizeof *got);
+            expect_close(ctx, "atf_factored_hess: G_l = A_l^T K A x", got, ref, (size_t)P * Q);
+        }
+    }
     for (int l = 0; l < NB; l++) {
-        ref_adjoint(c[l].A, M, shape[l][0] * shape[l][1], u, ref);
-        expect_close(ctx, "atf_factored_hess: G_l = A_l^T K A x", G[l], ref,
-                     (size_t)shape[l][0] * shape[l][1]);
         free(X[l]), free(G[l]);
         free_case(&c[l]);
     }
-    free(K), free(y), free(u), free(part), free(ref), free(work), free(z);
+    free(K), free(y), free(u), free(part), free(xj), free(ref), free(got), free(work), free(z);
 }
 
 int main(void)
@@ -358,7 +373,8 @@ int main(void)
     }
     check_residual(&rng, 6, 1);
     check_residual(&rng, 4, 3);
-    check_hess(&rng, 7, 1);
-    check_hess(&rng, 11, 3);
+    check_hess(&rng, 7, 1, 1);
+    check_hess(&rng, 11, 3, 1);
+    check_hess(&rng, 11, 3, 4);
     return atf_test_finish("operators");
 }

@@ -11,6 +11,7 @@
  * output is filled with NaN, which every caller's finiteness check turns into an error. */
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,18 +87,84 @@ static inline void slab_gather(int C, int Q, const double *restrict d,
             s[j] += lambda[k] * d[(size_t)k * Q + j];
 }
 
+/* ---- the per-example loops, on as many threads as the BLAS uses ----
+ * Between the GEMMs with H, a product streams through D (M × cols) example by example; on one
+ * thread that is most of a pass at full scale while the BLAS's other threads wait. The examples
+ * are split into contiguous ranges, one per thread (the caller's thread takes the first); every
+ * example's outputs are its own, so the result does not depend on the split. */
+#define ROWS_MAX_THREADS 16
+#define ROWS_MIN_PER_THREAD 512 /* below this a thread costs more than it saves */
+
+typedef void rows_fn(void *ctx, int i0, int i1);
+typedef struct {
+    rows_fn *fn;
+    void *ctx;
+    int i0, i1;
+} rows_range;
+
+static void *rows_thread(void *arg)
+{
+    rows_range *r = arg;
+    r->fn(r->ctx, r->i0, r->i1);
+    return NULL;
+}
+
+static void for_examples(int N, rows_fn *fn, void *ctx)
+{
+    int T = openblas_get_num_threads();
+    T = T < 1 ? 1 : T > ROWS_MAX_THREADS ? ROWS_MAX_THREADS : T;
+    if (T > N / ROWS_MIN_PER_THREAD)
+        T = N / ROWS_MIN_PER_THREAD > 1 ? N / ROWS_MIN_PER_THREAD : 1;
+    rows_range r[ROWS_MAX_THREADS];
+    pthread_t th[ROWS_MAX_THREADS];
+    int started[ROWS_MAX_THREADS] = {0};
+    for (int t = 0; t < T; t++)
+        r[t] = (rows_range){fn, ctx, (int)((int64_t)N * t / T), (int)((int64_t)N * (t + 1) / T)};
+    for (int t = 1; t < T; t++)
+        started[t] = pthread_create(&th[t], NULL, rows_thread, &r[t]) == 0;
+    fn(ctx, r[0].i0, r[0].i1);
+    for (int t = 1; t < T; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else /* no thread to be had: this one does the range */
+            fn(ctx, r[t].i0, r[t].i1);
+    }
+}
+
+typedef struct {
+    int C, Q;
+    const double *D, *in;
+    double *out;
+} rows_job;
+
+static void rows_dot_range(void *ctx, int i0, int i1)
+{
+    const rows_job *j = ctx;
+    for (int i = i0; i < i1; i++)
+        slab_dot(j->C, j->Q, j->D + (size_t)i * j->C * j->Q, j->in + (size_t)i * j->Q,
+                 j->out + (size_t)i * j->C);
+}
+
+static void rows_gather_range(void *ctx, int i0, int i1)
+{
+    const rows_job *j = ctx;
+    for (int i = i0; i < i1; i++)
+        slab_gather(j->C, j->Q, j->D + (size_t)i * j->C * j->Q, j->in + (size_t)i * j->C,
+                    j->out + (size_t)i * j->Q);
+}
+
 /* y_i += D_i t_i for each example i: D_i is the C × Q slab of D's rows i·C … i·C + C − 1. */
 static void rows_dot(int N, int C, int Q, const double *D, const double *T, double *y)
 {
-    for (int i = 0; i < N; i++)
-        slab_dot(C, Q, D + (size_t)i * C * Q, T + (size_t)i * Q, y + (size_t)i * C);
+    rows_job j = {C, Q, D, T, y};
+    for_examples(N, rows_dot_range, &j);
 }
 
 /* S_i = D_iᵀ λ_i for each example i (overwrites S, N × Q). */
 static void rows_gather(int N, int C, int Q, const double *D, const double *lambda, double *S)
 {
-    for (int i = 0; i < N; i++)
-        slab_gather(C, Q, D + (size_t)i * C * Q, lambda + (size_t)i * C, S + (size_t)i * Q);
+    rows_job j = {C, Q, D, lambda, S};
+    for_examples(N, rows_gather_range, &j);
 }
 
 /* The caller's scratch, or a fresh one (freed by release_scratch) when work is NULL. */
@@ -239,6 +306,23 @@ static void hess_example(int nb, const atf_block *const *b, int k, int i, double
     }
 }
 
+typedef struct {
+    int nb;
+    const atf_block *const *b;
+    int k;
+    double *work;
+    atf_curvature_fn *curv;
+    void *ctx;
+    double *y;
+} hess_job;
+
+static void hess_range(void *arg, int i0, int i1)
+{
+    const hess_job *j = arg;
+    for (int i = i0; i < i1; i++)
+        hess_example(j->nb, j->b, j->k, i, j->work, j->curv, j->ctx, j->y);
+}
+
 void atf_factored_hess(int nb, const atf_block *const *b, int k, const double *const *X,
                        double *const *G, atf_curvature_fn *curv, void *ctx, double *y,
                        double *work)
@@ -251,8 +335,8 @@ void atf_factored_hess(int nb, const atf_block *const *b, int k, const double *c
                     b[l]->rows, X[l], kQ, 0.0, T, kQ);
         T += (size_t)N * kQ;
     }
-    for (int i = 0; i < N; i++)
-        hess_example(nb, b, k, i, work, curv, ctx, y);
+    hess_job job = {nb, b, k, work, curv, ctx, y};
+    for_examples(N, hess_range, &job);
     T = work;
     for (int l = 0; l < nb; l++) { /* G_l = H_lᵀ S_l */
         int kQ = k * b[l]->cols;

@@ -6,12 +6,16 @@
  *   atf_block_dense = A,  apply = A x,  adjoint = Aᵀ λ,  gram = A Aᵀ,
  * each with beta = 0 on NaN-filled outputs (must overwrite) and beta ≠ 0 (must scale every
  * entry), plus ⟨A x, λ⟩ = ⟨x, Aᵀ λ⟩ and the summed residual of atf_problem_residual; and the
- * fused Hessian product atf_factored_hess of factored blocks against Aᵀ K A from the dense A's. */
+ * fused Hessian product atf_factored_hess of factored blocks against Aᵀ K A from the dense A's;
+ * and, with N large enough for the per-example loops to run on several threads, the same on 1,
+ * 2 and 3 BLAS threads (uneven ranges). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cblas.h>
 
 #include "atf_problem.h"
 #include "atf_test.h"
@@ -348,6 +352,45 @@ static void check_hess(atf_test_rng *rng, int N, int C, int k)
     free(K), free(y), free(u), free(part), free(xj), free(ref), free(got), free(work), free(z);
 }
 
+/* Factored apply, adjoint and the fused product with N = 2 000 (≥ 512 examples a thread) on
+ * 1, 2 and 3 threads against the dense A. */
+static void check_threads(atf_test_rng *rng)
+{
+    int saved = openblas_get_num_threads();
+    for (int T = 1; T <= 3; T++) {
+        openblas_set_num_threads(T);
+        char ctx[64];
+        snprintf(ctx, sizeof ctx, "factored N=2000 C=3 2x9, %d thread(s)", T);
+        case_t c = make_factored(rng, 2000, 3, 2, 9);
+        const atf_block *b = &c.b;
+        int M = b->M, n = 18;
+        double *x = atf_test_new_symmetric(rng, (size_t)n);
+        double *lam = atf_test_new_symmetric(rng, (size_t)M);
+        double *y = nan_vector((size_t)M), *ref = malloc((size_t)M * sizeof *ref);
+        double *B = nan_vector((size_t)n), *G = nan_vector((size_t)n);
+        ref_apply(c.A, M, n, x, ref);
+        atf_block_apply(b, x, 0.0, y);
+        expect_close(ctx, "apply", y, ref, (size_t)M);
+        ref_adjoint(c.A, M, n, lam, ref);
+        atf_block_adjoint(b, lam, 0.0, B);
+        expect_close(ctx, "adjoint", B, ref, (size_t)n);
+        double one = 1.0; /* K = I per example: the product is Aᵀ A x */
+        double *K = calloc((size_t)2000 * 9, sizeof *K);
+        for (int i = 0; i < 2000; i++)
+            for (int a = 0; a < 3; a++)
+                K[(size_t)i * 9 + a * 4] = one;
+        curv_t cv = {3, K};
+        double *work = malloc((size_t)atf_factored_hess_work_size(1, &b, 1) * sizeof *work);
+        atf_factored_hess(1, &b, 1, (const double *const *)&x, &G, apply_curv, &cv, y, work);
+        ref_apply(c.A, M, n, x, lam);
+        ref_adjoint(c.A, M, n, lam, ref);
+        expect_close(ctx, "fused product A^T A x", G, ref, (size_t)n);
+        free(x), free(lam), free(y), free(ref), free(B), free(G), free(K), free(work);
+        free_case(&c);
+    }
+    openblas_set_num_threads(saved);
+}
+
 int main(void)
 {
     atf_test_rng rng;
@@ -376,5 +419,6 @@ int main(void)
     check_hess(&rng, 7, 1, 1);
     check_hess(&rng, 11, 3, 1);
     check_hess(&rng, 11, 3, 4);
+    check_threads(&rng);
     return atf_test_finish("operators");
 }

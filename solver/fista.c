@@ -188,15 +188,19 @@ static void free_state(fista_state *st)
 }
 
 /* Iterations until the supports of the prox (nv counts) have been the same `stable` times in a
- * row. */
+ * row — `stable_moving` times once they have changed during the burst (*same < 0: nothing seen
+ * yet; *moved: a change seen). */
 static int support_settled(atf_solver *s, const double *x, int nv, int *last, int *now, int *same,
-                           int stable)
+                           int *moved, const atf_pg_burst *b)
 {
     atf_sv_prox_support(s, x, now);
-    int equal = memcmp(last, now, (size_t)nv * sizeof *now) == 0;
+    int seen = *same >= 0, equal = seen && memcmp(last, now, (size_t)nv * sizeof *now) == 0;
+    if (seen && !equal)
+        *moved = 1;
     memcpy(last, now, (size_t)nv * sizeof *now);
     *same = equal ? *same + 1 : 0;
-    return stable > 0 && *same >= stable;
+    int window = *moved && b->stable_moving > b->stable ? b->stable_moving : b->stable;
+    return window > 0 && *same >= window;
 }
 
 int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b)
@@ -212,11 +216,11 @@ int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b)
     }
     memcpy(st.x, b->x, n * sizeof *st.x);
     memcpy(st.zx, b->zx, (size_t)pl->M * sizeof *st.zx);
-    int same = 0, it = 0, done = 0;
+    int same = -1, moved = 0, it = 0, done = 0;
     while (it < b->max_iter && !(s->set.interrupt && *s->set.interrupt)) {
         done = iterate(s, pl, &st);
         it++;
-        if (done != 0 || support_settled(s, st.x, nv, last, now, &same, b->stable))
+        if (done != 0 || support_settled(s, st.x, nv, last, now, &same, &moved, b))
             break;
     }
     if (done >= 0) {

@@ -125,6 +125,7 @@ typedef struct {
     double *x, *zx;
     double F, pen, loss, t;
     int max_iter, stable, backtracks;
+    int stable_moving; /* the window once the support has changed in the burst (≤ stable: none) */
 } atf_pg_burst;
 /* Returns the iterations run, or −1 on numerical trouble (b unchanged then). */
 int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b);

@@ -11,8 +11,8 @@
  * cols), then S_i = D_iᵀ u_i (dgemv) and G = Hᵀ S (dgemm), with T and S allocated once; dense
  * blocks: dgemv with J and Jᵀ. No curvature, no stacking, no allocation: what is left is BLAS.
  *
- * Each is timed --reps times, interleaved (floor, fused, unfused, floor, …); the table has the medians
- * of wall and CPU seconds (CPU time of the process: all BLAS threads) and the ratio.
+ * Each is timed --reps times, interleaved (floor, fused, unfused, floor, …); the table has the
+ * medians of wall and CPU seconds (CPU time of the process: all BLAS threads) and the ratios.
  *
  * usage: bench_hvp PROBLEM.h5 [--loss SPEC] [--reps K]
  *        defaults: --loss xent:lambda=<0.01·N> --reps 7 (threads: OPENBLAS_NUM_THREADS) */

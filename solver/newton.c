@@ -56,11 +56,12 @@
  * its CG savings bring (N = 1 000: 16.3 against 7.1 CPU s without it; N = 500: 9.4 against 3.4);
  * at N = 4 000 it is even for xent + sq (20.8 / 19.7) and a clear win for nuclear (44 / 59), so
  * settings.newton_rank = −1 (auto, the default) means rank NYSTROM_AUTO_RANK (or
- * NYSTROM_AUTO_RANK_SQUARED) from NYSTROM_AUTO_MIN_N examples on and none below; K > 0 forces rank K, 0 none. Problems with
- * fewer than 4·NYSTROM_MIN_RANK variables go without. */
+ * NYSTROM_AUTO_RANK_SQUARED) from NYSTROM_AUTO_MIN_N examples on and none below; K > 0 forces
+ * rank K, 0 none. Problems with fewer than 4·NYSTROM_MIN_RANK variables go without. */
 #define NYSTROM_AUTO_RANK 100
 /* The squared loss's sketch is built once (its curvature does not move): a larger rank pays.
- * N = 60 000, squared + sq: rank 100 678 passes, 314 s wall; rank 300 488 passes, 228 s. */
+ * N = 60 000, squared + sq (first measured version, docs/solver.md §18): rank 100 678 passes,
+ * 314 s wall; rank 300 488 passes, 228 s. */
 #define NYSTROM_AUTO_RANK_SQUARED 300
 #define NYSTROM_AUTO_MIN_N 4000
 #define NYSTROM_MIN_RANK 8
@@ -265,8 +266,8 @@ static int fallback_step(atf_solver *s, atf_pg_loss *pl, newton_state *st)
  * burst: a support that is moving settles in steps, with pauses; Newton steps taken in a pause
  * fail at the next move (nuclear + xent, Fashion-MNIST N = 4 000: windows of 5 / 10 / 20 / 30 /
  * 50 after a change took 923 / 752 / 772 / 681 / 718 passes with up to 1 000 iterations a
- * burst; 50 a burst, the old cap, 1 028 with the window 10) — at most BURST_MAX. They decrease F as FISTA's own
- * (restarts keep it monotone). A proximal-gradient step then gives the pair z, x = prox(z) that
+ * burst; 50 a burst, the old cap, 1 028 with the window 10) — at most BURST_MAX. They decrease
+ * F as FISTA's own (restarts keep it monotone). A proximal-gradient step then gives the pair z, x = prox(z) that
  * the next Newton step starts from. 0, or −1 on numerical trouble. */
 static int fista_burst(atf_solver *s, atf_pg_loss *pl, newton_state *st)
 {

@@ -29,8 +29,8 @@ void atf_nys_free(atf_nystrom *ny)
     for (int l = 0; ny->ops && l < ny->nvars; l++)
         if (ny->owns)
             atf_block_free_arrays(&ny->ops[l]);
-    free(ny->ops), free(ny->op_ptrs), free(ny->examples), free(ny->Ap), free(ny->U), free(ny->lam), free(ny->Y);
-    free(ny->W), free(ny->G), free(ny->pack);
+    free(ny->ops), free(ny->op_ptrs), free(ny->examples), free(ny->Ap), free(ny->pack);
+    free(ny->U), free(ny->lam), free(ny->Y), free(ny->W), free(ny->G);
     free(ny->tau), free(ny->work), free(ny->coef);
     memset(ny, 0, sizeof *ny);
 }
@@ -81,8 +81,8 @@ atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, c
     ny->work = malloc(k * k * sizeof *ny->work);
     ny->W = malloc(n * k * sizeof *ny->W);
     ny->G = malloc(k * k * sizeof *ny->G);
-    if (ny->k < 1 || !ny->Ap || !ny->pack || !ny->U || !ny->Y || !ny->lam || !ny->tau || !ny->coef ||
-        !ny->work || !ny->W || !ny->G || select(s, ny) != 0) {
+    if (ny->k < 1 || !ny->Ap || !ny->pack || !ny->U || !ny->Y || !ny->lam || !ny->tau ||
+        !ny->coef || !ny->work || !ny->W || !ny->G || select(s, ny) != 0) {
         atf_nys_free(ny);
         atf_errorf(err, "newton: out of memory for the preconditioner (rank %d, %d examples)",
                    rank, examples);

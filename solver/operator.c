@@ -8,18 +8,29 @@
 
 #include "solver_internal.h"
 
-void atf_sv_apply(atf_solver *s, const double *x, double *z)
+/* z = Σ_l ops_l x_l and g_l = ops_lᵀ u through operators of the vars' shapes (the vars' own, or
+ * a subsample's), in the shared scratch. */
+static void apply_ops(atf_solver *s, const atf_block *const *ops, const double *x, double *z)
 {
     for (int l = 0; l < s->nvars; l++)
-        atf_block_apply_work(&s->vars[l].op, x + s->vars[l].off, l ? 1.0 : 0.0, z,
-                             s->op_work);
+        atf_block_apply_work(ops[l], x + s->vars[l].off, l ? 1.0 : 0.0, z, s->op_work);
+}
+
+static void adjoint_ops(atf_solver *s, const atf_block *const *ops, const double *u, double *g)
+{
+    for (int l = 0; l < s->nvars; l++)
+        atf_block_adjoint_work(ops[l], u, 0.0, g + s->vars[l].off, s->op_work);
+}
+
+void atf_sv_apply(atf_solver *s, const double *x, double *z)
+{
+    apply_ops(s, s->op_ptrs, x, z);
     s->passes++;
 }
 
 void atf_sv_adjoint(atf_solver *s, const double *u, double *g)
 {
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_adjoint_work(&s->vars[l].op, u, 0.0, g + s->vars[l].off, s->op_work);
+    adjoint_ops(s, s->op_ptrs, u, g);
     s->passes++;
 }
 
@@ -42,27 +53,26 @@ void atf_sv_hess_ops(atf_solver *s, const atf_block *const *ops, atf_curvature_f
         atf_factored_hess(s->nvars, ops, 1, s->hess_x, s->hess_g, curv, ctx, z, s->op_work);
         return;
     }
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_apply_work(ops[l], x + s->vars[l].off, l ? 1.0 : 0.0, z, s->op_work);
+    apply_ops(s, ops, x, z);
     int C = ops[0]->C;
     for (int i = 0; i < ops[0]->N; i++)
         curv(ctx, i, z + (size_t)i * C, z + (size_t)i * C);
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_adjoint_work(ops[l], z, 0.0, g + s->vars[l].off, s->op_work);
+    adjoint_ops(s, ops, z, g);
 }
 
-/* The k columns X (n × k, column-major) side by side per var, as atf_factored_hess takes them
- * (var l's rows × k·cols at pack + k·off_l); unpack = 1 the way back. */
-static void pack_columns(const atf_solver *s, int k, double *X, double *pack, int unpack)
+/* Between the k columns (n × k, column-major) and the same side by side per var, as
+ * atf_factored_hess takes them (var l's rows × k·cols at pack + k·off_l): to_pack copies the
+ * columns into pack, else pack into the columns. */
+static void move_columns(const atf_solver *s, int k, const double *src, double *dst, int to_pack)
 {
     for (int l = 0; l < s->nvars; l++) {
         const atf_sv_var *v = &s->vars[l];
-        double *P = pack + (size_t)k * v->off;
         for (int j = 0; j < k; j++)
             for (int p = 0; p < v->rows; p++) {
-                double *col = X + (size_t)j * s->n + v->off + (size_t)p * v->cols;
-                double *row = P + ((size_t)p * k + j) * v->cols;
-                memcpy(unpack ? col : row, unpack ? row : col, (size_t)v->cols * sizeof *col);
+                size_t col = (size_t)j * s->n + v->off + (size_t)p * v->cols;
+                size_t row = (size_t)k * v->off + ((size_t)p * k + j) * v->cols;
+                memcpy(dst + (to_pack ? row : col), src + (to_pack ? col : row),
+                       (size_t)v->cols * sizeof *dst);
             }
     }
 }
@@ -75,11 +85,11 @@ void atf_sv_hess_many(atf_solver *s, const atf_block *const *ops, int k, atf_cur
             atf_sv_hess_ops(s, ops, curv, ctx, X + (size_t)j * s->n, z, Y + (size_t)j * s->n);
         return;
     }
-    pack_columns(s, k, (double *)X, pack, 0);
+    move_columns(s, k, X, pack, 1);
     for (int l = 0; l < s->nvars; l++)
         s->hess_x[l] = s->hess_g[l] = pack + (size_t)k * s->vars[l].off;
     atf_factored_hess(s->nvars, ops, k, s->hess_x, s->hess_g, curv, ctx, z, s->op_work);
-    pack_columns(s, k, Y, pack, 1);
+    move_columns(s, k, pack, Y, 0);
 }
 
 void atf_sv_hess(atf_solver *s, atf_curvature_fn *curv, void *ctx, const double *x, double *z,

@@ -172,12 +172,12 @@ int atf_sv_restrict(const atf_sv_var *v, const double *B, double *C);
 /* z = A' x [M] and g = A'ᵀ u [n]; each call counts one pass over the data in s->passes. */
 void atf_sv_apply(atf_solver *s, const double *x, double *z);
 void atf_sv_adjoint(atf_solver *s, const double *u, double *g);
+/* 1 if the operators ops[0 … n) are all factored: the fused Hessian product applies. */
+int atf_sv_fusable(int n, const atf_block *const *ops);
 /* g = A'ᵀ K A' x [n], K the loss curvature curv applies per example; z [M] is scratch (K A'x on
  * return). Two passes, and one read of the data when every var is factored (atf_factored_hess).
  * atf_sv_hess_ops does the same through other operators of the vars' shapes (a subsample's:
  * at most N examples), counting nothing. */
-/* 1 if the operators ops[0 … n) are all factored: the fused Hessian product applies. */
-int atf_sv_fusable(int n, const atf_block *const *ops);
 void atf_sv_hess(atf_solver *s, atf_curvature_fn *curv, void *ctx, const double *x, double *z,
                  double *g);
 void atf_sv_hess_ops(atf_solver *s, const atf_block *const *ops, atf_curvature_fn *curv,

@@ -127,7 +127,7 @@ static void run_child(const bench_args *a, int n, const config *cf, const char *
     atf_solver *s = NULL;
     atf_result *res = NULL;
     double c0 = cpu_seconds(), w0 = atf_now();
-    atf_error e = atf_solver_init(p, &set, &s, err);
+    atf_error e = atf_solver_init(p, &set, NULL, &s, err);
     if (!e && !cf->gram)
         e = atf_sv_cg_configure(s, &cf->opt, err);
     if (!e)
@@ -144,16 +144,16 @@ static void run_child(const bench_args *a, int n, const config *cf, const char *
     int rank = 0;
     double pre_s = 0.0;
     if (!cf->gram) { /* the note says "rank K" when there is a low-rank part */
-        const char *r = strstr(res->method_note, " rank ");
+        const char *r = strstr(res->info.method_note, " rank ");
         rank = r ? atoi(r + 6) : 0;
-        const char *b = strstr(res->method_note, "built in ");
+        const char *b = strstr(res->info.method_note, "built in ");
         pre_s = b ? atof(b + 9) : 0.0;
     }
     printf("%6d %7d %-5s %-13s %5d %-14s %6d %5d %7d %7.2f %8.2f %8.2f %8.0f %10.2e %10.3e", n,
-           p->M, cf->gram ? "gram" : cf->opt.krylov == ATF_CG_KRYLOV_CRAIG ? "craig" : "lsqr", pname, rank, atf_status_name(res->status),
-           res->iterations, rep ? res->inner_iterations - res->iterations : 0,
-           res->operator_passes, pre_s, wall, cpu, ru.ru_maxrss / 1024.0,
-           res->constraint_residual, res->stationarity);
+           p->M, cf->gram ? "gram" : cf->opt.krylov == ATF_CG_KRYLOV_CRAIG ? "craig" : "lsqr", pname, rank, atf_status_name(res->info.status),
+           res->info.iterations, rep ? res->info.inner_iterations - res->info.iterations : 0,
+           res->info.operator_passes, pre_s, wall, cpu, ru.ru_maxrss / 1024.0,
+           res->info.constraint_residual, res->info.stationarity);
     fflush(stdout);
     if (atf_result_write(out, res, err) != ATF_OK)
         fprintf(stderr, "bench_baseline_cg: %s\n", err);

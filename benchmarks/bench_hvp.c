@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     atf_pg_loss pl;
     atf_error e = atf_loss_parse(loss_spec, &set.loss, err);
     if (e == ATF_OK)
-        e = atf_solver_init(p, &set, &s, err);
+        e = atf_solver_init(p, &set, NULL, &s, err);
     if (e == ATF_OK)
         e = atf_pg_loss_init(s, &set.loss, &pl, err);
     if (e != ATF_OK) {

@@ -153,7 +153,7 @@ static void run_one(int N, const char *loss_name, double lambda0, double tol, in
     atf_result *res = NULL;
     atf_solver *solver = NULL;
     double c0 = cpu_seconds();
-    atf_error e = atf_solver_init(p, &set, &solver, err);
+    atf_error e = atf_solver_init(p, &set, NULL, &solver, err);
     double c1 = cpu_seconds();
     if (e == ATF_OK)
         e = atf_solver_solve(solver, &res, err);
@@ -164,11 +164,11 @@ static void run_one(int N, const char *loss_name, double lambda0, double tol, in
     if (e) {
         printf("%7d %8d %-22s failed: %s\n", N, p->M, spec, err);
     } else {
-        double per_iter = (res->solve_seconds - res->setup_seconds) / fmax(1, res->iterations);
+        double per_iter = (res->info.solve_seconds - res->info.setup_seconds) / fmax(1, res->info.iterations);
         printf("%7d %8d %-22s %-15s %6d %8.2f %9.3f %9.1f %9.2f %9.3f %9.0f %10.2e %14.7e\n", N,
-               p->M, spec, atf_status_name(res->status), res->iterations, res->setup_seconds,
-               per_iter, res->solve_seconds, c1 - c0, (c2 - c1) / fmax(1, res->iterations),
-               ru.ru_maxrss / 1024.0, res->pg_residual, res->objective);
+               p->M, spec, atf_status_name(res->info.status), res->info.iterations, res->info.setup_seconds,
+               per_iter, res->info.solve_seconds, c1 - c0, (c2 - c1) / fmax(1, res->info.iterations),
+               ru.ru_maxrss / 1024.0, res->info.pg_residual, res->info.objective);
     }
     fflush(stdout);
     atf_result_free(res);

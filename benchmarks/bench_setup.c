@@ -149,7 +149,7 @@ static void run_config(atf_problem *p, const char *config, int iters)
     char err[ATF_ERRLEN] = "";
     atf_solver *s = NULL;
     double c0 = cpu_now(), w0 = atf_now();
-    atf_error e = atf_solver_init(p, &set, &s, err);
+    atf_error e = atf_solver_init(p, &set, NULL, &s, err);
     double init_cpu = cpu_now() - c0, init_wall = atf_now() - w0, init_rss = rss_mib();
     if (e != ATF_OK) {
         printf("  %-7s init failed: %s\n", config, err);
@@ -165,8 +165,8 @@ static void run_config(atf_problem *p, const char *config, int iters)
     long passes = s->passes;
     printf("  %-7s variables %8zu  init wall %7.2f s  cpu %7.2f s  rss %7.0f MiB   "
            "%d iterations, %ld passes: cpu %7.3f s/pass  peak rss %7.0f MiB  objective %.9e\n",
-           config, n, init_wall, init_cpu, init_rss, res ? res->iterations : 0, passes,
-           passes ? solve_cpu / (double)passes : 0.0, rss_mib(), res ? res->objective : NAN);
+           config, n, init_wall, init_cpu, init_rss, res ? res->info.iterations : 0, passes,
+           passes ? solve_cpu / (double)passes : 0.0, rss_mib(), res ? res->info.objective : NAN);
     atf_result_free(res);
     atf_solver_free(s);
     for (int i = 0; i < nkeep; i++)

@@ -102,6 +102,12 @@ static int parse_list(const char *what, const char *text, int *out, int max)
 }
 
 /* Number of core variables, read from the header line of the solver's log. */
+/* The solver's log hook: into the FILE* given as its context. */
+static void log_to(void *stream, const char *text)
+{
+    fputs(text, stream);
+}
+
 static long core_variables(FILE *log)
 {
     char line[512];
@@ -134,32 +140,33 @@ static int run_row(int N, int w, int reduce, uint64_t seed, const char *penalty,
         set.reduce = reduce;
         set.verbose = 1; /* only for the header line with the core size */
         set.log_every = 1 << 30;
-        set.log = tmpfile();
+        FILE *log = tmpfile();
+        atf_hooks hooks = {.log = log_to, .log_ctx = log};
         atf_result *res = NULL;
-        atf_error e = atf_solve(p, &set, &res, err);
-        core = core_variables(set.log);
-        fclose(set.log);
+        atf_error e = atf_solve(p, &set, &hooks, &res, err);
+        core = core_variables(log);
+        fclose(log);
         if (e) {
             fprintf(stderr, "N %d width %d: %s\n", N, w, err);
             atf_result_free(best);
             atf_problem_free(p);
             return 1;
         }
-        if (!best || res->solve_seconds < best->solve_seconds) {
+        if (!best || res->info.solve_seconds < best->info.solve_seconds) {
             atf_result_free(best);
-            best = res, status = res->status;
+            best = res, status = res->info.status;
         } else {
             atf_result_free(res);
         }
     }
     long vars = (long)w * w + w;
-    double loop = best->projection_seconds + best->prox_seconds;
-    int it = best->iterations > 0 ? best->iterations : 1;
+    double loop = best->info.projection_seconds + best->info.prox_seconds;
+    int it = best->info.iterations > 0 ? best->info.iterations : 1;
     printf("| %d | %d | %s | %ld | %ld | %d%s | %.3f | %.3f | %.0f%% | %.0f%% | %.2f |\n", N, w,
-           reduce ? "on" : "off", vars, core, best->iterations,
-           status == ATF_STATUS_SOLVED ? "" : " (not solved)", best->setup_seconds, 1e3 * loop / it,
-           loop > 0 ? 100.0 * best->projection_seconds / loop : 0.0,
-           loop > 0 ? 100.0 * best->prox_seconds / loop : 0.0, best->solve_seconds);
+           reduce ? "on" : "off", vars, core, best->info.iterations,
+           status == ATF_STATUS_SOLVED ? "" : " (not solved)", best->info.setup_seconds, 1e3 * loop / it,
+           loop > 0 ? 100.0 * best->info.projection_seconds / loop : 0.0,
+           loop > 0 ? 100.0 * best->info.prox_seconds / loop : 0.0, best->info.solve_seconds);
     fflush(stdout);
     atf_result_free(best);
     atf_problem_free(p);

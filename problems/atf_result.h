@@ -90,10 +90,11 @@ typedef struct {
     double *V;      /* [cols × k] right singular vectors of B (optional, NULL if absent) */
 } atf_result_block;
 
+/* The solver's report on a run (as SCS's ScsInfo / OSQP's OSQPInfo, kept apart from the
+ * solution): how it ended, its residuals and certificate, its work and its time. */
 typedef struct {
     atf_status status;
     atf_method method;            /* what computed it (files: the attribute's name) */
-    atf_global_structure structure; /* layer, diagonal or full */
     double objective;             /* Σ_ℓ Ω̃_ℓ(B_ℓ), plus the loss value for penalized losses */
     int iterations;
     double primal_residual;       /* ‖X − Z‖ at exit */
@@ -101,7 +102,7 @@ typedef struct {
     double constraint_residual;   /* ‖A vec B − r‖ / ‖r‖ */
     double stationarity;          /* relative distance of ∇Ω̃(B) from range(Aᵀ) */
     double ls_residual;           /* least-squares residual ‖A x_ls − r‖/‖r‖ (infeasible runs) */
-    /* Penalized losses (`loss` below is not "interpolate"): objective = loss_value +
+    /* Penalized losses (`loss` of the result is not "interpolate"): objective = loss_value +
      * penalty_value. NaN where they do not apply (interpolation has no loss value). */
     double loss_value;            /* L(f0 + A vec B) of the loss spec, in the problem's units */
     double penalty_value;         /* Σ_ℓ Ω̃_ℓ(B_ℓ) (interpolation: the objective itself) */
@@ -115,8 +116,15 @@ typedef struct {
     char method_note[256];        /* why this method (auto) and what it fell back to; "" none */
     double solve_seconds;
     double setup_seconds, projection_seconds, prox_seconds, other_seconds;
+} atf_info;
+
+/* A result: the solution (per block B and its factors) and, apart from it, the solver's info,
+ * then the provenance of the run. */
+typedef struct {
+    atf_global_structure structure; /* layer, diagonal or full: how the blocks are laid out */
     int nblocks;
-    atf_result_block *blocks;
+    atf_result_block *blocks;     /* the solution */
+    atf_info info;                /* the solver's report */
     /* Provenance and the run's settings (docs/formats.md "Provenance"); "" / NaN / -1 mean "not
      * recorded" (files of earlier versions, results built in code) and are not written. */
     char problem_fingerprint[ATF_FINGERPRINT_LEN]; /* the fingerprint of the problem solved */

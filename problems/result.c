@@ -141,16 +141,16 @@ atf_result *atfr_new(int nblocks)
     atf_result *res = calloc(1, sizeof *res);
     if (!res)
         return NULL;
-    res->status = ATF_STATUS_SOLVED;
-    res->method = ATF_METHOD_ADMM;
+    res->info.status = ATF_STATUS_SOLVED;
+    res->info.method = ATF_METHOD_ADMM;
     res->structure = ATF_GLOBAL_LAYER;
     /* NaN marks "not computed"; the solver overwrites what it measures. */
-    res->objective = res->primal_residual = res->dual_residual = NAN;
-    res->constraint_residual = res->stationarity = res->ls_residual = NAN;
-    res->loss_value = res->penalty_value = res->pg_residual = res->duality_gap = NAN;
+    res->info.objective = res->info.primal_residual = res->info.dual_residual = NAN;
+    res->info.constraint_residual = res->info.stationarity = res->info.ls_residual = NAN;
+    res->info.loss_value = res->info.penalty_value = res->info.pg_residual = res->info.duality_gap = NAN;
     res->tol = res->eps_abs = res->rho = res->alpha = NAN; /* settings: not recorded */
     res->max_iter = res->reduce = res->adaptive_rho = -1;
-    res->operator_passes = res->inner_iterations = res->fallback_steps = -1; /* not counted */
+    res->info.operator_passes = res->info.inner_iterations = res->info.fallback_steps = -1; /* not counted */
     res->nblocks = nblocks;
     res->blocks = calloc(nblocks > 0 ? (size_t)nblocks : 1, sizeof *res->blocks);
     if (!res->blocks) {

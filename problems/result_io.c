@@ -26,21 +26,21 @@ typedef struct {
 } metric;
 
 static const metric metrics[] = {
-    {"objective", offsetof(atf_result, objective)},
-    {"primal_residual", offsetof(atf_result, primal_residual)},
-    {"dual_residual", offsetof(atf_result, dual_residual)},
-    {"constraint_residual", offsetof(atf_result, constraint_residual)},
-    {"stationarity", offsetof(atf_result, stationarity)},
-    {"solve_seconds", offsetof(atf_result, solve_seconds)},
-    {"ls_residual", offsetof(atf_result, ls_residual)},
-    {"setup_seconds", offsetof(atf_result, setup_seconds)},
-    {"projection_seconds", offsetof(atf_result, projection_seconds)},
-    {"prox_seconds", offsetof(atf_result, prox_seconds)},
-    {"other_seconds", offsetof(atf_result, other_seconds)},
-    {"loss_value", offsetof(atf_result, loss_value)},
-    {"penalty_value", offsetof(atf_result, penalty_value)},
-    {"pg_residual", offsetof(atf_result, pg_residual)},
-    {"duality_gap", offsetof(atf_result, duality_gap)},
+    {"objective", offsetof(atf_result, info.objective)},
+    {"primal_residual", offsetof(atf_result, info.primal_residual)},
+    {"dual_residual", offsetof(atf_result, info.dual_residual)},
+    {"constraint_residual", offsetof(atf_result, info.constraint_residual)},
+    {"stationarity", offsetof(atf_result, info.stationarity)},
+    {"solve_seconds", offsetof(atf_result, info.solve_seconds)},
+    {"ls_residual", offsetof(atf_result, info.ls_residual)},
+    {"setup_seconds", offsetof(atf_result, info.setup_seconds)},
+    {"projection_seconds", offsetof(atf_result, info.projection_seconds)},
+    {"prox_seconds", offsetof(atf_result, info.prox_seconds)},
+    {"other_seconds", offsetof(atf_result, info.other_seconds)},
+    {"loss_value", offsetof(atf_result, info.loss_value)},
+    {"penalty_value", offsetof(atf_result, info.penalty_value)},
+    {"pg_residual", offsetof(atf_result, info.pg_residual)},
+    {"duality_gap", offsetof(atf_result, info.duality_gap)},
 };
 #define NMETRICS (int)(sizeof metrics / sizeof metrics[0])
 #define NREQUIRED 6
@@ -131,13 +131,13 @@ static atf_error validate_block(const char *what, const atf_result_block *rb, ch
 
 static atf_error validate_result(const atf_result *res, const char *what, char *err)
 {
-    if ((int)res->status < 0 || (int)res->status > ATF_STATUS_NUMERICAL_ERROR) {
-        atf_errorf(err, "%s: / attribute 'status': unknown status %d", what, (int)res->status);
+    if ((int)res->info.status < 0 || (int)res->info.status > ATF_STATUS_NUMERICAL_ERROR) {
+        atf_errorf(err, "%s: / attribute 'status': unknown status %d", what, (int)res->info.status);
         return ATF_E_INPUT;
     }
-    if (!strcmp(atf_method_name(res->method), "unknown") || res->method == ATF_METHOD_AUTO) {
+    if (!strcmp(atf_method_name(res->info.method), "unknown") || res->info.method == ATF_METHOD_AUTO) {
         atf_errorf(err, "%s: / attribute 'method': %d is not a method that computes a result",
-                   what, (int)res->method);
+                   what, (int)res->info.method);
         return ATF_E_INPUT;
     }
     if (!strcmp(atf_structure_name(res->structure), "unknown")) {
@@ -145,8 +145,8 @@ static atf_error validate_result(const atf_result *res, const char *what, char *
                    (int)res->structure);
         return ATF_E_INPUT;
     }
-    if (res->iterations < 0) {
-        atf_errorf(err, "%s: / attribute 'iterations': %d is negative", what, res->iterations);
+    if (res->info.iterations < 0) {
+        atf_errorf(err, "%s: / attribute 'iterations': %d is negative", what, res->info.iterations);
         return ATF_E_INPUT;
     }
     if (res->nblocks <= 0 || !res->blocks) {
@@ -205,7 +205,7 @@ static void put_run(h5io_out *o, const atf_result *res)
         const char *name, *value;
     } strings[] = {{"problem_fingerprint", res->problem_fingerprint}, {"loss", res->loss},
                    {"penalty_override", res->penalty_override}, {"command", res->command},
-                   {"method_note", res->method_note}};
+                   {"method_note", res->info.method_note}};
     for (size_t j = 0; j < sizeof strings / sizeof strings[0]; j++)
         if (strings[j].value[0])
             h5io_put_string(o, "/", strings[j].name, strings[j].value);
@@ -221,9 +221,9 @@ static void put_run(h5io_out *o, const atf_result *res)
         const char *name;
         int value;
     } ints[] = {{"max_iter", res->max_iter}, {"reduce", res->reduce},
-                {"adaptive_rho", res->adaptive_rho}, {"operator_passes", res->operator_passes},
-                {"inner_iterations", res->inner_iterations},
-                {"fallback_steps", res->fallback_steps}};
+                {"adaptive_rho", res->adaptive_rho}, {"operator_passes", res->info.operator_passes},
+                {"inner_iterations", res->info.inner_iterations},
+                {"fallback_steps", res->info.fallback_steps}};
     for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
         if (ints[j].value >= 0)
             h5io_put_int(o, "/", ints[j].name, ints[j].value);
@@ -234,10 +234,10 @@ static void put_result(h5io_out *o, const void *ctx)
     const atf_result *res = ctx;
     h5io_put_string(o, "/", "format", RESULT_FORMAT);
     h5io_put_int(o, "/", "version", RESULT_VERSION);
-    h5io_put_string(o, "/", "status", atf_status_name(res->status));
-    h5io_put_string(o, "/", "method", atf_method_name(res->method));
+    h5io_put_string(o, "/", "status", atf_status_name(res->info.status));
+    h5io_put_string(o, "/", "method", atf_method_name(res->info.method));
     h5io_put_string(o, "/", "structure", atf_structure_name(res->structure));
-    h5io_put_int(o, "/", "iterations", res->iterations);
+    h5io_put_int(o, "/", "iterations", res->info.iterations);
     for (int j = 0; j < NMETRICS; j++)
         h5io_put_double(o, "/", metrics[j].name, metric_value(res, j));
     put_run(o, res);
@@ -267,7 +267,7 @@ static atf_error read_header(const h5io_reader *rd, atf_result *res)
         (e = h5io_check_version(rd->f, rd->fname, RESULT_VERSION, rd->err)) ||
         (e = h5io_attr_string(rd->f, rd->fname, "/", "status", status, sizeof status, rd->err)))
         return e;
-    if (atf_status_parse(status, &res->status) != ATF_OK) {
+    if (atf_status_parse(status, &res->info.status) != ATF_OK) {
         atf_errorf(rd->err, "%s: / attribute 'status': unknown status '%s'", rd->fname, status);
         return ATF_E_INPUT;
     }
@@ -278,7 +278,7 @@ static atf_error read_header(const h5io_reader *rd, atf_result *res)
                                  sizeof structure, rd->err)) ||
         (e = h5io_attr_int(rd->f, rd->fname, "/", "iterations", &iterations, rd->err)))
         return e;
-    if (atf_method_parse(method, &res->method) != ATF_OK || res->method == ATF_METHOD_AUTO) {
+    if (atf_method_parse(method, &res->info.method) != ATF_OK || res->info.method == ATF_METHOD_AUTO) {
         atf_errorf(rd->err, "%s: / attribute 'method': '%s' is not admm, lp, baseline, fista, "
                    "irls, newton, alm or cg", rd->fname, method);
         return ATF_E_INPUT;
@@ -293,7 +293,7 @@ static atf_error read_header(const h5io_reader *rd, atf_result *res)
                    (long long)iterations);
         return ATF_E_INPUT;
     }
-    res->iterations = (int)iterations;
+    res->info.iterations = (int)iterations;
     for (int j = 0; j < NMETRICS && !e; j++) {
         if (j >= NREQUIRED && !h5io_attr_exists(rd->f, "/", metrics[j].name))
             continue; /* keeps atfr_new's default */
@@ -333,7 +333,7 @@ static atf_error read_run(const h5io_reader *rd, atf_result *res)
         {"penalty_override", res->penalty_override, sizeof res->penalty_override},
         {"atf_version", res->atf_version, sizeof res->atf_version},
         {"command", res->command, sizeof res->command},
-        {"method_note", res->method_note, sizeof res->method_note}};
+        {"method_note", res->info.method_note, sizeof res->info.method_note}};
     atf_error e = ATF_OK;
     for (size_t j = 0; j < sizeof strings / sizeof strings[0] && !e; j++)
         e = h5io_attr_string_or(rd->f, rd->fname, "/", strings[j].name, "", strings[j].buf,
@@ -353,11 +353,11 @@ static atf_error read_run(const h5io_reader *rd, atf_result *res)
     if (!e)
         e = read_setting_int(rd, "adaptive_rho", &res->adaptive_rho);
     if (!e)
-        e = read_setting_int(rd, "operator_passes", &res->operator_passes);
+        e = read_setting_int(rd, "operator_passes", &res->info.operator_passes);
     if (!e)
-        e = read_setting_int(rd, "inner_iterations", &res->inner_iterations);
+        e = read_setting_int(rd, "inner_iterations", &res->info.inner_iterations);
     if (!e)
-        e = read_setting_int(rd, "fallback_steps", &res->fallback_steps);
+        e = read_setting_int(rd, "fallback_steps", &res->info.fallback_steps);
     return e;
 }
 

@@ -60,11 +60,6 @@ static double dist(const double *a, const double *b, size_t n)
     return big * sqrt(d2);
 }
 
-static FILE *log_stream(const atf_solver *s)
-{
-    return s->set.log ? s->set.log : stderr;
-}
-
 static const char *projection_name(atf_proj_kind k)
 {
     switch (k) {
@@ -78,21 +73,20 @@ static const char *projection_name(atf_proj_kind k)
 
 static void log_header(const atf_solver *s)
 {
-    FILE *f = log_stream(s);
-    fprintf(f, "atf admm: %d blocks, %zu variables (%lld before reduction), %d constraints, "
+    atf_sv_log(s, "atf admm: %d blocks, %zu variables (%lld before reduction), %d constraints, "
                "structure %s\n",
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
-    fprintf(f, "atf admm: projection by %s, rank %d; rho0 %.3e (floor %.3e), alpha %.2f, "
+    atf_sv_log(s, "atf admm: projection by %s, rank %d; rho0 %.3e (floor %.3e), alpha %.2f, "
                "eps_abs %.1e, eps_rel %.1e, max_iter %d\n",
             projection_name(s->proj.kind), s->proj.rank, atf_sv_unscale_rho(s, s->rho0),
             atf_sv_unscale_rho(s, s->rho_min), s->set.alpha, s->set.eps_abs, s->set.eps_rel,
             s->set.max_iter);
-    fprintf(f, "atf admm: equilibrated: %s, variables in units of 2^%d (docs/solver.md §7)\n",
+    atf_sv_log(s, "atf admm: equilibrated: %s, variables in units of 2^%d (docs/solver.md §7)\n",
             s->eq_mode == ATF_EQ_ROWS ? "each row by its own power of two"
                                       : "all rows by one power of two",
             s->var_exp);
-    fprintf(f, "%8s %14s %10s %10s %10s %10s %9s\n", "iter", "objective", "pri res", "dual res",
+    atf_sv_log(s, "%8s %14s %10s %10s %10s %10s %9s\n", "iter", "objective", "pri res", "dual res",
             "constr(Z)", "rho", "time(s)");
 }
 
@@ -102,7 +96,7 @@ static void log_row(atf_solver *s, const admm_state *st)
     double cres = atf_sv_constraint_norm(s, st->z, s->work.r);
     if (s->rnorm > 0.0)
         cres /= s->rnorm;
-    fprintf(log_stream(s), "%8d %14.7e %10.3e %10.3e %10.3e %10.3e %9.3f\n", st->iter,
+    atf_sv_log(s, "%8d %14.7e %10.3e %10.3e %10.3e %10.3e %9.3f\n", st->iter,
             atf_sv_unscale_objective(s, obj), atf_sv_unscale_primal(s, st->pri),
             atf_sv_unscale_dual(s, st->dual), cres, atf_sv_unscale_rho(s, st->rho),
             atf_now() - st->start);
@@ -110,10 +104,9 @@ static void log_row(atf_solver *s, const admm_state *st)
 
 static void log_summary(const atf_solver *s, const atf_result *res, const admm_state *st)
 {
-    fprintf(log_stream(s),
-            "atf admm: %s after %d iterations: pri res %.3e (tol %.3e), dual res %.3e "
+    atf_sv_log(s, "atf admm: %s after %d iterations: pri res %.3e (tol %.3e), dual res %.3e "
             "(tol %.3e), %.3f s (projection %.3f s, prox %.3f s)\n",
-            atf_status_name(res->status), st->iter, atf_sv_unscale_primal(s, st->pri),
+            atf_status_name(res->info.status), st->iter, atf_sv_unscale_primal(s, st->pri),
             atf_sv_unscale_primal(s, st->eps_pri), atf_sv_unscale_dual(s, st->dual),
             atf_sv_unscale_dual(s, st->eps_dual), atf_now() - st->start, s->t.projection,
             s->t.prox);
@@ -296,7 +289,7 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
     const atf_settings *set = &s->set;
     int last_change = 0;
     for (st->iter = 1; st->iter <= set->max_iter; st->iter++) {
-        if (set->interrupt && *set->interrupt) {
+        if (atf_sv_interrupted(s)) {
             st->iter--;
             return ATF_STATUS_INTERRUPTED;
         }
@@ -356,9 +349,9 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         snprintf(s->check, sizeof s->check, "admm: the penalty's curvature ω̃'(σ)/σ at the "
                  "least-squares point is below the range of doubles (singular values too far "
                  "beyond the penalty's scale γ, in any units), so the iteration cannot be run");
-        res->status = ATF_STATUS_NUMERICAL_ERROR;
+        res->info.status = ATF_STATUS_NUMERICAL_ERROR;
         memcpy(x, s->x_ls, n * sizeof *x);
-        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
+        res->info.stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
         goto done;
     }
     memcpy(st.z, s->warm ? s->warm : s->x_ls, n * sizeof *st.z);
@@ -367,17 +360,17 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     initial_dual(s, &st);
     if (s->set.verbose)
         log_header(s);
-    res->status = run(s, &st, x);
-    if (res->status == ATF_STATUS_NUMERICAL_ERROR || !atf_sv_all_finite(x, n)) {
-        res->status = ATF_STATUS_NUMERICAL_ERROR;
+    res->info.status = run(s, &st, x);
+    if (res->info.status == ATF_STATUS_NUMERICAL_ERROR || !atf_sv_all_finite(x, n)) {
+        res->info.status = ATF_STATUS_NUMERICAL_ERROR;
         memcpy(x, s->x_ls, n * sizeof *x); /* never hand out NaN: fall back to a feasible point */
     } else {
         project_timed(s, x, 3); /* polish: feasibility to machine precision */
     }
-    res->iterations = st.iter;
-    res->primal_residual = atf_sv_unscale_primal(s, st.pri);
-    res->dual_residual = atf_sv_unscale_dual(s, st.dual);
-    res->stationarity = res->status == ATF_STATUS_NUMERICAL_ERROR
+    res->info.iterations = st.iter;
+    res->info.primal_residual = atf_sv_unscale_primal(s, st.pri);
+    res->info.dual_residual = atf_sv_unscale_dual(s, st.dual);
+    res->info.stationarity = res->info.status == ATF_STATUS_NUMERICAL_ERROR
                             ? atf_sv_stationarity(s, x, NULL, 0.0)
                             : admm_certificate(s, &st, x);
     if (s->set.verbose)

@@ -38,11 +38,6 @@ typedef struct {
     double start;
 } alm_state;
 
-static FILE *log_stream(const atf_solver *s)
-{
-    return s->set.log ? s->set.log : stderr;
-}
-
 /* ‖v‖ / ‖w‖, 0/0 = 0 and v/0 = ‖v‖ (r = 0: the residual is absolute). */
 static double ratio(double v, double w)
 {
@@ -66,20 +61,19 @@ static double constraint_residual(atf_solver *s, const double *x, alm_state *a)
 
 static void log_header(atf_solver *s, const alm_state *a)
 {
-    FILE *f = log_stream(s);
-    fprintf(f, "atf alm: %d blocks, %zu variables (%lld before reduction), %d rows, structure "
+    atf_sv_log(s, "atf alm: %d blocks, %zu variables (%lld before reduction), %d rows, structure "
                "%s; subproblems by newton\n",
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
-    fprintf(f, "atf alm: sigma0 %.3e (work units), eps_rel %.1e, constraint tolerance %.1e\n",
+    atf_sv_log(s, "atf alm: sigma0 %.3e (work units), eps_rel %.1e, constraint tolerance %.1e\n",
             a->sigma, s->set.eps_rel, ALM_FEAS);
-    fprintf(f, "%5s %14s %11s %11s %11s %10s %7s %8s %9s\n", "outer", "penalty", "constraint",
+    atf_sv_log(s, "%5s %14s %11s %11s %11s %10s %7s %8s %9s\n", "outer", "penalty", "constraint",
             "stationary", "sigma", "inner tol", "newton", "passes", "time(s)");
 }
 
 static void log_row(atf_solver *s, const alm_state *a, double penalty)
 {
-    fprintf(log_stream(s), "%5d %14.7e %11.3e %11.3e %11.3e %10.2e %7d %8ld %9.2f\n", a->outer,
+    atf_sv_log(s, "%5d %14.7e %11.3e %11.3e %11.3e %10.2e %7d %8ld %9.2f\n", a->outer,
             penalty, a->feas, a->stationarity, a->sigma, a->eps_inner, a->newton_steps,
             s->passes, atf_now() - a->start);
 }
@@ -217,19 +211,19 @@ atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
     }
     if (a.outer > s->set.max_iter)
         a.outer = s->set.max_iter;
-    res->status = status;
-    res->iterations = a.outer;
-    res->inner_iterations = atf_newton_cg_steps(nw);
-    res->fallback_steps = atf_newton_fallbacks(nw);
-    res->primal_residual = a.feas;
-    res->dual_residual = NAN;
-    res->stationarity = a.stationarity;
+    res->info.status = status;
+    res->info.iterations = a.outer;
+    res->info.inner_iterations = atf_newton_cg_steps(nw);
+    res->info.fallback_steps = atf_newton_fallbacks(nw);
+    res->info.primal_residual = a.feas;
+    res->info.dual_residual = NAN;
+    res->info.stationarity = a.stationarity;
     s->passes += atf_newton_sketch_passes(nw);
     if (s->set.verbose)
-        fprintf(log_stream(s), "atf alm: %s after %d outer iterations (%d Newton steps, %d CG "
+        atf_sv_log(s, "atf alm: %s after %d outer iterations (%d Newton steps, %d CG "
                                "steps, %ld passes): constraint residual %.3e, stationarity "
                                "%.3e, sigma %.3e, %.2f s\n",
-                atf_status_name(res->status), a.outer, a.newton_steps, res->inner_iterations,
+                atf_status_name(res->info.status), a.outer, a.newton_steps, res->info.inner_iterations,
                 s->passes, a.feas, a.stationarity, a.sigma, atf_now() - a.start);
     atf_newton_free(nw);
     free(u), free(g), free_state(&a);

@@ -5,8 +5,11 @@
  * atf_solver_init (it validates, equilibrates the data by exact powers of two so that units do
  * not matter, reduces factored blocks to their exact subspace cores and factorises the
  * projection once), call atf_solver_solve as often as wanted, then
- * atf_solver_free. The solver never prints unless settings.verbose is set (then it writes an
- * iteration table to settings.log, default stderr). Timings are in the result. */
+ * atf_solver_free. The settings are plain data; what a run is given besides them (where verbose
+ * output goes, a warm start, a stop flag) is an optional atf_hooks. The solver never prints
+ * unless settings.verbose is set (then it passes its iteration table to hooks.log, default
+ * stderr). The solution (the blocks) and the solver's report (atf_info: status, residuals,
+ * certificate, timings) come back in one atf_result as res->blocks and res->info. */
 #ifndef ATF_SOLVER_H
 #define ATF_SOLVER_H
 
@@ -43,19 +46,29 @@ typedef struct {
     int reduce;            /* exact subspace reduction of factored blocks, default 1 */
     int verbose;           /* iteration table on log, default 0 */
     int log_every;         /* table row every k iterations, default 50 */
-    FILE *log;             /* NULL → stderr */
     int baseline;          /* 1: the NTK min-norm interpolant (Theorem 1) instead of problem (16);
                               method AUTO picks the Gram (ATF_METHOD_BASELINE) or CG, default 0 */
     int newton_rank;       /* rank of the Nyström preconditioner of method NEWTON (and of ALM's
                               subproblems), 0 … 2000 (0: none), or −1 (default): auto, rank
                               100 (xent) or 300 (squared) from N = 4 000 examples on, none
                               below (docs/solver.md §15) */
-    const atf_result *warm;/* optional warm start (same block shapes), not owned */
-    volatile sig_atomic_t *interrupt; /* optional flag: when it becomes nonzero the solver stops
-                                         with status interrupted and returns the last iterate */
 } atf_settings;
 
 atf_settings atf_settings_default(void);
+
+/* Where verbose output goes: called with pieces of the iteration table (each ends a line or
+ * continues the previous piece), in the thread that called atf_solver_init/atf_solver_solve. */
+typedef void (*atf_log_fn)(void *ctx, const char *text);
+
+/* What a run is given besides its settings; every member optional (zero/NULL: none), nothing
+ * owned; everything pointed to must outlive the solver. */
+typedef struct {
+    atf_log_fn log;        /* verbose output; NULL → stderr */
+    void *log_ctx;         /* passed to log */
+    const atf_result *warm;/* warm start (same block shapes as the problem) */
+    volatile sig_atomic_t *interrupt; /* when it becomes nonzero the solver stops with status
+                                         interrupted and returns the last iterate */
+} atf_hooks;
 
 typedef struct atf_solver atf_solver;
 
@@ -63,8 +76,8 @@ typedef struct atf_solver atf_solver;
  * combination refused, e.g. lp without diagonal+nuclear, fista with interpolate, admm with a
  * penalized loss), ATF_E_INPUT (also a problem that cannot carry the loss: xent without
  * /labels), ATF_E_NOMEM, ATF_E_NUMERICAL. A penalized loss never forms the M × M Gram. */
-atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_solver **out,
-                          char *err);
+atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,
+                          const atf_hooks *hooks, atf_solver **out, char *err);
 
 /* Solve. The solver owns its result: whenever a result exists it returns ATF_OK and *out
  * receives it (newly allocated, caller frees), WHATEVER its status: solved, infeasible (the
@@ -79,7 +92,8 @@ atf_error atf_solver_solve(atf_solver *solver, atf_result **out, char *err);
 void atf_solver_free(atf_solver *solver);
 
 /* Convenience: init + solve + free (returns as atf_solver_init, then as atf_solver_solve). */
-atf_error atf_solve(const atf_problem *prob, const atf_settings *set, atf_result **out, char *err);
+atf_error atf_solve(const atf_problem *prob, const atf_settings *set, const atf_hooks *hooks,
+                    atf_result **out, char *err);
 
 /* NTK min-norm baseline (Theorem 1): B = Aᵀ(AAᵀ)⁻¹ r, reported with its objective under the
  * blocks' own penalties, its factors, and its certificates. Returns as atf_solve: ATF_OK with

@@ -10,5 +10,5 @@ atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err)
 {
     atf_settings set = atf_settings_default();
     set.method = ATF_METHOD_BASELINE;
-    return atf_solve(prob, &set, out, err);
+    return atf_solve(prob, &set, NULL, out, err);
 }

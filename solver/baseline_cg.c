@@ -81,11 +81,6 @@ static double dot(const double *a, const double *b, size_t n)
     return n ? cblas_ddot((int)n, a, 1, b, 1) : 0.0;
 }
 
-static FILE *log_stream(const atf_solver *s)
-{
-    return s->set.log ? s->set.log : stderr;
-}
-
 /* ---- setup ---- */
 
 void atf_sv_cg_free(atf_sv_cg *c)
@@ -178,11 +173,6 @@ static atf_error ensure_preconditioner(atf_sv_cg *c, char *err)
 
 /* ---- PCG ---- */
 
-static int interrupted(const atf_solver *s)
-{
-    return s->set.interrupt && *s->set.interrupt;
-}
-
 /* ‖b − A'x‖/‖b‖ into tmp (one pass). */
 static double true_residual(atf_sv_cg *c, const pcg_job *job)
 {
@@ -223,15 +213,14 @@ static int inconsistent(atf_sv_cg *c, const pcg_job *job, double beta, int exact
 static void log_header(const atf_sv_cg *c, const pcg_job *job)
 {
     const atf_solver *s = c->s;
-    FILE *f = log_stream(s);
-    fprintf(f, "atf cg: %d rows, %zu variables (%lld before reduction), preconditioner %s",
+    atf_sv_log(s, "atf cg: %d rows, %zu variables (%lld before reduction), preconditioner %s",
             c->M, c->n, (long long)s->n_orig, atf_cg_precond_name(c->pre.kind));
     if (c->pre.k > 0)
-        fprintf(f, " rank %d (residual trace %.1f%%, shift %.2e)", c->pre.k,
+        atf_sv_log(s, " rank %d (residual trace %.1f%%, shift %.2e)", c->pre.k,
                 100.0 * c->pre.trace_res / c->pre.trace0, c->pre.shift);
-    fprintf(f, ", built in %.2f s\natf cg: tol %.1e (relative residual), max %d steps\n",
+    atf_sv_log(s, ", built in %.2f s\natf cg: tol %.1e (relative residual), max %d steps\n",
             c->pre.seconds, job->tol, job->max_steps);
-    fprintf(f, "%8s %12s %12s %9s %9s\n", "step", "rel res", "|x| work", "time(s)", "ETA(s)");
+    atf_sv_log(s, "%8s %12s %12s %9s %9s\n", "step", "rel res", "|x| work", "time(s)", "ETA(s)");
 }
 
 /* A table row; the ETA extrapolates the residual's decay since the previous row. */
@@ -246,7 +235,7 @@ static void log_row(atf_sv_cg *c, const pcg_job *job, int k, double rr, double t
     char eta_text[32] = "        -";
     if (isfinite(eta))
         snprintf(eta_text, sizeof eta_text, "%9.1f", eta);
-    fprintf(log_stream(c->s), "%8d %12.5e %12.5e %9.2f %s\n", k, rr, atf_sv_norm(job->x, c->n),
+    atf_sv_log(c->s, "%8d %12.5e %12.5e %9.2f %s\n", k, rr, atf_sv_norm(job->x, c->n),
             now, eta_text);
     prev[0] = k, prev[1] = rr, prev[2] = now;
 }
@@ -317,7 +306,7 @@ static void pcg_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, doubl
             rep->outcome = ATF_CG_LIMIT;
             return;
         }
-        if (interrupted(c->s)) {
+        if (atf_sv_interrupted(c->s)) {
             rep->outcome = ATF_CG_INTERRUPTED;
             return;
         }
@@ -445,7 +434,7 @@ static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, doub
     int stale = 0, next_confirm = 1;
     lsqr_start(c, job, &st);
     for (int k = 1;; k++) {
-        if (k > job->max_steps || interrupted(c->s)) {
+        if (k > job->max_steps || atf_sv_interrupted(c->s)) {
             rep->outcome = k > job->max_steps ? ATF_CG_LIMIT : ATF_CG_INTERRUPTED;
             return;
         }
@@ -571,16 +560,16 @@ static double certificate(atf_sv_cg *c, const double *x, int max_steps)
 static void method_note(const atf_sv_cg *c, const atf_cg_report *rep, atf_result *res)
 {
     const atf_cg_pre *pre = &c->pre;
-    int len = snprintf(res->method_note, sizeof res->method_note, "cg: %s preconditioner",
+    int len = snprintf(res->info.method_note, sizeof res->info.method_note, "cg: %s preconditioner",
                        atf_cg_precond_name(pre->kind));
-    if (pre->k > 0 && len > 0 && (size_t)len < sizeof res->method_note)
-        len += snprintf(res->method_note + len, sizeof res->method_note - (size_t)len,
+    if (pre->k > 0 && len > 0 && (size_t)len < sizeof res->info.method_note)
+        len += snprintf(res->info.method_note + len, sizeof res->info.method_note - (size_t)len,
                         ", rank %d (randomly pivoted Cholesky, seed %llu), residual trace %.2g%%, "
                         "shift %.2g", pre->k,
                         (unsigned long long)(c->opt.seed ? c->opt.seed : ATF_CG_SEED),
                         100.0 * pre->trace_res / pre->trace0, pre->shift);
-    if (len > 0 && (size_t)len < sizeof res->method_note)
-        snprintf(res->method_note + len, sizeof res->method_note - (size_t)len,
+    if (len > 0 && (size_t)len < sizeof res->info.method_note)
+        snprintf(res->info.method_note + len, sizeof res->info.method_note - (size_t)len,
                  ", built in %.2f s; %d steps + %d for the certificate", pre->seconds,
                  rep->steps, c->total_steps - rep->steps);
 }
@@ -600,20 +589,20 @@ atf_error atf_sv_baseline_cg(atf_solver *s, atf_result *res, double *x, char *er
     const atf_cg_report *rep = &c->last;
     memcpy(s->x_ls, x, s->n * sizeof *x); /* what a fallback would return */
     s->ls_residual = rep->rel_res;
-    res->status = status_of(rep->outcome);
-    res->iterations = rep->steps;
-    res->primal_residual = rep->rel_res;
-    res->dual_residual = 0.0; /* x = A'ᵀλ: the min-norm optimality condition holds exactly */
-    res->stationarity = NAN;
-    if (res->status == ATF_STATUS_SOLVED || res->status == ATF_STATUS_INFEASIBLE)
-        res->stationarity = certificate(c, x, rep->steps > 50 ? 2 * rep->steps : 100);
-    res->inner_iterations = c->total_steps;
-    res->operator_passes = (int)s->passes;
+    res->info.status = status_of(rep->outcome);
+    res->info.iterations = rep->steps;
+    res->info.primal_residual = rep->rel_res;
+    res->info.dual_residual = 0.0; /* x = A'ᵀλ: the min-norm optimality condition holds exactly */
+    res->info.stationarity = NAN;
+    if (res->info.status == ATF_STATUS_SOLVED || res->info.status == ATF_STATUS_INFEASIBLE)
+        res->info.stationarity = certificate(c, x, rep->steps > 50 ? 2 * rep->steps : 100);
+    res->info.inner_iterations = c->total_steps;
+    res->info.operator_passes = (int)s->passes;
     method_note(c, rep, res);
     s->t.projection = atf_now() - t0;
     if (s->set.verbose)
-        fprintf(log_stream(s), "atf cg: %s after %d steps, relative residual %.3e, %ld passes, "
-                               "%.2f s\n", atf_status_name(res->status), rep->steps,
+        atf_sv_log(s, "atf cg: %s after %d steps, relative residual %.3e, %ld passes, "
+                               "%.2f s\n", atf_status_name(res->info.status), rep->steps,
                 rep->rel_res, s->passes, s->t.projection);
     return ATF_OK;
 }
@@ -624,7 +613,7 @@ int atf_sv_cg_status_message(const atf_solver *s, const atf_result *res, char *e
     if (!rep || s->check[0])
         return 0;
     double tol = tolerance(s);
-    switch (res->status) {
+    switch (res->info.status) {
     case ATF_STATUS_INFEASIBLE:
         atf_errorf(err, "cg: the constraints are inconsistent (r is not in the range of A to "
                         "working precision): after %d steps every x with relative residual "

@@ -360,7 +360,7 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
     s->eq_mode = mode;
     int cap = 0, K = scaled_r_exponent(prob->r, E, M);
     if (K == NO_EXP) /* r = 0: the variable unit from the warm start, if any */
-        K = warm_exponent(s->set.warm);
+        K = warm_exponent(s->hooks.warm);
     int k = variable_exponent(prob, K, mode != ATF_EQ_NONE, &cap);
     s->var_exp = k;
     int homogeneous = all_nuclear(prob);

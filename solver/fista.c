@@ -49,11 +49,6 @@ typedef struct {
     double eta_res, eta_time;
 } fista_state;
 
-static FILE *log_stream(const atf_solver *s)
-{
-    return s->set.log ? s->set.log : stderr;
-}
-
 static double objective_units(const atf_solver *s, double v)
 {
     return atf_sv_unscale_objective(s, v);
@@ -63,14 +58,13 @@ static void log_header(atf_solver *s, const atf_loss *loss, const fista_state *s
 {
     char spec[ATF_LOSS_SPECLEN];
     atf_loss_format(loss, spec, sizeof spec);
-    FILE *f = log_stream(s);
-    fprintf(f, "atf fista: loss %s, %d blocks, %zu variables (%lld before reduction), %d rows, "
+    atf_sv_log(s, "atf fista: loss %s, %d blocks, %zu variables (%lld before reduction), %d rows, "
                "structure %s\n",
             spec, s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
-    fprintf(f, "atf fista: first step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
+    atf_sv_log(s, "atf fista: first step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
                "max_iter %d\n", st->t, st->power_iterations, s->set.eps_rel, s->set.max_iter);
-    fprintf(f, "%8s %14s %13s %13s %10s %10s %8s %9s %9s\n", "iter", "objective", "loss",
+    atf_sv_log(s, "%8s %14s %13s %13s %10s %10s %8s %9s %9s\n", "iter", "objective", "loss",
             "penalty", "pg res", "step", "restarts", "time(s)", "ETA(s)");
 }
 
@@ -105,7 +99,7 @@ static void log_row(atf_solver *s, fista_state *st)
         snprintf(etabuf, sizeof etabuf, "%9.1f", eta);
     else
         snprintf(etabuf, sizeof etabuf, "%9s", "?");
-    fprintf(log_stream(s), "%8d %14.7e %13.6e %13.6e %10.3e %10.3e %8d %9.2f %s\n", st->iter,
+    atf_sv_log(s, "%8d %14.7e %13.6e %13.6e %10.3e %10.3e %8d %9.2f %s\n", st->iter,
             objective_units(s, st->F), objective_units(s, st->loss), objective_units(s, st->pen),
             st->res, st->t, st->restarts, now, etabuf);
 }
@@ -217,7 +211,7 @@ int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b)
     memcpy(st.x, b->x, n * sizeof *st.x);
     memcpy(st.zx, b->zx, (size_t)pl->M * sizeof *st.zx);
     int same = -1, moved = 0, it = 0, done = 0;
-    while (it < b->max_iter && !(s->set.interrupt && *s->set.interrupt)) {
+    while (it < b->max_iter && !atf_sv_interrupted(s)) {
         done = iterate(s, pl, &st);
         it++;
         if (done != 0 || support_settled(s, st.x, nv, last, now, &same, &moved, b))
@@ -261,7 +255,7 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
     const atf_settings *set = &s->set;
     st.eta_time = atf_now() - st.start; /* the iterations start here (after the first step) */
     for (st.iter = 1; st.iter <= set->max_iter; st.iter++) {
-        if (set->interrupt && *set->interrupt) {
+        if (atf_sv_interrupted(s)) {
             st.iter--;
             status = ATF_STATUS_INTERRUPTED;
             break;
@@ -286,23 +280,23 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
     }
     atf_pg_certify(s, &pl, st.x, st.zx, st.t, st.F, st.u, st.g, st.w, st.xn, info, res);
     memcpy(x, st.x, n * sizeof *x);
-    res->status = status;
-    res->iterations = st.iter;
-    res->objective = objective_units(s, st.F);
-    res->primal_residual = res->dual_residual = NAN;
+    res->info.status = status;
+    res->info.iterations = st.iter;
+    res->info.objective = objective_units(s, st.F);
+    res->info.primal_residual = res->info.dual_residual = NAN;
     info->loss_value = objective_units(s, st.loss);
     info->penalty_value = objective_units(s, st.pen);
-    info->objective = res->objective;
+    info->objective = res->info.objective;
     info->step = st.t;
     info->iterations = st.iter;
     info->restarts = st.restarts;
     info->backtracks = st.backtracks;
     if (set->verbose)
-        fprintf(log_stream(s), "atf fista: %s after %d iterations: loss %.9e, penalty %.9e, "
+        atf_sv_log(s, "atf fista: %s after %d iterations: loss %.9e, penalty %.9e, "
                                "objective %.9e; pg residual %.3e, stationarity %.3e, duality "
                                "gap %.3e; %d restarts, %d backtracks, %.2f s\n",
                 atf_status_name(status), st.iter, info->loss_value, info->penalty_value,
-                info->objective, info->pg_residual, res->stationarity, info->duality_gap,
+                info->objective, info->pg_residual, res->info.stationarity, info->duality_gap,
                 st.restarts, st.backtracks, atf_now() - st.start);
     free_state(&st);
     atf_pg_loss_free(&pl);

@@ -296,11 +296,6 @@ static double safeguard(atf_solver *s, const double *x, double *xn, double *tria
     return NAN;
 }
 
-static FILE *log_stream(const atf_solver *s)
-{
-    return s->set.log ? s->set.log : stderr;
-}
-
 /* A small step alone does not make a solution: on strongly nonconvex penalties (e.g. `abs` with
  * a tiny scale) IRLS can creep in steps below eps_rel while still far from a stationary point
  * (seen: step 1e-6 at stationarity 0.2). So a small step ends the run only where the
@@ -334,21 +329,21 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
     double F = atf_sv_objective(s, x);
     info->first_objective = atf_sv_unscale_objective(s, F);
     if (s->set.verbose)
-        fprintf(log_stream(s), "atf irls: %d blocks, %zu variables, %d constraints\n%8s %14s "
+        atf_sv_log(s, "atf irls: %d blocks, %zu variables, %d constraints\n%8s %14s "
                                "%10s %9s\n", s->nvars, n, M, "iter", "objective", "rel step",
                 "time(s)");
-    res->status = ATF_STATUS_MAX_ITERATIONS;
+    res->info.status = ATF_STATUS_MAX_ITERATIONS;
     int iter;
     double step = NAN;
     double cert = NAN; /* stationarity of the current x, once computed */
     for (iter = 1; iter <= s->set.max_iter; iter++) {
-        if (s->set.interrupt && *s->set.interrupt) {
+        if (atf_sv_interrupted(s)) {
             iter--;
-            res->status = ATF_STATUS_INTERRUPTED;
+            res->info.status = ATF_STATUS_INTERRUPTED;
             break;
         }
         if (w_step(s, x, xn, K, lambda) != 0) {
-            res->status = ATF_STATUS_NUMERICAL_ERROR;
+            res->info.status = ATF_STATUS_NUMERICAL_ERROR;
             break;
         }
         double Fn = atf_sv_objective(s, xn);
@@ -357,7 +352,7 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
             info->safeguarded++;
             Fn = safeguard(s, x, xn, trial, F);
             if (isnan(Fn)) { /* no decrease along the segment: x is where the method rests */
-                res->status = ATF_STATUS_SOLVED; /* if certified below, else numerical_error */
+                res->info.status = ATF_STATUS_SOLVED; /* if certified below, else numerical_error */
                 step = 0.0;
                 break;
             }
@@ -370,28 +365,28 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
         F = Fn;
         int done = step <= s->set.eps_rel;
         if (s->set.verbose && (done || iter == 1 || iter % s->set.log_every == 0))
-            fprintf(log_stream(s), "%8d %14.7e %10.3e %9.3f\n", iter,
+            atf_sv_log(s, "%8d %14.7e %10.3e %9.3f\n", iter,
                     atf_sv_unscale_objective(s, F), step, atf_now() - start);
         cert = done ? stationarity_at(s, x) : NAN;
         if (done && certified(s, cert)) {
-            res->status = ATF_STATUS_SOLVED;
+            res->info.status = ATF_STATUS_SOLVED;
             break;
         }
     }
     if (iter > s->set.max_iter)
         iter = s->set.max_iter;
-    res->iterations = iter;
-    res->primal_residual = step;
-    res->dual_residual = NAN;
-    res->stationarity = isnan(cert) ? stationarity_at(s, x) : cert;
-    if (res->status == ATF_STATUS_SOLVED && step == 0.0 && !(res->stationarity <= STALL_CERTIFIED))
-        res->status = ATF_STATUS_NUMERICAL_ERROR; /* stalled away from a stationary point */
+    res->info.iterations = iter;
+    res->info.primal_residual = step;
+    res->info.dual_residual = NAN;
+    res->info.stationarity = isnan(cert) ? stationarity_at(s, x) : cert;
+    if (res->info.status == ATF_STATUS_SOLVED && step == 0.0 && !(res->info.stationarity <= STALL_CERTIFIED))
+        res->info.status = ATF_STATUS_NUMERICAL_ERROR; /* stalled away from a stationary point */
     info->iterations = iter;
     info->objective = atf_sv_unscale_objective(s, F);
     if (s->set.verbose)
-        fprintf(log_stream(s), "atf irls: %s after %d iterations, objective %.9e, stationarity "
+        atf_sv_log(s, "atf irls: %s after %d iterations, objective %.9e, stationarity "
                                "%.3e, %d safeguarded steps, %.3f s\n",
-                atf_status_name(res->status), iter, info->objective, res->stationarity,
+                atf_status_name(res->info.status), iter, info->objective, res->info.stationarity,
                 info->safeguarded, atf_now() - start);
 done:
     free(K), free(lambda), free(xn), free(trial);

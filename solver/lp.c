@@ -167,12 +167,12 @@ atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err)
     int rc = glp_simplex(lp, &parm);
 
     int status = glp_get_status(lp);
-    res->iterations = glp_get_it_cnt(lp);
+    res->info.iterations = glp_get_it_cnt(lp);
     if (rc != 0 || (status != GLP_OPT && status != GLP_NOFEAS)) {
         glp_delete_prob(lp);
-        res->status = ATF_STATUS_NUMERICAL_ERROR;
+        res->info.status = ATF_STATUS_NUMERICAL_ERROR;
         memcpy(x, s->x_ls, s->n * sizeof *x);
-        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
+        res->info.stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
         return ATF_OK;
     }
     if (status == GLP_NOFEAS) { /* the LP runs only when r ∈ range(A): a simplex failure */
@@ -180,9 +180,9 @@ atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err)
         snprintf(s->check, sizeof s->check, "method lp: GLPK found no feasible point, but the "
                  "least-squares point satisfies the constraints (relative residual %.3e)",
                  s->ls_residual);
-        res->status = ATF_STATUS_NUMERICAL_ERROR;
+        res->info.status = ATF_STATUS_NUMERICAL_ERROR;
         memcpy(x, s->x_ls, s->n * sizeof *x);
-        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
+        res->info.stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
         return ATF_OK;
     }
     for (int j = 0; j < n; j++)
@@ -203,18 +203,18 @@ atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err)
     double xmax = 0.0;
     for (int j = 0; j < n; j++)
         xmax = fmax(xmax, fabs(x[j]));
-    res->status = ATF_STATUS_SOLVED;
-    res->primal_residual = 0.0;
-    res->dual_residual = 0.0;
-    res->stationarity = atf_sv_stationarity(s, x, y, 1e-12 * xmax);
+    res->info.status = ATF_STATUS_SOLVED;
+    res->info.primal_residual = 0.0;
+    res->info.dual_residual = 0.0;
+    res->info.stationarity = atf_sv_stationarity(s, x, y, 1e-12 * xmax);
     free(y), free(lambda);
-    if (!(res->stationarity <= LP_CERTIFICATE_TOL)) { /* the duals do not prove the vertex optimal */
+    if (!(res->info.stationarity <= LP_CERTIFICATE_TOL)) { /* the duals do not prove the vertex optimal */
         snprintf(s->check, sizeof s->check, "method lp: the GLPK duals do not certify the "
-                 "vertex (stationarity %.3e, tolerance %.0e)", res->stationarity,
+                 "vertex (stationarity %.3e, tolerance %.0e)", res->info.stationarity,
                  LP_CERTIFICATE_TOL);
-        res->status = ATF_STATUS_NUMERICAL_ERROR;
+        res->info.status = ATF_STATUS_NUMERICAL_ERROR;
         memcpy(x, s->x_ls, s->n * sizeof *x);
-        res->stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
+        res->info.stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
     }
     return ATF_OK;
 }

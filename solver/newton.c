@@ -86,11 +86,6 @@ typedef struct {
     int power_iterations;
 } newton_state;
 
-static FILE *log_stream(const atf_solver *s)
-{
-    return s->set.log ? s->set.log : stderr;
-}
-
 static atf_error alloc_state(newton_state *st, size_t n, int M, int nvars)
 {
     size_t bn = (n ? n : 1) * sizeof(double), bm = (size_t)M * sizeof(double);
@@ -156,7 +151,7 @@ static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newt
     memcpy(st->p, st->y, n * sizeof *st->p);
     double rr = dot(st->r, st->y, n);
     int k = 0;
-    while (k < CG_MAX && !(s->set.interrupt && *s->set.interrupt)) {
+    while (k < CG_MAX && !atf_sv_interrupted(s)) {
         hess_vec(s, pl, st, st->p, st->Hp);
         atf_jac_apply(jac, ATF_JAC_LAMBDA, st->p, ATF_JAC_MASK, st->Hp, st->Kp);
         cblas_daxpy((int)n, mu, st->p, 1, st->Kp, 1);
@@ -367,14 +362,13 @@ static void log_header(atf_solver *s, const atf_loss *loss, const newton_state *
 {
     char spec[ATF_LOSS_SPECLEN];
     atf_loss_format(loss, spec, sizeof spec);
-    FILE *f = log_stream(s);
-    fprintf(f, "atf newton: loss %s, %d blocks, %zu variables (%lld before reduction), %d rows, "
+    atf_sv_log(s, "atf newton: loss %s, %d blocks, %zu variables (%lld before reduction), %d rows, "
                "structure %s\n",
             spec, s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
-    fprintf(f, "atf newton: prox step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
+    atf_sv_log(s, "atf newton: prox step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
                "max_iter %d\n", st->t, st->power_iterations, s->set.eps_rel, s->set.max_iter);
-    fprintf(f, "%6s %14s %13s %13s %10s %6s %8s %8s %9s\n", "iter", "objective", "loss",
+    atf_sv_log(s, "%6s %14s %13s %13s %10s %6s %8s %8s %9s\n", "iter", "objective", "loss",
             "penalty", "pg res", "cg", "step", "passes", "time(s)");
 }
 
@@ -387,7 +381,7 @@ static void log_row(atf_solver *s, const newton_state *st)
         snprintf(step, sizeof step, "%.3g", st->alpha);
     else
         snprintf(step, sizeof step, "pg");
-    fprintf(log_stream(s), "%6d %14.7e %13.6e %13.6e %10.3e %6d %8s %8ld %9.2f\n", st->iter,
+    atf_sv_log(s, "%6d %14.7e %13.6e %13.6e %10.3e %6d %8s %8ld %9.2f\n", st->iter,
             atf_sv_unscale_objective(s, st->F), atf_sv_unscale_objective(s, st->loss),
             atf_sv_unscale_objective(s, st->pen), st->res, st->cg_last, step, s->passes,
             atf_now() - st->start);
@@ -517,7 +511,7 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
             return ATF_STATUS_SOLVED;
         if (isnan(st->res))
             return ATF_STATUS_NUMERICAL_ERROR;
-        if (set->interrupt && *set->interrupt)
+        if (atf_sv_interrupted(s))
             return ATF_STATUS_INTERRUPTED;
         if (it >= max_iter)
             break;
@@ -564,20 +558,20 @@ long atf_newton_sketch_passes(const atf_newton *nw)
 static void report(atf_solver *s, const newton_state *st, const atf_pg_info *info,
                    atf_status status, atf_result *res)
 {
-    res->status = status;
-    res->iterations = st->iter;
-    res->objective = atf_sv_unscale_objective(s, st->F);
-    res->primal_residual = res->dual_residual = NAN;
-    res->inner_iterations = st->cg_total;
-    res->fallback_steps = st->fallbacks;
+    res->info.status = status;
+    res->info.iterations = st->iter;
+    res->info.objective = atf_sv_unscale_objective(s, st->F);
+    res->info.primal_residual = res->info.dual_residual = NAN;
+    res->info.inner_iterations = st->cg_total;
+    res->info.fallback_steps = st->fallbacks;
     if (s->set.verbose)
-        fprintf(log_stream(s), "atf newton: %s after %d Newton steps (%d CG steps, %d "
+        atf_sv_log(s, "atf newton: %s after %d Newton steps (%d CG steps, %d "
                                "proximal-gradient fallbacks, %ld passes): loss %.9e, penalty "
                                "%.9e, objective %.9e; pg residual %.3e, stationarity %.3e, "
                                "duality gap %.3e, %.2f s\n",
                 atf_status_name(status), st->iter, st->cg_total, st->fallbacks, s->passes,
                 info->loss_value, info->penalty_value, info->objective, info->pg_residual,
-                res->stationarity, info->duality_gap, atf_now() - st->start);
+                res->info.stationarity, info->duality_gap, atf_now() - st->start);
 }
 
 atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,

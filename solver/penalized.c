@@ -102,6 +102,6 @@ void atf_pg_certify(atf_solver *s, atf_pg_loss *pl, const double *x, const doubl
     for (size_t i = 0; i < n; i++)
         w[i] = -g[i];
     double tau = 1e-9 * atf_sv_norm(x, n);
-    res->stationarity = atf_sv_stationarity(s, x, w, tau);
+    res->info.stationarity = atf_sv_stationarity(s, x, w, tau);
     info->duality_gap = atf_pg_duality_gap(s, pl, u, g, F);
 }

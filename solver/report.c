@@ -41,43 +41,43 @@ json_t *atf_result_json_object(const atf_result *res)
     json_t *o = json_object();
     if (!o)
         return NULL;
-    json_object_set_new(o, "status", atf_json_text(atf_status_name(res->status)));
-    json_object_set_new(o, "method", json_string(atf_method_name(res->method)));
+    json_object_set_new(o, "status", atf_json_text(atf_status_name(res->info.status)));
+    json_object_set_new(o, "method", json_string(atf_method_name(res->info.method)));
     json_object_set_new(o, "structure", json_string(atf_structure_name(res->structure)));
     json_object_set_new(o, "loss", res->loss[0] ? atf_json_text(res->loss) : json_null());
-    json_object_set_new(o, "iterations", json_integer(res->iterations));
+    json_object_set_new(o, "iterations", json_integer(res->info.iterations));
     const struct {
         const char *key;
         double v;
     } fields[] = {
-        {"objective", res->objective},
-        {"loss_value", res->loss_value},
-        {"penalty_value", res->penalty_value},
-        {"primal_residual", res->primal_residual},
-        {"dual_residual", res->dual_residual},
-        {"constraint_residual", res->constraint_residual},
-        {"stationarity", res->stationarity},
-        {"pg_residual", res->pg_residual},
-        {"duality_gap", res->duality_gap},
-        {"ls_residual", res->ls_residual},
-        {"seconds", res->solve_seconds},
-        {"setup_seconds", res->setup_seconds},
-        {"projection_seconds", res->projection_seconds},
-        {"prox_seconds", res->prox_seconds},
-        {"other_seconds", res->other_seconds},
+        {"objective", res->info.objective},
+        {"loss_value", res->info.loss_value},
+        {"penalty_value", res->info.penalty_value},
+        {"primal_residual", res->info.primal_residual},
+        {"dual_residual", res->info.dual_residual},
+        {"constraint_residual", res->info.constraint_residual},
+        {"stationarity", res->info.stationarity},
+        {"pg_residual", res->info.pg_residual},
+        {"duality_gap", res->info.duality_gap},
+        {"ls_residual", res->info.ls_residual},
+        {"seconds", res->info.solve_seconds},
+        {"setup_seconds", res->info.setup_seconds},
+        {"projection_seconds", res->info.projection_seconds},
+        {"prox_seconds", res->info.prox_seconds},
+        {"other_seconds", res->info.other_seconds},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         json_object_set_new(o, fields[i].key, atf_json_number(fields[i].v));
     const struct {
         const char *key;
         int v;
-    } counts[] = {{"operator_passes", res->operator_passes},
-                  {"inner_iterations", res->inner_iterations},
-                  {"fallback_steps", res->fallback_steps}};
+    } counts[] = {{"operator_passes", res->info.operator_passes},
+                  {"inner_iterations", res->info.inner_iterations},
+                  {"fallback_steps", res->info.fallback_steps}};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) /* -1: not counted */
         json_object_set_new(o, counts[i].key,
                             counts[i].v >= 0 ? json_integer(counts[i].v) : json_null());
-    json_object_set_new(o, "method_note", atf_json_text(res->method_note));
+    json_object_set_new(o, "method_note", atf_json_text(res->info.method_note));
     if (res->problem_fingerprint[0])
         json_object_set_new(o, "problem_fingerprint", atf_json_text(res->problem_fingerprint));
     return o;
@@ -144,31 +144,31 @@ int atf_result_summary(const atf_result *res, char *buf, size_t len)
                      "  constraint residual %.3e, stationarity %.3e, primal %.3e, dual %.3e, "
                      "least-squares residual %.3e\n"
                      "  time %.3f s (setup %.3f, projection %.3f, prox/SVD %.3f, other %.3f)\n",
-                     atf_status_name(res->status), atf_method_name(res->method),
-                     atf_structure_name(res->structure), res->iterations,
-                     res->objective, res->constraint_residual, res->stationarity,
-                     res->primal_residual, res->dual_residual, res->ls_residual,
-                     res->solve_seconds, res->setup_seconds, res->projection_seconds,
-                     res->prox_seconds, res->other_seconds));
-    if (!isnan(res->loss_value)) /* a penalized loss: its parts and FISTA's certificates */
+                     atf_status_name(res->info.status), atf_method_name(res->info.method),
+                     atf_structure_name(res->structure), res->info.iterations,
+                     res->info.objective, res->info.constraint_residual, res->info.stationarity,
+                     res->info.primal_residual, res->info.dual_residual, res->info.ls_residual,
+                     res->info.solve_seconds, res->info.setup_seconds, res->info.projection_seconds,
+                     res->info.prox_seconds, res->info.other_seconds));
+    if (!isnan(res->info.loss_value)) /* a penalized loss: its parts and FISTA's certificates */
         add(&k, snprintf(at(&k), room(&k),
                          "  loss %s: loss %.10g + penalty %.10g = objective %.10g\n"
                          "  proximal-gradient residual %.3e, duality gap %.3e\n",
-                         res->loss[0] ? res->loss : "?", res->loss_value, res->penalty_value,
-                         res->objective, res->pg_residual, res->duality_gap));
-    if (res->operator_passes >= 0)
+                         res->loss[0] ? res->loss : "?", res->info.loss_value, res->info.penalty_value,
+                         res->info.objective, res->info.pg_residual, res->info.duality_gap));
+    if (res->info.operator_passes >= 0)
         add(&k, snprintf(at(&k), room(&k), "  work: %d passes over the data (A or Aᵀ)%s",
-                         res->operator_passes, res->inner_iterations >= 0 ? "" : "\n"));
-    if (res->operator_passes >= 0 && res->inner_iterations >= 0)
+                         res->info.operator_passes, res->info.inner_iterations >= 0 ? "" : "\n"));
+    if (res->info.operator_passes >= 0 && res->info.inner_iterations >= 0)
         add(&k, snprintf(at(&k), room(&k), ", %d CG steps, %d fallback steps\n",
-                         res->inner_iterations, res->fallback_steps));
-    if (res->method_note[0])
-        add(&k, snprintf(at(&k), room(&k), "  note: %s\n", res->method_note));
-    if (res->status == ATF_STATUS_SOLVED && res->method == ATF_METHOD_ADMM &&
-        res->stationarity > SUMMARY_CERTIFICATE_NOTE)
+                         res->info.inner_iterations, res->info.fallback_steps));
+    if (res->info.method_note[0])
+        add(&k, snprintf(at(&k), room(&k), "  note: %s\n", res->info.method_note));
+    if (res->info.status == ATF_STATUS_SOLVED && res->info.method == ATF_METHOD_ADMM &&
+        res->info.stationarity > SUMMARY_CERTIFICATE_NOTE)
         add(&k, snprintf(at(&k), room(&k),
                          "  note: stationarity %.1e is large: the point is not yet stationary; "
                          "tighten the relative tolerance eps_rel (docs/solver.md §6)\n",
-                         res->stationarity));
+                         res->info.stationarity));
     return (int)k.used;
 }

@@ -1,6 +1,8 @@
 /* settings.c — defaults and validation of atf_settings, and small shared helpers. */
 #include <cblas.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 #include "solver_internal.h"
 
@@ -19,18 +21,15 @@ atf_settings atf_settings_default(void)
         .reduce = 1,
         .verbose = 0,
         .log_every = 50,
-        .log = NULL,
         .baseline = 0,
         .newton_rank = -1,
-        .warm = NULL,
-        .interrupt = NULL,
     };
     return s;
 }
 
 /* Interpolation is solved by admm, lp, baseline, irls, alm or cg; a penalized loss by newton or
  * fista; auto by whichever atf_solver_init picks. */
-static atf_error check_method_loss(const atf_settings *set, char *err)
+static atf_error check_method_loss(const atf_settings *set, const atf_hooks *hooks, char *err)
 {
     const atf_loss *loss = &set->loss;
     if (loss->kind != ATF_LOSS_INTERPOLATE && loss->kind != ATF_LOSS_SQUARED &&
@@ -54,7 +53,7 @@ static atf_error check_method_loss(const atf_settings *set, char *err)
                         "interpolate", atf_method_name(set->method));
         return ATF_E_USAGE;
     case ATF_METHOD_IRLS:
-        if (set->warm) { /* its monotone path starts at the minimum-norm interpolant */
+        if (hooks && hooks->warm) { /* its monotone path starts at the minimum-norm interpolant */
             atf_errorf(err, "settings: method irls starts from the minimum-norm interpolant and "
                             "takes no warm start");
             return ATF_E_USAGE;
@@ -77,7 +76,7 @@ static atf_error check_method_loss(const atf_settings *set, char *err)
     return ATF_E_USAGE;
 }
 
-atf_error atf_sv_settings_check(const atf_settings *set, char *err)
+atf_error atf_sv_settings_check(const atf_settings *set, const atf_hooks *hooks, char *err)
 {
     if (set->baseline && set->method != ATF_METHOD_AUTO && set->method != ATF_METHOD_BASELINE &&
         set->method != ATF_METHOD_CG) {
@@ -85,7 +84,7 @@ atf_error atf_sv_settings_check(const atf_settings *set, char *err)
                         "not %s", atf_method_name(set->method));
         return ATF_E_USAGE;
     }
-    atf_error e = check_method_loss(set, err);
+    atf_error e = check_method_loss(set, hooks, err);
     if (e != ATF_OK)
         return e;
     if (set->structure != ATF_GLOBAL_LAYER && set->structure != ATF_GLOBAL_DIAGONAL &&
@@ -121,6 +120,24 @@ atf_error atf_sv_settings_check(const atf_settings *set, char *err)
         return ATF_E_USAGE;
     }
     return ATF_OK;
+}
+
+void atf_sv_log(const atf_solver *s, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (s->hooks.log)
+        s->hooks.log(s->hooks.log_ctx, line);
+    else
+        fputs(line, stderr);
+}
+
+int atf_sv_interrupted(const atf_solver *s)
+{
+    return s->hooks.interrupt && *s->hooks.interrupt;
 }
 
 double atf_sv_norm(const double *x, size_t n)

@@ -24,7 +24,7 @@
  * the same blocks, in the same order, with the same shapes. */
 static atf_error map_warm_start(atf_solver *s, char *err)
 {
-    const atf_result *warm = s->set.warm;
+    const atf_result *warm = s->hooks.warm;
     atf_error e = atf_result_check(warm, s->prob, "warm start", NULL, err);
     if (e != ATF_OK)
         return e;
@@ -159,7 +159,7 @@ static atf_error setup(atf_solver *s, char *err)
         release_build(s);
         e = build(s, ATF_EQ_COMMON, err);
     }
-    if (e == ATF_OK && s->set.warm)
+    if (e == ATF_OK && s->hooks.warm)
         e = map_warm_start(s, err);
     if (e == ATF_OK && s->set.method == ATF_METHOD_ADMM)
         atf_sv_rho_init(s);
@@ -188,8 +188,8 @@ static void resolve_auto(atf_solver *s)
     snprintf(s->note, sizeof s->note, "auto: %s: %s", why, gram ? "admm" : "alm");
 }
 
-atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_solver **out,
-                          char *err)
+atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,
+                          const atf_hooks *hooks, atf_solver **out, char *err)
 {
     double t0 = atf_now();
     if (!out || !prob) {
@@ -198,7 +198,7 @@ atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_
     }
     *out = NULL;
     atf_settings settings = set ? *set : atf_settings_default();
-    atf_error e = atf_sv_settings_check(&settings, err);
+    atf_error e = atf_sv_settings_check(&settings, hooks, err);
     if (e != ATF_OK)
         return e;
     e = atf_problem_validate(prob, "problem", err);
@@ -211,6 +211,8 @@ atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set, atf_
     }
     s->prob = prob;
     s->set = settings;
+    if (hooks)
+        s->hooks = *hooks;
     s->requested = settings.method;
     if (s->set.method == ATF_METHOD_AUTO)
         resolve_auto(s);
@@ -237,12 +239,12 @@ void atf_solver_free(atf_solver *s)
 static void least_squares_result(atf_solver *s, atf_result *res, double *x, atf_status status)
 {
     memcpy(x, s->x_ls, s->n * sizeof *x);
-    res->status = status;
-    res->iterations = 0;
-    res->primal_residual = 0.0;
-    res->dual_residual = 0.0;
+    res->info.status = status;
+    res->info.iterations = 0;
+    res->info.primal_residual = 0.0;
+    res->info.dual_residual = 0.0;
     double xn = s->n ? cblas_dnrm2((int)s->n, x, 1) : 0.0;
-    res->stationarity = atf_sv_stationarity(s, x, NULL, 1e-12 * xn);
+    res->info.stationarity = atf_sv_stationarity(s, x, NULL, 1e-12 * xn);
 }
 
 /* The result's blocks from the stacked x (expanded out of the cores), then objective,
@@ -266,25 +268,25 @@ static atf_error finish(atf_solver *s, atf_result *res, const double *x, char *e
         }
         atf_sv_unscale(s, Bs[l], (size_t)prob->blocks[l].rows * (size_t)prob->blocks[l].cols);
     }
-    res->penalty_value = atf_sv_unscale_objective(s, atf_sv_objective(s, x));
-    res->objective = res->penalty_value;
+    res->info.penalty_value = atf_sv_unscale_objective(s, atf_sv_objective(s, x));
+    res->info.objective = res->info.penalty_value;
     atf_problem_residual(prob, Bs, resid);
     double cres = cblas_dnrm2(prob->M, resid, 1), rnorm = cblas_dnrm2(prob->M, prob->r, 1);
-    res->constraint_residual = rnorm > 0.0 ? cres / rnorm : cres;
-    if (res->status == ATF_STATUS_SOLVED && !penalized(s) && rnorm > 0.0 &&
-        !(res->constraint_residual <= 1e-6)) {
+    res->info.constraint_residual = rnorm > 0.0 ? cres / rnorm : cres;
+    if (res->info.status == ATF_STATUS_SOLVED && !penalized(s) && rnorm > 0.0 &&
+        !(res->info.constraint_residual <= 1e-6)) {
         /* the work units held the answer, the problem's units cannot (e.g. B ~ 1e-460) */
         snprintf(s->check, sizeof s->check, "the answer is not representable in the problem's "
-                 "units (relative constraint residual %.3e there)", res->constraint_residual);
-        res->status = ATF_STATUS_NUMERICAL_ERROR;
+                 "units (relative constraint residual %.3e there)", res->info.constraint_residual);
+        res->info.status = ATF_STATUS_NUMERICAL_ERROR;
     }
-    res->ls_residual = s->ls_residual;
+    res->info.ls_residual = s->ls_residual;
     if (penalized(s)) { /* the loss of the answer, on the problem's own data and units */
         for (int m = 0; m < prob->M; m++)
             resid[m] += prob->r[m]; /* A vec B */
-        res->loss_value = atf_loss_value(&s->set.loss, prob->N, prob->C, resid, prob->r,
+        res->info.loss_value = atf_loss_value(&s->set.loss, prob->N, prob->C, resid, prob->r,
                                          prob->f0, prob->labels, NULL);
-        res->objective = res->loss_value + res->penalty_value;
+        res->info.objective = res->info.loss_value + res->info.penalty_value;
     }
     free(Bs), free(resid);
     return atf_result_factors(res, prob, err);
@@ -300,25 +302,25 @@ static const char *fallback_name(const atf_solver *s)
 /* The fallback point in place of an answer that failed, with status numerical_error. */
 static void fall_back(atf_solver *s, atf_result *res, double *x)
 {
-    int iterations = res->iterations;
+    int iterations = res->info.iterations;
     if (penalized(s)) {
         memset(x, 0, s->n * sizeof *x);
-        res->status = ATF_STATUS_NUMERICAL_ERROR;
-        res->stationarity = res->pg_residual = res->duality_gap = NAN;
+        res->info.status = ATF_STATUS_NUMERICAL_ERROR;
+        res->info.stationarity = res->info.pg_residual = res->info.duality_gap = NAN;
     } else {
         least_squares_result(s, res, x, ATF_STATUS_NUMERICAL_ERROR);
     }
-    res->iterations = iterations;
+    res->info.iterations = iterations;
 }
 
 /* A penalized answer has no constraint to check; it must be finite and carry a finite
  * proximal-gradient residual (its certificate). */
 static void check_penalized_answer(atf_solver *s, atf_result *res, double *x)
 {
-    if (atf_sv_all_finite(x, s->n) && isfinite(res->pg_residual) && !isnan(res->stationarity))
+    if (atf_sv_all_finite(x, s->n) && isfinite(res->info.pg_residual) && !isnan(res->info.stationarity))
         return;
     snprintf(s->check, sizeof s->check, "%s returned a point without a finite certificate",
-             atf_method_name(res->method));
+             atf_method_name(res->info.method));
     fall_back(s, res, x);
 }
 
@@ -326,7 +328,7 @@ static void check_penalized_answer(atf_solver *s, atf_result *res, double *x)
  * finite certificate: its residual is measured again on the (equilibrated) data it solved. */
 static void check_answer(atf_solver *s, atf_result *res, double *x)
 {
-    if (res->status != ATF_STATUS_SOLVED)
+    if (res->info.status != ATF_STATUS_SOLVED)
         return;
     if (penalized(s)) {
         check_penalized_answer(s, res, x);
@@ -338,10 +340,10 @@ static void check_answer(atf_solver *s, atf_result *res, double *x)
     double tol = fmax(ANSWER_RESIDUAL_TOL, s->proj.feas_tol);
     if (!(cres <= tol))
         snprintf(s->check, sizeof s->check, "%s returned a point with relative constraint "
-                 "residual %.3e (tolerance %.1e)", atf_method_name(res->method), cres, tol);
-    else if (!atf_sv_all_finite(x, s->n) || isnan(res->stationarity))
+                 "residual %.3e (tolerance %.1e)", atf_method_name(res->info.method), cres, tol);
+    else if (!atf_sv_all_finite(x, s->n) || isnan(res->info.stationarity))
         snprintf(s->check, sizeof s->check, "%s returned a point without a finite certificate",
-                 atf_method_name(res->method));
+                 atf_method_name(res->info.method));
     else
         return;
     fall_back(s, res, x);
@@ -356,8 +358,8 @@ static atf_error run_fista(atf_solver *s, atf_result *res, double *x, char *err)
         memset(x, 0, s->n * sizeof *x);
     atf_pg_info info;
     atf_error e = atf_sv_fista(s, &s->set.loss, res, x, &info, err);
-    res->pg_residual = info.pg_residual;
-    res->duality_gap = info.duality_gap;
+    res->info.pg_residual = info.pg_residual;
+    res->info.duality_gap = info.duality_gap;
     return e;
 }
 
@@ -372,13 +374,13 @@ static atf_error run_newton(atf_solver *s, atf_result *res, double *x, char *err
     atf_pg_info info;
     int gave_up = 0;
     atf_error e = atf_sv_newton(s, &s->set.loss, res, x, &info, &gave_up, err);
-    res->pg_residual = info.pg_residual;
-    res->duality_gap = info.duality_gap;
+    res->info.pg_residual = info.pg_residual;
+    res->info.duality_gap = info.duality_gap;
     if (e != ATF_OK || !gave_up)
         return e;
-    int steps = res->iterations, cg = res->inner_iterations, fallbacks = res->fallback_steps;
-    size_t used = strlen(res->method_note);
-    snprintf(res->method_note + used, sizeof res->method_note - used,
+    int steps = res->info.iterations, cg = res->info.inner_iterations, fallbacks = res->info.fallback_steps;
+    size_t used = strlen(res->info.method_note);
+    snprintf(res->info.method_note + used, sizeof res->info.method_note - used,
              "%snewton: the line search failed %d times in a row after %d steps (pg residual "
              "%.2e): fista continued from there", used ? "; " : "", fallbacks, steps,
              info.pg_residual);
@@ -386,11 +388,11 @@ static atf_error run_newton(atf_solver *s, atf_result *res, double *x, char *err
     s->set.max_iter = budget - steps > 1 ? budget - steps : 1;
     e = atf_sv_fista(s, &s->set.loss, res, x, &info, err);
     s->set.max_iter = budget;
-    res->pg_residual = info.pg_residual;
-    res->duality_gap = info.duality_gap;
-    res->iterations += steps;
-    res->inner_iterations = cg;
-    res->fallback_steps = fallbacks;
+    res->info.pg_residual = info.pg_residual;
+    res->info.duality_gap = info.duality_gap;
+    res->info.iterations += steps;
+    res->info.inner_iterations = cg;
+    res->info.fallback_steps = fallbacks;
     return e;
 }
 
@@ -430,9 +432,9 @@ static int matrix_free(atf_method m)
 
 static void status_message(const atf_solver *s, const atf_result *res, char *err)
 {
-    if (res->method == ATF_METHOD_CG && atf_sv_cg_status_message(s, res, err))
+    if (res->info.method == ATF_METHOD_CG && atf_sv_cg_status_message(s, res, err))
         return;
-    switch (res->status) {
+    switch (res->info.status) {
     case ATF_STATUS_SOLVED: break;
     case ATF_STATUS_INFEASIBLE:
         atf_errorf(err, "the constraints are inconsistent (r is not in the range of A): relative "
@@ -440,21 +442,21 @@ static void status_message(const atf_solver *s, const atf_result *res, char *err
                         "least-squares point is returned", s->ls_residual, s->proj.feas_tol);
         break;
     case ATF_STATUS_MAX_ITERATIONS:
-        if (res->method == ATF_METHOD_FISTA)
+        if (res->info.method == ATF_METHOD_FISTA)
             atf_errorf(err, "fista stopped at the iteration limit %d (pg residual %.3e); the "
-                            "last iterate is returned", res->iterations, res->pg_residual);
-        else if (res->method == ATF_METHOD_IRLS)
+                            "last iterate is returned", res->info.iterations, res->info.pg_residual);
+        else if (res->info.method == ATF_METHOD_IRLS)
             atf_errorf(err, "irls stopped at the iteration limit %d (relative step %.3e); the "
-                            "last iterate is returned", res->iterations, res->primal_residual);
+                            "last iterate is returned", res->info.iterations, res->info.primal_residual);
         else
             atf_errorf(err, "%s stopped at the iteration limit %d (primal residual %.3e, dual "
                             "residual %.3e); the last iterate is returned",
-                       atf_method_name(res->method), res->iterations, res->primal_residual,
-                       res->dual_residual);
+                       atf_method_name(res->info.method), res->info.iterations, res->info.primal_residual,
+                       res->info.dual_residual);
         break;
     case ATF_STATUS_INTERRUPTED:
         atf_errorf(err, "%s interrupted after %d iterations; the last iterate is returned",
-                   atf_method_name(res->method), res->iterations);
+                   atf_method_name(res->info.method), res->info.iterations);
         break;
     case ATF_STATUS_NUMERICAL_ERROR:
         if (s->check[0]) {
@@ -462,10 +464,10 @@ static void status_message(const atf_solver *s, const atf_result *res, char *err
             break;
         }
         atf_errorf(err, "%s broke down numerically after %d iterations; %s is returned",
-                   atf_method_name(res->method), res->iterations,
-                   res->method == ATF_METHOD_FISTA || res->method == ATF_METHOD_NEWTON
+                   atf_method_name(res->info.method), res->info.iterations,
+                   res->info.method == ATF_METHOD_FISTA || res->info.method == ATF_METHOD_NEWTON
                        ? "the last finite iterate (or B = 0)"
-                   : res->method == ATF_METHOD_IRLS ? "the last iterate"
+                   : res->info.method == ATF_METHOD_IRLS ? "the last iterate"
                                                     : "the least-squares point");
         break;
     }
@@ -487,15 +489,15 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
         atf_errorf(err, "solver: out of memory for the result");
         return ATF_E_NOMEM;
     }
-    res->method = s->set.method;
+    res->info.method = s->set.method;
     res->structure = s->set.structure;
-    snprintf(res->method_note, sizeof res->method_note, "%s", s->note);
+    snprintf(res->info.method_note, sizeof res->info.method_note, "%s", s->note);
     atf_loss_format(&s->set.loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
     s->check[0] = '\0';
     s->passes = 0;
     atf_error e = run_method(s, res, x, err);
-    if (matrix_free(res->method))
-        res->operator_passes = s->passes > INT_MAX ? INT_MAX : (int)s->passes;
+    if (matrix_free(res->info.method))
+        res->info.operator_passes = s->passes > INT_MAX ? INT_MAX : (int)s->passes;
     if (e == ATF_OK) {
         check_answer(s, res, x);
         e = finish(s, res, x, err);
@@ -505,24 +507,24 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
         atf_result_free(res);
         return e;
     }
-    res->setup_seconds = s->t.setup;
-    res->projection_seconds = s->t.projection;
-    res->prox_seconds = s->t.prox;
-    res->solve_seconds = s->t.setup + (atf_now() - t0);
-    res->other_seconds = fmax(0.0, res->solve_seconds - res->setup_seconds -
-                                        res->projection_seconds - res->prox_seconds);
+    res->info.setup_seconds = s->t.setup;
+    res->info.projection_seconds = s->t.projection;
+    res->info.prox_seconds = s->t.prox;
+    res->info.solve_seconds = s->t.setup + (atf_now() - t0);
+    res->info.other_seconds = fmax(0.0, res->info.solve_seconds - res->info.setup_seconds -
+                                        res->info.projection_seconds - res->info.prox_seconds);
     *out = res;
     status_message(s, res, err);
     return ATF_OK;
 }
 
-atf_error atf_solve(const atf_problem *prob, const atf_settings *set, atf_result **out,
-                    char *err)
+atf_error atf_solve(const atf_problem *prob, const atf_settings *set, const atf_hooks *hooks,
+                    atf_result **out, char *err)
 {
     atf_solver *s = NULL;
     if (out)
         *out = NULL;
-    atf_error e = atf_solver_init(prob, set, &s, err);
+    atf_error e = atf_solver_init(prob, set, hooks, &s, err);
     if (e != ATF_OK)
         return e;
     e = atf_solver_solve(s, out, err);

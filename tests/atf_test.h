@@ -66,6 +66,12 @@ static inline void atf_test_fail(const char *file, int line, const char *fmt, ..
             atf_test_fail(__FILE__, __LINE__, __VA_ARGS__);                                    \
     } while (0)
 
+/* A solver log hook (atf_hooks.log) writing to the FILE* passed as its context. */
+static inline void atf_test_log_to(void *stream, const char *text)
+{
+    fputs(text, (FILE *)stream);
+}
+
 /* The summary line on stdout; the process exit code. */
 static inline int atf_test_finish(const char *name)
 {

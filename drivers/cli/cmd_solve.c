@@ -275,11 +275,9 @@ static int run(const char *cmd, solve_args *a)
         code = atf_cli_fail(cmd, e, err);
         goto done;
     }
-    a->set.warm = warm;
-    a->set.verbose = !a->quiet;
-    a->set.log = stderr;
-    a->set.interrupt = atf_cli_interrupt_flag();
-    e = atf_solver_init(prob, &a->set, &solver, err);
+    a->set.verbose = !a->quiet; /* the iteration table on stderr */
+    atf_hooks hooks = {.warm = warm, .interrupt = atf_cli_interrupt_flag()};
+    e = atf_solver_init(prob, &a->set, &hooks, &solver, err);
     if (e) {
         char msg[ATF_ERRLEN + 64];
         snprintf(msg, sizeof msg, "%s: %s", a->problem, err);
@@ -291,12 +289,12 @@ static int run(const char *cmd, solve_args *a)
         code = atf_cli_fail(cmd, e, err);
         goto done;
     }
-    if (res->status == ATF_STATUS_NUMERICAL_ERROR) { /* exit 1 writes nothing: an existing
+    if (res->info.status == ATF_STATUS_NUMERICAL_ERROR) { /* exit 1 writes nothing: an existing
                                                        output stays */
         char msg[ATF_ERRLEN + 4200];
         snprintf(msg, sizeof msg, "%s: %s; %s not written", a->problem, err, a->output);
         fprintf(stderr, "atf %s: %s\n", cmd, msg);
-        code = atf_cli_status_exit_code(res->status);
+        code = atf_cli_status_exit_code(res->info.status);
         goto done;
     }
     char werr[ATF_ERRLEN] = "";
@@ -306,10 +304,10 @@ static int run(const char *cmd, solve_args *a)
         code = atf_cli_fail(cmd, we, werr);
         goto done;
     }
-    if (res->status != ATF_STATUS_SOLVED) /* err explains the status */
+    if (res->info.status != ATF_STATUS_SOLVED) /* err explains the status */
         fprintf(stderr, "atf %s: %s: %s\n", cmd, a->problem, err);
     report(a, res);
-    code = atf_cli_status_exit_code(res->status);
+    code = atf_cli_status_exit_code(res->info.status);
 done:
     atf_result_free(res);
     atf_solver_free(solver);

@@ -231,7 +231,7 @@ static atf_error solve_problem16(const align_args *a, target_run *t, char *err)
 {
     atf_result *base = NULL, *res = NULL;
     atf_error e = atf_baseline(t->prob, &base, err);
-    if (!e && (t->base_status = base->status) != ATF_STATUS_SOLVED) {
+    if (!e && (t->base_status = base->info.status) != ATF_STATUS_SOLVED) {
         atf_result_free(base); /* no interpolant: nothing to compare (err says why) */
         return ATF_OK;
     }
@@ -249,15 +249,15 @@ static atf_error solve_problem16(const align_args *a, target_run *t, char *err)
     atf_settings set = atf_settings_default();
     set.eps_rel = a->tol;
     set.max_iter = a->max_iter;
-    set.interrupt = a->io.interrupt;
+    atf_hooks hooks = {.interrupt = a->io.interrupt};
     double t0 = atf_now();
-    e = atf_solve(t->prob, &set, &res, err);
+    e = atf_solve(t->prob, &set, &hooks, &res, err);
     t->p16_seconds = atf_now() - t0;
-    if (res && res->status != ATF_STATUS_INTERRUPTED) {
+    if (res && res->info.status != ATF_STATUS_INTERRUPTED) {
         /* any other status is a result; an iteration limit is reported in the summary */
-        snprintf(t->p16_status, sizeof t->p16_status, "%s", atf_status_name(res->status));
-        t->p16_iterations = res->iterations;
-        t->p16_stationarity = res->stationarity;
+        snprintf(t->p16_status, sizeof t->p16_status, "%s", atf_status_name(res->info.status));
+        t->p16_iterations = res->info.iterations;
+        t->p16_stationarity = res->info.stationarity;
         e = atf_result_test_metrics(t->prob, res, &t->test_p16, err);
         if (!e)
             e = adapted_kernels(t, res, err);

@@ -445,8 +445,8 @@ static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
     pt.n = n;
     pt.seed = seed;
     atf_error e = build_point(s, &pt, err);
-    if (!e && pt.base && pt.base->status != ATF_STATUS_SOLVED) /* no interpolant */
-        s->status = pt.base->status;
+    if (!e && pt.base && pt.base->info.status != ATF_STATUS_SOLVED) /* no interpolant */
+        s->status = pt.base->info.status;
     else if (!e)
         e = run_models(s, &pt, ms, nm, err);
     free_point(&pt);

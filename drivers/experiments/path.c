@@ -383,7 +383,13 @@ static const atf_result *warm_start(path_state *s, double lambda, char *from, si
     return s->warm;
 }
 
-static atf_settings path_settings(const path_state *s, double lambda, const atf_result *warm)
+/* The solver's verbose output onto the progress stream. */
+static void log_to_stream(void *stream, const char *text)
+{
+    fputs(text, stream);
+}
+
+static atf_settings path_settings(const path_state *s, double lambda)
 {
     const atf_path_config *cfg = s->cfg;
     atf_settings set = atf_settings_default();
@@ -391,10 +397,7 @@ static atf_settings path_settings(const path_state *s, double lambda, const atf_
     set.method = cfg->method; /* auto unless asked: the solver picks the method */
     set.eps_rel = cfg->tol;
     set.max_iter = cfg->max_iter;
-    set.warm = warm;
-    set.interrupt = cfg->io.interrupt;
     set.verbose = cfg->verbose && cfg->io.progress;
-    set.log = cfg->io.progress;
     return set;
 }
 
@@ -407,19 +410,19 @@ static void fill_row(atf_row *row, const path_state *s, const char *key, double 
     atf_row_str(row, "key", key);
     atf_row_num(row, "lambda", lambda);
     atf_row_str(row, "loss", res->loss);
-    atf_row_str(row, "status", atf_status_name(res->status));
-    atf_row_str(row, "method", atf_method_name(res->method));
-    atf_row_num(row, "objective", res->objective);
-    atf_row_num(row, "loss_value", res->loss_value);
-    atf_row_num(row, "penalty_value", res->penalty_value);
-    atf_row_num(row, "pg_residual", res->pg_residual);
-    atf_row_num(row, "duality_gap", res->duality_gap);
-    atf_row_num(row, "stationarity", res->stationarity);
-    atf_row_int(row, "iterations", res->iterations);
-    atf_row_int(row, "operator_passes", res->operator_passes);
+    atf_row_str(row, "status", atf_status_name(res->info.status));
+    atf_row_str(row, "method", atf_method_name(res->info.method));
+    atf_row_num(row, "objective", res->info.objective);
+    atf_row_num(row, "loss_value", res->info.loss_value);
+    atf_row_num(row, "penalty_value", res->info.penalty_value);
+    atf_row_num(row, "pg_residual", res->info.pg_residual);
+    atf_row_num(row, "duality_gap", res->info.duality_gap);
+    atf_row_num(row, "stationarity", res->info.stationarity);
+    atf_row_int(row, "iterations", res->info.iterations);
+    atf_row_int(row, "operator_passes", res->info.operator_passes);
     atf_row_num(row, "seconds", secs[0]);
     atf_row_num(row, "cpu_seconds", secs[1]);
-    atf_row_num(row, "setup_seconds", res->setup_seconds);
+    atf_row_num(row, "setup_seconds", res->info.setup_seconds);
     atf_row_num(row, "train_error", m->train.error);
     atf_row_num(row, "train_xent", m->train.xent);
     atf_row_num(row, "val_error", m->val.error);
@@ -447,7 +450,7 @@ static atf_error write_result(path_state *s, atf_result *res, const atf_settings
 {
     char path[1100];
     snprintf(name, len, "-");
-    if (res->status != ATF_STATUS_SOLVED && res->status != ATF_STATUS_MAX_ITERATIONS)
+    if (res->info.status != ATF_STATUS_SOLVED && res->info.status != ATF_STATUS_MAX_ITERATIONS)
         return ATF_OK;
     char file[64];
     snprintf(file, sizeof file, "lambda-%d.h5", atf_rowstore_count(s->store));
@@ -494,13 +497,16 @@ static atf_error run_lambda(path_state *s, double lambda, atf_row *row, char *er
 {
     char key[32], from[32], file[64];
     atf_path_key(lambda, key, sizeof key);
-    atf_settings set = path_settings(s, lambda, warm_start(s, lambda, from, sizeof from));
+    atf_settings set = path_settings(s, lambda);
+    atf_hooks hooks = {.log = log_to_stream, .log_ctx = s->cfg->io.progress,
+                       .warm = warm_start(s, lambda, from, sizeof from),
+                       .interrupt = s->cfg->io.interrupt};
     atf_result *res = NULL;
     double t0 = atf_now();
     clock_t c0 = clock();
-    atf_error e = atf_solve(s->fit, &set, &res, err);
+    atf_error e = atf_solve(s->fit, &set, &hooks, &res, err);
     double secs[2] = {atf_now() - t0, (double)(clock() - c0) / CLOCKS_PER_SEC};
-    if (e || res->status == ATF_STATUS_INTERRUPTED) {
+    if (e || res->info.status == ATF_STATUS_INTERRUPTED) {
         atf_result_free(res);
         return e;
     }

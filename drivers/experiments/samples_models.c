@@ -30,12 +30,12 @@ static atf_error record_solution(samples_state *s, const point *pt, const atf_re
     atf_row row;
     samples_base_row(&row, pt->n, pt->seed, method, penalty);
     atf_row_str(&row, "loss", res->loss[0] ? res->loss : "interpolate");
-    atf_row_str(&row, "status", atf_status_name(res->status));
+    atf_row_str(&row, "status", atf_status_name(res->info.status));
     score_fields(&row, &tm);
-    atf_row_num(&row, "train_residual", res->constraint_residual);
-    atf_row_int(&row, "iterations", res->iterations);
-    atf_row_num(&row, "objective", res->objective);
-    atf_row_num(&row, "stationarity", res->stationarity);
+    atf_row_num(&row, "train_residual", res->info.constraint_residual);
+    atf_row_int(&row, "iterations", res->info.iterations);
+    atf_row_num(&row, "objective", res->info.objective);
+    atf_row_num(&row, "stationarity", res->info.stationarity);
     atf_row_num(&row, "seconds", secs);
     return samples_append(s, &row, err);
 }
@@ -70,17 +70,17 @@ atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *er
     set.loss = p16_loss(cfg, m->kind); /* the method: auto, resolved by the solver */
     set.max_iter = cfg->max_iter;
     set.eps_rel = cfg->tol;
-    set.interrupt = s->io->interrupt;
+    atf_hooks hooks = {.interrupt = s->io->interrupt};
     atf_result *res = NULL;
     double t0 = atf_now();
-    e = atf_solve(pt->prob, &set, &res, err);
+    e = atf_solve(pt->prob, &set, &hooks, &res, err);
     double secs = atf_now() - t0;
-    if (res && res->status == ATF_STATUS_INTERRUPTED)
+    if (res && res->info.status == ATF_STATUS_INTERRUPTED)
         e = ATF_OK; /* not recorded: a re-run solves it again */
     else if (res) /* any status is a result worth a row (an iteration limit included) */
         e = record_solution(s, pt, res, m->name, spec, secs, err);
     atf_result **keep = &pt->p16[m->kind == KIND_P16_XENT];
-    if (!e && res && !*keep && res->status != ATF_STATUS_INTERRUPTED) {
+    if (!e && res && !*keep && res->info.status != ATF_STATUS_INTERRUPTED) {
         *keep = res; /* the first solution of its kind stays for the SGD models' cosine */
         res = NULL;
     }

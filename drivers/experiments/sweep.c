@@ -269,21 +269,21 @@ static void fill_row(atf_row *row, const atf_sweep_config *cfg, const atf_proble
     atf_row_str(row, "penalty", run->spec);
     if (cfg->loss.kind != ATF_LOSS_INTERPOLATE) { /* interpolation tables keep their columns */
         atf_row_str(row, "loss", res->loss[0] ? res->loss : "interpolate");
-        atf_row_num(row, "loss_value", res->loss_value);
-        atf_row_num(row, "penalty_value", res->penalty_value);
+        atf_row_num(row, "loss_value", res->info.loss_value);
+        atf_row_num(row, "penalty_value", res->info.penalty_value);
     }
     atf_row_str(row, "family", run->family);
     atf_row_num(row, "p", run->p);
     atf_row_str(row, "scale", run->scale[0] ? run->scale : "nan");
     atf_row_num(row, "gamma", gamma);
-    atf_row_str(row, "status", atf_status_name(res->status));
-    atf_row_num(row, "objective", res->objective);
-    atf_row_int(row, "iterations", res->iterations);
+    atf_row_str(row, "status", atf_status_name(res->info.status));
+    atf_row_num(row, "objective", res->info.objective);
+    atf_row_int(row, "iterations", res->info.iterations);
     atf_row_num(row, "seconds", seconds);
-    atf_row_num(row, "primal_residual", res->primal_residual);
-    atf_row_num(row, "dual_residual", res->dual_residual);
-    atf_row_num(row, "constraint_residual", res->constraint_residual);
-    atf_row_num(row, "stationarity", res->stationarity);
+    atf_row_num(row, "primal_residual", res->info.primal_residual);
+    atf_row_num(row, "dual_residual", res->info.dual_residual);
+    atf_row_num(row, "constraint_residual", res->info.constraint_residual);
+    atf_row_num(row, "stationarity", res->info.stationarity);
     atf_row_num(row, "test_error", tm->error);
     atf_row_num(row, "test_rel_mse", tm->rel_mse);
     atf_row_num(row, "align_label", al->label);
@@ -487,8 +487,8 @@ static atf_error run_baseline(sweep_state *s, char *err)
     atf_error e = atf_baseline(s->prob, &res, err);
     if (e)
         return e;
-    if (res->status != ATF_STATUS_SOLVED) { /* infeasible: so is every run (err says why) */
-        s->status = res->status;
+    if (res->info.status != ATF_STATUS_SOLVED) { /* infeasible: so is every run (err says why) */
+        s->status = res->info.status;
         atf_result_free(res);
         return ATF_OK;
     }
@@ -528,10 +528,9 @@ static atf_error solve_run(sweep_state *s, const sweep_run *run, double *gamma,
     set.structure = run->structure;
     set.eps_rel = s->cfg->tol;
     set.max_iter = s->cfg->max_iter;
-    set.interrupt = s->cfg->io.interrupt;
-    set.warm = s->warm[run->structure];
+    atf_hooks hooks = {.warm = s->warm[run->structure], .interrupt = s->cfg->io.interrupt};
     double t0 = atf_now();
-    e = atf_solve(s->prob, &set, res, err);
+    e = atf_solve(s->prob, &set, &hooks, res, err);
     *secs = atf_now() - t0;
     return *res ? ATF_OK : e; /* any status is a result; its status goes into the row */
 }
@@ -539,7 +538,7 @@ static atf_error solve_run(sweep_state *s, const sweep_run *run, double *gamma,
 /* Keep a solved (or iteration-limited) result as the next warm start of its structure. */
 static void keep_warm(sweep_state *s, const sweep_run *run, atf_result *res)
 {
-    if (res->status == ATF_STATUS_SOLVED || res->status == ATF_STATUS_MAX_ITERATIONS) {
+    if (res->info.status == ATF_STATUS_SOLVED || res->info.status == ATF_STATUS_MAX_ITERATIONS) {
         atf_result_free(s->warm[run->structure]);
         s->warm[run->structure] = res;
     } else {
@@ -552,7 +551,7 @@ static atf_error run_one(sweep_state *s, const sweep_run *run, char *err)
     double gamma = NAN, secs = 0.0;
     atf_result *res = NULL;
     atf_error e = solve_run(s, run, &gamma, &res, &secs, err);
-    if (e || res->status == ATF_STATUS_INTERRUPTED) { /* an interrupted run is not recorded */
+    if (e || res->info.status == ATF_STATUS_INTERRUPTED) { /* an interrupted run is not recorded */
         atf_result_free(res);
         return e;
     }

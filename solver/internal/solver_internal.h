@@ -86,6 +86,7 @@ struct atf_solver {
     int obj_exp;             /* objective = 2^obj_exp × the work problem's (2·var_exp, or
                                 var_exp when every block is nuclear: homogeneous of degree 1) */
     atf_settings set;        /* set.method is the method that runs (auto resolved) */
+    atf_hooks hooks;         /* the caller's log, warm start and stop flag (zeroed: none) */
     atf_method requested;    /* the method asked for (may be ATF_METHOD_AUTO) */
     char note[256];          /* why this method (auto), copied into every result */
     int nvars;
@@ -117,7 +118,11 @@ struct atf_solver {
 };
 
 /* ---- settings.c ---- */
-atf_error atf_sv_settings_check(const atf_settings *set, char *err);
+atf_error atf_sv_settings_check(const atf_settings *set, const atf_hooks *hooks, char *err);
+/* Verbose output: formats and passes the text to hooks.log (stderr without one). */
+void atf_sv_log(const atf_solver *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether the caller's stop flag is raised. */
+int atf_sv_interrupted(const atf_solver *s);
 
 /* ---- small helpers (settings.c) ---- */
 /* Euclidean norm of n values (0 for n = 0). */

@@ -61,18 +61,18 @@ static void solve_with(const atf_problem *p, atf_method method, const char *name
     atf_settings set = atf_settings_default();
     set.method = method;
     atf_result *res = NULL;
-    atf_error e = atf_solve(p, &set, &res, err);
+    atf_error e = atf_solve(p, &set, NULL, &res, err);
     if (e != ATF_OK) {
         fprintf(stderr, "%s: %s: %s\n", name, atf_error_name(e), err);
         check(0, name);
         return;
     }
-    check(res->status == ATF_STATUS_SOLVED, "status solved");
-    check(res->method == method && !strcmp(atf_method_name(res->method), name), "method");
+    check(res->info.status == ATF_STATUS_SOLVED, "status solved");
+    check(res->info.method == method && !strcmp(atf_method_name(res->info.method), name), "method");
     check(res->structure == ATF_GLOBAL_LAYER, "structure layer");
     const double *B = res->blocks[0].B;
     check(fabs(B[0] - 1.0) < 1e-6 && fabs(B[1] - 2.0) < 1e-6, "B = (1, 2)");
-    printf("%s: %s, B = (%.9f, %.9f)\n", name, atf_status_name(res->status), B[0], B[1]);
+    printf("%s: %s, B = (%.9f, %.9f)\n", name, atf_status_name(res->info.status), B[0], B[1]);
     atf_result_free(res);
 }
 

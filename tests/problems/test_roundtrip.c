@@ -330,20 +330,20 @@ static void check_spectral(const atf_result_block *rb, const atf_penalty *pen)
 
 static void compare_results(const atf_result *a, const atf_result *b)
 {
-    CHECK(a->status == b->status && a->method == b->method && a->structure == b->structure &&
-              a->iterations == b->iterations,
+    CHECK(a->info.status == b->info.status && a->info.method == b->info.method && a->structure == b->structure &&
+              a->info.iterations == b->info.iterations,
           "result header differs");
-    CHECK(same_bits(&a->objective, &b->objective, sizeof(double)) &&
-              same_bits(&a->primal_residual, &b->primal_residual, sizeof(double)) &&
-              same_bits(&a->dual_residual, &b->dual_residual, sizeof(double)) &&
-              same_bits(&a->constraint_residual, &b->constraint_residual, sizeof(double)) &&
-              same_bits(&a->stationarity, &b->stationarity, sizeof(double)) &&
-              same_bits(&a->ls_residual, &b->ls_residual, sizeof(double)) &&
-              same_bits(&a->solve_seconds, &b->solve_seconds, sizeof(double)) &&
-              same_bits(&a->setup_seconds, &b->setup_seconds, sizeof(double)) &&
-              same_bits(&a->projection_seconds, &b->projection_seconds, sizeof(double)) &&
-              same_bits(&a->prox_seconds, &b->prox_seconds, sizeof(double)) &&
-              same_bits(&a->other_seconds, &b->other_seconds, sizeof(double)),
+    CHECK(same_bits(&a->info.objective, &b->info.objective, sizeof(double)) &&
+              same_bits(&a->info.primal_residual, &b->info.primal_residual, sizeof(double)) &&
+              same_bits(&a->info.dual_residual, &b->info.dual_residual, sizeof(double)) &&
+              same_bits(&a->info.constraint_residual, &b->info.constraint_residual, sizeof(double)) &&
+              same_bits(&a->info.stationarity, &b->info.stationarity, sizeof(double)) &&
+              same_bits(&a->info.ls_residual, &b->info.ls_residual, sizeof(double)) &&
+              same_bits(&a->info.solve_seconds, &b->info.solve_seconds, sizeof(double)) &&
+              same_bits(&a->info.setup_seconds, &b->info.setup_seconds, sizeof(double)) &&
+              same_bits(&a->info.projection_seconds, &b->info.projection_seconds, sizeof(double)) &&
+              same_bits(&a->info.prox_seconds, &b->info.prox_seconds, sizeof(double)) &&
+              same_bits(&a->info.other_seconds, &b->info.other_seconds, sizeof(double)),
           "result metrics differ");
     CHECK(a->nblocks == b->nblocks, "nblocks");
     for (int l = 0; l < a->nblocks && l < b->nblocks; l++) {
@@ -376,15 +376,15 @@ static void test_results(const char *dir)
     for (int l = 0; l < res->nblocks; l++)
         for (int j = 0; j < res->blocks[l].rows * res->blocks[l].cols; j++)
             res->blocks[l].B[j] = 3 * atf_test_symmetric(&rng);
-    res->status = ATF_STATUS_MAX_ITERATIONS;
-    res->method = ATF_METHOD_LP;
-    res->iterations = 123;
-    res->objective = 1.25;
-    res->primal_residual = 1e-9;
-    res->dual_residual = 2e-9;
-    res->constraint_residual = 3e-15;
-    res->stationarity = 4e-7;
-    res->solve_seconds = 0.5; /* ls_residual stays NaN: "not computed" must round-trip */
+    res->info.status = ATF_STATUS_MAX_ITERATIONS;
+    res->info.method = ATF_METHOD_LP;
+    res->info.iterations = 123;
+    res->info.objective = 1.25;
+    res->info.primal_residual = 1e-9;
+    res->info.dual_residual = 2e-9;
+    res->info.constraint_residual = 3e-15;
+    res->info.stationarity = 4e-7;
+    res->info.solve_seconds = 0.5; /* ls_residual stays NaN: "not computed" must round-trip */
     CHECK(atf_result_factors(res, p, err) == ATF_OK, "factors: %s", err);
     check_spectral(&res->blocks[0], &p->blocks[0].penalty);
     check_spectral(&res->blocks[1], &p->blocks[1].penalty);
@@ -398,7 +398,7 @@ static void test_results(const char *dir)
     CHECK(atf_result_read(path, &back, err) == ATF_OK, "read result: %s", err);
     if (back) {
         compare_results(res, back);
-        CHECK(isnan(back->ls_residual), "NaN metric lost");
+        CHECK(isnan(back->info.ls_residual), "NaN metric lost");
         CHECK(atf_result_check(back, p, "back", NULL, err) == ATF_OK, "check: %s", err);
     }
     atf_result_free(back);
@@ -570,7 +570,7 @@ static void test_fingerprints(const char *dir)
     atf_result *res = q ? atf_result_alloc(q) : NULL;
     CHECK(res && !strcmp(res->problem_fingerprint, fp0), "result without the fingerprint");
     if (res) {
-        res->method = ATF_METHOD_ADMM;
+        res->info.method = ATF_METHOD_ADMM;
         snprintf(res->loss, sizeof res->loss, "interpolate");
         snprintf(res->penalty_override, sizeof res->penalty_override, "pow:p=1.5,scale=2");
         res->tol = 1e-7;

@@ -49,17 +49,20 @@ static void result(void)
     OFF(atf_result_block, layout); OFF(atf_result_block, k); OFF(atf_result_block, d);
     OFF(atf_result_block, s1); OFF(atf_result_block, sigma); OFF(atf_result_block, s2);
     OFF(atf_result_block, U); OFF(atf_result_block, V);
+    SIZE(atf_info);
+    OFF(atf_info, status); OFF(atf_info, method);
+    OFF(atf_info, objective); OFF(atf_info, iterations); OFF(atf_info, primal_residual);
+    OFF(atf_info, dual_residual); OFF(atf_info, constraint_residual);
+    OFF(atf_info, stationarity); OFF(atf_info, ls_residual); OFF(atf_info, loss_value);
+    OFF(atf_info, penalty_value); OFF(atf_info, pg_residual); OFF(atf_info, duality_gap);
+    OFF(atf_info, operator_passes); OFF(atf_info, inner_iterations);
+    OFF(atf_info, fallback_steps); OFF(atf_info, method_note);
+    OFF(atf_info, solve_seconds); OFF(atf_info, setup_seconds);
+    OFF(atf_info, projection_seconds); OFF(atf_info, prox_seconds);
+    OFF(atf_info, other_seconds);
     SIZE(atf_result);
-    OFF(atf_result, status); OFF(atf_result, method); OFF(atf_result, structure);
-    OFF(atf_result, objective); OFF(atf_result, iterations); OFF(atf_result, primal_residual);
-    OFF(atf_result, dual_residual); OFF(atf_result, constraint_residual);
-    OFF(atf_result, stationarity); OFF(atf_result, ls_residual); OFF(atf_result, loss_value);
-    OFF(atf_result, penalty_value); OFF(atf_result, pg_residual); OFF(atf_result, duality_gap);
-    OFF(atf_result, operator_passes); OFF(atf_result, inner_iterations);
-    OFF(atf_result, fallback_steps); OFF(atf_result, method_note);
-    OFF(atf_result, solve_seconds); OFF(atf_result, setup_seconds);
-    OFF(atf_result, projection_seconds); OFF(atf_result, prox_seconds);
-    OFF(atf_result, other_seconds); OFF(atf_result, nblocks); OFF(atf_result, blocks);
+    OFF(atf_result, structure); OFF(atf_result, nblocks); OFF(atf_result, blocks);
+    OFF(atf_result, info);
     OFF(atf_result, problem_fingerprint); OFF(atf_result, loss);
     OFF(atf_result, penalty_override); OFF(atf_result, tol); OFF(atf_result, eps_abs);
     OFF(atf_result, rho); OFF(atf_result, alpha); OFF(atf_result, max_iter);
@@ -76,9 +79,10 @@ static void settings(void)
     OFF(atf_settings, max_iter); OFF(atf_settings, eps_abs); OFF(atf_settings, eps_rel);
     OFF(atf_settings, alpha); OFF(atf_settings, rho); OFF(atf_settings, adaptive_rho);
     OFF(atf_settings, reduce); OFF(atf_settings, verbose); OFF(atf_settings, log_every);
-    OFF(atf_settings, log); OFF(atf_settings, baseline);
-    OFF(atf_settings, newton_rank); OFF(atf_settings, warm);
-    OFF(atf_settings, interrupt);
+    OFF(atf_settings, baseline); OFF(atf_settings, newton_rank);
+    SIZE(atf_hooks);
+    OFF(atf_hooks, log); OFF(atf_hooks, log_ctx); OFF(atf_hooks, warm);
+    OFF(atf_hooks, interrupt);
     printf("sig_atomic_t %zu\n", sizeof(sig_atomic_t));
 }
 

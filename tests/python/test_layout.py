@@ -10,7 +10,8 @@ import atf_env
 
 MIRROR = {"atf_omega": _lib.Omega, "atf_penalty": _lib.PenaltyC, "atf_block": _lib.BlockC,
           "atf_provenance": _lib.ProvenanceC, "atf_problem": _lib.ProblemC,
-          "atf_result_block": _lib.ResultBlockC, "atf_result": _lib.ResultC,
+          "atf_result_block": _lib.ResultBlockC, "atf_info": _lib.InfoC,
+          "atf_result": _lib.ResultC, "atf_hooks": _lib.HooksC,
           "atf_loss": _lib.LossC, "atf_settings": _lib.SettingsC,
           "atf_jac_block": _lib.JacBlockC, "atf_jacobian": _lib.JacobianC}
 RENAMED = {"lambda": "lambda_"}  # a Python keyword

@@ -34,21 +34,21 @@ int main(int argc, char **argv)
     set.eps_rel = argc > 4 ? atof(argv[4]) : 1e-9;
     set.max_iter = 100000;
     atf_result *res = NULL;
-    e = atf_solve(p, &set, &res, err);
+    e = atf_solve(p, &set, NULL, &res, err);
     if (e) {
         fprintf(stderr, "%s\n", err);
         atf_problem_free(p);
         return 1;
     }
     json_t *o = json_object(), *blocks = json_object();
-    json_object_set_new(o, "status", json_string(atf_status_name(res->status)));
-    json_object_set_new(o, "objective", json_real(res->objective));
-    json_object_set_new(o, "loss", json_real(res->loss_value));
-    json_object_set_new(o, "penalty", json_real(res->penalty_value));
-    json_object_set_new(o, "pg_residual", json_real(res->pg_residual));
-    json_object_set_new(o, "duality_gap", atf_json_number(res->duality_gap));
-    json_object_set_new(o, "stationarity", atf_json_number(res->stationarity));
-    json_object_set_new(o, "iterations", json_integer(res->iterations));
+    json_object_set_new(o, "status", json_string(atf_status_name(res->info.status)));
+    json_object_set_new(o, "objective", json_real(res->info.objective));
+    json_object_set_new(o, "loss", json_real(res->info.loss_value));
+    json_object_set_new(o, "penalty", json_real(res->info.penalty_value));
+    json_object_set_new(o, "pg_residual", json_real(res->info.pg_residual));
+    json_object_set_new(o, "duality_gap", atf_json_number(res->info.duality_gap));
+    json_object_set_new(o, "stationarity", atf_json_number(res->info.stationarity));
+    json_object_set_new(o, "iterations", json_integer(res->info.iterations));
     for (int l = 0; l < res->nblocks; l++) {
         json_t *B = json_array();
         for (int j = 0; j < res->blocks[l].rows * res->blocks[l].cols; j++)
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     printf("%s\n", line);
     free(line);
     json_decref(o);
-    atf_status res_status = res->status;
+    atf_status res_status = res->info.status;
     if (res_status != ATF_STATUS_SOLVED)
         fprintf(stderr, "%s\n", err);
     atf_result_free(res);

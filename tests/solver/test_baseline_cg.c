@@ -125,10 +125,10 @@ static atf_result *solve(const atf_problem *p, const atf_cg_options *opt, double
         set.eps_rel = eps;
     if (max_iter > 0)
         set.max_iter = max_iter;
-    set.interrupt = flag;
+    atf_hooks hooks = {.interrupt = flag};
     atf_solver *s = NULL;
     atf_result *res = NULL;
-    atf_error e = atf_solver_init(p, &set, &s, err);
+    atf_error e = atf_solver_init(p, &set, &hooks, &s, err);
     if (!e && opt)
         e = atf_sv_cg_configure(s, opt, err);
     if (!e)
@@ -150,7 +150,7 @@ static double b_diff(const atf_result *a, const atf_result *ref)
 
 static int result_finite(const atf_result *r)
 {
-    if (!isfinite(r->objective) || !isfinite(r->constraint_residual))
+    if (!isfinite(r->info.objective) || !isfinite(r->info.constraint_residual))
         return 0;
     for (int l = 0; l < r->nblocks; l++)
         for (int j = 0; j < r->blocks[l].rows * r->blocks[l].cols; j++)
@@ -174,7 +174,7 @@ static void check_against_gram(const char *name, const atf_problem *p)
 {
     char err[ATF_ERRLEN];
     atf_result *ref = solve(p, NULL, 0.0, 0, NULL, err);
-    CHECK(ref && ref->status == ATF_STATUS_SOLVED, "%s: gram: %s", name, ref ? "" : err);
+    CHECK(ref && ref->info.status == ATF_STATUS_SOLVED, "%s: gram: %s", name, ref ? "" : err);
     if (!ref)
         return;
     for (int i = 0; i < NPRE; i++) {
@@ -183,35 +183,35 @@ static void check_against_gram(const char *name, const atf_problem *p)
         CHECK(r != NULL, "%s %s: %s", name, pn, err);
         if (!r)
             continue;
-        CHECK(r->status == ATF_STATUS_SOLVED && r->method == ATF_METHOD_CG, "%s %s: status %s",
-              name, pn, atf_status_name(r->status));
+        CHECK(r->info.status == ATF_STATUS_SOLVED && r->info.method == ATF_METHOD_CG, "%s %s: status %s",
+              name, pn, atf_status_name(r->info.status));
         CHECK(b_diff(r, ref) < 1e-8, "%s %s: B differs from the Gram's by %.3e", name, pn,
               b_diff(r, ref));
-        CHECK(rel_diff(r->objective, ref->objective) < 1e-9, "%s %s: objective %.15g vs %.15g",
-              name, pn, r->objective, ref->objective);
-        CHECK(r->constraint_residual < 1e-10, "%s %s: constraint residual %.3e", name, pn,
-              r->constraint_residual);
+        CHECK(rel_diff(r->info.objective, ref->info.objective) < 1e-9, "%s %s: objective %.15g vs %.15g",
+              name, pn, r->info.objective, ref->info.objective);
+        CHECK(r->info.constraint_residual < 1e-10, "%s %s: constraint residual %.3e", name, pn,
+              r->info.constraint_residual);
         /* the candidate comes from an inner solve to 1e-8 (ATF_CG_CERT_TOL; at 1e-4 a
          * rank-deficient case with Jacobi stopped at a certificate of 4.8e-4) */
-        CHECK(fabs(r->stationarity - ref->stationarity) < 1e-3 * ref->stationarity + 1e-4,
-              "%s %s: stationarity %.6e vs the Gram's %.6e", name, pn, r->stationarity,
-              ref->stationarity);
+        CHECK(fabs(r->info.stationarity - ref->info.stationarity) < 1e-3 * ref->info.stationarity + 1e-4,
+              "%s %s: stationarity %.6e vs the Gram's %.6e", name, pn, r->info.stationarity,
+              ref->info.stationarity);
         CHECK(result_finite(r), "%s %s: non-finite output", name, pn);
-        CHECK(r->iterations > 0 && r->inner_iterations >= r->iterations &&
-                  r->operator_passes >= 2 * r->iterations,
-              "%s %s: %d steps, %d inner, %d passes", name, pn, r->iterations,
-              r->inner_iterations, r->operator_passes);
-        CHECK(strstr(r->method_note, pn) != NULL || PRECONDS[i].precond == ATF_CG_PRECOND_DEFAULT,
-              "%s %s: note '%s'", name, pn, r->method_note);
+        CHECK(r->info.iterations > 0 && r->info.inner_iterations >= r->info.iterations &&
+                  r->info.operator_passes >= 2 * r->info.iterations,
+              "%s %s: %d steps, %d inner, %d passes", name, pn, r->info.iterations,
+              r->info.inner_iterations, r->info.operator_passes);
+        CHECK(strstr(r->info.method_note, pn) != NULL || PRECONDS[i].precond == ATF_CG_PRECOND_DEFAULT,
+              "%s %s: note '%s'", name, pn, r->info.method_note);
         atf_result_free(r);
     }
     /* the default tolerance interpolates as every other method must */
     atf_cg_options def = {0};
     atf_result *r = solve(p, &def, 0.0, 0, NULL, err);
-    CHECK(r && r->status == ATF_STATUS_SOLVED && r->constraint_residual <= 1.5e-8 &&
+    CHECK(r && r->info.status == ATF_STATUS_SOLVED && r->info.constraint_residual <= 1.5e-8 &&
               b_diff(r, ref) < 1e-5,
           "%s default tol: %s, residual %.3e, B diff %.3e", name,
-          r ? atf_status_name(r->status) : err, r ? r->constraint_residual : NAN,
+          r ? atf_status_name(r->info.status) : err, r ? r->info.constraint_residual : NAN,
           r ? b_diff(r, ref) : NAN);
     atf_result_free(r);
     atf_result_free(ref);
@@ -250,11 +250,11 @@ static void test_pivot_blocks(void)
     for (int i = 0; ref && i < 2; i++) {
         atf_cg_options o = {.precond = kinds[i], .rank = 300};
         atf_result *r = solve(p, &o, 1e-13, 0, NULL, err);
-        CHECK(r && r->status == ATF_STATUS_SOLVED && b_diff(r, ref) < 1e-8 &&
-                  strstr(r->method_note, "rank 300") != NULL,
+        CHECK(r && r->info.status == ATF_STATUS_SOLVED && b_diff(r, ref) < 1e-8 &&
+                  strstr(r->info.method_note, "rank 300") != NULL,
               "rank 300 %s: %s, B diff %.3e, note '%s'", atf_cg_precond_name(kinds[i]),
-              r ? atf_status_name(r->status) : err, r ? b_diff(r, ref) : NAN,
-              r ? r->method_note : "");
+              r ? atf_status_name(r->info.status) : err, r ? b_diff(r, ref) : NAN,
+              r ? r->info.method_note : "");
         atf_result_free(r);
     }
     CHECK(ref != NULL, "rank 300: gram: %s", err);
@@ -312,26 +312,26 @@ static void check_infeasible(const char *name, const atf_problem *p)
 {
     char err[ATF_ERRLEN];
     atf_result *ref = solve(p, NULL, 0.0, 0, NULL, err);
-    CHECK(ref && ref->status == ATF_STATUS_INFEASIBLE, "%s: the Gram says %s", name,
-          ref ? atf_status_name(ref->status) : err);
+    CHECK(ref && ref->info.status == ATF_STATUS_INFEASIBLE, "%s: the Gram says %s", name,
+          ref ? atf_status_name(ref->info.status) : err);
     for (int i = 0; i < NPRE; i++) {
         const char *pn = atf_cg_precond_name(PRECONDS[i].precond);
         if (PRECONDS[i].krylov == ATF_CG_KRYLOV_CRAIG)
             continue; /* CG on AAᵀ diverges on inconsistent data: LSQR decides */
         err[0] = '\0';
         atf_result *r = solve(p, &PRECONDS[i], 0.0, 5000, NULL, err);
-        CHECK(r && r->status == ATF_STATUS_INFEASIBLE, "%s %s: status %s (%s)", name, pn,
-              r ? atf_status_name(r->status) : "none", err);
+        CHECK(r && r->info.status == ATF_STATUS_INFEASIBLE, "%s %s: status %s (%s)", name, pn,
+              r ? atf_status_name(r->info.status) : "none", err);
         if (!r)
             continue;
-        CHECK(r->iterations < 1000, "%s %s: %d steps to decide", name, pn, r->iterations);
-        CHECK(result_finite(r) && !isnan(r->stationarity), "%s %s: non-finite output", name, pn);
+        CHECK(r->info.iterations < 1000, "%s %s: %d steps to decide", name, pn, r->info.iterations);
+        CHECK(result_finite(r) && !isnan(r->info.stationarity), "%s %s: non-finite output", name, pn);
         CHECK(strstr(err, "inconsistent") != NULL, "%s %s: message '%s'", name, pn, err);
         if (ref)
-            CHECK(r->constraint_residual >= ref->constraint_residual * (1.0 - 1e-6) &&
-                      r->constraint_residual < 10.0 * ref->constraint_residual,
+            CHECK(r->info.constraint_residual >= ref->info.constraint_residual * (1.0 - 1e-6) &&
+                      r->info.constraint_residual < 10.0 * ref->info.constraint_residual,
                   "%s %s: residual %.6e, the Gram's least-squares residual %.6e", name, pn,
-                  r->constraint_residual, ref->constraint_residual);
+                  r->info.constraint_residual, ref->info.constraint_residual);
         atf_result_free(r);
     }
     atf_result_free(ref);
@@ -357,20 +357,20 @@ static void test_limits(void)
     char err[ATF_ERRLEN] = "";
     atf_cg_options none = {.precond = ATF_CG_PRECOND_NONE};
     atf_result *r = solve(p, &none, 0.0, 3, NULL, err);
-    CHECK(r && r->status == ATF_STATUS_MAX_ITERATIONS && r->iterations == 3 && result_finite(r) &&
+    CHECK(r && r->info.status == ATF_STATUS_MAX_ITERATIONS && r->info.iterations == 3 && result_finite(r) &&
               strstr(err, "step limit 3") != NULL,
-          "step limit: %s, %d steps, '%s'", r ? atf_status_name(r->status) : "none",
-          r ? r->iterations : -1, err);
+          "step limit: %s, %d steps, '%s'", r ? atf_status_name(r->info.status) : "none",
+          r ? r->info.iterations : -1, err);
     atf_result_free(r);
     volatile sig_atomic_t flag = 1;
     r = solve(p, &none, 0.0, 0, &flag, err);
-    CHECK(r && r->status == ATF_STATUS_INTERRUPTED && r->iterations == 0 && result_finite(r),
-          "interrupt: %s", r ? atf_status_name(r->status) : err);
+    CHECK(r && r->info.status == ATF_STATUS_INTERRUPTED && r->info.iterations == 0 && result_finite(r),
+          "interrupt: %s", r ? atf_status_name(r->info.status) : err);
     atf_result_free(r);
     memset(p->r, 0, (size_t)p->M * sizeof *p->r); /* r = 0: B = 0 at once */
     r = solve(p, &none, 0.0, 0, NULL, err);
-    CHECK(r && r->status == ATF_STATUS_SOLVED && r->iterations == 0 && r->objective == 0.0,
-          "r = 0: %s, %d steps", r ? atf_status_name(r->status) : err, r ? r->iterations : -1);
+    CHECK(r && r->info.status == ATF_STATUS_SOLVED && r->info.iterations == 0 && r->info.objective == 0.0,
+          "r = 0: %s, %d steps", r ? atf_status_name(r->info.status) : err, r ? r->info.iterations : -1);
     atf_result_free(r);
     atf_problem_free(p);
 }
@@ -386,7 +386,7 @@ static void test_reproducible(void)
     atf_result *c = solve(p, &o, 1e-13, 0, NULL, err);
     CHECK(a && b && c, "reproducible: %s", err);
     if (a && b && c) {
-        CHECK(b_diff(a, b) == 0.0 && a->iterations == b->iterations,
+        CHECK(b_diff(a, b) == 0.0 && a->info.iterations == b->info.iterations,
               "same seed: B differs by %.3e", b_diff(a, b));
         CHECK(b_diff(a, c) < 1e-8, "another seed: B differs by %.3e", b_diff(a, c));
     }
@@ -405,11 +405,11 @@ static void test_solver_reuse(void)
     char err[ATF_ERRLEN];
     atf_solver *s = NULL;
     atf_result *a = NULL, *b = NULL;
-    CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "init: %s", err);
+    CHECK(atf_solver_init(p, &set, NULL, &s, err) == ATF_OK, "init: %s", err);
     if (s && atf_solver_solve(s, &a, err) == ATF_OK && atf_solver_solve(s, &b, err) == ATF_OK) {
-        CHECK(a->status == ATF_STATUS_INFEASIBLE && b->status == a->status &&
-                  b_diff(a, b) == 0.0 && a->operator_passes == b->operator_passes,
-              "second solve: %s then %s", atf_status_name(a->status), atf_status_name(b->status));
+        CHECK(a->info.status == ATF_STATUS_INFEASIBLE && b->info.status == a->info.status &&
+                  b_diff(a, b) == 0.0 && a->info.operator_passes == b->info.operator_passes,
+              "second solve: %s then %s", atf_status_name(a->info.status), atf_status_name(b->info.status));
     } else {
         CHECK(0, "solve: %s", err);
     }
@@ -418,7 +418,7 @@ static void test_solver_reuse(void)
     atf_problem_free(p);
     p = make_problem(52, 20, 3, fac3, 2);
     s = NULL;
-    CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "init: %s", err);
+    CHECK(atf_solver_init(p, &set, NULL, &s, err) == ATF_OK, "init: %s", err);
     if (s) { /* the projection of 0 onto {A'x = r'} through ATF_PROJ_CG: an interpolant */
         double *v = calloc(s->n, sizeof *v);
         atf_sv_project(s, v, s->work.r, 2);

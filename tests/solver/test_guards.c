@@ -51,7 +51,7 @@ static void test_svd_refuses_nonfinite(void)
     atf_settings set = atf_settings_default();
     atf_solver *s = NULL;
     char err[ATF_ERRLEN] = "";
-    CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "init: %s", err);
+    CHECK(atf_solver_init(p, &set, NULL, &s, err) == ATF_OK, "init: %s", err);
     if (!s) {
         atf_problem_free(p);
         return;
@@ -124,20 +124,20 @@ static void test_admm_diverged_iterate(int N, int C, int P, int Q, const char *w
     for (double big = 8e307; e == ATF_E_INPUT && big > 1e300; big /= 2.0) {
         atf_result_free(warm);
         warm = huge_warm_start(p, big);
-        set.warm = warm;
+        atf_hooks hooks = {.warm = warm};
         alarm(HANG_SECONDS);
-        e = atf_solve(p, &set, &res, err);
+        e = atf_solve(p, &set, &hooks, &res, err);
         alarm(0);
     }
     CHECK(e == ATF_OK && res, "%s: %s", what, err);
     if (res) {
-        CHECK(res->status == ATF_STATUS_NUMERICAL_ERROR, "%s: status %s (%s)", what,
-              atf_status_name(res->status), err);
-        CHECK(!isnan(res->stationarity), "%s: NaN certificate", what);
-        CHECK(all_finite_blocks(res) && isfinite(res->objective) &&
-                  res->constraint_residual < 1e-12,
+        CHECK(res->info.status == ATF_STATUS_NUMERICAL_ERROR, "%s: status %s (%s)", what,
+              atf_status_name(res->info.status), err);
+        CHECK(!isnan(res->info.stationarity), "%s: NaN certificate", what);
+        CHECK(all_finite_blocks(res) && isfinite(res->info.objective) &&
+                  res->info.constraint_residual < 1e-12,
               "%s: not the feasible least-squares point (residual %.3g)", what,
-              res->constraint_residual);
+              res->info.constraint_residual);
         CHECK(strstr(err, "numerically") != NULL, "%s: message '%s'", what, err);
     }
     atf_result_free(res);

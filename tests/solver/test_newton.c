@@ -62,7 +62,7 @@ static atf_solver *penalized_solver(const atf_problem *p, atf_global_structure s
     set.reduce = 0; /* the cores keep the blocks' shapes */
     atf_solver *s = NULL;
     char err[ATF_ERRLEN] = "";
-    CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "init: %s", err);
+    CHECK(atf_solver_init(p, &set, NULL, &s, err) == ATF_OK, "init: %s", err);
     return s;
 }
 
@@ -177,7 +177,7 @@ static void test_preconditioner(void)
         atf_nystrom ny;
         char err[ATF_ERRLEN] = "";
         memset(&ny, 0, sizeof ny);
-        int ok = atf_solver_init(p, &set, &s, err) == ATF_OK &&
+        int ok = atf_solver_init(p, &set, NULL, &s, err) == ATF_OK &&
                  atf_pg_loss_init(s, &set.loss, &pl, err) == ATF_OK;
         ok = ok && atf_jac_alloc(s, &jac, err) == ATF_OK;
         ok = ok && atf_nys_init(s, &ny, p->N, 10, err) == ATF_OK;
@@ -261,7 +261,7 @@ static atf_result *solve_with(const atf_problem *p, atf_method method, atf_loss 
     set.max_iter = method == ATF_METHOD_FISTA ? 200000 : 500;
     atf_result *res = NULL;
     char err[ATF_ERRLEN] = "";
-    CHECK(atf_solve(p, &set, &res, err) == ATF_OK && res, "%s: %s", atf_method_name(method),
+    CHECK(atf_solve(p, &set, NULL, &res, err) == ATF_OK && res, "%s: %s", atf_method_name(method),
           err);
     return res;
 }
@@ -275,17 +275,17 @@ static void compare(const atf_problem *p, atf_loss loss, atf_global_structure st
     if (f && nw) {
         int n = (int)atf_problem_nvars(p);
         double *bf = stack_result(f, n), *bn = stack_result(nw, n);
-        double dobj = fabs(nw->objective - f->objective) / fabs(f->objective);
+        double dobj = fabs(nw->info.objective - f->info.objective) / fabs(f->info.objective);
         double db = rel_dist(bn, bf, (size_t)n);
-        CHECK(f->status == ATF_STATUS_SOLVED && nw->status == ATF_STATUS_SOLVED,
-              "%s: statuses fista %s, newton %s", what, atf_status_name(f->status),
-              atf_status_name(nw->status));
+        CHECK(f->info.status == ATF_STATUS_SOLVED && nw->info.status == ATF_STATUS_SOLVED,
+              "%s: statuses fista %s, newton %s", what, atf_status_name(f->info.status),
+              atf_status_name(nw->info.status));
         CHECK(dobj < 1e-8 && db < 1e-5, "%s: objective %.15g vs fista %.15g (%.2g), B %.2g",
-              what, nw->objective, f->objective, dobj, db);
-        CHECK(nw->pg_residual <= 1e-10 && nw->duality_gap < 1e-9,
-              "%s: newton certificates pg %.3g gap %.3g", what, nw->pg_residual,
-              nw->duality_gap);
-        CHECK(nw->operator_passes > 0 && nw->inner_iterations >= 0,
+              what, nw->info.objective, f->info.objective, dobj, db);
+        CHECK(nw->info.pg_residual <= 1e-10 && nw->info.duality_gap < 1e-9,
+              "%s: newton certificates pg %.3g gap %.3g", what, nw->info.pg_residual,
+              nw->info.duality_gap);
+        CHECK(nw->info.operator_passes > 0 && nw->info.inner_iterations >= 0,
               "%s: work not counted", what);
         free(bf), free(bn);
     }
@@ -333,7 +333,7 @@ static atf_result *interpolate_with(const atf_problem *p, atf_method method,
     set.method = method, set.structure = structure, set.max_iter = 100000;
     atf_result *res = NULL;
     char err[ATF_ERRLEN] = "";
-    CHECK(atf_solve(p, &set, &res, err) == ATF_OK && res, "%s: %s", atf_method_name(method),
+    CHECK(atf_solve(p, &set, NULL, &res, err) == ATF_OK && res, "%s: %s", atf_method_name(method),
           err);
     return res;
 }
@@ -363,16 +363,16 @@ static void test_alm(void)
                 atf_result *ad = interpolate_with(p, ref, structures[si]);
                 atf_result *al = interpolate_with(p, ATF_METHOD_ALM, structures[si]);
                 if (ad && al) {
-                    double dobj = fabs(al->objective - ad->objective) / fabs(ad->objective);
-                    CHECK(ad->status == ATF_STATUS_SOLVED && al->status == ATF_STATUS_SOLVED &&
-                              dobj < 1e-8 && al->constraint_residual < 1.5e-8 &&
-                              al->stationarity <= 1e-10,
+                    double dobj = fabs(al->info.objective - ad->info.objective) / fabs(ad->info.objective);
+                    CHECK(ad->info.status == ATF_STATUS_SOLVED && al->info.status == ATF_STATUS_SOLVED &&
+                              dobj < 1e-8 && al->info.constraint_residual < 1.5e-8 &&
+                              al->info.stationarity <= 1e-10,
                           "alm, %s blocks, %s, structure %s: %s objective %.15g vs %s %.15g "
                           "(%.2g), residual %.2g, stationarity %.2g",
                           kind ? "mixed" : "factored", convex[pi],
-                          atf_structure_name(structures[si]), atf_status_name(al->status),
-                          al->objective, atf_method_name(ref), ad->objective, dobj, al->constraint_residual,
-                          al->stationarity);
+                          atf_structure_name(structures[si]), atf_status_name(al->info.status),
+                          al->info.objective, atf_method_name(ref), ad->info.objective, dobj, al->info.constraint_residual,
+                          al->info.stationarity);
                 }
                 atf_result_free(ad), atf_result_free(al);
             }
@@ -410,29 +410,30 @@ static void test_nonconvex(void)
             atf_settings set = tight(1e-9);
             set.method = ATF_METHOD_NEWTON, set.loss = losses[li], set.max_iter = 300;
             set.verbose = 1;
-            set.log = tmpfile();
+            FILE *log = tmpfile();
+            atf_hooks hooks = {.log = atf_test_log_to, .log_ctx = log};
             atf_result *res = NULL;
             char err[ATF_ERRLEN] = "";
-            CHECK(set.log && atf_solve(p, &set, &res, err) == ATF_OK, "%s: %s", pens[pi], err);
-            if (res && set.log) {
+            CHECK(log && atf_solve(p, &set, &hooks, &res, err) == ATF_OK, "%s: %s", pens[pi], err);
+            if (res && log) {
                 double obj[400];
-                int n = objectives_logged(set.log, obj, 400), rises = 0;
+                int n = objectives_logged(log, obj, 400), rises = 0;
                 for (int i = 1; i < n; i++)
                     rises += obj[i] > obj[i - 1] * (1.0 + 1e-12) + 1e-300;
                 CHECK(n >= 2 && rises == 0, "%s, %s: the objective rose %d times in %d rows",
                       pens[pi], atf_loss_name(losses[li].kind), rises, n);
-                int solved = res->status == ATF_STATUS_SOLVED;
-                CHECK(solved ? res->pg_residual <= 1e-9 : !(res->pg_residual <= 1e-9),
+                int solved = res->info.status == ATF_STATUS_SOLVED;
+                CHECK(solved ? res->info.pg_residual <= 1e-9 : !(res->info.pg_residual <= 1e-9),
                       "%s, %s: status %s with pg residual %.3g", pens[pi],
-                      atf_loss_name(losses[li].kind), atf_status_name(res->status),
-                      res->pg_residual);
-                CHECK(isfinite(res->objective) && isfinite(res->stationarity),
+                      atf_loss_name(losses[li].kind), atf_status_name(res->info.status),
+                      res->info.pg_residual);
+                CHECK(isfinite(res->info.objective) && isfinite(res->info.stationarity),
                       "%s: non-finite certificate", pens[pi]);
-                CHECK(isnan(res->duality_gap), "%s: a duality gap for a nonconvex penalty",
+                CHECK(isnan(res->info.duality_gap), "%s: a duality gap for a nonconvex penalty",
                       pens[pi]);
             }
-            if (set.log)
-                fclose(set.log);
+            if (log)
+                fclose(log);
             atf_result_free(res);
             atf_problem_free(p);
         }
@@ -484,14 +485,14 @@ static void test_units(void)
                 double *ba = stack_result(a, n), *bb = stack_result(b, n);
                 double back = xent ? c : 1.0, objscale = xent ? 1.0 / (c * c) : 1.0;
                 cblas_dscal(n, back, bb, 1);
-                CHECK(a->status == b->status && a->status == ATF_STATUS_SOLVED,
+                CHECK(a->info.status == b->info.status && a->info.status == ATF_STATUS_SOLVED,
                       "%s × %g: statuses %s / %s", atf_loss_name(loss.kind), c,
-                      atf_status_name(a->status), atf_status_name(b->status));
+                      atf_status_name(a->info.status), atf_status_name(b->info.status));
                 CHECK(rel_dist(bb, ba, (size_t)n) < 1e-7 &&
-                          fabs(b->objective / objscale - a->objective) < 1e-9 * fabs(a->objective),
+                          fabs(b->info.objective / objscale - a->info.objective) < 1e-9 * fabs(a->info.objective),
                       "%s × %g: B differs by %.3g, objective %.15g vs %.15g",
                       atf_loss_name(loss.kind), c, rel_dist(bb, ba, (size_t)n),
-                      b->objective / objscale, a->objective);
+                      b->info.objective / objscale, a->info.objective);
                 free(ba), free(bb);
             }
             atf_result_free(a), atf_result_free(b);

@@ -27,12 +27,18 @@
 #include "solver_fixtures.h"
 
 /* The penalized problem through the public API: settings.loss with method fista. */
-static atf_error solve_penalized(const atf_problem *p, atf_settings set, atf_loss loss,
-                                 atf_result **res, char *err)
+static atf_error solve_hooked(const atf_problem *p, atf_settings set, atf_loss loss,
+                              const atf_hooks *hooks, atf_result **res, char *err)
 {
     set.loss = loss;
     set.method = ATF_METHOD_FISTA;
-    return atf_solve(p, &set, res, err);
+    return atf_solve(p, &set, hooks, res, err);
+}
+
+static atf_error solve_penalized(const atf_problem *p, atf_settings set, atf_loss loss,
+                                 atf_result **res, char *err)
+{
+    return solve_hooked(p, set, loss, NULL, res, err);
 }
 
 /* ---- loss specs -------------------------------------------------------------------------- */
@@ -78,7 +84,7 @@ static void test_specs(void)
     atf_solver *s = NULL;
     atf_settings xs = atf_settings_default();
     xs.loss = x, xs.method = ATF_METHOD_FISTA;
-    CHECK(atf_solver_init(p, &xs, &s, err) == ATF_E_INPUT && !s && strstr(err, "example 2"),
+    CHECK(atf_solver_init(p, &xs, NULL, &s, err) == ATF_E_INPUT && !s && strstr(err, "example 2"),
           "solver accepted a bad label: %s", err);
     p->labels[2] = 0;
     CHECK(atf_loss_check(&x, p, "p.h5", err) == ATF_OK, "%s", err);
@@ -98,7 +104,7 @@ static void test_specs(void)
         mismatch.method = refused[i].method;
         mismatch.loss = (atf_loss){refused[i].kind, refused[i].kind ? 1.0 : 0.0};
         s = NULL;
-        CHECK(atf_solver_init(p, &mismatch, &s, err) == ATF_E_USAGE && !s &&
+        CHECK(atf_solver_init(p, &mismatch, NULL, &s, err) == ATF_E_USAGE && !s &&
                   strstr(err, refused[i].says) && !strchr(err, '\n'),
               "method %s with loss %s: %s", atf_method_name(refused[i].method),
               atf_loss_name(refused[i].kind), err);
@@ -106,7 +112,7 @@ static void test_specs(void)
     atf_settings zero = atf_settings_default();
     zero.loss = (atf_loss){ATF_LOSS_SQUARED, 0.0};
     zero.method = ATF_METHOD_FISTA;
-    CHECK(atf_solver_init(p, &zero, &s, err) == ATF_E_USAGE && strstr(err, "lambda"),
+    CHECK(atf_solver_init(p, &zero, NULL, &s, err) == ATF_E_USAGE && strstr(err, "lambda"),
           "lambda 0 accepted: %s", err);
     atf_problem_free(p);
 }
@@ -184,7 +190,7 @@ static void test_work_units(void)
         char err[ATF_ERRLEN] = "";
         atf_settings set = atf_settings_default();
         set.loss = losses[li], set.method = ATF_METHOD_FISTA;
-        CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "%s", err);
+        CHECK(atf_solver_init(p, &set, NULL, &s, err) == ATF_OK, "%s", err);
         if (!s)
             continue;
         atf_pg_loss pl;
@@ -320,13 +326,13 @@ static void test_squared_vs_gram(void)
             CHECK(e == ATF_OK, "variant %d λ %g: %s", variant, lambdas[li], err);
             if (!res)
                 continue;
-            CHECK(res->status == ATF_STATUS_SOLVED, "variant %d λ %g: not solved: %s", variant,
+            CHECK(res->info.status == ATF_STATUS_SOLVED, "variant %d λ %g: not solved: %s", variant,
                   lambdas[li], err);
             char spec[ATF_LOSS_SPECLEN];
             atf_loss_format(&loss, spec, sizeof spec);
-            CHECK(res->method == ATF_METHOD_FISTA && strcmp(res->loss, spec) == 0 &&
-                      isnan(res->ls_residual), "variant %d: method %s, loss '%s'", variant,
-                  atf_method_name(res->method), res->loss);
+            CHECK(res->info.method == ATF_METHOD_FISTA && strcmp(res->loss, spec) == 0 &&
+                      isnan(res->info.ls_residual), "variant %d: method %s, loss '%s'", variant,
+                  atf_method_name(res->info.method), res->loss);
             int n;
             double *A = dense_A(p, &n), *ref = ridge_reference(p, lambdas[li], n);
             double *x = stack_result(res, n), *resid = atf_test_alloc((size_t)p->M);
@@ -338,22 +344,22 @@ static void test_squared_vs_gram(void)
             cblas_dgemv(CblasRowMajor, CblasNoTrans, p->M, n, 1.0, A, n, ref, 1, -1.0, resid, 1);
             double ref_obj = cblas_ddot(p->M, resid, 1, resid, 1) / (2 * lambdas[li]) +
                              cblas_ddot(n, ref, 1, ref, 1);
-            CHECK(rel_diff(res->objective, ref_obj) < 1e-9,
+            CHECK(rel_diff(res->info.objective, ref_obj) < 1e-9,
                   "variant %d λ %g: objective %.15g vs Gram %.15g", variant, lambdas[li],
-                  res->objective, ref_obj);
+                  res->info.objective, ref_obj);
             CHECK(rel_dist(x, ref, (size_t)n) < 1e-6, "variant %d λ %g: B differs by %.3g",
                   variant, lambdas[li], rel_dist(x, ref, (size_t)n));
-            CHECK(rel_diff(res->loss_value, loss_v) < 1e-9 &&
-                      rel_diff(res->penalty_value, pen_v) < 1e-9,
+            CHECK(rel_diff(res->info.loss_value, loss_v) < 1e-9 &&
+                      rel_diff(res->info.penalty_value, pen_v) < 1e-9,
                   "variant %d: reported loss %.15g / penalty %.15g vs %.15g / %.15g", variant,
-                  res->loss_value, res->penalty_value, loss_v, pen_v);
-            CHECK(rel_diff(res->objective, res->loss_value + res->penalty_value) < 1e-14,
+                  res->info.loss_value, res->info.penalty_value, loss_v, pen_v);
+            CHECK(rel_diff(res->info.objective, res->info.loss_value + res->info.penalty_value) < 1e-14,
                   "objective is not loss + penalty");
-            CHECK(res->pg_residual <= 1e-8 && res->stationarity < 1e-7,
-                  "variant %d: pg residual %.3g, stationarity %.3g", variant, res->pg_residual,
-                  res->stationarity);
-            CHECK(res->duality_gap >= -1e-12 && res->duality_gap < 1e-9,
-                  "variant %d λ %g: duality gap %.3g", variant, lambdas[li], res->duality_gap);
+            CHECK(res->info.pg_residual <= 1e-8 && res->info.stationarity < 1e-7,
+                  "variant %d: pg residual %.3g, stationarity %.3g", variant, res->info.pg_residual,
+                  res->info.stationarity);
+            CHECK(res->info.duality_gap >= -1e-12 && res->info.duality_gap < 1e-9,
+                  "variant %d λ %g: duality gap %.3g", variant, lambdas[li], res->info.duality_gap);
             free(A), free(ref), free(x), free(resid);
             atf_result_free(res);
         }
@@ -377,7 +383,7 @@ static void test_shared_operator(void)
         if (!interp)
             set.loss = loss, set.method = ATF_METHOD_FISTA;
         atf_solver *s = NULL;
-        CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "%s", err);
+        CHECK(atf_solver_init(p, &set, NULL, &s, err) == ATF_OK, "%s", err);
         if (!s)
             continue;
         const atf_block *w = s->work.blocks, *b = p->blocks;
@@ -400,15 +406,15 @@ static void test_shared_operator(void)
     atf_settings fs = atf_settings_default();
     fs.loss = loss, fs.method = ATF_METHOD_FISTA;
     atf_solver *s = NULL;
-    CHECK(atf_solver_init(p, &fs, &s, err) == ATF_OK && s, "%s", err);
+    CHECK(atf_solver_init(p, &fs, NULL, &s, err) == ATF_OK && s, "%s", err);
     if (s)
         CHECK(s->work.blocks[0].H != b0->H && s->work.blocks[1].J == p->blocks[1].J,
               "H rows of size 2^200: H is scaled (a copy), the other blocks stay shared");
     atf_solver_free(s);
     CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK && res, "%s", err);
     if (ref && res)
-        CHECK(res->status == ATF_STATUS_SOLVED && rel_diff(res->objective, ref->objective) < 1e-9,
-              "H × 2^200: objective %.15g vs %.15g", res->objective, ref->objective);
+        CHECK(res->info.status == ATF_STATUS_SOLVED && rel_diff(res->info.objective, ref->info.objective) < 1e-9,
+              "H × 2^200: objective %.15g vs %.15g", res->info.objective, ref->info.objective);
     atf_result_free(ref), atf_result_free(res);
     atf_problem_free(p);
 }
@@ -422,20 +428,20 @@ static void test_run_control(void)
     atf_loss loss = {ATF_LOSS_SQUARED, 0.1};
     atf_settings set = tight(1e-10);
     volatile sig_atomic_t stop = 1;
-    set.interrupt = &stop;
+    atf_hooks hooks = {.interrupt = &stop};
     atf_result *res = NULL;
     char err[ATF_ERRLEN] = "";
-    CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK && res &&
-              res->status == ATF_STATUS_INTERRUPTED && res->iterations == 0 &&
+    CHECK(solve_hooked(p, set, loss, &hooks, &res, err) == ATF_OK && res &&
+              res->info.status == ATF_STATUS_INTERRUPTED && res->info.iterations == 0 &&
               res->blocks[0].B[0] == 0.0, "preset interrupt: %s", err);
     atf_result_free(res);
-    set.interrupt = NULL;
     set.max_iter = 3;
     FILE *log = tmpfile();
-    set.verbose = 1, set.log = log, set.log_every = 1;
-    CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK &&
+    hooks = (atf_hooks){.log = atf_test_log_to, .log_ctx = log};
+    set.verbose = 1, set.log_every = 1;
+    CHECK(solve_hooked(p, set, loss, &hooks, &res, err) == ATF_OK &&
               strstr(err, "iteration limit 3"), "iteration limit: %s", err);
-    CHECK(res && res->status == ATF_STATUS_MAX_ITERATIONS && res->iterations == 3 && isfinite(res->objective), "iteration limit result");
+    CHECK(res && res->info.status == ATF_STATUS_MAX_ITERATIONS && res->info.iterations == 3 && isfinite(res->info.objective), "iteration limit result");
     atf_result_free(res);
     char text[4096] = "";
     rewind(log);
@@ -524,7 +530,7 @@ static void test_xent_reference(void)
         atf_result *res = NULL;
         char err[ATF_ERRLEN] = "";
         CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK && res &&
-                  res->status == ATF_STATUS_SOLVED, "%s: %s", pens[pi], err);
+                  res->info.status == ATF_STATUS_SOLVED, "%s: %s", pens[pi], err);
         int n, M = p->M;
         double *A = dense_A(p, &n);
         /* plain proximal gradient with t = 1/L, L = ‖A‖²/(2λ) */
@@ -544,15 +550,15 @@ static void test_xent_reference(void)
         if (res) {
             double *xb = stack_result(res, n);
             double mine = ref_objective(A, xb, M, n, p, lambda, 3, 4, gamma, nuclear, NULL);
-            CHECK(rel_diff(res->objective, mine) < 1e-10,
-                  "%s: reported objective %.15g, recomputed %.15g", pens[pi], res->objective,
+            CHECK(rel_diff(res->info.objective, mine) < 1e-10,
+                  "%s: reported objective %.15g, recomputed %.15g", pens[pi], res->info.objective,
                   mine);
-            CHECK(rel_diff(res->objective, obj) < 1e-6 && res->objective <= obj * (1 + 1e-12),
-                  "%s: FISTA %.15g vs reference %.15g", pens[pi], res->objective, obj);
+            CHECK(rel_diff(res->info.objective, obj) < 1e-6 && res->info.objective <= obj * (1 + 1e-12),
+                  "%s: FISTA %.15g vs reference %.15g", pens[pi], res->info.objective, obj);
             CHECK(rel_dist(xb, x, (size_t)n) < 1e-4, "%s: B differs from the reference by %.3g",
                   pens[pi], rel_dist(xb, x, (size_t)n));
-            CHECK(res->duality_gap >= -1e-12 && res->duality_gap < 1e-8, "%s: duality gap %.3g",
-                  pens[pi], res->duality_gap);
+            CHECK(res->info.duality_gap >= -1e-12 && res->info.duality_gap < 1e-8, "%s: duality gap %.3g",
+                  pens[pi], res->info.duality_gap);
             free(xb);
         }
         free(A);
@@ -569,8 +575,8 @@ static atf_result *admm_solution_in(const atf_problem *p, atf_global_structure s
     set.structure = structure;
     atf_result *res = NULL;
     char err[ATF_ERRLEN] = "";
-    atf_error e = atf_solve(p, &set, &res, err);
-    CHECK(e == ATF_OK && res && res->status == ATF_STATUS_SOLVED, "admm: %s", err);
+    atf_error e = atf_solve(p, &set, NULL, &res, err);
+    CHECK(e == ATF_OK && res && res->info.status == ATF_STATUS_SOLVED, "admm: %s", err);
     return res;
 }
 
@@ -596,15 +602,15 @@ static void lambda_limit(const char *penalty, const double *lambdas, int count, 
         atf_result *res = NULL;
         char err[ATF_ERRLEN] = "";
         CHECK(solve_penalized(p, set, loss, &res, err) == ATF_OK && res &&
-                  res->status == ATF_STATUS_SOLVED, "%s λ %g: %s", penalty, lambdas[li], err);
+                  res->info.status == ATF_STATUS_SOLVED, "%s λ %g: %s", penalty, lambdas[li], err);
         if (!res)
             continue;
         double *x = stack_result(res, n), d = rel_dist(x, xr, (size_t)n);
         CHECK(d < ratio * prev, "%s λ %g: distance to the interpolant %.3g (previous %.3g)",
               penalty, lambdas[li], d, prev);
-        CHECK(res->penalty_value <= ref->objective * (1 + 1e-9),
+        CHECK(res->info.penalty_value <= ref->info.objective * (1 + 1e-9),
               "%s λ %g: penalty %.12g above the interpolant's %.12g", penalty, lambdas[li],
-              res->penalty_value, ref->objective);
+              res->info.penalty_value, ref->info.objective);
         prev = d;
         free(x);
         atf_result_free(res);
@@ -632,7 +638,7 @@ static double irls_run_in(const atf_problem *p, atf_global_structure structure, 
     set.structure = structure;
     atf_solver *s = NULL;
     char err[ATF_ERRLEN] = "";
-    CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "%s", err);
+    CHECK(atf_solver_init(p, &set, NULL, &s, err) == ATF_OK, "%s", err);
     if (!s)
         return NAN;
     atf_result *res = atf_result_alloc(p);
@@ -669,9 +675,9 @@ static void test_irls_structures(void)
         atf_irls_info info;
         double obj = irls_run_in(p, structures[i], 3000, &info, &res);
         if (ref && res)
-            CHECK(rel_diff(obj, ref->objective) < 1e-6 && info.safeguarded == 0,
+            CHECK(rel_diff(obj, ref->info.objective) < 1e-6 && info.safeguarded == 0,
                   "structure %d: IRLS %.12g vs ADMM %.12g (%d iterations, %d safeguarded, max rise %.3g)", i,
-                  obj, ref->objective, info.iterations, info.safeguarded, info.max_increase);
+                  obj, ref->info.objective, info.iterations, info.safeguarded, info.max_increase);
         atf_result_free(ref), atf_result_free(res);
         atf_problem_free(p);
     }
@@ -693,23 +699,23 @@ static void test_irls(void)
         if (ref && res) {
             int n = (int)atf_problem_nvars(p);
             double *x = stack_result(res, n), *xr = stack_result(ref, n);
-            CHECK(rel_diff(obj, ref->objective) < 1e-6, "%s: IRLS %.12g vs ADMM %.12g",
-                  convex[i], obj, ref->objective);
+            CHECK(rel_diff(obj, ref->info.objective) < 1e-6, "%s: IRLS %.12g vs ADMM %.12g",
+                  convex[i], obj, ref->info.objective);
             CHECK(rel_dist(x, xr, (size_t)n) < 1e-4, "%s: IRLS B differs from ADMM's by %.3g",
                   convex[i], rel_dist(x, xr, (size_t)n));
-            CHECK(res->status == ATF_STATUS_SOLVED && res->stationarity < 1e-6,
+            CHECK(res->info.status == ATF_STATUS_SOLVED && res->info.stationarity < 1e-6,
                   "%s: status %d, stationarity %.3g after %d iterations", convex[i],
-                  (int)res->status, res->stationarity, info.iterations);
+                  (int)res->info.status, res->info.stationarity, info.iterations);
             /* the same run through the public API (method irls) */
             atf_settings set = tight(1e-10);
             set.max_iter = 2000, set.method = ATF_METHOD_IRLS;
             atf_result *api = NULL;
             char e2[ATF_ERRLEN] = "";
-            CHECK(atf_solve(p, &set, &api, e2) == ATF_OK && api &&
-                      api->status == ATF_STATUS_SOLVED && api->method == ATF_METHOD_IRLS &&
-                      rel_diff(api->objective, obj) < 1e-12 && api->constraint_residual < 1e-10 &&
-                      strcmp(api->loss, "interpolate") == 0 && isnan(api->loss_value) &&
-                      api->penalty_value == api->objective,
+            CHECK(atf_solve(p, &set, NULL, &api, e2) == ATF_OK && api &&
+                      api->info.status == ATF_STATUS_SOLVED && api->info.method == ATF_METHOD_IRLS &&
+                      rel_diff(api->info.objective, obj) < 1e-12 && api->info.constraint_residual < 1e-10 &&
+                      strcmp(api->loss, "interpolate") == 0 && isnan(api->info.loss_value) &&
+                      api->info.penalty_value == api->info.objective,
                   "%s: atf_solve with method irls: %s", convex[i], e2);
             atf_result_free(api);
             free(x), free(xr);

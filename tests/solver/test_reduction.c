@@ -242,10 +242,10 @@ static atf_result *solve_qr_reduced(const atf_problem *p, const atf_settings *se
     atf_settings s = *set;
     s.reduce = 0;
     atf_result *cr = NULL, *res = NULL;
-    if (atf_solve(core, &s, &cr, err) == ATF_OK) {
+    if (atf_solve(core, &s, NULL, &cr, err) == ATF_OK) {
         res = atf_result_alloc(p);
-        res->status = cr->status;
-        res->objective = cr->objective;
+        res->info.status = cr->info.status;
+        res->info.objective = cr->info.objective;
         double *T = malloc((size_t)h.rank * (size_t)b->cols * sizeof *T); /* C Q_rᵀ */
         const double *C = cr->blocks[0].B;
         if (d.Qt)
@@ -287,7 +287,7 @@ static void check_core(const atf_problem *p, const atf_settings *set, int rows, 
 {
     atf_solver *s = NULL;
     char err[ATF_ERRLEN] = "";
-    CHECK(atf_solver_init(p, set, &s, err) == ATF_OK, "%s: init: %s", what, err);
+    CHECK(atf_solver_init(p, set, NULL, &s, err) == ATF_OK, "%s: init: %s", what, err);
     if (s)
         CHECK(s->vars[0].rows == rows && s->vars[0].cols == cols,
               "%s: core %d × %d, expected %d × %d", what, s->vars[0].rows, s->vars[0].cols, rows,
@@ -304,27 +304,27 @@ static void compare_solves(const atf_problem *p, const atf_settings *set, int ro
     off.reduce = 0;
     atf_result *on = NULL, *plain = NULL, *qr = NULL;
     char err[ATF_ERRLEN] = "";
-    CHECK(atf_solve(p, set, &on, err) == ATF_OK && on && on->status == ATF_STATUS_SOLVED,
+    CHECK(atf_solve(p, set, NULL, &on, err) == ATF_OK && on && on->info.status == ATF_STATUS_SOLVED,
           "%s, reduced: %s", what, err);
-    CHECK(atf_solve(p, &off, &plain, err) == ATF_OK && plain &&
-              plain->status == ATF_STATUS_SOLVED,
+    CHECK(atf_solve(p, &off, NULL, &plain, err) == ATF_OK && plain &&
+              plain->info.status == ATF_STATUS_SOLVED,
           "%s, not reduced: %s", what, err);
     qr = solve_qr_reduced(p, set, err);
-    CHECK(qr && qr->status == ATF_STATUS_SOLVED, "%s, QR-reduced: %s", what, err);
+    CHECK(qr && qr->info.status == ATF_STATUS_SOLVED, "%s, QR-reduced: %s", what, err);
     if (on && plain && qr) {
         const atf_result *other[2] = {plain, qr};
         static const char *names[2] = {"not reduced", "the QR's reduction"};
         for (int k = 0; k < 2; k++) {
-            CHECK(rel_diff(on->objective, other[k]->objective) < 1e-8,
-                  "%s: objective %.12g, %s %.12g", what, on->objective, names[k],
-                  other[k]->objective);
+            CHECK(rel_diff(on->info.objective, other[k]->info.objective) < 1e-8,
+                  "%s: objective %.12g, %s %.12g", what, on->info.objective, names[k],
+                  other[k]->info.objective);
             CHECK(block_distance(on, other[k]) < 1e-6, "%s: B differs from %s by %.3g", what,
                   names[k], block_distance(on, other[k]));
             CHECK(relative_residual(p, other[k]) < 1e-12, "%s, %s: residual %.3g", what,
                   names[k], relative_residual(p, other[k]));
         }
-        CHECK(on->constraint_residual < 1e-12 && relative_residual(p, on) < 1e-12,
-              "%s: residual %.3g", what, on->constraint_residual);
+        CHECK(on->info.constraint_residual < 1e-12 && relative_residual(p, on) < 1e-12,
+              "%s: residual %.3g", what, on->info.constraint_residual);
     }
     atf_result_free(on), atf_result_free(plain), atf_result_free(qr);
 }
@@ -382,13 +382,13 @@ static void test_penalized_skip(void)
     check_core(p, &set, 40, 5, "fista, 1 of 40 null");
     atf_result *on = NULL;
     char err[ATF_ERRLEN] = "";
-    CHECK(atf_solve(p, &set, &on, err) == ATF_OK && on && on->status == ATF_STATUS_SOLVED,
+    CHECK(atf_solve(p, &set, NULL, &on, err) == ATF_OK && on && on->info.status == ATF_STATUS_SOLVED,
           "fista, skipped: %s", err);
     atf_result *qr = solve_qr_reduced(p, &set, err);
-    CHECK(qr && qr->status == ATF_STATUS_SOLVED, "fista, QR-reduced: %s", err);
+    CHECK(qr && qr->info.status == ATF_STATUS_SOLVED, "fista, QR-reduced: %s", err);
     if (on && qr) {
-        CHECK(rel_diff(on->objective, qr->objective) < 1e-8, "fista: objective %.12g, QR %.12g",
-              on->objective, qr->objective);
+        CHECK(rel_diff(on->info.objective, qr->info.objective) < 1e-8, "fista: objective %.12g, QR %.12g",
+              on->info.objective, qr->info.objective);
         CHECK(block_distance(on, qr) < 1e-6, "fista: B differs from the QR's by %.3g",
               block_distance(on, qr));
     }

@@ -153,7 +153,7 @@ static atf_error solve_rows(const method_case *mc, double fa, double fr, double 
     set.max_iter = 3000;
     if (mc->method == ATF_METHOD_CG)
         set.eps_rel = 1e-13; /* the comparisons below are at rounding level */
-    atf_error e = atf_solve(p, &set, out, err);
+    atf_error e = atf_solve(p, &set, NULL, out, err);
     atf_problem_free(p);
     return e;
 }
@@ -182,7 +182,7 @@ static int all_finite(const atf_result *a)
         for (int j = 0; j < a->blocks[l].rows * a->blocks[l].cols; j++)
             if (!isfinite(a->blocks[l].B[j]))
                 return 0;
-    return isfinite(a->constraint_residual) && !isnan(a->objective);
+    return isfinite(a->info.constraint_residual) && !isnan(a->info.objective);
 }
 
 /* Tolerance on B relative to the reference: tight for the direct methods, the ADMM stopping
@@ -219,21 +219,21 @@ static void test_all_data(atf_result *const plain[NMETHODS])
             CHECK(e == ATF_OK && res, "%s, all data × %g: %s", mc->name, factors[k], err);
             if (!res)
                 continue;
-            CHECK(res->status == plain[i]->status, "%s, all data × %g: status %s, plain %s",
-                  mc->name, factors[k], atf_status_name(res->status),
-                  atf_status_name(plain[i]->status));
+            CHECK(res->info.status == plain[i]->info.status, "%s, all data × %g: status %s, plain %s",
+                  mc->name, factors[k], atf_status_name(res->info.status),
+                  atf_status_name(plain[i]->info.status));
             CHECK(scaled_distance(res, plain[i], 1.0) < b_tolerance(mc),
                   "%s, all data × %g: B differs from the plain B by %.3g", mc->name, factors[k],
                   scaled_distance(res, plain[i], 1.0));
-            CHECK(rel_diff(res->objective, plain[i]->objective) < 10 * b_tolerance(mc),
+            CHECK(rel_diff(res->info.objective, plain[i]->info.objective) < 10 * b_tolerance(mc),
                   "%s, all data × %g: objective %.12g, plain %.12g", mc->name, factors[k],
-                  res->objective, plain[i]->objective);
-            CHECK(res->constraint_residual < residual_tolerance(mc, 1.0),
+                  res->info.objective, plain[i]->info.objective);
+            CHECK(res->info.constraint_residual < residual_tolerance(mc, 1.0),
                   "%s, all data × %g: residual %.3g",
-                  mc->name, factors[k], res->constraint_residual);
-            CHECK(res->stationarity <= fmax(1e-6, 10 * plain[i]->stationarity),
+                  mc->name, factors[k], res->info.constraint_residual);
+            CHECK(res->info.stationarity <= fmax(1e-6, 10 * plain[i]->info.stationarity),
                   "%s, all data × %g: stationarity %.3g, plain %.3g", mc->name, factors[k],
-                  res->stationarity, plain[i]->stationarity);
+                  res->info.stationarity, plain[i]->info.stationarity);
             atf_result_free(res);
         }
 }
@@ -264,14 +264,14 @@ static void test_one_side(atf_result *const plain[NMETHODS])
             if (!res)
                 continue;
             const atf_result *ref = mc->homogeneous ? plain[i] : baseline;
-            CHECK(res->status == ref->status, "%s, A × %g, r × %g: status %s", mc->name,
-                  cases[k].fa, cases[k].fr, atf_status_name(res->status));
+            CHECK(res->info.status == ref->info.status, "%s, A × %g, r × %g: status %s", mc->name,
+                  cases[k].fa, cases[k].fr, atf_status_name(res->info.status));
             CHECK(scaled_distance(res, ref, cases[k].ratio) < b_tolerance(mc),
                   "%s, A × %g, r × %g: B differs from the scaled reference by %.3g", mc->name,
                   cases[k].fa, cases[k].fr, scaled_distance(res, ref, cases[k].ratio));
-            CHECK(res->constraint_residual < residual_tolerance(mc, cases[k].fr),
+            CHECK(res->info.constraint_residual < residual_tolerance(mc, cases[k].fr),
                   "%s, A × %g, r × %g: residual %.3g", mc->name, cases[k].fa, cases[k].fr,
-                  res->constraint_residual);
+                  res->info.constraint_residual);
             CHECK(all_finite(res), "%s, A × %g, r × %g: non-finite numbers", mc->name,
                   cases[k].fa, cases[k].fr);
             atf_result_free(res);
@@ -292,28 +292,28 @@ static void test_tail(void)
         atf_result *res = NULL;
         char err[ATF_ERRLEN] = "";
         atf_error e = solve(mc, cases[k].fa, cases[k].fr, &res, err);
-        CHECK(e == ATF_OK && res && (res->status == ATF_STATUS_SOLVED ||
-                                     res->status == ATF_STATUS_MAX_ITERATIONS),
+        CHECK(e == ATF_OK && res && (res->info.status == ATF_STATUS_SOLVED ||
+                                     res->info.status == ATF_STATUS_MAX_ITERATIONS),
               "%s, A × %g, r × %g: %s", mc->name,
               cases[k].fa, cases[k].fr, err);
         if (!res)
             continue;
-        CHECK(all_finite(res) && res->constraint_residual < 1e-12,
+        CHECK(all_finite(res) && res->info.constraint_residual < 1e-12,
               "%s, A × %g, r × %g: residual %.3g", mc->name, cases[k].fa, cases[k].fr,
-              res->constraint_residual);
-        CHECK(res->status != ATF_STATUS_SOLVED || res->stationarity < 1e-4,
+              res->info.constraint_residual);
+        CHECK(res->info.status != ATF_STATUS_SOLVED || res->info.stationarity < 1e-4,
               "%s, A × %g, r × %g: solved with stationarity %.3g", mc->name, cases[k].fa,
-              cases[k].fr, res->stationarity);
+              cases[k].fr, res->info.stationarity);
         atf_result_free(res);
     }
     atf_result *res = NULL;
     char err[ATF_ERRLEN] = "";
     atf_error e = solve(&METHODS[1], 1.0, 1e300, &res, err);
-    CHECK(e == ATF_OK && res && res->status == ATF_STATUS_NUMERICAL_ERROR,
+    CHECK(e == ATF_OK && res && res->info.status == ATF_STATUS_NUMERICAL_ERROR,
           "abs, r × 1e300: error %d, status %s", (int)e,
-          res ? atf_status_name(res->status) : "none");
+          res ? atf_status_name(res->info.status) : "none");
     CHECK(strstr(err, "curvature") != NULL, "abs, r × 1e300: message '%s'", err);
-    CHECK(res && all_finite(res) && res->constraint_residual < 1e-12,
+    CHECK(res && all_finite(res) && res->info.constraint_residual < 1e-12,
           "abs, r × 1e300: the returned point is not the feasible least-squares point");
     atf_result_free(res);
 }
@@ -340,7 +340,7 @@ static void test_deep_quadratic(void)
         atf_result *plain = NULL;
         char err[ATF_ERRLEN] = "";
         CHECK(solve(mc, 1.0, 1.0, &plain, err) == ATF_OK && plain &&
-                  plain->status == ATF_STATUS_SOLVED,
+                  plain->info.status == ATF_STATUS_SOLVED,
               "%s, plain: %s", mc->name, err);
         if (!plain)
             continue;
@@ -348,15 +348,15 @@ static void test_deep_quadratic(void)
             atf_result *res = NULL;
             err[0] = '\0';
             atf_error e = solve(mc, 1.0, fr[k], &res, err);
-            CHECK(e == ATF_OK && res && res->status == ATF_STATUS_SOLVED, "%s, r × %g: %s",
+            CHECK(e == ATF_OK && res && res->info.status == ATF_STATUS_SOLVED, "%s, r × %g: %s",
                   mc->name, fr[k], err);
             if (!res)
                 continue;
             CHECK(scaled_distance(res, plain, fr[k]) < 1e-9,
                   "%s, r × %g: B differs from the plain B × f_r by %.3g", mc->name, fr[k],
                   scaled_distance(res, plain, fr[k]));
-            CHECK(res->constraint_residual < (fr[k] < DBL_MIN ? 1e-11 : 1e-12) && all_finite(res),
-                  "%s, r × %g: residual %.3g", mc->name, fr[k], res->constraint_residual);
+            CHECK(res->info.constraint_residual < (fr[k] < DBL_MIN ? 1e-11 : 1e-12) && all_finite(res),
+                  "%s, r × %g: residual %.3g", mc->name, fr[k], res->info.constraint_residual);
             atf_result_free(res);
         }
         atf_result_free(plain);
@@ -398,14 +398,14 @@ static void test_zero_r_warm(const atf_result *plain_nuclear)
             for (int j = 0; j < warm->blocks[l].rows * warm->blocks[l].cols; j++)
                 warm->blocks[l].B[j] = f[k] * plain_nuclear->blocks[l].B[j];
         atf_settings set = atf_settings_default();
-        set.warm = warm;
+        atf_hooks hooks = {.warm = warm};
         atf_result *res = NULL;
         char err[ATF_ERRLEN] = "";
-        atf_error e = atf_solve(p, &set, &res, err);
-        CHECK(e == ATF_OK && res && res->status == ATF_STATUS_SOLVED, "r = 0, warm × %g: %s",
+        atf_error e = atf_solve(p, &set, &hooks, &res, err);
+        CHECK(e == ATF_OK && res && res->info.status == ATF_STATUS_SOLVED, "r = 0, warm × %g: %s",
               f[k], err);
         if (res) {
-            iterations[k] = res->iterations;
+            iterations[k] = res->info.iterations;
             /* relative to the start: B ≈ 0 to the stopping tolerance */
             CHECK(scaled_distance(res, plain_nuclear, 0.0) < 1e-5 * f[k] && all_finite(res),
                   "r = 0, warm × %g: B not 0 (max entry %.3g)", f[k],
@@ -441,13 +441,13 @@ static void test_lp_verdict_checked(void)
         set.method = ATF_METHOD_LP;
         set.structure = ATF_GLOBAL_DIAGONAL;
         atf_result *res = NULL;
-        atf_error e = atf_solve(p, &set, &res, err);
-        CHECK(e == ATF_OK && res && res->status == ATF_STATUS_NUMERICAL_ERROR,
+        atf_error e = atf_solve(p, &set, NULL, &res, err);
+        CHECK(e == ATF_OK && res && res->info.status == ATF_STATUS_NUMERICAL_ERROR,
               "seed %d: error %d, status %s (%s)", (int)seed, (int)e,
-              res ? atf_status_name(res->status) : "none", err);
+              res ? atf_status_name(res->info.status) : "none", err);
         CHECK(strstr(err, "GLPK found no feasible point") != NULL, "seed %d: message '%s'",
               (int)seed, err);
-        CHECK(res && all_finite(res) && res->constraint_residual < 1e-6,
+        CHECK(res && all_finite(res) && res->info.constraint_residual < 1e-6,
               "seed %d: the least-squares point is not returned", (int)seed);
         atf_result_free(res);
         atf_problem_free(p);
@@ -460,7 +460,7 @@ int main(void)
     for (int i = 0; i < NMETHODS; i++) {
         char err[ATF_ERRLEN] = "";
         atf_error e = solve(&METHODS[i], 1.0, 1.0, &plain[i], err);
-        CHECK(e == ATF_OK && plain[i] && plain[i]->status == ATF_STATUS_SOLVED,
+        CHECK(e == ATF_OK && plain[i] && plain[i]->info.status == ATF_STATUS_SOLVED,
               "%s, plain: %s", METHODS[i].name, err);
         if (!plain[i])
             return atf_test_finish("test_scales");

@@ -77,7 +77,7 @@ static int same_bits(const atf_result *a, const atf_result *b)
         if (memcmp(a->blocks[l].B, b->blocks[l].B,
                    (size_t)a->blocks[l].rows * (size_t)a->blocks[l].cols * sizeof(double)))
             return 0;
-    return a->iterations == b->iterations && a->objective == b->objective;
+    return a->info.iterations == b->info.iterations && a->info.objective == b->info.objective;
 }
 
 static atf_settings tight(void)
@@ -98,18 +98,18 @@ static void test_reduction(void)
         off.reduce = 0;
         atf_result *a = NULL, *b = NULL;
         char err[ATF_ERRLEN] = "";
-        CHECK(atf_solve(p, &on, &a, err) == ATF_OK, "%s reduced: %s", penalties[i], err);
-        CHECK(atf_solve(p, &off, &b, err) == ATF_OK, "%s unreduced: %s", penalties[i], err);
+        CHECK(atf_solve(p, &on, NULL, &a, err) == ATF_OK, "%s reduced: %s", penalties[i], err);
+        CHECK(atf_solve(p, &off, NULL, &b, err) == ATF_OK, "%s unreduced: %s", penalties[i], err);
         if (a && b) {
             CHECK(distance(a, b) < 1e-6, "%s: reduced and full solutions differ by %.3g",
                   penalties[i], distance(a, b));
-            CHECK(fabs(a->objective - b->objective) < 1e-8 * b->objective,
-                  "%s: objectives %.12g vs %.12g", penalties[i], a->objective, b->objective);
+            CHECK(fabs(a->info.objective - b->info.objective) < 1e-8 * b->info.objective,
+                  "%s: objectives %.12g vs %.12g", penalties[i], a->info.objective, b->info.objective);
             CHECK(constraint_residual(p, a) < 1e-12, "%s: reduced solution infeasible (%.3g)",
                   penalties[i], constraint_residual(p, a));
-            CHECK(a->stationarity < 1e-6 && b->stationarity < 1e-6,
-                  "%s: stationarity %.3g / %.3g", penalties[i], a->stationarity,
-                  b->stationarity);
+            CHECK(a->info.stationarity < 1e-6 && b->info.stationarity < 1e-6,
+                  "%s: stationarity %.3g / %.3g", penalties[i], a->info.stationarity,
+                  b->info.stationarity);
         }
         atf_result_free(a), atf_result_free(b);
         atf_problem_free(p);
@@ -124,15 +124,15 @@ static void test_determinism_and_reuse(void)
     atf_result *a = NULL, *b = NULL, *c = NULL;
     char err[ATF_ERRLEN] = "";
     atf_solver *s = NULL;
-    CHECK(atf_solve(p, &set, &a, err) == ATF_OK, "%s", err);
-    CHECK(atf_solver_init(p, &set, &s, err) == ATF_OK, "%s", err);
+    CHECK(atf_solve(p, &set, NULL, &a, err) == ATF_OK, "%s", err);
+    CHECK(atf_solver_init(p, &set, NULL, &s, err) == ATF_OK, "%s", err);
     CHECK(atf_solver_solve(s, &b, err) == ATF_OK, "%s", err);
     CHECK(atf_solver_solve(s, &c, err) == ATF_OK, "%s", err);
     if (a && b && c) {
         CHECK(same_bits(a, b), "atf_solve and a solver object give different bits");
         CHECK(same_bits(b, c), "a reused solver gives different bits");
-        CHECK(a->method == ATF_METHOD_ADMM && a->structure == ATF_GLOBAL_LAYER, "method %s / %s",
-              atf_method_name(a->method), atf_structure_name(a->structure));
+        CHECK(a->info.method == ATF_METHOD_ADMM && a->structure == ATF_GLOBAL_LAYER, "method %s / %s",
+              atf_method_name(a->info.method), atf_structure_name(a->structure));
     }
     atf_solver_free(s);
     atf_result_free(a), atf_result_free(b), atf_result_free(c);
@@ -146,11 +146,11 @@ static void test_interrupt_warm_and_limit(void)
     char err[ATF_ERRLEN] = "";
     atf_settings set = atf_settings_default();
     volatile sig_atomic_t flag = 1;
-    set.interrupt = &flag;
+    atf_hooks stop = {.interrupt = &flag};
     atf_result *res = NULL;
     /* the solver owns its result: ATF_OK whatever the status, the status in the result */
-    CHECK(atf_solve(p, &set, &res, err) == ATF_OK, "preset flag: %s", err);
-    CHECK(res && res->status == ATF_STATUS_INTERRUPTED && res->iterations == 0,
+    CHECK(atf_solve(p, &set, &stop, &res, err) == ATF_OK, "preset flag: %s", err);
+    CHECK(res && res->info.status == ATF_STATUS_INTERRUPTED && res->info.iterations == 0,
           "interrupted result missing or wrong");
     if (res)
         CHECK(constraint_residual(p, res) < 1e-12, "interrupted iterate infeasible (%.3g)",
@@ -161,8 +161,8 @@ static void test_interrupt_warm_and_limit(void)
     limit.max_iter = 3;
     limit.eps_rel = 1e-14;
     res = NULL;
-    CHECK(atf_solve(p, &limit, &res, err) == ATF_OK, "max_iter: %s", err);
-    CHECK(res && res->status == ATF_STATUS_MAX_ITERATIONS && res->iterations == 3,
+    CHECK(atf_solve(p, &limit, NULL, &res, err) == ATF_OK, "max_iter: %s", err);
+    CHECK(res && res->info.status == ATF_STATUS_MAX_ITERATIONS && res->info.iterations == 3,
           "iteration-limit result missing or wrong");
     CHECK(strstr(err, "iteration limit") != NULL, "message '%s'", err);
     atf_result_free(res);
@@ -173,21 +173,20 @@ static void test_interrupt_warm_and_limit(void)
     atf_problem_set_penalty(p, "zsq:scale=0.05", err);
     atf_settings cold = tight();
     atf_result *solution = NULL, *again = NULL, *zero_start = NULL;
-    CHECK(atf_solve(p, &cold, &solution, err) == ATF_OK, "%s", err);
-    atf_settings warm = tight();
-    warm.warm = solution;
-    CHECK(atf_solve(p, &warm, &again, err) == ATF_OK, "%s", err);
+    CHECK(atf_solve(p, &cold, NULL, &solution, err) == ATF_OK, "%s", err);
+    atf_hooks warm = {.warm = solution};
+    CHECK(atf_solve(p, &cold, &warm, &again, err) == ATF_OK, "%s", err);
     atf_result *zeros = atf_result_alloc(p); /* B = 0 everywhere */
     warm.warm = zeros;
-    CHECK(atf_solve(p, &warm, &zero_start, err) == ATF_OK, "%s", err);
+    CHECK(atf_solve(p, &cold, &warm, &zero_start, err) == ATF_OK, "%s", err);
     if (solution && again && zero_start) {
-        CHECK(again->iterations * 4 < solution->iterations,
-              "warm start from the solution: %d iterations, cold %d", again->iterations,
-              solution->iterations);
-        CHECK(zero_start->iterations > again->iterations, "zero start %d vs warm %d",
-              zero_start->iterations, again->iterations);
-        CHECK(fabs(zero_start->objective - solution->objective) < 1e-8 * solution->objective,
-              "zero start reaches %.12g, cold %.12g", zero_start->objective, solution->objective);
+        CHECK(again->info.iterations * 4 < solution->info.iterations,
+              "warm start from the solution: %d iterations, cold %d", again->info.iterations,
+              solution->info.iterations);
+        CHECK(zero_start->info.iterations > again->info.iterations, "zero start %d vs warm %d",
+              zero_start->info.iterations, again->info.iterations);
+        CHECK(fabs(zero_start->info.objective - solution->info.objective) < 1e-8 * solution->info.objective,
+              "zero start reaches %.12g, cold %.12g", zero_start->info.objective, solution->info.objective);
     }
     atf_result_free(solution), atf_result_free(again), atf_result_free(zero_start);
     atf_result_free(zeros);
@@ -213,14 +212,14 @@ static void test_refusals(void)
         if (i == 3)
             set.rho = -1.0;
         err[0] = '\0';
-        CHECK(atf_solver_init(p, &set, &s, err) == ATF_E_USAGE && !s, "bad %s accepted", bad[i]);
+        CHECK(atf_solver_init(p, &set, NULL, &s, err) == ATF_E_USAGE && !s, "bad %s accepted", bad[i]);
         CHECK(strstr(err, bad[i]) != NULL, "message '%s' does not name %s", err, bad[i]);
     }
     atf_settings lp = atf_settings_default();
     lp.method = ATF_METHOD_LP;
-    CHECK(atf_solve(p, &lp, &res, err) == ATF_E_USAGE && !res, "lp on a matrix block accepted");
+    CHECK(atf_solve(p, &lp, NULL, &res, err) == ATF_E_USAGE && !res, "lp on a matrix block accepted");
     CHECK(strstr(err, "diagonal") != NULL, "lp message '%s'", err);
-    CHECK(atf_solver_init(NULL, NULL, &s, err) == ATF_E_USAGE, "NULL problem accepted");
+    CHECK(atf_solver_init(NULL, NULL, NULL, &s, err) == ATF_E_USAGE, "NULL problem accepted");
     atf_problem_free(p);
 }
 
@@ -231,16 +230,16 @@ static void test_log_and_json(void)
     char err[ATF_ERRLEN] = "";
     FILE *quiet = tmpfile(), *loud = tmpfile();
     atf_settings set = atf_settings_default();
-    set.log = quiet;
+    atf_hooks to_quiet = {.log = atf_test_log_to, .log_ctx = quiet}, to_loud = {.log = atf_test_log_to,
+                                                                          .log_ctx = loud};
     atf_result *res = NULL;
-    CHECK(atf_solve(p, &set, &res, err) == ATF_OK, "%s", err);
+    CHECK(atf_solve(p, &set, &to_quiet, &res, err) == ATF_OK, "%s", err);
     CHECK(ftell(quiet) == 0, "the solver wrote %ld bytes without verbose", ftell(quiet));
     atf_result_free(res);
-    set.log = loud;
     set.verbose = 1;
     set.log_every = 1;
     res = NULL;
-    CHECK(atf_solve(p, &set, &res, err) == ATF_OK, "%s", err);
+    CHECK(atf_solve(p, &set, &to_loud, &res, err) == ATF_OK, "%s", err);
     char text[8192] = "";
     rewind(loud);
     size_t got = fread(text, 1, sizeof text - 1, loud);

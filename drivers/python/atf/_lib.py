@@ -125,9 +125,9 @@ class ResultBlockC(Structure):
     ]
 
 
-class ResultC(Structure):
+class InfoC(Structure):
     _fields_ = [
-        ("status", c_int), ("method", c_int), ("structure", c_int),
+        ("status", c_int), ("method", c_int),
         ("objective", c_double),
         ("iterations", c_int),
         ("primal_residual", c_double), ("dual_residual", c_double),
@@ -139,8 +139,15 @@ class ResultC(Structure):
         ("solve_seconds", c_double), ("setup_seconds", c_double),
         ("projection_seconds", c_double), ("prox_seconds", c_double),
         ("other_seconds", c_double),
+    ]
+
+
+class ResultC(Structure):
+    _fields_ = [
+        ("structure", c_int),
         ("nblocks", c_int),
         ("blocks", POINTER(ResultBlockC)),
+        ("info", InfoC),
         ("problem_fingerprint", c_char * FINGERPRINT_LEN),
         ("loss", c_char * 64),
         ("penalty_override", c_char * SPECLEN),
@@ -164,9 +171,19 @@ class SettingsC(Structure):
         ("eps_abs", c_double), ("eps_rel", c_double),
         ("alpha", c_double), ("rho", c_double),
         ("adaptive_rho", c_int), ("reduce", c_int), ("verbose", c_int), ("log_every", c_int),
-        ("log", c_void_p),
         ("baseline", c_int),
         ("newton_rank", c_int),
+    ]
+
+
+# void (*atf_log_fn)(void *ctx, const char *text)
+LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p)
+
+
+class HooksC(Structure):
+    _fields_ = [
+        ("log", LOG_FN),
+        ("log_ctx", c_void_p),
         ("warm", POINTER(ResultC)),
         ("interrupt", POINTER(c_int)),  # volatile sig_atomic_t * (int on Linux)
     ]
@@ -228,7 +245,9 @@ _proto("atf_result_check", c_int, P_RES, P_PROB, c_char_p, c_char_p, c_char_p)
 _proto("atf_result_record_run", None, P_RES, POINTER(SettingsC), c_char_p, c_char_p)
 _proto("atf_settings_default", SettingsC)
 _proto("atf_loss_check", c_int, POINTER(LossC), P_PROB, c_char_p, c_char_p)
-_proto("atf_solver_init", c_int, P_PROB, POINTER(SettingsC), POINTER(c_void_p), c_char_p)
+_proto("atf_loss_parse", c_int, c_char_p, POINTER(LossC), c_char_p)
+_proto("atf_solver_init", c_int, P_PROB, POINTER(SettingsC), POINTER(HooksC), POINTER(c_void_p),
+       c_char_p)
 _proto("atf_solver_solve", c_int, c_void_p, POINTER(P_RES), c_char_p)
 _proto("atf_solver_free", None, c_void_p)
 _proto("atf_result_factors", c_int, P_RES, P_PROB, c_char_p)
@@ -261,3 +280,44 @@ def text(b):
 
 def errbuf():
     return ctypes.create_string_buffer(ERRLEN)
+
+
+# ---- checks of Python values before they become C ones (the C side would wrap or truncate) ----
+
+def c_int_arg(value, what, lo=-2**31, hi=2**31 - 1):
+    """An integer argument checked against [lo, hi] (a C int at most): 2**40 is refused rather
+    than wrapped; bool, floats with a fraction and non-numbers are refused too."""
+    from ._errors import InputError
+    import numbers
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise InputError(f"{what}: {value!r} is not an integer", "usage error")
+    value = int(value)
+    if not lo <= value <= hi:
+        raise InputError(f"{what}: {value} is outside {lo} … {hi}", "usage error")
+    return value
+
+
+def positive_float(value, what):
+    """A finite float > 0."""
+    from ._errors import InputError
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{what}: {value!r} is not a number", "usage error") from None
+    if not (v > 0 and v < float("inf")):
+        raise InputError(f"{what}: {value!r} must be a finite number > 0", "usage error")
+    return v
+
+
+def spec_text(value, what):
+    """A spec or name as the bytes C reads: a str without NUL (C would stop reading there)."""
+    from ._errors import InputError
+    if not isinstance(value, str):
+        raise InputError(f"{what}: {value!r} is not a string", "usage error")
+    if "\0" in value:
+        raise InputError(f"{what}: {value!r} contains a NUL character", "usage error")
+    return value.encode()
+

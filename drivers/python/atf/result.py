@@ -5,7 +5,9 @@ thread waits; a SIGINT handler installed for the duration of the call raises the
 interrupt flag, so Ctrl-C ends the solve with status `interrupted` and the last iterate."""
 import ctypes
 import signal
+import sys
 import threading
+from typing import IO, Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -84,17 +86,25 @@ class Result:
         if p:
             _c.atf_result_free(p)
 
-    status = property(lambda self: _lib.text(_c.atf_status_name(self._p.contents.status)))
-    method = property(lambda self: _lib.text(_c.atf_method_name(self._p.contents.method)))
+    status = property(lambda self: _lib.text(_c.atf_status_name(self._p.contents.info.status)))
+    method = property(lambda self: _lib.text(_c.atf_method_name(self._p.contents.info.method)))
     structure = property(lambda self: _lib.text(_c.atf_structure_name(self._p.contents.structure)))
-    objective = property(lambda self: self._p.contents.objective)
-    iterations = property(lambda self: self._p.contents.iterations)
-    primal_residual = property(lambda self: self._p.contents.primal_residual)
-    dual_residual = property(lambda self: self._p.contents.dual_residual)
-    constraint_residual = property(lambda self: self._p.contents.constraint_residual)
-    stationarity = property(lambda self: self._p.contents.stationarity)
-    ls_residual = property(lambda self: self._p.contents.ls_residual)
-    seconds = property(lambda self: self._p.contents.solve_seconds)
+    objective = property(lambda self: self._p.contents.info.objective)
+    iterations = property(lambda self: self._p.contents.info.iterations)
+    primal_residual = property(lambda self: self._p.contents.info.primal_residual)
+    dual_residual = property(lambda self: self._p.contents.info.dual_residual)
+    constraint_residual = property(lambda self: self._p.contents.info.constraint_residual)
+    stationarity = property(lambda self: self._p.contents.info.stationarity)
+    ls_residual = property(lambda self: self._p.contents.info.ls_residual)
+    loss_value = property(lambda self: self._p.contents.info.loss_value)
+    penalty_value = property(lambda self: self._p.contents.info.penalty_value)
+    pg_residual = property(lambda self: self._p.contents.info.pg_residual)
+    duality_gap = property(lambda self: self._p.contents.info.duality_gap)
+    operator_passes = property(lambda self: self._p.contents.info.operator_passes)
+    inner_iterations = property(lambda self: self._p.contents.info.inner_iterations)
+    method_note = property(lambda self: _lib.text(self._p.contents.info.method_note))
+    loss = property(lambda self: _lib.text(self._p.contents.loss))
+    seconds = property(lambda self: self._p.contents.info.solve_seconds)
     problem_fingerprint = property(lambda self: _lib.text(self._p.contents.problem_fingerprint))
 
     def _model_for(self, model, what):
@@ -161,7 +171,22 @@ def _run_solver(solver, out, err, flag):
     return box["e"]
 
 
-def _solve(problem, set_, penalty_override, warm):
+def _log_writer(log):
+    """The solver's log hook: text to `log` (a callable taking a str, or a file-like object
+    with write; None: Python's sys.stderr at the time of each write, so that notebooks and
+    contextlib.redirect_stderr see it)."""
+    def write(_ctx, text):
+        s = text.decode("utf-8", "replace")
+        if callable(log):
+            log(s)
+        else:
+            out = log if log is not None else sys.stderr
+            out.write(s)
+            out.flush()
+    return _lib.LOG_FN(write)
+
+
+def _solve(problem, set_, penalty_override, warm, log=None):
     if not isinstance(problem, Problem):
         raise TypeError("atf.solve: problem must be an atf.Problem")
     err = _lib.errbuf()
@@ -170,22 +195,28 @@ def _solve(problem, set_, penalty_override, warm):
         # the override applies to this solve only (as `atf solve --penalty`): set it on the
         # blocks and restore their own penalties afterwards, so that no copy of the operator
         # data is made (the problem is therefore not to be solved from two threads at once)
+        spec = _lib.spec_text(penalty_override, "atf.solve: penalty")
         blocks = [prob.contents.blocks[l] for l in range(prob.contents.nblocks)]
         saved = [(_lib.PenaltyC.from_buffer_copy(b.penalty), bytes(b.penalty_spec))
                  for b in blocks]
-        _errors.check(_c.atf_problem_set_penalty(prob, str(penalty_override).encode(), err), err)
+        _errors.check(_c.atf_problem_set_penalty(prob, spec, err), err)
     else:
         saved = None
     try:
+        hooks = _lib.HooksC()
         if warm is not None:
             if not isinstance(warm, Result):
                 raise TypeError("atf.solve: warm must be an atf.Result")
             _errors.check(_c.atf_result_check(warm._p, prob, b"warm", b"the problem", err), err)
-            set_.warm = warm._p
+            hooks.warm = warm._p
         flag = ctypes.c_int(0)
-        set_.interrupt = ctypes.pointer(flag)
+        hooks.interrupt = ctypes.pointer(flag)
+        writer = _log_writer(log) if set_.verbose else None
+        if writer is not None:
+            hooks.log = writer
         solver = ctypes.c_void_p()
-        e = _c.atf_solver_init(prob, ctypes.byref(set_), ctypes.byref(solver), err)
+        e = _c.atf_solver_init(prob, ctypes.byref(set_), ctypes.byref(hooks),
+                               ctypes.byref(solver), err)
         _errors.check(e, err)
         out = _lib.P_RES()
         try:
@@ -203,7 +234,7 @@ def _solve(problem, set_, penalty_override, warm):
                 prob.contents.blocks[l].penalty = p
                 prob.contents.blocks[l].penalty_spec = s
     message = _lib.text(err.value)
-    status = res._p.contents.status
+    status = res._p.contents.info.status
     if status == INFEASIBLE:
         raise _errors.Infeasible(message or "infeasible", "infeasible", res)
     if status == NUMERICAL_ERROR:
@@ -213,34 +244,61 @@ def _solve(problem, set_, penalty_override, warm):
     return res
 
 
-def solve(problem, penalty=None, structure="layer", method="auto", tol=1e-6, max_iter=10000,
-          warm=None, verbose=False):
-    """Solve problem (16) for `problem` (an atf.Problem).
+SOLVE_METHODS = ("auto", "newton", "fista", "admm", "alm", "lp", "irls")
+
+
+def _settings(structure: str, tol: float, max_iter: int, verbose: bool) -> "_lib.SettingsC":
+    s = _c.atf_settings_default()
+    s.structure = _parse(_c.atf_structure_parse, structure, "structure", "layer, diagonal, full")
+    s.eps_rel = _lib.positive_float(tol, "atf.solve: tol")
+    s.max_iter = _lib.c_int_arg(max_iter, "atf.solve: max_iter", 1)
+    s.verbose = 1 if verbose else 0
+    return s
+
+
+def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "interpolate",
+          method: str = "auto", structure: str = "layer", tol: float = 1e-6,
+          max_iter: int = 10000, newton_rank: int = -1, warm: Optional["Result"] = None,
+          verbose: bool = False, log: Union[None, Callable[[str], Any], IO[str]] = None
+          ) -> Result:
+    """Solve problem (16) for `problem` (an atf.Problem), as `atf solve`.
 
     penalty overrides every block's penalty for this solve (the problem keeps its own);
-    structure: layer, diagonal or full; method: auto (the solver picks: ADMM on the Gram where
-    it fits in memory, else the augmented Lagrangian alm), admm, alm, lp or irls; tol is the relative
-    tolerance eps_rel; warm an earlier atf.Result of the same problem; verbose prints the
-    solver's iteration table on stderr. Returns an atf.Result (status solved, or interrupted
-    after Ctrl-C, or max_iterations with an atf.IterationLimitWarning); raises atf.Infeasible
-    (with `.result`, the least-squares point), atf.InputError for refused settings and inputs,
-    atf.NumericalError when an iteration broke down."""
-    s = _c.atf_settings_default()
-    s.method = _parse(_c.atf_method_parse, method, "method", "auto, admm, alm, lp, irls")
-    s.structure = _parse(_c.atf_structure_parse, structure, "structure", "layer, diagonal, full")
-    s.eps_rel = float(tol)
-    s.max_iter = int(max_iter)
-    s.verbose = 1 if verbose else 0
-    return _solve(problem, s, penalty, warm)
+    loss: "interpolate" (the constraints A vec B = r exactly), or a penalized loss
+    "squared:lambda=λ" or "xent:lambda=λ" (cross-entropy needs the problem's labels), as
+    `--loss`; method: auto (the library picks: newton for a penalized loss; for interpolation
+    ADMM on the Gram where it fits in memory, else the augmented Lagrangian alm — the choice and
+    its reason are in Result.method and Result.method_note), newton, fista (penalized losses),
+    admm, alm, lp, irls (interpolation); structure: layer, diagonal or full; tol is the relative
+    tolerance eps_rel; newton_rank the Nyström preconditioner's rank (-1 auto, 0 none);
+    warm an earlier atf.Result of the same problem; verbose writes the solver's iteration table
+    to `log` (a callable taking a str, or a file-like object; default Python's sys.stderr).
+    Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with an
+    atf.IterationLimitWarning); raises atf.Infeasible (with `.result`, the least-squares point),
+    atf.InputError for refused settings and inputs, atf.NumericalError when an iteration broke
+    down."""
+    s = _settings(structure, tol, max_iter, verbose)
+    if method not in SOLVE_METHODS:
+        raise _errors.InputError(f"atf.solve: method {method!r} is not one of "
+                                 f"{', '.join(SOLVE_METHODS)}", "usage error")
+    s.method = _parse(_c.atf_method_parse, method, "method", ", ".join(SOLVE_METHODS))
+    err = _lib.errbuf()
+    if _c.atf_loss_parse(_lib.spec_text(loss, "atf.solve: loss"), ctypes.byref(s.loss), err):
+        raise _errors.InputError(f"atf.solve: loss: {_lib.text(err.value)}", "usage error")
+    s.newton_rank = _lib.c_int_arg(newton_rank, "atf.solve: newton_rank", -1, 2000)
+    return _solve(problem, s, penalty, warm, log)
 
 
-def baseline(problem, method="auto"):
+def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,
+             max_iter: int = 10000, verbose: bool = False,
+             log: Union[None, Callable[[str], Any], IO[str]] = None) -> Result:
     """The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), as `atf baseline`: method
-    auto (the Gram where it fits in memory, else CG), gram or cg."""
-    s = _c.atf_settings_default()
-    s.baseline = 1
+    auto (the Gram where it fits in memory, else CG), gram or cg; tol and max_iter are CG's."""
     names = {"auto": "auto", "gram": "baseline", "cg": "cg"}
     if method not in names:
-        raise _errors.InputError(f"atf.baseline: method {method!r} is not one of auto, gram, cg")
+        raise _errors.InputError(f"atf.baseline: method {method!r} is not one of auto, gram, cg",
+                                 "usage error")
+    s = _settings("layer", tol, max_iter, verbose)
+    s.baseline = 1
     s.method = _parse(_c.atf_method_parse, names[method], "method", "auto, gram, cg")
-    return _solve(problem, s, None, None)
+    return _solve(problem, s, None, None, log)

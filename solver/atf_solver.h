@@ -13,7 +13,6 @@
 #ifndef ATF_SOLVER_H
 #define ATF_SOLVER_H
 
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 
@@ -99,22 +98,13 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, const atf_
  * blocks' own penalties, its factors, and its certificates. Returns as atf_solve: ATF_OK with
  * status solved, or infeasible when r is not in the range of A. */
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
-/* ---- reporting (formatting only: the library never prints) ----
- * JSON is built with jansson, so every string is escaped as JSON requires. */
+/* ---- reporting (formatting only: the library never prints) ---- */
 
-/* A JSON number, or null for NaN and infinities (JSON has neither). */
-json_t *atf_json_number(double v);
-/* A JSON string of s; bytes that are not valid UTF-8 (JSON strings are Unicode) become '?'. */
-json_t *atf_json_text(const char *s);
-/* Compact one-line text of a JSON value (caller frees), NULL on out of memory. */
-char *atf_json_line(const json_t *v);
-
-/* The result as a JSON object: status, method, structure, loss (the spec; null when not
- * recorded), iterations, objective, loss_value, penalty_value, primal_residual, dual_residual,
- * constraint_residual, stationarity, pg_residual, duality_gap, ls_residual, seconds and the
- * time split (setup/projection/prox/other_seconds), and problem_fingerprint when recorded;
- * non-finite numbers are null. NULL on out of memory. */
-json_t *atf_result_json_object(const atf_result *res);
+/* The result as one line of JSON into buf: status, method, structure, loss (the spec; null when
+ * not recorded), iterations, objective, loss_value, penalty_value, primal_residual,
+ * dual_residual, constraint_residual, stationarity, pg_residual, duality_gap, ls_residual,
+ * seconds and the time split (setup/projection/prox/other_seconds), and problem_fingerprint
+ * when recorded; non-finite numbers are null. */
 /* The same as one line of text into buf; returns the length it needs (as snprintf). */
 int atf_result_json(const atf_result *res, char *buf, size_t len);
 

@@ -502,7 +502,6 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
             log_header(s, &pl->loss, st);
     }
     atf_status status = ATF_STATUS_MAX_ITERATIONS;
-    const atf_settings *set = &s->set;
     for (int it = 0; status == ATF_STATUS_MAX_ITERATIONS; it++, st->iter++) {
         st->res = residual_at_x(s, st);
         if (verbose)

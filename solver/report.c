@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "atf_solver.h"
+#include "atf_report.h"
 
 json_t *atf_json_number(double v)
 {

@@ -15,6 +15,7 @@
 
 #include "atf_error.h"
 #include "atf_result.h"
+#include "atf_report.h"
 
 typedef int (*atf_cmd_fn)(int argc, char **argv);
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "atf_util.h"
+#include "atf_report.h"
 
 int atf_cli_wants_help(int argc, char **argv)
 {

@@ -8,6 +8,7 @@
 #include "atf_problem.h"
 #include "atf_solver.h"
 #include "atf_features.h"
+#include "atf_report.h"
 
 static void usage(FILE *out)
 {

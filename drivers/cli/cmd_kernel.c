@@ -8,6 +8,7 @@
 #include "atf_result.h"
 #include "atf_solver.h"
 #include "atf_kernel.h"
+#include "atf_report.h"
 
 static void usage(FILE *out)
 {

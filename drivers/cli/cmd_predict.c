@@ -9,6 +9,7 @@
 #include "atf_result.h"
 #include "atf_solver.h"
 #include "atf_features.h"
+#include "atf_report.h"
 
 static void usage(FILE *out)
 {

@@ -17,6 +17,7 @@
 
 #include "atf_cli.h"
 #include "atf_solver.h"
+#include "atf_report.h"
 
 static void usage(FILE *out)
 {

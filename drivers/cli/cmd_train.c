@@ -11,6 +11,7 @@
 #include "atf_solver.h"
 #include "atf_features.h"
 #include "atf_train.h"
+#include "atf_report.h"
 
 static void usage(FILE *out)
 {

@@ -30,6 +30,7 @@
 #include "atf_result.h"
 #include "atf_solver.h"
 #include "atf_kernel.h"
+#include "atf_train.h"
 #include "plot.h"
 #include "rowstore.h"
 

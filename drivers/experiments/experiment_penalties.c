@@ -10,6 +10,7 @@
 
 #include "atf_penalty.h"
 #include "internal/exp_internal.h"
+#include "atf_report.h"
 
 enum { NLOG = 121 }; /* points of the log–log panel, v from 0.1 to 100 */
 

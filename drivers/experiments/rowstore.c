@@ -14,6 +14,7 @@
 #include "atf_experiments.h"
 #include "atf_solver.h"
 #include "atf_util.h"
+#include "atf_report.h"
 
 struct atf_rowstore {
     char *csv_path, *jsonl_path;

@@ -11,7 +11,6 @@
 #include "atf_data.h"
 #include "atf_error.h"
 #include "atf_mlp.h"
-#include "atf_train.h"
 #include "atf_problem.h"
 #include "atf_result.h"
 

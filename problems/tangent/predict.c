@@ -6,6 +6,7 @@
 
 #include "atf_features.h"
 #include "h5io.h"
+#include "atf_loss.h"
 
 /* Every number reported for predictions F against y (and labels): one implementation for `atf
  * predict`, the experiments' test metrics, networks and linear models. rel_mse is a ratio of

@@ -2,7 +2,9 @@
 headers (and no private one), libatf.so, libatf.a and atf.pc, and a program must compile and
 link against it with `pkg-config --cflags --libs atf` alone, then run.
 
-usage: test_install.py BUILD_ROOT SCRATCH PROGRAM.c CC SANITIZE   (CC: the compiler command line)
+usage: test_install.py BUILD_ROOT SCRATCH PROGRAM.c CC SANITIZE [CXX]
+(CC, CXX: the compiler command lines; with CXX the same program is also built as C++ against
+the installed headers)
 
 pkg-config is pointed at the scratch tree with PKG_CONFIG_PATH and relocated into it with
 PKG_CONFIG_SYSROOT_DIR (its -I and -L paths are prefixed by the scratch directory). SANITIZE is
@@ -16,6 +18,7 @@ import subprocess
 import sys
 
 build_root, scratch, program, cc, sanitize = sys.argv[1:6]
+cxx = sys.argv[6] if len(sys.argv) > 6 else ""
 dest = os.path.join(scratch, "destdir")
 shutil.rmtree(scratch, ignore_errors=True)
 os.makedirs(scratch)
@@ -35,10 +38,17 @@ assert len(pcs) == 1, pcs
 headers = glob.glob(os.path.join(dest, "**", "include", "atf", "*.h"), recursive=True)
 names = sorted(os.path.basename(h) for h in headers)
 print("installed headers:", " ".join(names))
-for public in ["atf_error.h", "atf_version.h", "atf_penalty.h", "atf_problem.h",
-               "atf_result.h", "atf_util.h", "atf_data.h", "atf_mlp.h", "atf_features.h",
-               "atf_kernel.h", "atf_solver.h", "atf_loss.h"]:
-    assert public in names, (public, names)
+PUBLIC = ["atf_error.h", "atf_version.h", "atf_penalty.h", "atf_problem.h", "atf_result.h",
+          "atf_loss.h", "atf_solver.h", "atf_data.h", "atf_mlp.h", "atf_features.h",
+          "atf_kernel.h"]
+assert names == sorted(PUBLIC), (names, sorted(PUBLIC))  # and nothing else (no atf_util.h)
+for header in headers:  # no third-party header in a public one
+    with open(header, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#include <"):
+                name = line.split("<")[1].split(">")[0]
+                assert "/" not in name and not name.startswith(("jansson", "hdf5", "cholmod")), \
+                    (header, line)
 for name in names:  # the public headers are atf_*.h; private ones stay in internal/ folders
     assert name.startswith("atf_") and "internal" not in name, name
 libdir = os.path.dirname(os.path.dirname(pcs[0]))
@@ -50,9 +60,14 @@ flags = run(["pkg-config", "--cflags", "--libs", "atf"], env=env).stdout.split()
 print("pkg-config --cflags --libs atf:", " ".join(flags))
 assert any(f.startswith("-I" + dest) for f in flags), flags
 extra = ["-fsanitize=" + sanitize] if sanitize not in ("", "none") else []
-exe = os.path.join(scratch, "program")
-run([*shlex.split(cc), "-std=c11", "-Wall", "-Wextra", "-Werror", *extra, program, "-o", exe, *flags, "-lm"])
-out = run([exe], env=dict(os.environ, LD_LIBRARY_PATH=libdir)).stdout
-print(out, end="")
-assert out.rstrip().endswith("ok"), out
+builds = [(cc, ["-std=c11"], program, "program")]
+if cxx:  # the same file as C++ (only the installed headers on the include path)
+    builds.append((cxx, ["-x", "c++", "-std=c++11"], program, "program_cpp"))
+for compiler, lang, source, name in builds:
+    exe = os.path.join(scratch, name)
+    run([*shlex.split(compiler), *lang, "-Wall", "-Wextra", "-Werror", *extra, source, "-x", "none",
+         "-o", exe, *flags, "-lm"])
+    out = run([exe], env=dict(os.environ, LD_LIBRARY_PATH=libdir)).stdout
+    print(name + ":", out, end="")
+    assert out.rstrip().endswith("ok"), out
 shutil.rmtree(scratch)  # the installed copy is only needed for the checks above

@@ -21,7 +21,6 @@
 #include "atf_problem.h"
 #include "atf_result.h"
 #include "atf_solver.h"
-#include "atf_util.h"
 #include "atf_version.h"
 
 static int failures = 0;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "atf_solver.h"
+#include "atf_report.h"
 
 int main(int argc, char **argv)
 {

@@ -20,13 +20,14 @@ COMMANDLEN = 2048     # ATF_COMMANDLEN
 
 
 def _candidates():
-    """Where the library is looked for: $ATF_LIBRARY alone when set, else the build directory
-    of the repository this package sits in (drivers/python/atf -> repository root)."""
+    """Where the library is looked for: $ATF_LIBRARY alone when set; else beside this file (the
+    installed package: pip install . puts libatf.so there); else the build directory of the
+    source tree this package sits in (drivers/python/atf -> repository root)."""
     env = os.environ.get("ATF_LIBRARY")
     if env:
         return [Path(env)]
-    root = Path(__file__).resolve().parents[3]
-    return [root / "build" / "libatf.so"]
+    here = Path(__file__).resolve().parent
+    return [here / "libatf.so", here.parents[2] / "build" / "libatf.so"]
 
 
 def _load():
@@ -36,8 +37,9 @@ def _load():
             return ctypes.CDLL(str(path))
     where = ", ".join(str(p) for p in tried)
     raise ImportError(
-        f"atf: libatf.so not found (looked at {where}); build it with `bash scripts/build.sh` "
-        "from the repository root or set ATF_LIBRARY to the path of libatf.so")
+        f"atf: libatf.so not found (looked at {where}); install the package with "
+        "`pip install --no-build-isolation .` (docs/python.md), or build it with "
+        "`bash scripts/build.sh` from the repository root, or set ATF_LIBRARY to its path")
 
 
 lib = _load()

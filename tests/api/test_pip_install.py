@@ -62,7 +62,7 @@ r = rng.standard_normal(4)
 prob = atf.Problem(r, [atf.Block.dense("W", J, 2, 3, penalty="sq")], 4)
 res = atf.solve(prob)
 assert res.status == "solved", res.status
-B = res.blocks[0].B
+B = res.blocks["W"].B
 x = np.linalg.lstsq(J, r, rcond=None)[0]
 assert np.allclose(B.ravel(), x, atol=1e-8), (B.ravel(), x)
 prob.write("p.h5")

@@ -1,0 +1,93 @@
+"""atf.solve with a penalized loss and a method, and atf.baseline with a method, against
+`atf solve` / `atf baseline` on the same problem file: the same code runs, so the blocks must
+be equal bit for bit; verbose output goes through Python's sys.stderr (redirect_stderr sees it)
+or a callback; bad arguments are refused with atf.InputError naming them."""
+import contextlib
+import io
+import os
+
+import numpy as np
+
+import atf
+import atf_env
+import pyprob
+
+d = atf_env.scratch()
+check = atf_env.check
+prob = pyprob.build(penalty="sq")
+path = os.path.join(d, "p.h5")
+prob.write(path)
+prob = atf.Problem.read(path)  # the file's problem, so that both sides solve the same bits
+
+
+def blocks_of(file):
+    return [b.B for b in atf.Result.read(file).blocks.values()]
+
+
+def same(py_res, file, what):
+    cli = blocks_of(file)
+    ours = [b.B for b in py_res.blocks.values()]
+    check(len(cli) == len(ours), f"{what}: {len(ours)} blocks vs {len(cli)}")
+    for a, b in zip(ours, cli):
+        check(a.shape == b.shape and np.array_equal(a, b),
+              f"{what}: blocks differ from the CLI's (max |diff| "
+              f"{np.max(np.abs(a - b)) if a.shape == b.shape else 'shape'})")
+
+
+for loss, method in [("xent:lambda=0.5", "newton"), ("xent:lambda=0.5", "fista"),
+                     ("squared:lambda=0.3", "auto"), ("interpolate", "admm"),
+                     ("interpolate", "alm")]:
+    res = atf.solve(prob, loss=loss, method=method, tol=1e-8)
+    out = os.path.join(d, f"r-{method}.h5")
+    atf_env.run("solve", path, "-o", out, "--loss", loss, "--method", method, "--tol", "1e-8",
+                "--quiet")
+    check(res.status == "solved", f"{loss} {method}: status {res.status}")
+    check(res.loss == loss or loss == "interpolate", f"{loss}: result names loss {res.loss!r}")
+    if method != "auto":
+        check(res.method == method, f"{loss}: method {res.method}, asked {method}")
+    else:
+        check(res.method == "newton" and "auto" in res.method_note,
+              f"auto for {loss}: {res.method} ({res.method_note})")
+    if loss != "interpolate":
+        check(res.pg_residual <= 1e-6 and np.isclose(res.objective,
+                                                     res.loss_value + res.penalty_value),
+              f"{loss} {method}: pg {res.pg_residual}, objective split")
+    same(res, out, f"solve {loss} {method}")
+
+for method in ["gram", "cg", "auto"]:
+    res = atf.baseline(prob, method=method)
+    out = os.path.join(d, f"b-{method}.h5")
+    atf_env.run("baseline", path, "-o", out, "--method", method, "--quiet")
+    same(res, out, f"baseline {method}")
+
+# verbose: the iteration table through sys.stderr (seen by redirect_stderr) or a callback
+buf = io.StringIO()
+with contextlib.redirect_stderr(buf):
+    atf.solve(prob, loss="xent:lambda=0.5", verbose=True)
+check("atf newton: loss xent:lambda=0.5" in buf.getvalue(),
+      f"verbose output not seen through sys.stderr: {buf.getvalue()[:200]!r}")
+lines = []
+atf.solve(prob, loss="squared:lambda=0.3", method="fista", verbose=True, log=lines.append)
+check(any("atf fista" in s for s in lines), f"log callback saw {lines[:3]}")
+buf = io.StringIO()
+with contextlib.redirect_stderr(buf):
+    atf.solve(prob, loss="squared:lambda=0.3")
+check(buf.getvalue() == "", "a quiet solve wrote to stderr")
+
+# refused arguments name themselves
+for kw, word in [({"max_iter": 2**40}, "max_iter"), ({"max_iter": 0}, "max_iter"),
+                 ({"loss": "xent:lambda=-1"}, "loss"), ({"loss": "hinge"}, "loss"),
+                 ({"method": "cg"}, "method"), ({"method": "newton"}, "newton"),
+                 ({"penalty": "sq\0nuclear"}, "NUL"), ({"tol": float("nan")}, "tol"),
+                 ({"newton_rank": 5000}, "newton_rank")]:
+    try:
+        atf.solve(prob, **kw)
+        check(False, f"{kw} accepted")
+    except atf.InputError as e:
+        check(word in str(e), f"{kw}: message {e}")
+try:
+    atf.baseline(prob, method="newton")
+    check(False, "baseline method newton accepted")
+except atf.InputError as e:
+    check("gram" in str(e), f"baseline method: {e}")
+atf_env.finish("test_solve_loss")

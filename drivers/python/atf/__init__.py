@@ -12,10 +12,13 @@ from .result import Result, ResultBlock, baseline, solve
 from .mlp import MLP, from_torch
 from .features import features
 from .tangent import ntk, path_kernel
+from ._cli import run as cli
+from .experiments import PathResult, SweepResult, TrainResult, path, sweep, train
 
 __version__ = _lib_handle.atf_version().decode()
 
 __all__ = ["Error", "InputError", "Infeasible", "NumericalError", "FileError",
            "IterationLimitWarning", "Penalty", "Block", "Problem", "Result", "ResultBlock",
            "solve", "baseline", "MLP", "from_torch", "features", "ntk", "path_kernel",
+           "cli", "path", "sweep", "train", "PathResult", "SweepResult", "TrainResult",
            "__version__"]

@@ -60,14 +60,17 @@ rng = np.random.default_rng(1)
 J = rng.standard_normal((4, 6))
 r = rng.standard_normal(4)
 prob = atf.Problem(r, [atf.Block.dense("W", J, 2, 3, penalty="sq")], 4)
-res = atf.solve(prob)
-assert res.status == "solved", res.status
+res = atf.baseline(prob)              # the min-norm interpolant (Theorem 1)
 B = res.blocks["W"].B
 x = np.linalg.lstsq(J, r, rcond=None)[0]
 assert np.allclose(B.ravel(), x, atol=1e-8), (B.ravel(), x)
+res = atf.solve(prob, loss="squared:lambda=0.1")
+assert res.status == "solved" and res.pg_residual <= 1e-6, (res.status, res.pg_residual)
 prob.write("p.h5")
 again = atf.Problem.read("p.h5")
 assert again.M == 4
+summary = atf.cli(["solve", "p.h5", "-o", "r.h5", "--quiet"], progress=False)  # bin/atf
+assert summary["status"] == "solved", summary
 print("ok", atf.__version__)
 '''
 out = run([py, "-c", check, version], env=clean_env, cwd=elsewhere).stdout

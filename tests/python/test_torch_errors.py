@@ -31,7 +31,8 @@ def raises(fn, cls, needles, what):
 torch.manual_seed(0)
 ok = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
 raises(lambda: atf.from_torch(nn.Sequential(nn.Linear(3, 4), nn.Dropout(), nn.Linear(4, 1))),
-       atf.InputError, ["'1'", "Dropout", "not supported"], "from_torch: Dropout")
+       atf.InputError, ["'1'", "Dropout", "training mode", "eval_mode=True"],
+       "from_torch: Dropout in training mode")
 raises(lambda: atf.from_torch(nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU())),
        atf.InputError, ["'0'", "Conv2d"], "from_torch: Conv2d")
 raises(lambda: atf.from_torch(nn.Sequential(nn.Linear(3, 4), nn.GELU(approximate="tanh"),
@@ -78,7 +79,8 @@ raises(lambda: atf.features(ok, X, Ybad), atf.InputError, ["Y", "NaN or infinite
 raises(lambda: atf.features(ok, X, Y[:4]), atf.InputError, ["Y", "4 rows", "5 inputs"],
        "features: Y of the wrong length")
 raises(lambda: atf.features(ok, X, np.array([0, 1, 2, 3, 1])), atf.InputError,
-       ["4 classes", "2 outputs"], "features: classes that do not fit the outputs")
+       ["Y", "value 2", "outside 0 … 1", "2 outputs"],
+       "features: classes that do not fit the outputs")
 raises(lambda: atf.features(ok, X, Y, X_test=X), atf.InputError, ["X_test and Y_test"],
        "features: X_test without Y_test")
 raises(lambda: atf.features("net", X, Y), atf.InputError, ["atf.MLP", "str"],

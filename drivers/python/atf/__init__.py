@@ -12,6 +12,7 @@ from .result import Result, ResultBlock, baseline, solve
 from .mlp import MLP, from_torch
 from .features import features
 from .tangent import ntk, path_kernel
+from .score import Score, score
 from ._cli import run as cli
 from .experiments import PathResult, SweepResult, TrainResult, path, sweep, train
 
@@ -20,5 +21,6 @@ __version__ = _lib_handle.atf_version().decode()
 __all__ = ["Error", "InputError", "Infeasible", "NumericalError", "FileError",
            "IterationLimitWarning", "Penalty", "Block", "Problem", "Result", "ResultBlock",
            "solve", "baseline", "MLP", "from_torch", "features", "ntk", "path_kernel",
+           "score", "Score",
            "cli", "path", "sweep", "train", "PathResult", "SweepResult", "TrainResult",
            "__version__"]

@@ -323,3 +323,26 @@ def spec_text(value, what):
         raise InputError(f"{what}: {value!r} contains a NUL character", "usage error")
     return value.encode()
 
+
+# ---- predictions and their metrics (problems/tangent/atf_features.h, atf_mlp.h, atf_loss.h):
+# atf.score uses the functions `atf predict` uses, so that its numbers are the command's ----
+
+class SplitEvalC(Structure):  # atf_split_eval
+    _fields_ = [
+        ("N", c_int), ("C", c_int),
+        ("f", POINTER(c_double)), ("y", POINTER(c_double)), ("labels", POINTER(c_int)),
+        ("mse", c_double), ("rel_mse", c_double), ("error", c_double),
+        ("class_error", c_double),
+    ]
+
+
+class PredictionsC(Structure):  # atf_predictions
+    _fields_ = [("train", SplitEvalC), ("test", SplitEvalC)]
+
+
+_proto("atf_predict_result", c_int, P_PROB, c_char_p, P_RES, c_char_p, POINTER(PredictionsC),
+       c_char_p)
+_proto("atf_predictions_free", None, POINTER(PredictionsC))
+_proto("atf_prediction_error", c_double, c_int, c_int, P_D, P_D)
+_proto("atf_prediction_class_error", c_double, c_int, c_int, P_D, POINTER(c_int))
+_proto("atf_loss_mean_xent", c_double, c_int, c_int, P_D, POINTER(c_int))

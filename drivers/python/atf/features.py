@@ -6,10 +6,12 @@ moved from the C Jacobian into the problem without a copy; any other torch modul
 block per parameter tensor (functorch). The problem remembers the model (and whether it was
 centered), so that results solved from it predict and give kernels at new inputs."""
 import ctypes
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _errors, _lib, _torch, tangent as _tan
+from . import _check, _errors, _lib, _torch, tangent as _tan
+from ._progress import Progress, ProgressArg
 from .mlp import MLP
 from .problem import FACTORED, Block, Problem, _fill_block, _put
 
@@ -19,36 +21,31 @@ _c = _lib.lib
 _fail = _errors.fail
 
 
-def _classes(Ys):
-    """The class list of integer labels: every label present, in increasing order (as
-    `atf features` on a data set with labels)."""
-    ints = [y for y in Ys if y is not None and (np.issubdtype(y.dtype, np.integer) or
-                                                 y.dtype == np.bool_)]
-    return np.unique(np.concatenate([y.reshape(-1) for y in ints])) if ints else None
+def targets(Y: Any, N: int, C: int, what: str) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """(y [N, C], labels [N] or None).
 
-
-def targets(Y, N, C, classes, what):
-    """(y [N, C], labels [N] or None). Class indices become ±1 (two classes, one output: the
-    first class −1, the second +1) or one-hot targets (one output per class), labels the index
-    into the class list; one-hot float targets and ±1 targets of one output keep their labels."""
-    Y = _torch.to_numpy(Y)
-    if Y.shape[0] != N:
-        _fail(f"{what}: {Y.shape[0]} rows but there are {N} inputs")
-    if np.issubdtype(Y.dtype, np.integer) or Y.dtype == np.bool_:
+    Integer class indices [N]: with C ≥ 2 outputs they must be 0 … C−1 and give one-hot targets;
+    with one output they must be 0/1 (or −1/+1) and give ±1 targets (class 0 → −1, class 1 →
+    +1); labels are the class indices. Float targets [N, C] (or [N] for one output): one-hot
+    rows, and ±1 targets of one output, keep their labels. Refused: other labels, bool,
+    complex, object or string arrays, NaN or infinite targets, wrong shapes."""
+    Y = _torch.to_numpy(Y, what)
+    if Y.ndim == 0 or Y.shape[0] != N:
+        _fail(f"{what}: {Y.shape[0] if Y.ndim else 0} rows but there are {N} inputs")
+    if Y.dtype.kind in "iu":
         if Y.ndim != 1 and not (Y.ndim == 2 and Y.shape[1] == 1):
             _fail(f"{what}: integer targets are class indices and must have shape [N], got "
                   f"{Y.shape}")
-        labels = np.searchsorted(classes, Y.reshape(-1)).astype(np.intc)
-        K = len(classes)
-        if C == 1 and K <= 2:
+        flat = Y.reshape(-1)
+        if C == 1 and flat.size and np.all((flat == -1) | (flat == 1)):
+            flat = (flat > 0).astype(np.intc)  # ±1 integer targets: the classes 0 and 1
+        labels = _check.labels(flat, what, N, C)
+        if C == 1:
             return np.where(labels == 1, 1.0, -1.0).reshape(N, 1), labels
-        if C == K:
-            y = np.zeros((N, C))
-            y[np.arange(N), labels] = 1.0
-            return y, labels
-        _fail(f"{what}: {K} classes but the model has {C} outputs (two classes need 1 output "
-              "(±1 targets) or 2 (one-hot), more classes one output per class)")
-    y = np.asarray(Y, dtype=np.float64)
+        y = np.zeros((N, C))
+        y[np.arange(N), labels] = 1.0
+        return y, labels
+    y = _check.floats(Y, what)
     if y.ndim == 1:
         y = y.reshape(N, 1)
     if y.ndim != 2 or y.shape != (N, C):
@@ -63,11 +60,16 @@ def targets(Y, N, C, classes, what):
     return y, None
 
 
-def _split(model, X, Y, classes, center, penalty, what):
+def _split(model, X, Y, center, penalty, what, prog):
     """One split: a C problem (not yet validated) owning its arrays."""
-    t = _tan.tangent(model, X, what)
-    y, labels = targets(Y, t.N, t.C, classes, "Y" if what == "X" else "Y_test")
+    t = _tan.tangent(model, X, f"atf.features: {what}", prog)
+    _check.integer(t.M, f"atf.features: {what}: examples x outputs", 1)
+    y, labels = targets(Y, t.N, t.C, "atf.features: " + ("Y" if what == "X" else "Y_test"))
     f0 = np.zeros((t.N, t.C)) if center else np.array(t.f)
+    if not np.all(np.isfinite(t.f)):
+        i, k = np.argwhere(~np.isfinite(t.f))[0]
+        _fail(f"atf.features: {what}: the model's output {k} at example {i} is {t.f[i, k]!r}: NaN "
+              "or infinite outputs")
     r = y - f0
     p = _c.atf_problem_new(t.N, t.C, len(t.blocks))
     if not p:
@@ -82,7 +84,7 @@ def _split(model, X, Y, classes, center, penalty, what):
                                    ctypes.POINTER(ctypes.c_int))
         for j, b in enumerate(t.blocks):
             if b.factored and t.jac is not None:
-                _move_factored(P.blocks[j], t.jac.c.blocks[j], penalty)
+                _move_factored(P.blocks[j], t.jac.c.blocks[b.index], penalty)
             elif b.factored:
                 _fill_block(P.blocks[j], Block.factored(b.name, b.H, b.D, penalty), t.N, t.C,
                             t.M)
@@ -106,27 +108,48 @@ def _move_factored(B, jb, penalty):
     jb.H = jb.D = None
 
 
-def features(model, X, Y, X_test=None, Y_test=None, center=False, penalty="sq"):
+def features(model: Any, X: Any, Y: Any, X_test: Any = None, Y_test: Any = None,
+             center: bool = False, penalty: str = "sq", *, trainable_only: bool = True,
+             eval_mode: bool = False, progress: ProgressArg = False) -> Problem:
     """The problem (16) of `model` at its weights on (X, Y): an atf.Problem with r = y − f0
     (center: r = y, f0 = 0), /y, /f0, /labels when Y are class indices or one-hot (or ±1 with
-    one output), and (X_test, Y_test) as its test split.
+    one output), and (X_test, Y_test) as its test split (Problem.test).
 
     model: an atf.MLP or a torch module. nn.Sequential MLPs (atf.from_torch) give factored
     blocks W1, b1, W2, ...; any other module dense per-parameter blocks named as its parameters
     (each tensor seen as a matrix: an nn.Linear weight as [in, out], a conv weight as
     [C_in·k·k, C_out], a bias as [1, out]). The problem remembers a float64 snapshot of the
-    model, for Result.predict and Result.kernel."""
-    m = _tan.resolve(model)
+    model, for Result.predict and Result.kernel.
+
+    trainable_only (default True): parameters with requires_grad=False (an atf.MLP's frozen
+    blocks) are left out of the blocks; False keeps them. eval_mode: modules whose output
+    depends on the training mode (BatchNorm, Dropout, RReLU, InstanceNorm with running
+    statistics) are refused while in training mode; eval_mode=True evaluates the model in eval
+    mode instead. Otherwise the model runs in the mode it is in. progress: True (or a file-like
+    object) reports the long loops on Python's sys.stderr, throttled (a line every few seconds,
+    in place on a terminal).
+
+    X, X_test: numpy arrays or torch tensors (float32 and integers are converted: everything is
+    computed in float64). Y, Y_test: class indices [N] (0 … C−1 for C outputs; 0/1 or ±1 for
+    one output), or float targets [N, C].
+
+    Refused with atf.InputError naming the item: NaN/infinite, complex, bool, object or string
+    inputs and targets; class indices outside 0 … C−1; a parameter or buffer with NaN or
+    infinite values ('2.weight'); a module that returns a tuple, list or dict, cannot be run on
+    X or cannot be differentiated by functorch (e.g. nn.LSTM: named by its qualified name in the
+    model, 'lstm'); modules in training mode as above; a model whose every parameter is frozen;
+    NaN model outputs; a penalty spec with a NUL character."""
+    m = _tan.resolve(model, "atf.features", trainable_only, eval_mode)
     if (X_test is None) != (Y_test is None):
         _fail("atf.features: X_test and Y_test go together (the test split needs its targets)")
-    if len(str(penalty).encode()) >= _lib.SPECLEN:
+    spec = _check.text(penalty, "atf.features: penalty").decode()
+    if len(spec.encode()) >= _lib.SPECLEN:
         _fail("atf.features: penalty spec too long")
-    Ys = [_torch.to_numpy(Y)] + ([_torch.to_numpy(Y_test)] if Y_test is not None else [])
-    classes = _classes(Ys)
-    p = _split(m, X, Y, classes, center, str(penalty), "X")
+    prog = Progress("atf.features", progress)
+    p = _split(m, X, Y, center, spec, "X", prog)
     try:
         if X_test is not None:
-            p.contents.test = _split(m, X_test, Y_test, classes, center, str(penalty), "X_test")
+            p.contents.test = _split(m, X_test, Y_test, center, spec, "X_test", prog)
         prov = p.contents.prov
         shape = lambda a: "x".join(map(str, np.shape(a)))  # noqa: E731
         prov.command = (f"python: atf.features({type(model).__name__}, X [{shape(X)}], "
@@ -143,4 +166,7 @@ def features(model, X, Y, X_test=None, Y_test=None, center=False, penalty="sq"):
         raise
     prob = Problem._wrap(p)
     prob._model, prob._center = m, bool(center)
+    P = p.contents
+    prog.done(f"{P.N} examples" + (f" + {P.test.contents.N} test" if X_test is not None else "")
+              + f", {P.nblocks} blocks")
     return prob

@@ -4,10 +4,11 @@ activations — and atf.from_torch for nn.Sequential MLPs.
 The weights live in the C struct; `.weights` and `.biases` are read-only numpy views of them (an
 MLP does not change once built, so a problem or result that remembers it stays consistent)."""
 import ctypes
+from typing import Any, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _errors, _lib, _torch
+from . import _check, _errors, _lib, _torch
 
 _c = _lib.lib
 
@@ -15,8 +16,8 @@ _c = _lib.lib
 _fail = _errors.fail
 
 
-def _matrix(a, what):
-    a = np.asarray(_torch.to_numpy(a), dtype=np.float64)
+def _matrix(a: Any, what: str) -> np.ndarray:
+    a = _check.floats(a, f"atf.MLP: {what}")
     if not np.all(np.isfinite(a)):
         _fail(f"atf.MLP: {what}: NaN or infinite values")
     return a
@@ -30,9 +31,23 @@ class MLP:
     for every hidden layer or a list of L − 1 specs: relu, leaky_relu[:slope=s], tanh, sigmoid,
     gelu, softplus[:beta=b,threshold=t], identity (docs/tangent.md). param is "standard" or
     "ntk" (a_ℓ = c_ℓ W_ℓᵀ h + b_ℓ with c_ℓ = √(g_ℓ/P_ℓ), docs/tangent.md §2); a network read
-    from a file has the file's."""
+    from a file has the file's. frozen names blocks (W1, b2, ...) that atf.features, atf.ntk,
+    atf.path_kernel and a result's predict/kernel leave out (with trainable_only=True, their
+    default): atf.from_torch records the parameters with requires_grad=False there; the MLP
+    file does not store it.
 
-    def __init__(self, weights, biases=None, activation="relu", param="standard"):
+    Arrays may be numpy arrays, torch tensors or lists; float32 and integer values are
+    converted to float64. Refused (atf.InputError naming the item): complex, bool, object or
+    string arrays, NaN or infinite values, shapes that do not chain, more than 16 layers,
+    unknown activations, names of frozen blocks the network does not have."""
+
+    def __init__(self, weights: Sequence[Any], biases: Optional[Sequence[Any]] = None,
+                 activation: Union[str, Sequence[str], None] = "relu", param: str = "standard",
+                 frozen: Iterable[str] = ()):
+        self._h = None
+        if _torch.is_module(weights) or isinstance(weights, (str, bytes)):
+            _fail(f"atf.MLP: weights: expected a list of [in, out] matrices, got "
+                  f"{type(weights).__name__} (atf.from_torch converts a torch model)")
         weights = [_matrix(w, f"weights[{l}]") for l, w in enumerate(weights)]
         L = len(weights)
         if L == 0 or L > 16:
@@ -59,35 +74,62 @@ class MLP:
                     _fail(f"atf.MLP: biases[{l}] has {b.size} values, layer {l} has "
                           f"{widths[l + 1]} outputs")
                 biases[l] = b
+        for l, w in enumerate(widths):
+            _check.integer(w, f"atf.MLP: width of layer {l}", 1)
         if isinstance(activation, str) or activation is None:
             acts = [activation or "relu"] * (L - 1)
         else:
-            acts = [str(a) for a in activation]
+            acts = list(activation)
             if len(acts) != L - 1:
                 _fail(f"atf.MLP: {len(acts)} activations for {L - 1} hidden layers (the output "
                       "layer has none)")
-        self._h = None
+        cacts = [_check.text(a, f"atf.MLP: activation[{l}]") for l, a in enumerate(acts)]
+        cparam = _check.text(param, "atf.MLP: param")
         h = ctypes.c_void_p()
         err = _lib.errbuf()
         cw = (ctypes.c_int * (L + 1))(*widths)
         cb = (ctypes.c_int * L)(*[b is not None for b in biases])
-        ca = (ctypes.c_char_p * max(L - 1, 1))(*[a.encode() for a in acts])
-        _errors.check(_c.atf_mlp_new(L, cw, cb, ca if L > 1 else None, str(param).encode(),
+        ca = (ctypes.c_char_p * max(L - 1, 1))(*cacts)
+        _errors.check(_c.atf_mlp_new(L, cw, cb, ca if L > 1 else None, cparam,
                                      ctypes.byref(h), err), err)
         self._h = h
         self.param = str(param)
+        self.frozen = ()
         for l in range(L):
             ctypes.memmove(_c.atf_mlp_weight(h, l), np.ascontiguousarray(weights[l]).ctypes.data,
                            weights[l].nbytes)
             if biases[l] is not None:
                 ctypes.memmove(_c.atf_mlp_bias(h, l), biases[l].ctypes.data, biases[l].nbytes)
         self._describe()
+        self.frozen = self._check_frozen(frozen)
+
+    def _check_frozen(self, frozen: Iterable[str]) -> tuple:
+        if isinstance(frozen, str):
+            frozen = [frozen]
+        names = self.block_names()
+        out = []
+        for f in frozen:
+            if f not in names:
+                _fail(f"atf.MLP: frozen: {f!r} is not a block of this network ({', '.join(names)})")
+            out.append(f)
+        return tuple(n for n in names if n in out)
+
+    def _unfrozen(self) -> "MLP":
+        """This network with every block trainable (a copy when some are frozen)."""
+        if not self.frozen:
+            return self
+        return MLP(self.weights, self.biases, self.activations, self.param)
+
+    def trainable_blocks(self) -> List[str]:
+        """The block names that are not frozen, in order."""
+        return [n for n in self.block_names() if n not in self.frozen]
 
     @classmethod
     def _wrap(cls, h):
         self = cls.__new__(cls)
         self._h = h
         self.param = _c.atf_mlp_param_name(h).decode()
+        self.frozen = ()
         self._describe()
         return self
 
@@ -122,7 +164,7 @@ class MLP:
 
     layers = property(lambda self: len(self.weights))
 
-    def block_names(self):
+    def block_names(self) -> List[str]:
         """The problem's block names of this network, in order: W1, b1 (if layer 1 has a bias),
         W2, ..."""
         names = []
@@ -133,14 +175,15 @@ class MLP:
         return names
 
     @property
-    def fingerprint(self):
+    def fingerprint(self) -> str:
         """The network's fingerprint (as a problem's `mlp_fingerprint`)."""
         out = ctypes.create_string_buffer(_lib.FINGERPRINT_LEN)
         _errors.check(_c.atf_mlp_fingerprint(self._h, out), _lib.errbuf())
         return _lib.text(out.value)
 
-    def __call__(self, X):
-        """f(X) [N, C] for X [N, in] (atf_mlp_forward)."""
+    def __call__(self, X: Any) -> np.ndarray:
+        """f(X) [N, C] for X [N, in] (atf_mlp_forward; X a numpy array or torch tensor, float32
+        converted to float64; NaN, infinities, complex, bool and strings refused)."""
         from .tangent import as_inputs
         X = as_inputs(X, self.widths[0], "X")
         F = np.empty((X.shape[0], self.widths[-1]))
@@ -150,32 +193,47 @@ class MLP:
         return F
 
     @classmethod
-    def read(cls, path):
+    def read(cls, path: Any) -> "MLP":
         """Read an MLP file (docs/formats.md "MLP file")."""
         h = ctypes.c_void_p()
         err = _lib.errbuf()
-        _errors.check(_c.atf_mlp_read(str(path).encode(), ctypes.byref(h), err), err)
+        _errors.check(_c.atf_mlp_read(_check.path(path, "atf.MLP.read"), ctypes.byref(h), err), err)
         return cls._wrap(h)
 
-    def write(self, path):
-        """Write the MLP file atomically (`atf features --mlp` reads it)."""
+    def write(self, path: Any) -> None:
+        """Write the MLP file atomically (`atf features --mlp` reads it; frozen is not stored:
+        the program builds every block)."""
         err = _lib.errbuf()
-        _errors.check(_c.atf_mlp_write(str(path).encode(), self._h, err), err)
+        _errors.check(_c.atf_mlp_write(_check.path(path, "atf.MLP.write"), self._h, err), err)
 
     @classmethod
-    def _from_torch(cls, module):
-        weights, biases, acts = _torch.parse_sequential(module)
-        return cls(weights, biases, acts)
+    def _from_torch(cls, module: Any, trainable_only: bool = True, eval_mode: bool = False
+                    ) -> "MLP":
+        weights, biases, acts, frozen = _torch.parse_sequential(module, eval_mode,
+                                                                trainable_only)
+        return cls(weights, biases, acts, frozen=frozen)
 
     def __repr__(self):
         acts = ",".join(dict.fromkeys(self.activations)) or "-"
         nb = sum(b is not None for b in self.biases)
+        fz = f", frozen {','.join(self.frozen)}" if self.frozen else ""
         return (f"atf.MLP(widths={self.widths}, activation={acts}, biases on {nb} of "
-                f"{self.layers} layers)")
+                f"{self.layers} layers{fz})")
 
 
-def from_torch(module):
+def from_torch(module: Any, *, trainable_only: bool = True, eval_mode: bool = False) -> MLP:
     """An atf.MLP with the weights of an nn.Sequential of nn.Linear (bias on any subset) and the
     elementwise activations ReLU, LeakyReLU, Tanh, Sigmoid, GELU (approximate='none'), Softplus
-    and Identity; anything else raises atf.InputError naming the module."""
-    return MLP._from_torch(module)
+    and Identity (weights copied, in float64).
+
+    trainable_only: parameters with requires_grad=False are recorded as the MLP's `frozen`
+    blocks, which atf.features, atf.ntk and atf.path_kernel leave out (False: none frozen).
+    Dropout layers are the identity in eval mode and left out; in training mode they are
+    refused unless eval_mode=True (the network is then taken in eval mode).
+
+    Refused with atf.InputError naming the module (its qualified name in the model, e.g. '2')
+    or the parameter ('2.weight'): any other layer (BatchNorm, Conv2d, nn.LSTM, ...; atf.features
+    and atf.ntk take those on their general path), two activations in a row, an activation after
+    the last Linear layer, widths that do not chain, NaN or infinite parameters, Dropout in
+    training mode."""
+    return MLP._from_torch(module, trainable_only, eval_mode)

@@ -3,10 +3,11 @@
 A Problem owns a C atf_problem; arrays given to the constructor are copied once into memory the
 C problem owns (atf_problem_free releases it), read-back properties are copies."""
 import ctypes
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from . import _errors, _lib
+from . import _check, _errors, _lib
 
 _c = _lib.lib
 DENSE, SPARSE, FACTORED = range(3)           # atf_operator_kind
@@ -24,10 +25,17 @@ class Block:
     Build one with Block.dense, Block.factored or Block.sparse; Problem.blocks returns them too
     (with copies of the operator arrays)."""
 
-    def __init__(self, name, kind, rows, cols, penalty="sq", structure="matrix", **arrays):
+    def __init__(self, name: str, kind: int, rows: int, cols: int, penalty: str = "sq",
+                 structure: str = "matrix", **arrays: Any):
+        _check.text(name, "atf.Block: name")
         self.name = str(name)
+        if not self.name or len(self.name.encode()) >= _lib.NAMELEN:
+            _fail(f"atf.Block: name {self.name!r}: 1 to {_lib.NAMELEN - 1} bytes")
         self.kind = kind
-        self.rows, self.cols = int(rows), int(cols)
+        self.rows = _check.integer(rows, f"atf.Block: {self.name}: rows", 1)
+        self.cols = _check.integer(cols, f"atf.Block: {self.name}: cols", 1)
+        _check.integer(self.rows * self.cols, f"atf.Block: {self.name}: rows·cols", 1)
+        _check.text(penalty, f"atf.Block: {self.name}: penalty")
         self.penalty = str(penalty)
         if structure not in _STRUCTURES:
             _fail(f"atf.Block: {self.name}: structure '{structure}' is not matrix or diagonal")
@@ -42,31 +50,41 @@ class Block:
                 f"penalty={self.penalty!r})")
 
     @staticmethod
-    def dense(name, J, rows, cols, penalty="sq", structure="matrix"):
-        """Dense operator: J [M, rows·cols], row m = G_m flattened row-major."""
-        return Block(name, DENSE, rows, cols, penalty, structure, J=np.asarray(J, np.float64))
+    def dense(name: str, J: Any, rows: int, cols: int, penalty: str = "sq",
+              structure: str = "matrix") -> "Block":
+        """Dense operator: J [M, rows·cols], row m = G_m flattened row-major (a numpy array or
+        torch tensor; float32 and integers converted to float64; complex, bool, object and
+        string arrays refused)."""
+        return Block(name, DENSE, rows, cols, penalty, structure,
+                     J=_check.floats(J, f"atf.Block.dense: {name}: J"))
 
     @staticmethod
-    def factored(name, H, D, penalty="sq", structure="matrix"):
-        """Factored operator G_m = h_i δ_mᵀ: H [N, rows] (layer inputs), D [M, cols]."""
-        H = np.asarray(H, np.float64)
-        D = np.asarray(D, np.float64)
+    def factored(name: str, H: Any, D: Any, penalty: str = "sq",
+                 structure: str = "matrix") -> "Block":
+        """Factored operator G_m = h_i δ_mᵀ: H [N, rows] (layer inputs), D [M, cols] (arrays
+        as for Block.dense)."""
+        H = _check.floats(H, f"atf.Block.factored: {name}: H")
+        D = _check.floats(D, f"atf.Block.factored: {name}: D")
         if H.ndim != 2 or D.ndim != 2:
             _fail(f"atf.Block.factored: {name}: H and D must be matrices, got {H.ndim}-d and "
                   f"{D.ndim}-d")
         return Block(name, FACTORED, H.shape[1], D.shape[1], penalty, structure, H=H, D=D)
 
     @staticmethod
-    def sparse(name, csr, rows, cols, penalty="sq", structure="matrix"):
-        """Sparse operator: a scipy CSR matrix [M, rows·cols] (the dense layout of Block.dense)."""
+    def sparse(name: str, csr: Any, rows: int, cols: int, penalty: str = "sq",
+               structure: str = "matrix") -> "Block":
+        """Sparse operator: a scipy CSR matrix [M, rows·cols] (the dense layout of Block.dense;
+        complex, bool or object values refused)."""
         if not hasattr(csr, "indptr") or getattr(csr, "format", None) != "csr":
             _fail(f"atf.Block.sparse: {name}: expected a scipy.sparse CSR matrix, got "
                   f"{type(csr).__name__}")
+        _check.floats(csr.data, f"atf.Block.sparse: {name}: data")
         return Block(name, SPARSE, rows, cols, penalty, structure, csr=csr)
 
 
 def _put(arr, ctype, count, what):
-    """Copy an array into malloc'd memory that the C problem will own."""
+    """Copy an array into malloc'd memory that the C problem will own (arr already checked:
+    _check.floats or _check.ints)."""
     a = np.ascontiguousarray(arr, dtype=ctype)
     if a.size != count:
         _fail(f"atf.Problem: {what}: {a.size} values, expected {count}")
@@ -88,13 +106,13 @@ def _get(ptr, ctype, shape):
 
 
 def _fill_block(b, blk, N, C, M):
-    name = blk.name.encode()
+    name = _check.text(blk.name, "atf.Problem: block name")
     if len(name) >= _lib.NAMELEN or not name:
         _fail(f"atf.Problem: block name '{blk.name}': 1 to {_lib.NAMELEN - 1} bytes")
     b.name = name
     b.rows, b.cols, b.kind = blk.rows, blk.cols, blk.kind
     b.structure = _STRUCTURES[blk.structure]
-    spec = blk.penalty.encode()
+    spec = _check.text(blk.penalty, f"atf.Problem: {blk.name}: penalty")
     if len(spec) >= _lib.SPECLEN:
         _fail(f"atf.Problem: {blk.name}: penalty longer than {_lib.SPECLEN - 1} characters")
     err = _lib.errbuf()
@@ -118,6 +136,9 @@ def _fill_block(b, blk, N, C, M):
             _fail(f"atf.Problem: {where}: the CSR matrix has shape {csr.shape}, expected "
                   f"({M}, {nvar})")
         b.nnz = int(csr.nnz)
+        for arr, nm in ((csr.indptr, "indptr"), (csr.indices, "indices")):
+            if arr.dtype.kind not in "iu":
+                _fail(f"atf.Problem: {where}/{nm}: {arr.dtype} values: integers expected")
         P64 = ctypes.POINTER(ctypes.c_int64)
         b.indptr = ctypes.cast(_put(csr.indptr, np.int64, M + 1, where + "/indptr"), P64)
         b.indices = ctypes.cast(_put(csr.indices, np.int64, b.nnz, where + "/indices"), P64)
@@ -126,16 +147,29 @@ def _fill_block(b, blk, N, C, M):
 
 class Problem:
     """Problem (16): M = samples·outputs constraint rows (row m = i·outputs + k), right-hand side
-    r and blocks; optional f0, y ([samples, outputs]) and integer labels ([samples])."""
+    r and blocks; optional f0, y ([samples, outputs]) and integer labels ([samples]).
 
-    def __init__(self, r, blocks, samples, outputs=1, f0=None, y=None, labels=None):
-        N, C = int(samples), int(outputs)
+    Arrays may be numpy arrays, torch tensors or lists; float32 and integer values are
+    converted to float64. Refused with atf.InputError naming the item: sizes that are not
+    positive integers fitting a C int (samples, outputs, samples·outputs, rows, cols); complex,
+    bool, object or string arrays (r, f0, y, J, H, D); labels that are not integers in
+    0 … outputs−1 (0/1 for one output) — 2**40 + 1 is refused, not wrapped; block names and
+    penalty specs with a NUL character; then everything the library's validator refuses (NaN,
+    shapes, indices)."""
+
+    def __init__(self, r: Any, blocks: Sequence[Block], samples: int, outputs: int = 1,
+                 f0: Any = None, y: Any = None, labels: Any = None):
+        N = _check.integer(samples, "atf.Problem: samples", 1)
+        C = _check.integer(outputs, "atf.Problem: outputs", 1)
+        M = _check.integer(N * C, "atf.Problem: samples·outputs", 1)
         blocks = list(blocks)
-        if N <= 0 or C <= 0 or not blocks:
-            _fail(f"atf.Problem: samples = {N}, outputs = {C}, {len(blocks)} blocks: need "
-                  "positive sizes and at least one block")
-        M = N * C
-        self._model, self._center = None, False
+        if not blocks:
+            _fail("atf.Problem: no blocks: at least one block is needed")
+        self._model, self._center, self._parent = None, False, None
+        r = _check.floats(r, "atf.Problem: /r")
+        f0 = None if f0 is None else _check.floats(f0, "atf.Problem: /f0")
+        y = None if y is None else _check.floats(y, "atf.Problem: /y")
+        lab = None if labels is None else _check.labels(labels, "atf.Problem: /labels", N, C)
         p = _c.atf_problem_new(N, C, len(blocks))
         if not p:
             raise MemoryError("atf.Problem: out of memory")
@@ -150,10 +184,7 @@ class Problem:
                 P.f0 = ctypes.cast(_put(f0, np.float64, M, "/f0"), _lib.P_D)
             if y is not None:
                 P.y = ctypes.cast(_put(y, np.float64, M, "/y"), _lib.P_D)
-            if labels is not None:
-                lab = np.asarray(labels)
-                if not np.issubdtype(lab.dtype, np.integer):
-                    _fail("atf.Problem: /labels: integer class labels expected")
+            if lab is not None:
                 P.labels = ctypes.cast(_put(lab, np.intc, N, "/labels"),
                                        ctypes.POINTER(ctypes.c_int))
             names = set()
@@ -174,8 +205,28 @@ class Problem:
     def _wrap(cls, p):
         self = cls.__new__(cls)
         self._p = p
-        self._model, self._center = None, False
+        self._model, self._center, self._parent = None, False, None
         return self
+
+    @property
+    def test(self) -> Optional["Problem"]:
+        """The held-out split (`/test` of the problem file, X_test/Y_test of atf.features) as an
+        atf.Problem of its own rows — r = y − f0, /y, /f0, /labels and the same blocks evaluated
+        on the test examples — or None when there is none. It is a view of this problem (it
+        keeps it alive); score it with atf.score(problem.test, result). A test split has no
+        test split of its own."""
+        t = self._p.contents.test
+        if not t:
+            return None
+        sub = Problem._wrap(t)
+        sub._parent = self
+        sub._model, sub._center = self._model, self._center
+        return sub
+
+    @property
+    def parent(self) -> Optional["Problem"]:
+        """For a test split, the problem it belongs to (None otherwise)."""
+        return self._parent
 
     @property
     def model(self):
@@ -189,28 +240,31 @@ class Problem:
         return self._center
 
     @classmethod
-    def read(cls, path):
+    def read(cls, path: Any) -> "Problem":
         """Read and validate a problem file (docs/formats.md)."""
         p = _lib.P_PROB()
         err = _lib.errbuf()
-        _errors.check(_c.atf_problem_read(str(path).encode(), ctypes.byref(p), err), err)
+        _errors.check(_c.atf_problem_read(_check.path(path, "atf.Problem.read"), ctypes.byref(p),
+                                          err), err)
         return cls._wrap(p)
 
-    def write(self, path):
-        """Write the problem file atomically."""
+    def write(self, path: Any) -> None:
+        """Write the problem file atomically (a test split is written as a problem of its
+        own)."""
         err = _lib.errbuf()
-        _errors.check(_c.atf_problem_write(str(path).encode(), self._p, err), err)
+        _errors.check(_c.atf_problem_write(_check.path(path, "atf.Problem.write"), self._p, err),
+                      err)
 
     def _free(self):
         p, self._p = getattr(self, "_p", None), None
-        if p:
+        if p and getattr(self, "_parent", None) is None:  # a test split belongs to its parent
             _c.atf_problem_free(p)
 
     def __del__(self):
         self._free()
 
     @property
-    def fingerprint(self):
+    def fingerprint(self) -> str:
         """The content fingerprint (32 hex digits; penalties are not part of it)."""
         out = ctypes.create_string_buffer(_lib.FINGERPRINT_LEN)
         err = _lib.errbuf()
@@ -238,7 +292,7 @@ class Problem:
         return _get(self._p.contents.labels, np.int64, (self.samples,))
 
     @property
-    def blocks(self):
+    def blocks(self) -> List[Block]:
         """The blocks in order, as atf.Block with copies of their operator arrays."""
         P = self._p.contents
         out = []

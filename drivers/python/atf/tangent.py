@@ -7,11 +7,12 @@ block) or any torch module (dense per-parameter Jacobians from functorch, see _t
 kernels are assembled here with numpy from those blocks in neural-tangents' layout
 [N1, N2, C, C]: K[i, j, k, l] = Σ_blocks ⟨∇f_k(x1_i), M̂² ∇f_l(x2_j)⟩ (M̂ = I for the NTK)."""
 import ctypes
-import sys
+from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
-from . import _errors, _lib, _torch
+from . import _check, _errors, _lib, _torch
+from ._progress import Progress, ProgressArg
 from .mlp import MLP
 
 _c = _lib.lib
@@ -25,9 +26,10 @@ class TBlock:
     """One block's tangent features: factored (H [N, rows], D [M, cols]) or dense (J [M,
     rows·cols])."""
 
-    def __init__(self, name, rows, cols, H=None, D=None, J=None):
+    def __init__(self, name, rows, cols, H=None, D=None, J=None, index=None):
         self.name, self.rows, self.cols = name, rows, cols
         self.H, self.D, self.J = H, D, J
+        self.index = index  # the block's index in the C Jacobian (MLPs), else None
 
     factored = property(lambda self: self.J is None)
 
@@ -68,14 +70,11 @@ class Tangent:
         return [b.name for b in self.blocks]
 
 
-def as_inputs(X, width, what):
-    """X as a C-contiguous float64 [N, width] array (a view when it already is one)."""
-    if _torch.is_module(X):
-        _fail(f"{what}: expected an array, got a torch module")
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(X, torch.Tensor):
-        X = X.detach().to("cpu").double().numpy()
-    a = np.asarray(X, dtype=np.float64)
+def as_inputs(X: Any, width: int, what: str) -> np.ndarray:
+    """X as a C-contiguous float64 [N, width] array (a view when it already is one); numpy
+    arrays, torch tensors and lists; float32 and integers converted to float64; complex, bool,
+    object and string arrays, NaN and infinities refused."""
+    a = _check.floats(X, what)
     if a.ndim == 1 and width == 1:
         a = a.reshape(-1, 1)
     if a.ndim != 2 or a.shape[1] != width or a.shape[0] == 0:
@@ -87,10 +86,14 @@ def as_inputs(X, width, what):
     return a
 
 
-def mlp_tangent(mlp, X, what="X"):
+def mlp_tangent(mlp: MLP, X: Any, what: str = "X", prog: Optional[Progress] = None
+                ) -> Tangent:
     """The factored Jacobian of an atf.MLP at X, from atf_mlp_jacobian (no copies: the arrays
-    are views of the C memory)."""
+    are views of the C memory); the MLP's frozen blocks are left out."""
     X = as_inputs(X, mlp.widths[0], what)
+    if prog is not None:
+        prog.start(f"Jacobian at {what.rsplit(': ', 1)[-1]} ({X.shape[0]} examples, C library)",
+                   0)
     owner = _CJacobian()
     err = _lib.errbuf()
     e = _c.atf_mlp_jacobian(mlp._h, X.shape[0], X.ctypes.data_as(_lib.P_D),
@@ -101,38 +104,59 @@ def mlp_tangent(mlp, X, what="X"):
     blocks = []
     for b in range(J.nblocks):
         jb = J.blocks[b]
-        blocks.append(TBlock(_lib.text(jb.name), jb.rows, jb.cols,
-                             H=owner.view(jb.H, (N, jb.rows)), D=owner.view(jb.D, (M, jb.cols))))
+        name = _lib.text(jb.name)
+        if name in mlp.frozen:
+            continue
+        blocks.append(TBlock(name, jb.rows, jb.cols, H=owner.view(jb.H, (N, jb.rows)),
+                             D=owner.view(jb.D, (M, jb.cols)), index=b))
     return Tangent(N, C, owner.view(J.f, (N, C)), blocks, owner)
 
 
 class TorchModel:
-    """A float64 snapshot of a torch module that is not an MLP (the general path)."""
+    """A float64 snapshot of a torch module that is not an MLP (the general path), with the
+    names of the parameters that become blocks (trainable_only: those with requires_grad)."""
 
-    def __init__(self, module):
-        self.module = _torch.snapshot(module)
-        self.names = _torch.block_names(self.module)
+    def __init__(self, module: Any, trainable_only: bool = True, eval_mode: bool = False):
+        self.names = _torch.trainable_names(module, trainable_only)
+        self.module = _torch.snapshot(module, eval_mode)
 
     def __repr__(self):
         return f"<atf torch model {type(self.module).__name__}, {len(self.names)} parameters>"
 
 
-def resolve(model, what="model"):
-    """An atf.MLP or a TorchModel for any model argument (torch MLPs become atf.MLP)."""
-    if isinstance(model, (MLP, TorchModel)):
+def resolve(model: Any, what: str = "model", trainable_only: bool = True,
+            eval_mode: bool = False) -> Union[MLP, TorchModel]:
+    """An atf.MLP or a TorchModel for any model argument (torch MLPs become atf.MLP): the torch
+    model's checks (_torch.check_module: NaN parameters, training mode) first, then the MLP
+    path (atf.from_torch), else the general path. Refuses a model left without blocks (every
+    parameter frozen)."""
+    if isinstance(model, MLP):
+        m = model if trainable_only else model._unfrozen()
+        if not m.trainable_blocks():
+            _fail(f"{what}: every block of the network is frozen ({', '.join(m.frozen)}): "
+                  "pass trainable_only=False to keep them")
+        return m
+    if isinstance(model, TorchModel):
         return model
     if _torch.is_module(model):
+        _torch.check_module(model, what, eval_mode)
         try:
-            return MLP._from_torch(model)
+            m = MLP._from_torch(model, trainable_only, eval_mode=True)
         except _errors.InputError:
-            return TorchModel(model)
+            m = TorchModel(model, trainable_only, eval_mode)
+            if not m.names:
+                _fail(f"{what}: every parameter of the model has requires_grad=False: pass "
+                      "trainable_only=False to keep them")
+            return m
+        return resolve(m, what)
     _fail(f"{what}: expected an atf.MLP or a torch.nn.Module, got {type(model).__name__}")
 
 
-def tangent(model, X, what="X"):
+def tangent(model: Union[MLP, TorchModel], X: Any, what: str = "X",
+            prog: Optional[Progress] = None) -> Tangent:
     if isinstance(model, MLP):
-        return mlp_tangent(model, X, what)
-    f, blocks = _torch.module_tangent(model.module, X, what)
+        return mlp_tangent(model, X, what, prog)
+    f, blocks = _torch.module_tangent(model.module, X, what, model.names, prog)
     N, C = f.shape
     return Tangent(N, C, f, [TBlock(n, r, c, H, D, J) for n, r, c, H, D, J in blocks])
 
@@ -176,59 +200,99 @@ def _check_same(t1, t2):
         _fail("kernel: the two inputs give different blocks")
 
 
-def ntk(model, X1, X2=None, per_layer=False):
+Kernel = Union[np.ndarray, Dict[str, np.ndarray]]
+
+
+def ntk(model: Any, X1: Any, X2: Any = None, per_layer: bool = False, *,
+        trainable_only: bool = True, eval_mode: bool = False,
+        progress: ProgressArg = False) -> Kernel:
     """The empirical NTK of a model between X1 and X2 (default X1), [N1, N2, C, C]; with
-    per_layer, a dict block name -> its part (the parts sum to the kernel)."""
-    model = resolve(model)
+    per_layer, a dict block name -> its part (the parts sum to the kernel).
+
+    model: an atf.MLP or a torch module (see atf.features for what is accepted and refused:
+    NaN parameters, train-mode BatchNorm/Dropout unless eval_mode=True, outputs that are not one
+    tensor, modules functorch cannot differentiate — each atf.InputError naming the module or
+    parameter). trainable_only: parameters with requires_grad=False (an MLP's frozen blocks)
+    are left out. X1, X2: numpy arrays or torch tensors (float32 converted: the kernel is
+    computed in float64); NaN, complex, bool or string inputs are refused. progress: True (or a
+    file-like object) reports the long loops on Python's sys.stderr, throttled."""
+    model = resolve(model, "atf.ntk", trainable_only, eval_mode)
+    prog = Progress("atf.ntk", progress)
     if isinstance(model, MLP) and X2 is None:
-        return _mlp_ntk(model, X1, per_layer)
-    t1 = tangent(model, X1, "X1")
-    t2 = t1 if X2 is None else tangent(model, X2, "X2")
+        out = _mlp_ntk(model, X1, per_layer, prog)
+        prog.done()
+        return out
+    t1 = tangent(model, X1, "atf.ntk: X1", prog)
+    t2 = t1 if X2 is None else tangent(model, X2, "atf.ntk: X2", prog)
     _check_same(t1, t2)
-    parts = {b1.name: _pair_gram(b1, b2, t1.N, t2.N, t1.C) for b1, b2 in zip(t1.blocks, t2.blocks)}
+    parts = {}
+    prog.start("kernel blocks", len(t1.blocks), "blocks")
+    for b1, b2 in zip(t1.blocks, t2.blocks):
+        parts[b1.name] = _pair_gram(b1, b2, t1.N, t2.N, t1.C)
+        prog.step()
+    prog.done(f"{t1.N} x {t2.N} examples, {len(parts)} blocks")
     return parts if per_layer else sum(parts.values())
 
 
-def _mlp_ntk(mlp, X, per_layer):
+def _kernel_parts(K: np.ndarray, KB: Optional[np.ndarray], names: list, frozen: tuple,
+                  per_layer: bool, N: int, C: int) -> Kernel:
+    """The kernel (or its parts) from atf_kernel_*'s K and per-block KB without the frozen
+    blocks."""
+    if per_layer:
+        return {name: _to_layout(KB[j], N, N, C) for j, name in enumerate(names)
+                if name not in frozen}
+    if frozen:
+        K = sum(KB[j] for j, name in enumerate(names) if name not in frozen)
+    return _to_layout(K, N, N, C)
+
+
+def _mlp_ntk(mlp: MLP, X: Any, per_layer: bool, prog: Progress) -> Kernel:
     """K(X, X) of an MLP by atf_kernel_mlp (the C library's Hadamard Grams)."""
-    X = as_inputs(X, mlp.widths[0], "X1")
+    X = as_inputs(X, mlp.widths[0], "atf.ntk: X1")
     N, C = X.shape[0], mlp.widths[-1]
     M, names = N * C, mlp.block_names()
+    _check.integer(M, "atf.ntk: X1: examples x outputs", 1)
+    prog.start(f"kernel of {N} examples (C library)", 0)
     K = np.zeros((M, M))
-    KB = np.zeros((len(names), M, M)) if per_layer else None
+    parts = per_layer or bool(mlp.frozen)
+    KB = np.zeros((len(names), M, M)) if parts else None
     err = _lib.errbuf()
     e = _c.atf_kernel_mlp(mlp._h, N, X.ctypes.data_as(_lib.P_D), K.ctypes.data_as(_lib.P_D),
-                          KB.ctypes.data_as(_lib.P_D) if per_layer else None, err)
+                          KB.ctypes.data_as(_lib.P_D) if parts else None, err)
     _errors.check(e, err)
-    if per_layer:
-        return {name: _to_layout(KB[j], N, N, C) for j, name in enumerate(names)}
-    return _to_layout(K, N, N, C)
+    return _kernel_parts(K, KB, names, mlp.frozen, per_layer, N, C)
 
 
-def path_kernel(model0, model, X, T=50, method="auto", per_layer=False):
+def path_kernel(model0: Any, model: Any, X: Any, T: int = 50, method: str = "auto",
+                per_layer: bool = False, *, trainable_only: bool = True) -> Kernel:
     """The path-averaged tangent kernel (paper eq. 2 / 20) of two atf.MLP of one architecture:
     J̄ = (1/T) Σ_j ∇f at θ0 + t_j (θ − θ0), t_j = j/(T−1), K̄ = Σ_ℓ J̄_ℓ J̄_ℓᵀ, by
-    atf_kernel_path_average; [N, N, C, C] (per_layer: a dict name -> part)."""
-    m0, m1 = resolve(model0, "model0"), resolve(model, "model")
+    atf_kernel_path_average; [N, N, C, C] (per_layer: a dict name -> part).
+
+    trainable_only: the blocks frozen in either model (requires_grad=False in torch) are left
+    out of the sum. Refused (atf.InputError): models that are not MLPs or of two architectures,
+    T not an integer in 1 … 2³¹−1, an unknown method, X as for atf.ntk."""
+    m0 = resolve(model0, "atf.path_kernel: model0", trainable_only)
+    m1 = resolve(model, "atf.path_kernel: model", trainable_only)
     if not isinstance(m0, MLP) or not isinstance(m1, MLP):
-        _fail("path_kernel: both models must be MLPs (atf.MLP or a torch MLP)")
-    X = as_inputs(X, m0.widths[0], "X")
+        _fail("atf.path_kernel: both models must be MLPs (atf.MLP or a torch MLP)")
+    T = _check.integer(T, "atf.path_kernel: T (at least one point is needed)", 1)
+    X = as_inputs(X, m0.widths[0], "atf.path_kernel: X")
     N, C = X.shape[0], m0.widths[-1]
     M, names = N * C, m0.block_names()
-    if int(T) < 1:
-        _fail(f"path_kernel: T = {T}: at least one point is needed")
     meth = ctypes.c_int()
     err = _lib.errbuf()
-    _errors.check(_c.atf_path_method_parse(str(method).encode(), ctypes.byref(meth), err), err)
+    _errors.check(_c.atf_path_method_parse(_check.text(method, "atf.path_kernel: method"),
+                                           ctypes.byref(meth), err), err)
+    frozen = tuple(n for n in names if n in m0.frozen or n in m1.frozen)
     K = np.zeros((M, M))
-    KB = np.zeros((len(names), M, M)) if per_layer else None
-    e = _c.atf_kernel_path_average(m0._h, m1._h, N, X.ctypes.data_as(_lib.P_D), int(T),
+    parts = per_layer or bool(frozen)
+    KB = np.zeros((len(names), M, M)) if parts else None
+    e = _c.atf_kernel_path_average(m0._h, m1._h, N, X.ctypes.data_as(_lib.P_D), T,
                                    meth.value, K.ctypes.data_as(_lib.P_D),
-                                   KB.ctypes.data_as(_lib.P_D) if per_layer else None, err)
+                                   KB.ctypes.data_as(_lib.P_D) if parts else None, err)
     _errors.check(e, err)
-    if per_layer:
-        return {name: _to_layout(KB[j], N, N, C) for j, name in enumerate(names)}
-    return _to_layout(K, N, N, C)
+    return _kernel_parts(K, KB, names, frozen, per_layer, N, C)
 
 
 # ---- the linearised model and the adapted kernel of a result -------------------------------------
@@ -241,7 +305,8 @@ def _match(t, result, what):
         if rb is None or (rb.rows, rb.cols) != (b.rows, b.cols):
             have = ", ".join(f"{n} {r.rows}x{r.cols}" for n, r in result.blocks.items())
             _fail(f"{what}: the model's block {b.name} ({b.rows}x{b.cols}) is not in the result "
-                  f"(it has {have}): is this the model the problem was built from?")
+                  f"(it has {have}): is this the model the problem was built from (with the same "
+                  "trainable_only)?")
         out.append(rb)
     if len(out) != len(result.blocks):
         _fail(f"{what}: the result has {len(result.blocks)} blocks, the model {len(out)}")
@@ -260,7 +325,7 @@ def linear_part(t, rbs):
 
 
 def predict(model, center, result, X):
-    t = tangent(model, X, "X_new")
+    t = tangent(model, X, "Result.predict: X_new")
     rbs = _match(t, result, "Result.predict")
     f = linear_part(t, rbs)
     return f if center else t.f + f
@@ -284,8 +349,8 @@ def _entrywise(b1, b2, S, N1, N2, C):
 def adapted_kernel(model, result, X1, X2=None):
     """Eq. 7, K = ∇f(x) M̂² ∇f(x')ᵀ, with M̂ recovered from the result's factors (as
     atf_kernel_adapted of the C library, docs/math.md §6)."""
-    t1 = tangent(model, X1, "X1")
-    t2 = t1 if X2 is None else tangent(model, X2, "X2")
+    t1 = tangent(model, X1, "Result.kernel: X1")
+    t2 = t1 if X2 is None else tangent(model, X2, "Result.kernel: X2")
     _check_same(t1, t2)
     rbs = _match(t1, result, "Result.kernel")
     N1, N2, C = t1.N, t2.N, t1.C

@@ -96,6 +96,16 @@ static void jacobian(void)
     OFF(atf_jacobian, f); OFF(atf_jacobian, blocks);
 }
 
+static void predictions(void)
+{
+    SIZE(atf_split_eval);
+    OFF(atf_split_eval, N); OFF(atf_split_eval, C); OFF(atf_split_eval, f);
+    OFF(atf_split_eval, y); OFF(atf_split_eval, labels); OFF(atf_split_eval, mse);
+    OFF(atf_split_eval, rel_mse); OFF(atf_split_eval, error); OFF(atf_split_eval, class_error);
+    SIZE(atf_predictions);
+    OFF(atf_predictions, train); OFF(atf_predictions, test);
+}
+
 int main(void)
 {
     omega_penalty();
@@ -103,5 +113,6 @@ int main(void)
     result();
     settings();
     jacobian();
+    predictions();
     return 0;
 }

@@ -13,7 +13,8 @@ MIRROR = {"atf_omega": _lib.Omega, "atf_penalty": _lib.PenaltyC, "atf_block": _l
           "atf_result_block": _lib.ResultBlockC, "atf_info": _lib.InfoC,
           "atf_result": _lib.ResultC, "atf_hooks": _lib.HooksC,
           "atf_loss": _lib.LossC, "atf_settings": _lib.SettingsC,
-          "atf_jac_block": _lib.JacBlockC, "atf_jacobian": _lib.JacobianC}
+          "atf_jac_block": _lib.JacBlockC, "atf_jacobian": _lib.JacobianC,
+          "atf_split_eval": _lib.SplitEvalC, "atf_predictions": _lib.PredictionsC}
 RENAMED = {"lambda": "lambda_"}  # a Python keyword
 
 lines = subprocess.run([sys.argv[1]], capture_output=True, text=True, check=True).stdout.split()

@@ -31,6 +31,21 @@ def run(*args, ok=(0,)):
     return p
 
 
+def raises(fn, cls, needles, what):
+    """Check that fn() raises cls with every needle in its message."""
+    try:
+        fn()
+    except cls as e:
+        msg = str(e)
+        missing = [n for n in needles if n not in msg]
+        check(not missing, f"{what}: message {msg!r} lacks {missing}")
+        return
+    except Exception as e:  # noqa: BLE001 — the wrong class is the failure reported
+        check(False, f"{what}: raised {type(e).__name__}: {e}, expected {cls.__name__}")
+        return
+    check(False, f"{what}: nothing raised")
+
+
 def scratch():
     """A scratch directory, removed when the test exits."""
     d = tempfile.mkdtemp(prefix="atf-py-")

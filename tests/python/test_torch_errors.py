@@ -8,24 +8,8 @@ import atf
 import atf_env
 
 nn = torch.nn
-count = 0
 
-
-def raises(fn, cls, needles, what):
-    """fn() raises cls with every needle in its message."""
-    global count
-    count += 1
-    try:
-        fn()
-    except cls as e:
-        msg = str(e)
-        missing = [n for n in needles if n not in msg]
-        atf_env.check(not missing, f"{what}: message {msg!r} lacks {missing}")
-        return
-    except Exception as e:  # noqa: BLE001 — the wrong class is the failure reported
-        atf_env.check(False, f"{what}: raised {type(e).__name__}: {e}, expected {cls.__name__}")
-        return
-    atf_env.check(False, f"{what}: nothing raised")
+raises = atf_env.raises
 
 
 torch.manual_seed(0)
@@ -105,4 +89,4 @@ raises(lambda: atf.path_kernel(ok, cnn, X), atf.InputError, ["MLPs"],
        "path_kernel: a model that is not an MLP")
 raises(lambda: atf.path_kernel(ok, ok, X, method="fast"), atf.InputError, ["fast"],
        "path_kernel: unknown method")
-atf_env.finish("test_torch_errors", count)
+atf_env.finish("test_torch_errors")

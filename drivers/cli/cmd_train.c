@@ -12,6 +12,7 @@
 #include "atf_features.h"
 #include "atf_train.h"
 #include "atf_report.h"
+#include "atf_experiments.h"
 
 static void usage(FILE *out)
 {
@@ -98,34 +99,38 @@ typedef struct {
 
 typedef struct {
     const train_args *args;
-    double last_time;
+    atf_progress prog; /* the throttled progress line (progress.c), NULL stream when quiet */
 } progress_ctx;
 
-static void print_error(const char *name, double v)
+static void append_error(char *buf, size_t len, const char *name, double v)
 {
-    if (isfinite(v))
-        fprintf(stderr, "  %s %.4f", name, v);
+    size_t n = strlen(buf);
+    if (isfinite(v) && n < len)
+        snprintf(buf + n, len - n, "  %s %.4f", name, v);
 }
 
+/* Every epoch updates the progress line; progress.c decides what is written. */
 static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void *ctx_)
 {
     progress_ctx *ctx = ctx_;
     const train_args *a = ctx->args;
-    int every = p->epochs >= 20 ? p->epochs / 20 : 1;
-    if (!a->quiet && (p->epoch % every == 0 || p->epoch == p->epochs || p->epoch == 1 ||
-                      p->seconds - ctx->last_time > 5.0)) {
-        fprintf(stderr, "epoch %4d/%d  loss %.6e  lr %.4g", p->epoch, p->epochs, p->loss, p->lr);
-        print_error("val err", p->val_error);
-        print_error("test err", p->test_error);
+    if (ctx->prog.to) {
+        char what[200];
+        snprintf(what, sizeof what, "epoch %4d/%d  loss %.6e  lr %.4g", p->epoch, p->epochs,
+                 p->loss, p->lr);
+        append_error(what, sizeof what, "val err", p->val_error);
+        append_error(what, sizeof what, "test err", p->test_error);
         if (a->train.stopping != ATF_STOP_FINAL)
-            fprintf(stderr, "  best %d", p->best_epoch);
-        fprintf(stderr, "  elapsed %.1fs  eta %.1fs\n", p->seconds, p->eta);
-        ctx->last_time = p->seconds;
+            snprintf(what + strlen(what), sizeof what - strlen(what), "  best %d",
+                     p->best_epoch);
+        ctx->prog.done = p->epoch;
+        atf_progress_show(&ctx->prog, what);
     }
     if (a->checkpoint_every > 0 && p->epoch % a->checkpoint_every == 0 && p->epoch < p->epochs) {
         char err[ATF_ERRLEN] = "";
         atf_error e = atf_mlp_write(a->out, m->net, err);
         if (e) {
+            atf_progress_break(&ctx->prog);
             fprintf(stderr, "atf train: checkpoint: %s\n", err);
             return e;
         }
@@ -454,7 +459,8 @@ static int run(train_args *a)
     atf_result *b16 = NULL;
     if (!e && a->b16_problem)
         e = load_b16(a, m, &b16, err);
-    progress_ctx ctx = {a, 0.0};
+    progress_ctx ctx = {a, {0}};
+    atf_progress_start(&ctx.prog, a->quiet ? NULL : stderr, a->train.epochs, 0);
     a->train.progress = on_epoch;
     a->train.ctx = &ctx;
     a->train.interrupt = atf_cli_interrupt_flag();
@@ -462,8 +468,13 @@ static int run(train_args *a)
     memset(&r, 0, sizeof r);
     if (!e && !a->quiet)
         describe(a);
-    if (!e)
+    if (!e) {
         e = atf_model_train(m, &task.train, &task.test, &a->train, &r, err);
+        if (e || r.interrupted)
+            atf_progress_break(&ctx.prog); /* the state reached, before the message */
+        else
+            atf_progress_end(&ctx.prog);
+    }
     atf_model_comparison cmp;
     if (!e && b16)
         e = atf_model_compare_result(m, b16, NULL, &cmp, err);

@@ -313,20 +313,37 @@ atf_error atf_check_auto_spec(const char *spec, char *err);
 
 /* ---- progress (progress.c) ---- */
 
-/* "[=====>     ] 3/12  1m20s elapsed, ETA 4m10s  what" on `to` (NULL: silent). Rewrites one
- * line on a terminal, prints one line per update otherwise. */
+/* "[=====>     ] 3/12  1m20s elapsed, ETA 4m10s  what" on `to` (NULL: silent). The one
+ * throttled progress mechanism of the drivers (experiments, `atf train`, per-epoch callbacks):
+ * callers may call atf_progress_show as often as they like (every epoch, every item).
+ * On a terminal the line is redrawn in place, at most every ATF_PROGRESS_TTY_INTERVAL seconds;
+ * off a terminal (a log file, a pipe) a line is written only when ATF_PROGRESS_LOG_INTERVAL
+ * seconds have passed since the last one, plus the first, the one that reaches done == total
+ * and the final one (atf_progress_end, or atf_progress_break after an interruption), whatever
+ * the rate of the updates. An update not written is kept and written by end/break. */
+#define ATF_PROGRESS_TTY_INTERVAL 0.1
+#define ATF_PROGRESS_LOG_INTERVAL 5.0
 typedef struct {
     int total, done, skipped;
     double t0;
     int tty;
     FILE *to;
+    double last;      /* time of the last line written (or redrawn) */
+    int lines;        /* lines written (redraws on a terminal) */
+    int open;         /* a terminal line drawn without its newline */
+    int pending;      /* an update not written yet (its text in what) */
+    int final_shown;  /* the line with done == total was written */
+    char what[256];   /* the last update's text */
 } atf_progress;
 
 void atf_progress_start(atf_progress *p, FILE *to, int total, int skipped);
 void atf_progress_show(atf_progress *p, const char *what);
 void atf_progress_step(atf_progress *p);
+/* The final line ("done", unless the line at done == total is already written); on a terminal
+ * it stays. */
 void atf_progress_end(atf_progress *p);
-/* End an interrupted line on a terminal (so that a message can follow). */
+/* Write the update kept back, if any, and end the line on a terminal (so that a message can
+ * follow, or after an interrupted run). */
 void atf_progress_break(atf_progress *p);
 
 /* ---- files ---- */

@@ -53,7 +53,7 @@ atf_error atf_samples_parse_models(const char *list, unsigned *models, char *err
     return e;
 }
 
-int samples_is_sgd(method_kind k)
+static int samples_is_sgd(method_kind k)
 {
     return k == KIND_NTK_SGD || k == KIND_FACTORIZED_SGD || k == KIND_NETWORK;
 }
@@ -79,7 +79,7 @@ static int list_variants(const samples_plan *pl, int model, method *m)
 
 /* The methods in the order they run: the linear models first (the SGD models compare with
  * their solutions), then the trained ones. */
-int samples_list_methods(const samples_plan *pl, method *m)
+static int samples_list_methods(const samples_plan *pl, method *m)
 {
     int n = 0;
     for (int k = 0; k < NMODELS; k++) {
@@ -248,11 +248,6 @@ atf_error atf_samples_check(const atf_samples_config *cfg, char *err)
 
 /* ---- one (n, seed) ---- */
 
-static void row_key(char *key, size_t len, int n, uint64_t seed, const char *method)
-{
-    snprintf(key, len, "n=%d|seed=%llu|%s", n, (unsigned long long)seed, method);
-}
-
 /* The name a table written before the models had their names used for this method (problem
  * (16) was "adaptive[:SPEC]", the network "mlp"); 0 if none. */
 static int legacy_name(const char *method, char *out, size_t len)
@@ -271,10 +266,10 @@ static int legacy_name(const char *method, char *out, size_t len)
 static int row_keys(int n, uint64_t seed, const char *method, char keys[2][256])
 {
     char old[180];
-    row_key(keys[0], sizeof keys[0], n, seed, method);
+    samples_row_key(keys[0], sizeof keys[0], n, seed, method);
     if (!legacy_name(method, old, sizeof old))
         return 1;
-    row_key(keys[1], sizeof keys[1], n, seed, old);
+    samples_row_key(keys[1], sizeof keys[1], n, seed, old);
     return 2;
 }
 
@@ -289,7 +284,7 @@ static int key_matches(const char *key, int n, uint64_t seed, const char *method
     return 0;
 }
 
-int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *method)
+static int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *method)
 {
     char keys[2][256];
     int k = row_keys(n, seed, method, keys);
@@ -297,50 +292,6 @@ int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *m
         if (atf_rowstore_has(s->store, keys[i]))
             return 1;
     return 0;
-}
-
-void samples_base_row(atf_row *row, int n, uint64_t seed, const char *method,
-                      const char *penalty)
-{
-    char key[256];
-    row_key(key, sizeof key, n, seed, method);
-    atf_row_clear(row);
-    atf_row_str(row, "key", key);
-    atf_row_int(row, "n", n);
-    atf_row_int(row, "seed", (long)seed);
-    atf_row_str(row, "method", method);
-    atf_row_str(row, "penalty", penalty);
-    atf_row_str(row, "loss", "-");
-    atf_row_str(row, "status", "-");
-    static const char *numbers[] = {"test_error", "test_rel_mse", "test_xent", "train_residual"};
-    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
-        atf_row_num(row, numbers[i], NAN);
-    atf_row_int(row, "iterations", 0);
-    atf_row_num(row, "objective", NAN);
-    atf_row_num(row, "stationarity", NAN);
-    atf_row_num(row, "seconds", NAN);
-    atf_row_int(row, "selected_epoch", -1); /* models trained by gradient descent only */
-    atf_row_str(row, "protocol", "-");
-    atf_row_str(row, "trainer", "-");
-    atf_row_num(row, "cos_p16", NAN);        /* cosine of B with problem (16)'s solution */
-    atf_row_num(row, "omega_balanced", NAN); /* factorised model: Σ ω̃(σ(B)), balanced */
-    atf_row_num(row, "drift", NAN);          /* factorised model: conservation drift */
-}
-
-atf_error samples_append(samples_state *s, const atf_row *row, char *err)
-{
-    atf_error e = atf_rowstore_append(s->store, row, err);
-    s->new_rows += !e;
-    atf_progress_step(s->prog);
-    return e;
-}
-
-void samples_show(samples_state *s, const point *pt, const char *what, const char *detail)
-{
-    char line[240];
-    snprintf(line, sizeof line, "n=%d seed=%llu: %s%.120s", pt->n, (unsigned long long)pt->seed,
-             what, detail);
-    atf_progress_show(s->prog, line);
 }
 
 /* What a point needs: the tangent problem for the linear models, the baseline for the NTK and

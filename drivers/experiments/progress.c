@@ -81,6 +81,7 @@ static void format_duration(double s, char *buf, size_t len)
 
 void atf_progress_start(atf_progress *p, FILE *to, int total, int skipped)
 {
+    memset(p, 0, sizeof *p);
     p->total = total;
     p->done = skipped;
     p->skipped = skipped;
@@ -91,25 +92,44 @@ void atf_progress_start(atf_progress *p, FILE *to, int total, int skipped)
         fprintf(to, "resuming: %d of %d runs already recorded\n", skipped, total);
 }
 
-void atf_progress_show(atf_progress *p, const char *what)
+/* Write the line of the current state with p->what (redrawn in place on a terminal). */
+static void emit(atf_progress *p, double now)
 {
-    if (!p->to)
-        return;
     const int width = 24;
     int fill = p->total > 0 ? (int)((double)width * p->done / p->total) : width;
     char bar[32];
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
     bar[width] = '\0';
-    double elapsed = atf_now() - p->t0;
+    double elapsed = now - p->t0;
     int ran = p->done - p->skipped;
     double eta = ran > 0 ? elapsed / ran * (p->total - p->done) : NAN;
     char el[32], et[32];
     format_duration(elapsed, el, sizeof el);
     format_duration(eta, et, sizeof et);
     fprintf(p->to, "%s[%s] %d/%d  %s elapsed, ETA %s  %s%s", p->tty ? "\r\033[K" : "", bar,
-            p->done, p->total, el, et, what ? what : "", p->tty ? "" : "\n");
+            p->done, p->total, el, et, p->what, p->tty ? "" : "\n");
     fflush(p->to);
+    p->last = now;
+    p->lines++;
+    p->open = p->tty;
+    p->pending = 0;
+    if (p->total > 0 && p->done >= p->total)
+        p->final_shown = 1;
+}
+
+void atf_progress_show(atf_progress *p, const char *what)
+{
+    if (!p->to)
+        return;
+    snprintf(p->what, sizeof p->what, "%s", what ? what : "");
+    double now = atf_now();
+    double interval = p->tty ? ATF_PROGRESS_TTY_INTERVAL : ATF_PROGRESS_LOG_INTERVAL;
+    int final = p->total > 0 && p->done >= p->total && !p->final_shown;
+    if (p->lines == 0 || final || now - p->last >= interval)
+        emit(p, now);
+    else
+        p->pending = 1;
 }
 
 void atf_progress_step(atf_progress *p)
@@ -119,12 +139,26 @@ void atf_progress_step(atf_progress *p)
 
 void atf_progress_end(atf_progress *p)
 {
-    atf_progress_show(p, "done");
+    if (!p->to)
+        return;
+    if (!p->final_shown) {
+        snprintf(p->what, sizeof p->what, "done");
+        emit(p, atf_now());
+    } else if (p->pending) {
+        emit(p, atf_now());
+    }
     atf_progress_break(p);
 }
 
 void atf_progress_break(atf_progress *p)
 {
-    if (p->to && p->tty)
+    if (!p->to)
+        return;
+    if (p->pending)
+        emit(p, atf_now());
+    if (p->open) {
         fputc('\n', p->to);
+        fflush(p->to);
+        p->open = 0;
+    }
 }

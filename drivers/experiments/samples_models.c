@@ -2,7 +2,8 @@
  * as one row: the NTK baseline, problem (16) solved exactly or with the penalized cross-entropy
  * loss, and the models trained by gradient descent from the same θ0 (atf_train.h) with the
  * configured protocol. Every row has the same columns (samples_base_row); a model leaves the
- * ones that do not apply to it at "-" or NaN. */
+ * ones that do not apply to it at "-" or NaN. This file also holds the rows themselves (key,
+ * columns, append, progress line): experiment_samples.c calls into it, never the other way. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,57 @@
 
 #include "atf_penalty.h"
 #include "internal/samples_internal.h"
+
+/* ---- rows ---- */
+
+void samples_row_key(char *key, size_t len, int n, uint64_t seed, const char *method)
+{
+    snprintf(key, len, "n=%d|seed=%llu|%s", n, (unsigned long long)seed, method);
+}
+
+void samples_base_row(atf_row *row, int n, uint64_t seed, const char *method,
+                      const char *penalty)
+{
+    char key[256];
+    samples_row_key(key, sizeof key, n, seed, method);
+    atf_row_clear(row);
+    atf_row_str(row, "key", key);
+    atf_row_int(row, "n", n);
+    atf_row_int(row, "seed", (long)seed);
+    atf_row_str(row, "method", method);
+    atf_row_str(row, "penalty", penalty);
+    atf_row_str(row, "loss", "-");
+    atf_row_str(row, "status", "-");
+    static const char *numbers[] = {"test_error", "test_rel_mse", "test_xent", "train_residual"};
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
+        atf_row_num(row, numbers[i], NAN);
+    atf_row_int(row, "iterations", 0);
+    atf_row_num(row, "objective", NAN);
+    atf_row_num(row, "stationarity", NAN);
+    atf_row_num(row, "seconds", NAN);
+    atf_row_int(row, "selected_epoch", -1); /* models trained by gradient descent only */
+    atf_row_str(row, "protocol", "-");
+    atf_row_str(row, "trainer", "-");
+    atf_row_num(row, "cos_p16", NAN);        /* cosine of B with problem (16)'s solution */
+    atf_row_num(row, "omega_balanced", NAN); /* factorised model: Σ ω̃(σ(B)), balanced */
+    atf_row_num(row, "drift", NAN);          /* factorised model: conservation drift */
+}
+
+atf_error samples_append(samples_state *s, const atf_row *row, char *err)
+{
+    atf_error e = atf_rowstore_append(s->store, row, err);
+    s->new_rows += !e;
+    atf_progress_step(s->prog);
+    return e;
+}
+
+void samples_show(samples_state *s, const point *pt, const char *what, const char *detail)
+{
+    char line[240];
+    snprintf(line, sizeof line, "n=%d seed=%llu: %s%.120s", pt->n, (unsigned long long)pt->seed,
+             what, detail);
+    atf_progress_show(s->prog, line);
+}
 
 static void score_fields(atf_row *row, const atf_test_metrics *tm)
 {
@@ -116,6 +168,7 @@ typedef struct {
     const char *name;
 } epoch_ctx;
 
+/* Every epoch updates the progress line; progress.c decides what is written (throttled). */
 static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void *ctx)
 {
     (void)m;

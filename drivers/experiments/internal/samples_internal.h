@@ -1,6 +1,8 @@
 /* samples_internal.h — what the two files of the samples experiment share: the plan (the models
- * to compare), the state of a run, one (n, seed) point, row helpers (experiment_samples.c) and
- * the model runners (samples_models.c). */
+ * to compare), the state of a run, one (n, seed) point, and what samples_models.c provides (the
+ * rows and the model runners). The dependency points one way: experiment_samples.c (plan, grid,
+ * summary, figure) calls samples_models.c; samples_models.c calls nothing of
+ * experiment_samples.c. */
 #ifndef ATF_SAMPLES_INTERNAL_H
 #define ATF_SAMPLES_INTERNAL_H
 
@@ -30,10 +32,6 @@ typedef struct {
     int nvariants;
 } samples_plan;
 
-int samples_list_methods(const samples_plan *pl, method *m);
-/* 1 for the models trained by gradient descent. */
-int samples_is_sgd(method_kind k);
-
 typedef struct {
     const samples_plan *plan;
     const atf_exp_io *io;
@@ -58,14 +56,18 @@ typedef struct {
                               run (kept for the cosine with the SGD models; may be NULL) */
 } point;
 
-int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *method);
+/* ---- samples_models.c: rows ---- */
+/* "n=N|seed=S|METHOD": the key of a row. */
+void samples_row_key(char *key, size_t len, int n, uint64_t seed, const char *method);
 /* A row with the columns every row has, filled with "-" / NaN; the runners set theirs. */
 void samples_base_row(atf_row *row, int n, uint64_t seed, const char *method,
                       const char *penalty);
+/* Append a row and advance the progress line by one run. */
 atf_error samples_append(samples_state *s, const atf_row *row, char *err);
+/* The progress line "n=N seed=S: WHAT DETAIL" (throttled by progress.c: call it freely). */
 void samples_show(samples_state *s, const point *pt, const char *what, const char *detail);
 
-/* ---- samples_models.c ---- */
+/* ---- samples_models.c: the models ---- */
 /* The NTK baseline's row (pt->base). */
 atf_error samples_record_ntk(samples_state *s, const point *pt, char *err);
 /* Problem (16) (exact or cross-entropy) of one variant. */

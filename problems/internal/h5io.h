@@ -86,9 +86,17 @@ atf_error h5io_read_ints(hid_t file, const char *fname, const char *path, int64_
 
 /* ---- writing (inside h5io_write_file) ---- */
 
+/* The first failure of the file under libhdf5 (h5io.c's writing driver records it; libhdf5
+ * never sees it). */
+typedef struct {
+    int errnum;      /* 0: none */
+    int fsize_limit; /* the failure was the file-size limit (RLIMIT_FSIZE) */
+} h5io_write_state;
+
 typedef struct {
     hid_t file;
-    atf_atomic_file af; /* the target and its temporary (atf_util.h) */
+    atf_atomic_file af;     /* the target and its temporary (atf_util.h) */
+    h5io_write_state state; /* after a failure every put is skipped */
 } h5io_writer;
 
 /* Sticky-error output: after the first failure every put is a no-op and `failed` names the
@@ -110,8 +118,8 @@ void h5io_put_int64s(h5io_out *o, const char *path, int64_t n, const int64_t *da
 void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data);
 
 /* ---- whole files ----
- * HDF5 prints its error stack by default; the library must not. Both calls switch that off
- * for their duration and restore the caller's own HDF5 error handler afterwards. */
+ * HDF5 prints its error stack by default; the library must not. The read and the write switch
+ * that off for their duration and restore the caller's own HDF5 error handler afterwards. */
 
 /* An open file, its name for messages and the caller's error buffer. */
 typedef struct {
@@ -126,20 +134,34 @@ typedef void (*h5io_put_fn)(h5io_out *o, const void *ctx);
 /* Open `path` read-only, run `fn` on it, close it. Missing or unreadable files, files that
  * are not HDF5 at all and HDF5 files that cannot be opened (truncated or corrupt) get their
  * own messages before `fn` runs.
- * libhdf5 crashes or loops forever on some corrupt files, so the whole read (open, fn, close)
- * first runs in a forked child under a time limit (60 s + 1 s per 10 MB of file, or the
- * environment variable ATF_H5_CHECK_SECONDS); fn must therefore have no effect outside ctx.
- * A child that crashes or times out gives ATF_E_INPUT "FILE: the HDF5 library cannot read this
- * file safely (...): the file is corrupt"; a child that fails normally gives its own message
- * and error; only after a complete trial read does this process read the file (into ctx). */
+ * libhdf5 crashes, loops forever or is left in a broken state by some corrupt files, so the
+ * file is first read by the program atf-h5check (h5io_check_file); only a file it read without
+ * any failure is then parsed in this process. */
 atf_error h5io_read_file(const char *path, h5io_read_fn fn, void *ctx, char *err);
+
+/* The check alone: run atf-h5check on `path` (started with posix_spawn, never fork) and wait
+ * for it at most 3 s + 1 s per 50 MB of file (the environment variable ATF_H5_CHECK_SECONDS
+ * overrides). The checker reads every group, link, attribute and numeric dataset of the file
+ * with the calls the readers use (problems/h5check.c). ATF_OK if it read everything;
+ * ATF_E_INPUT with its message if libhdf5 failed on some item ("FILE: ITEM: reason"), or
+ * "FILE: refused: reading it did not finish within T s (a corrupt file can hang libhdf5)" /
+ * "FILE: refused: reading it crashed libhdf5 (segmentation fault, signal 11)"; ATF_E_IO if
+ * interrupted (SIGINT) or if the checker cannot be started.
+ * The checker is the environment variable ATF_H5CHECK if set ("none": no check, ATF_OK), else
+ * atf-h5check beside the file holding this code (libatf.so, or the program linked with
+ * libatf.a), else the one of the build tree, else the installed one (libexecdir). If none is
+ * found: ATF_E_IO "FILE: cannot check the file before reading it: the HDF5 checker atf-h5check
+ * is not installed (set ATF_H5CHECK ...)", and nothing is read. */
+atf_error h5io_check_file(const char *path, char *err);
 
 /* Write `path` atomically: the puts of `fn` go to a temporary file in the same directory
  * (created like any new file, with the umask's mode), which is synced and renamed over `path`
  * only if every put succeeded ("FILE: cannot write ITEM: reason" otherwise, ATF_E_IO); on any
- * failure the temporary is removed and `path` is untouched. The HDF5 part (create, puts,
- * close) runs in a forked child, because libhdf5 cannot recover from a failed close in the
- * process it happened in (its exit handler crashes); this process never has the file open. */
+ * failure the temporary is removed and `path` is untouched. libhdf5 writes through a file driver
+ * of h5io.c that never lets it see a failed write (it cannot recover from one: its exit handler
+ * crashes) and never writes past the file-size limit (no SIGXFSZ): the first failure is
+ * recorded, the remaining puts are skipped and libhdf5 closes the file cleanly. In this
+ * process, without a child. */
 atf_error h5io_write_file(const char *path, h5io_put_fn fn, const void *ctx, char *err);
 
 /* "[3, 2]" for messages; buf holds at least 64 bytes. */

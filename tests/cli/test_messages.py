@@ -7,6 +7,7 @@ at fault and not an innocent file. Out-of-memory cases use files that declare ar
 than any address space (HDF5 stores unwritten chunked datasets in a few kilobytes), so the
 allocation fails in plain and sanitizer builds alike (ASan is told to return NULL)."""
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -23,8 +24,14 @@ failures = []
 
 
 def atf(*args):
-    return subprocess.run([ATF, *map(str, args)], capture_output=True, text=True, env=ENV,
-                          timeout=120)
+    p = subprocess.run([ATF, *map(str, args)], capture_output=True, text=True, env=ENV,
+                       timeout=120)
+    # a sanitizer build says so when it returns NULL for an impossible size (the readers run in
+    # the command's own process since the HDF5 check moved to atf-h5check): not atf's message
+    p.stderr = "".join(line for line in p.stderr.splitlines(keepends=True)
+                       if not re.match(r"==\d+==WARNING: AddressSanitizer failed to allocate ",
+                                       line))
+    return p
 
 
 def ok(*args):

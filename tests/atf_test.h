@@ -18,12 +18,14 @@
 #ifndef ATF_TEST_H
 #define ATF_TEST_H
 
+#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- checks ------------------------------------------------------------------------------ */
 
@@ -65,6 +67,18 @@ static inline void atf_test_fail(const char *file, int line, const char *fmt, ..
         if (!(cond))                                                                           \
             atf_test_fail(__FILE__, __LINE__, __VA_ARGS__);                                    \
     } while (0)
+
+/* Atomic writes' temporaries (TARGET.tmp.PID.N, atf_util.h) left in a directory. */
+static inline int atf_test_count_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
 
 /* A solver log hook (atf_hooks.log) writing to the FILE* passed as its context. */
 static inline void atf_test_log_to(void *stream, const char *text)

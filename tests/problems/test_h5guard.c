@@ -174,17 +174,6 @@ static int count_children(void)
     return n;
 }
 
-static int count_temporaries(void)
-{
-    DIR *d = opendir(scratch);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        n += strstr(e->d_name, ".tmp.") != NULL;
-    if (d)
-        closedir(d);
-    return n;
-}
-
 /* Read `path`: the error, with the message in err; the problem is freed. */
 static atf_error read_it(const char *path, char *err)
 {
@@ -340,7 +329,7 @@ static void test_fsize_limit(int ignore_sigxfsz)
     long n = file_bytes(path, &b);
     CHECK(n == 4 && memcmp(b, "old\n", 4) == 0, "the old file is kept (%ld bytes)", n);
     free(b);
-    CHECK(count_temporaries() == 0, "no temporary left");
+    CHECK(atf_test_count_temporaries(scratch) == 0, "no temporary left");
     /* and the same write without the limit succeeds */
     CHECK(atf_problem_write(path, p, err) == ATF_OK, "write without the limit: %s", err);
     CHECK(read_it(path, err) == ATF_OK, "read it back: %s", err);

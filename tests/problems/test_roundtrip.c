@@ -162,17 +162,6 @@ static void compare_split(const char *ctx, const atf_problem *a, const atf_probl
     }
 }
 
-static int count_temporaries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        n += strstr(e->d_name, ".tmp.") != NULL;
-    if (d)
-        closedir(d);
-    return n;
-}
-
 /* ---------------------------------------------------------------- tests */
 
 static void test_problem_roundtrip(const char *dir, int C)
@@ -284,14 +273,14 @@ static void test_atomic(const char *dir)
     e_dir = atf_problem_write(path, p, err);
     CHECK(e_dir == ATF_E_IO && strstr(err, "inner"),
           "write onto a directory: %d %s", (int)e_dir, err);
-    CHECK(count_temporaries(sub) == 0, "temporary file left behind in %s", sub);
+    CHECK(atf_test_count_temporaries(sub) == 0, "temporary file left behind in %s", sub);
     rmdir(path);
     rmdir(sub);
 
     /* A missing directory: ATF_E_IO naming the path. */
     snprintf(path, sizeof path, "%s/no/such/dir/x.h5", dir);
     CHECK(atf_problem_write(path, p, err) == ATF_E_IO && strstr(err, "no/such"), "%s", err);
-    CHECK(count_temporaries(dir) == 0, "temporary file left behind in %s", dir);
+    CHECK(atf_test_count_temporaries(dir) == 0, "temporary file left behind in %s", dir);
     atf_problem_free(p);
     snprintf(path, sizeof path, "%s/atomic.h5", dir);
     unlink(path);

@@ -34,17 +34,6 @@ static long slurp(const char *path, char *buf, size_t len)
     return (long)n;
 }
 
-static int count_temporaries(void)
-{
-    DIR *d = opendir(scratch);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        n += strstr(e->d_name, ".tmp.") != NULL;
-    if (d)
-        closedir(d);
-    return n;
-}
-
 static void test_clock(void)
 {
     double t0 = atf_now(), t1 = atf_now();
@@ -71,7 +60,7 @@ static void test_write_replace(void)
     umask(mask);
     CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0666 & ~mask),
           "mode %o is 0666 less the umask %o", (unsigned)(st.st_mode & 0777), (unsigned)mask);
-    CHECK(count_temporaries() == 0, "no temporary left after writes");
+    CHECK(atf_test_count_temporaries(scratch) == 0, "no temporary left after writes");
 }
 
 static void test_write_failures(void)
@@ -95,14 +84,14 @@ static void test_write_failures(void)
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a failed write returns ATF_E_IO");
     CHECK(slurp(path, buf, sizeof buf) == 4 && !strcmp(buf, "old\n"), "old file kept: '%s'", buf);
-    CHECK(count_temporaries() == 0, "no temporary left after a failed write");
+    CHECK(atf_test_count_temporaries(scratch) == 0, "no temporary left after a failed write");
 
     /* a rename that fails (the target is a directory): the temporary is removed */
     path_in(dir, sizeof dir, "adir");
     mkdir(dir, 0777);
     CHECK(atf_write_text_atomic(dir, "x", 1, err) == ATF_E_IO && strstr(err, "rename"),
           "rename onto a directory fails: %s", err);
-    CHECK(count_temporaries() == 0, "no temporary left after a failed rename");
+    CHECK(atf_test_count_temporaries(scratch) == 0, "no temporary left after a failed rename");
 
     /* no directory to create the temporary in */
     path_in(path, sizeof path, "missing/sub/file.txt");
@@ -118,11 +107,11 @@ static void test_write_failures(void)
     CHECK(atf_atomic_begin(&af, path, &fd, err) == ATF_OK && fd >= 0, "begin: %s", err);
     CHECK(write(fd, "new", 3) == 3, "write to the temporary");
     close(fd);
-    CHECK(count_temporaries() == 1, "the temporary exists while writing");
+    CHECK(atf_test_count_temporaries(scratch) == 1, "the temporary exists while writing");
     atf_atomic_abort(&af);
     atf_atomic_abort(&af); /* twice is harmless */
     CHECK(slurp(path, buf, sizeof buf) == 4 && !strcmp(buf, "old\n"), "abort keeps '%s'", buf);
-    CHECK(count_temporaries() == 0, "abort removes the temporary");
+    CHECK(atf_test_count_temporaries(scratch) == 0, "abort removes the temporary");
     CHECK(atf_atomic_commit(&af, err) == ATF_E_IO, "commit after abort fails");
 }
 
@@ -168,7 +157,7 @@ static void test_concurrent_writers(void)
     for (long i = 1; whole && i < n; i++)
         whole = buf[i] == buf[0];
     CHECK(whole, "the file is one writer's whole text (%ld bytes)", n);
-    CHECK(count_temporaries() == 0, "no temporary left after concurrent writers");
+    CHECK(atf_test_count_temporaries(scratch) == 0, "no temporary left after concurrent writers");
 }
 
 static void test_parse_ints(void)

@@ -36,10 +36,12 @@ else:
     shutil.copytree(source, src, ignore=shutil.ignore_patterns("build*", "data", ".git"))
 
 venv = os.path.join(scratch, "venv")
-run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
-py = os.path.join(venv, "bin", "python")
+# no atf variable, no PYTHONPATH (the source tree's package), no preloaded sanitizer runtime
 clean_env = {k: v for k, v in os.environ.items()
-             if not k.startswith("ATF") and k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+             if not k.startswith("ATF") and k not in ("PYTHONPATH", "LD_LIBRARY_PATH",
+                                                       "LD_PRELOAD")}
+run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], env=clean_env)
+py = os.path.join(venv, "bin", "python")
 run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index", "--quiet", src],
     env=clean_env, cwd=scratch)
 shutil.rmtree(src)  # the installed package must not need its sources

@@ -134,8 +134,14 @@ class Result:
         return tangent.adapted_kernel(m, self, X1, X2)
 
     def __repr__(self):
+        # a penalized loss is certified by its proximal-gradient residual, interpolation by
+        # the stationarity of the penalty on the constraints
+        if self.loss not in ("", "interpolate"):
+            cert = f"{self.method}, {self.loss}, pg residual {self.pg_residual:.1e}"
+        else:
+            cert = f"stationarity {self.stationarity:.1e}"
         return (f"<atf.Result {self.status}: objective {self.objective:.6g}, "
-                f"{self.iterations} iterations, stationarity {self.stationarity:.1e}>")
+                f"{self.iterations} iterations, {cert}>")
 
 
 def _parse(fn, value, what, choices):

@@ -28,7 +28,7 @@ prob = atf.features(net, X, labels, X_test=X_test, Y_test=labels_test)
 print(prob)
 
 res = atf.solve(prob, loss="xent:lambda=0.3", penalty="sq+sq")   # Newton, certified
-print(res, f"pg residual {res.pg_residual:.1e}, duality gap {res.duality_gap:.1e}")
+print(res, f"duality gap {res.duality_gap:.1e}")
 s = atf.score(prob.test, res)         # the numbers of `atf predict` on the test split
 print(f"test error {s.class_error:.3f}, cross-entropy {s.xent:.3f}")
 

@@ -17,11 +17,20 @@ bash scripts/build.sh build --buildtype=debugoptimized || exit 1
 meson test -C build --print-errorlogs --num-processes 2 || status=1
 bash scripts/build.sh build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false || exit 1
 meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 4 || status=1
+# The optional MPI build (-Dmpi=enabled): its own tests (suite mpi, mpirun -np 2 and 3); the
+# other builds skip them, saying so.
+if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+  bash scripts/build.sh build-mpi --buildtype=debugoptimized -Dmpi=enabled || exit 1
+  meson test -C build-mpi --print-errorlogs --suite mpi || status=1
+else
+  echo "test: no mpicc/mpirun: the MPI build is not tested" >&2
+fi
 
 /usr/bin/python3 - <<'PY'
 import json
 passed = failed = skipped = 0
-for d in ("build", "build-asan"):
+import os
+for d in ("build", "build-asan") + (("build-mpi",) if os.path.isdir("build-mpi") else ()):
     try:
         lines = open(f"{d}/meson-logs/testlog.json").read().splitlines()
     except OSError:

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "atf_error.h"
+#include "atf_experiments.h"
 #include "atf_result.h"
 #include "atf_report.h"
 
@@ -172,5 +173,16 @@ void atf_cli_print_json(json_t *v);
  * not recognise, set OPENBLAS_CORETYPE to the kernel the CPU supports and execute the command
  * again (cli_blas.c). Returns only when nothing is to be done or the re-execution failed. */
 void atf_cli_blas_kernel(char **argv);
+
+/* ---- several processes (cli_mpi.c) ----
+ * begin: start MPI when an MPI launcher started this process (MPI build only); ranks: the
+ * ranks sharing the run when there are several (else NULL); end: the exit code, after ending
+ * MPI — a rank that reported a failure of its own ends the whole job (MPI_Abort) instead, so
+ * that ranks still working do not run on; failures every rank agreed on end normally. */
+void atf_cli_ranks_begin(int *argc, char ***argv);
+const atf_exp_ranks *atf_cli_ranks(void);
+int atf_cli_ranks_end(int code);
+/* This rank has reported a failure of its own (atf_cli_fail): atf_cli_ranks_end ends the job. */
+void atf_cli_ranks_failed(void);
 
 #endif

@@ -141,7 +141,10 @@ static volatile sig_atomic_t interrupted; /* raised by the SIGINT handler (below
 
 int atf_cli_fail(const char *cmd, atf_error e, const char *msg)
 {
+    if (atf_cli_ranks() && !(msg && *msg)) /* another rank's failure: that rank says why */
+        return atf_cli_exit_code(e);
     fprintf(stderr, "atf %s: %s\n", cmd, msg && *msg ? msg : atf_error_name(e));
+    atf_cli_ranks_failed();
     /* a failure after Ctrl-C (e.g. a read or write stopped by the signal) exits as interrupted */
     return e != ATF_OK && interrupted ? atf_cli_status_exit_code(ATF_STATUS_INTERRUPTED)
                                       : atf_cli_exit_code(e);

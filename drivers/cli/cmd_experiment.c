@@ -13,7 +13,10 @@
 
 atf_exp_io atf_cli_exp_io(int json, int quiet)
 {
-    atf_exp_io io = {stdout, quiet ? NULL : stderr, stderr, json, atf_cli_interrupt_flag()};
+    const atf_exp_ranks *rk = atf_cli_ranks();
+    int first = !rk || rk->rank == 0; /* the report and the progress line are rank 0's */
+    atf_exp_io io = {first ? stdout : NULL, quiet || !first ? NULL : stderr, stderr, json,
+                     atf_cli_interrupt_flag(), rk};
     return io;
 }
 
@@ -22,7 +25,7 @@ int atf_cli_exp_exit(const char *cmd, atf_error e, const atf_exp_outcome *o, con
     if (e)
         return atf_cli_fail(cmd, e, err);
     fflush(stdout);
-    if (o->status != ATF_STATUS_SOLVED)
+    if (o->status != ATF_STATUS_SOLVED && err[0]) /* ranks other than 0 have nothing to add */
         fprintf(stderr, "atf %s: %s\n", cmd, err);
     return atf_cli_status_exit_code(o->status);
 }

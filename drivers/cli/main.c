@@ -52,9 +52,25 @@ static const struct option options[] = {
     ATF_CLI_HELP_OPTION,
     {NULL, 0, NULL, 0}};
 
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     atf_cli_blas_kernel(argv);
+    atf_cli_ranks_begin(&argc, &argv);
+    return atf_cli_ranks_end(run(argc, argv));
+}
+
+/* Under several MPI ranks only the samples experiment (and the demo, which is one) shares its
+ * work; any other command would run K times over the same outputs. */
+static int shares_work(int argc, char **argv, int at)
+{
+    return !strcmp(argv[at], "demo") ||
+           (!strcmp(argv[at], "experiment") && at + 1 < argc && !strcmp(argv[at + 1], "samples"));
+}
+
+static int run(int argc, char **argv)
+{
     char err[ATF_ERRLEN] = "";
     int c;
     atf_cli_getopt_begin();
@@ -78,6 +94,14 @@ int main(int argc, char **argv)
     if (!strcmp(name, "help")) {
         usage(stdout);
         return 0;
+    }
+    const atf_exp_ranks *rk = atf_cli_ranks();
+    if (rk && !shares_work(argc, argv, optind)) {
+        if (rk->rank == 0)
+            fprintf(stderr, "atf %s: runs as one process; under mpirun with %d ranks only `atf "
+                    "experiment samples` and `atf demo` share their work (docs/experiments.md)\n",
+                    name, rk->size);
+        return atf_cli_exit_code(ATF_E_USAGE); /* every rank: the job ends normally, code 2 */
     }
     for (size_t i = 0; i < ncommands; i++)
         if (!strcmp(name, commands[i].name))

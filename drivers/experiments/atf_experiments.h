@@ -40,12 +40,24 @@ extern "C" {
 
 /* ---- what every run shares ---- */
 
+/* Processes that share one run (the ranks of `mpirun -np K atf experiment samples`,
+ * drivers/cli/cli_mpi.c): this one is `rank` of `size`; `max` replaces v[0 … n−1] by their
+ * elementwise maximum over all of them (a collective call: every process makes it at the same
+ * point). The experiments know nothing of MPI; a run without it has no ranks (NULL). */
+typedef struct {
+    int rank, size;
+    void (*max)(void *ctx, int *v, int n);
+    void *ctx;
+} atf_exp_ranks;
+
 typedef struct {
     FILE *report;                     /* Markdown tables or the JSON summary line (NULL: none) */
     FILE *progress;                   /* progress line and what is being done (NULL: none) */
     FILE *log;                        /* warnings, runs that failed and were skipped (NULL: none) */
     int json;                         /* report one JSON line instead of tables */
     volatile sig_atomic_t *interrupt; /* nonzero asks the run to stop (NULL: never) */
+    const atf_exp_ranks *ranks;       /* several processes share the run (NULL: this one alone;
+                                         only the samples experiment spreads its rows) */
 } atf_exp_io;
 
 /* How a run ended when it returned ATF_OK: ATF_STATUS_SOLVED, it completed;

@@ -6,6 +6,7 @@
  * OUT/samples.csv (resumable, rowstore.h); the summary and figure are rebuilt from all recorded
  * rows at the end. This file holds the plan, the grid, the summary and the figure; the models
  * themselves run in samples_models.c. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,14 +285,41 @@ static int key_matches(const char *key, int n, uint64_t seed, const char *method
     return 0;
 }
 
-static int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *method)
+static int in_store(const atf_rowstore *st, int n, uint64_t seed, const char *method)
 {
     char keys[2][256];
     int k = row_keys(n, seed, method, keys);
     for (int i = 0; i < k; i++)
-        if (atf_rowstore_has(s->store, keys[i]))
+        if (atf_rowstore_has(st, keys[i]))
             return 1;
     return 0;
+}
+
+/* The number of (n, seed, method) in the grid: (i·nseeds + j)·nm + k for ns[i], seeds[j] and
+ * the k-th of samples_list_methods; −1 outside the grid. */
+static long recorded_index(const samples_plan *pl, int n, uint64_t seed, const char *name)
+{
+    const atf_samples_config *cfg = &pl->cfg;
+    method ms[SAMPLES_MAXMETHODS];
+    int nm = samples_list_methods(pl, ms), i = 0, j = 0, k = 0;
+    while (i < cfg->nn && cfg->ns[i] != n)
+        i++;
+    while (j < cfg->nseeds && cfg->seeds[j] != seed)
+        j++;
+    while (k < nm && strcmp(ms[k].name, name))
+        k++;
+    return i < cfg->nn && j < cfg->nseeds && k < nm ? ((long)i * cfg->nseeds + j) * nm + k : -1;
+}
+
+static int samples_recorded(const samples_state *s, int n, uint64_t seed, const char *method)
+{
+    if (s->done) {
+        long at = recorded_index(s->plan, n, seed, method);
+        if (at >= 0 && s->done[at])
+            return 1;
+        return s->out && in_store(s->out, n, seed, method);
+    }
+    return in_store(s->store, n, seed, method);
 }
 
 /* What a point needs: the tangent problem for the linear models, the baseline for the NTK and
@@ -692,29 +720,40 @@ static atf_error check_table(const samples_plan *pl, const atf_rowstore *st, con
 }
 
 
-static int count_recorded(const samples_state *s)
+/* Whether point (i, j) of the grid is this process's: with ranks the points are dealt in turn. */
+static int own_point(const samples_state *s, int i, int j)
+{
+    const atf_exp_ranks *rk = s->io->ranks;
+    return !rk || (i * s->plan->cfg.nseeds + j) % rk->size == rk->rank;
+}
+
+/* The runs of this process's points (*total) and how many of them are recorded. */
+static int count_recorded(const samples_state *s, int *total)
 {
     const atf_samples_config *cfg = &s->plan->cfg;
     method ms[SAMPLES_MAXMETHODS];
     int nm = samples_list_methods(s->plan, ms), done = 0;
+    *total = 0;
     for (int i = 0; i < cfg->nn; i++)
         for (int j = 0; j < cfg->nseeds; j++)
-            for (int k = 0; k < nm; k++)
+            for (int k = 0; k < nm && own_point(s, i, j); k++) {
                 done += samples_recorded(s, cfg->ns[i], cfg->seeds[j], ms[k].name);
+                ++*total;
+            }
     return done;
 }
 
 static atf_error run_grid(samples_state *s, char *err)
 {
     const atf_samples_config *cfg = &s->plan->cfg;
-    method ms[SAMPLES_MAXMETHODS];
-    int total = cfg->nn * cfg->nseeds * samples_list_methods(s->plan, ms);
-    atf_progress_start(s->prog, s->io->progress, total, count_recorded(s));
+    int total, done = count_recorded(s, &total);
+    atf_progress_start(s->prog, s->io->progress, total, done);
     atf_error e = ATF_OK;
     for (int i = 0; !e && i < cfg->nn; i++)
         for (int j = 0; !e && j < cfg->nseeds && !atf_exp_stopped(s->io) &&
                         s->status == ATF_STATUS_SOLVED; j++)
-            e = run_point(s, cfg->ns[i], cfg->seeds[j], err);
+            if (own_point(s, i, j))
+                e = run_point(s, cfg->ns[i], cfg->seeds[j], err);
     if (e || atf_exp_stopped(s->io) || s->status != ATF_STATUS_SOLVED)
         atf_progress_break(s->prog);
     else
@@ -742,6 +781,168 @@ static atf_error finish(const samples_state *s, char *err)
     return ATF_OK;
 }
 
+/* ---- one run shared by several processes (io.ranks) ----
+ * The points (n, seed) are dealt in turn; each process appends its rows to its own part table
+ * OUT/samples.part-R.{csv,jsonl} (the table takes one writer), and rank 0 moves them into
+ * OUT/samples.{csv,jsonl} in the grid's order when every process is done, or stopped. A run
+ * killed before that leaves the part tables: the next run moves their rows first, whatever the
+ * number of processes, so no finished row is lost or written twice. */
+
+#define PART_PREFIX "samples.part-"
+
+/* The row of (n, seed, method) in a part table, NULL if it has none. */
+static const atf_row *part_row(const atf_rowstore *part, int n, uint64_t seed, const char *method)
+{
+    for (int r = 0; r < atf_rowstore_count(part); r++) {
+        const atf_row *row = atf_rowstore_row(part, r);
+        const char *key = atf_row_get(row, "key");
+        if (key && key_matches(key, n, seed, method))
+            return row;
+    }
+    return NULL;
+}
+
+/* Open every part table in OUT (up to max); their CSV paths in paths. */
+static atf_error open_parts(const char *out, atf_rowstore **parts, char (*paths)[1100], int max,
+                            int *n, char *err)
+{
+    *n = 0;
+    DIR *d = opendir(out);
+    if (!d) {
+        atf_errorf(err, "%s: cannot list the directory", out);
+        return ATF_E_IO;
+    }
+    atf_error e = ATF_OK;
+    for (struct dirent *f; !e && (f = readdir(d));) {
+        size_t len = strlen(f->d_name);
+        if (strncmp(f->d_name, PART_PREFIX, strlen(PART_PREFIX)) || len < 5 ||
+            strcmp(f->d_name + len - 4, ".csv"))
+            continue;
+        if (*n == max) {
+            atf_errorf(err, "%s: more than %d part tables (%s...)", out, max, PART_PREFIX);
+            e = ATF_E_INPUT;
+            break;
+        }
+        char jsonl[1100];
+        e = atf_exp_path(paths[*n], sizeof paths[*n], out, f->d_name, err);
+        snprintf(jsonl, sizeof jsonl, "%.*sjsonl", (int)strlen(paths[*n]) - 3, paths[*n]);
+        if (!e)
+            e = atf_rowstore_open(paths[*n], jsonl, "key", &parts[*n], err);
+        *n += !e;
+    }
+    closedir(d);
+    return e;
+}
+
+/* Rank 0: every row of the part tables not yet in the table, appended in the grid's order; then
+ * the part tables are removed (rows outside this grid go with them). */
+static atf_error merge_parts(samples_state *s, char *err)
+{
+    enum { MAXPARTS = 1024 };
+    static atf_rowstore *parts[MAXPARTS];
+    static char paths[MAXPARTS][1100];
+    const atf_samples_config *cfg = &s->plan->cfg;
+    int np;
+    atf_error e = open_parts(cfg->out, parts, paths, MAXPARTS, &np, err);
+    method ms[SAMPLES_MAXMETHODS];
+    int nm = samples_list_methods(s->plan, ms);
+    for (int i = 0; !e && i < cfg->nn; i++)
+        for (int j = 0; !e && j < cfg->nseeds; j++)
+            for (int k = 0; !e && k < nm; k++) {
+                if (in_store(s->store, cfg->ns[i], cfg->seeds[j], ms[k].name))
+                    continue;
+                for (int p = 0; p < np; p++) {
+                    const atf_row *row = part_row(parts[p], cfg->ns[i], cfg->seeds[j], ms[k].name);
+                    if (row) {
+                        e = atf_rowstore_append(s->store, row, err);
+                        s->new_rows += !e;
+                        break;
+                    }
+                }
+            }
+    for (int p = 0; p < np; p++) {
+        atf_rowstore_close(parts[p]);
+        if (!e) { /* moved: the part table goes (its JSON lines copy beside it) */
+            char jsonl[1100];
+            snprintf(jsonl, sizeof jsonl, "%.*sjsonl", (int)strlen(paths[p]) - 3, paths[p]);
+            remove(paths[p]);
+            remove(jsonl);
+        }
+    }
+    return e;
+}
+
+/* The run of one of several processes: rank 0 opens and checks the table, moves what earlier
+ * runs left in part tables and tells every process which runs are recorded; each runs its
+ * points into its part table; when all are done (or stopped) rank 0 moves the rows in. A
+ * failure of this process returns at once (the caller ends the whole job with its message);
+ * rank 0's failure before the start is every process's (the others return it with err ""). */
+static atf_error run_shared(samples_state *s, const char *csv, const char *jsonl, int *stopped,
+                            char *err)
+{
+    const atf_exp_ranks *rk = s->io->ranks;
+    const atf_samples_config *cfg = &s->plan->cfg;
+    method ms[SAMPLES_MAXMETHODS];
+    int nm = samples_list_methods(s->plan, ms);
+    long nruns = (long)cfg->nn * cfg->nseeds * nm;
+    int *v = calloc((size_t)nruns + 1, sizeof *v);
+    unsigned char *done = calloc((size_t)nruns + 1, 1);
+    if (!v || !done) {
+        free(v);
+        free(done);
+        atf_errorf(err, "samples: out of memory");
+        return ATF_E_NOMEM;
+    }
+    atf_error e = ATF_OK;
+    if (rk->rank == 0) {
+        e = atf_rowstore_open(csv, jsonl, "key", &s->store, err);
+        if (!e)
+            e = check_table(s->plan, s->store, csv, err);
+        if (!e)
+            e = merge_parts(s, err);
+        for (int i = 0; !e && i < cfg->nn; i++)
+            for (int j = 0; j < cfg->nseeds; j++)
+                for (int k = 0; k < nm; k++)
+                    v[1 + ((long)i * cfg->nseeds + j) * nm + k] =
+                        in_store(s->store, cfg->ns[i], cfg->seeds[j], ms[k].name);
+    }
+    v[0] = (int)e;
+    rk->max(rk->ctx, v, (int)nruns + 1);
+    if (v[0] && rk->rank != 0)
+        err[0] = '\0';
+    e = (atf_error)v[0];
+    for (long r = 0; r < nruns; r++)
+        done[r] = (unsigned char)v[1 + r];
+    s->done = done;
+    char part_csv[1100], part_jsonl[1100];
+    char name[64];
+    snprintf(name, sizeof name, PART_PREFIX "%d.csv", rk->rank);
+    if (!e)
+        e = atf_exp_path(part_csv, sizeof part_csv, cfg->out, name, err);
+    snprintf(name, sizeof name, PART_PREFIX "%d.jsonl", rk->rank);
+    if (!e)
+        e = atf_exp_path(part_jsonl, sizeof part_jsonl, cfg->out, name, err);
+    if (!e)
+        e = atf_rowstore_open(part_csv, part_jsonl, "key", &s->out, err);
+    if (!e)
+        e = run_grid(s, err);
+    if (!e) {
+        atf_rowstore_close(s->out); /* rank 0 opens every part table next */
+        s->out = NULL;
+        int end[2] = {atf_exp_stopped(s->io), s->status != ATF_STATUS_SOLVED ? (int)s->status : 0};
+        rk->max(rk->ctx, end, 2);
+        *stopped = end[0];
+        if (end[1])
+            s->status = (atf_status)end[1];
+        if (rk->rank == 0)
+            e = merge_parts(s, err);
+    }
+    s->done = NULL;
+    free(v);
+    free(done);
+    return e;
+}
+
 atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *outcome, char *err)
 {
     static samples_plan plan; /* large (the configuration and its variants) */
@@ -755,19 +956,32 @@ atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *out
     if (!e)
         e = atf_mkdir_p(config->out, err);
     atf_progress prog;
-    samples_state s = {&plan, &config->io, NULL, &prog, 0, ATF_STATUS_SOLVED};
-    if (!e)
-        e = atf_rowstore_open(csv, jsonl, "key", &s.store, err);
-    if (!e)
-        e = check_table(&plan, s.store, csv, err);
-    if (!e)
-        e = run_grid(&s, err);
-    if (!e && s.status != ATF_STATUS_SOLVED) {
+    samples_state s = {.plan = &plan, .io = &config->io, .prog = &prog,
+                       .status = ATF_STATUS_SOLVED};
+    const atf_exp_ranks *rk = config->io.ranks;
+    int stopped = 0;
+    if (!e && rk && rk->size > 1) {
+        e = run_shared(&s, csv, jsonl, &stopped, err);
+    } else {
+        if (!e)
+            e = atf_rowstore_open(csv, jsonl, "key", &s.store, err);
+        s.out = s.store;
+        if (!e)
+            e = check_table(&plan, s.store, csv, err);
+        if (!e)
+            e = run_grid(&s, err);
+        stopped = atf_exp_stopped(s.io);
+    }
+    if (!e && rk && rk->rank != 0) { /* rank 0 reports the shared run */
+        outcome->status = s.status != ATF_STATUS_SOLVED ? s.status
+                          : stopped ? ATF_STATUS_INTERRUPTED : ATF_STATUS_SOLVED;
+        err[0] = '\0';
+    } else if (!e && s.status != ATF_STATUS_SOLVED) {
         outcome->status = s.status;
         if (!err[0])
             atf_errorf(err, "the NTK baseline is %s: no model interpolates",
                        atf_status_name(s.status));
-    } else if (!e && atf_exp_stopped(s.io)) {
+    } else if (!e && stopped) {
         outcome->status = ATF_STATUS_INTERRUPTED;
         atf_errorf(err, "interrupted: %d rows recorded in %.300s; re-run the same command to "
                    "resume", atf_rowstore_count(s.store), csv);
@@ -776,6 +990,8 @@ atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *out
     }
     outcome->rows = s.store ? atf_rowstore_count(s.store) : 0;
     outcome->new_rows = s.new_rows;
+    if (s.out != s.store)
+        atf_rowstore_close(s.out);
     atf_rowstore_close(s.store);
     return e;
 }

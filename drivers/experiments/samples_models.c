@@ -49,7 +49,7 @@ void samples_base_row(atf_row *row, int n, uint64_t seed, const char *method,
 
 atf_error samples_append(samples_state *s, const atf_row *row, char *err)
 {
-    atf_error e = atf_rowstore_append(s->store, row, err);
+    atf_error e = atf_rowstore_append(s->out, row, err);
     s->new_rows += !e;
     atf_progress_step(s->prog);
     return e;

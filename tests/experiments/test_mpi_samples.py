@@ -1,0 +1,134 @@
+"""`mpirun -np K atf experiment samples` (the MPI build, -Dmpi=enabled): the points (n, seed) are
+dealt to the ranks and rank 0 writes the one table. Against the same command in one process:
+the same rows, bit for bit except the timing column, in the same order, for K = 2 and K = 3;
+after Ctrl-C to mpirun (which kills the ranks) and after one rank is killed, the next run —
+with another K — finishes the table with the same rows, none lost or written twice, and no
+process is left behind; a rank that fails ends the job with its own one-line message; a command
+that does not share its work refuses to run under K ranks.
+
+usage: test_mpi_samples.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ATF = os.environ["ATF"]
+if os.environ.get("ATF_MPI") != "1":
+    print("skipped: this build has no MPI (meson setup -Dmpi=enabled; scripts/test.sh runs "
+          "these tests in build-mpi)")
+    sys.exit(77)
+MPIRUN = shutil.which("mpirun")
+if not MPIRUN:
+    print("skipped: no mpirun (scripts/setup.sh installs openmpi-bin)")
+    sys.exit(77)
+
+scratch = sys.argv[1]
+shutil.rmtree(scratch, ignore_errors=True)
+os.makedirs(scratch)
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1", OPENBLAS_NUM_THREADS="1")
+for k in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"):
+    ENV.pop(k, None)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def args(out, epochs=20, ns="20,40"):
+    return ["experiment", "samples", "--data", "synthetic:d=6,r=2", "--ns", ns, "--seeds", "3",
+            "--n-test", "50", "--hidden", "16", "--models", "ntk,p16,network", "--epochs",
+            str(epochs), "--out", out]
+
+
+def mpi(k, argv):
+    return [MPIRUN, "-np", str(k), "--oversubscribe", ATF, *argv]
+
+
+def run(cmd, expect=0):
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+    check(p.returncode == expect, f"{' '.join(cmd[:4])}…: exit {p.returncode}, expected {expect}:"
+                                  f" {p.stderr[-800:]}")
+    return p
+
+
+def rows(out):
+    with open(os.path.join(out, "samples.jsonl")) as f:
+        return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in f]
+
+
+def leftovers(out):
+    """atf processes still running on this output directory."""
+    p = subprocess.run(["pgrep", "-f", out], capture_output=True, text=True)
+    return [pid for pid in p.stdout.split() if int(pid) != os.getpid()]
+
+
+def same_rows(a, b, what, ordered=True):
+    ka, kb = [r["key"] for r in a], [r["key"] for r in b]
+    check(len(ka) == len(set(ka)) == len(kb), f"{what}: {len(ka)} rows vs {len(kb)} (or twice)")
+    if ordered:
+        check(ka == kb, f"{what}: rows in another order")
+    ra, rb = {r["key"]: r for r in a}, {r["key"]: r for r in b}
+    check(ra == rb, f"{what}: rows differ: {[k for k in ra if ra[k] != rb.get(k)][:3]}")
+
+
+# ---- the same table for K = 1 (no mpirun), 2 and 3
+ref = os.path.join(scratch, "one")
+run([ATF, *args(ref)])
+for k in (2, 3):
+    out = os.path.join(scratch, f"k{k}")
+    p = run(mpi(k, args(out)))
+    same_rows(rows(ref), rows(out), f"K = {k}")
+    check(p.stdout.count("| n |") == 1, f"K = {k}: the report printed {p.stdout.count('| n |')}×")
+    check(not [f for f in os.listdir(out) if "part" in f or f.endswith(".lock")],
+          f"K = {k}: part tables or locks left: {os.listdir(out)}")
+
+# ---- interrupted (Ctrl-C to mpirun kills the ranks) or one rank killed, then resumed
+slow_ref = os.path.join(scratch, "slow-one")
+run([ATF, *args(slow_ref, epochs=200000)])
+for how in ("sigint", "kill-rank"):
+    out = os.path.join(scratch, how)
+    job = subprocess.Popen(mpi(2, args(out, epochs=200000)), env=ENV, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    part = os.path.join(out, "samples.part-1.csv")
+    deadline = time.time() + 120
+    while time.time() < deadline and job.poll() is None:  # until rank 1 recorded a row
+        if os.path.exists(part) and sum(1 for _ in open(part)) >= 2:
+            break
+        time.sleep(0.1)
+    if how == "sigint":
+        job.send_signal(signal.SIGINT)
+    else:
+        ranks = [p for p in leftovers(out) if p != str(job.pid)]
+        check(len(ranks) >= 1, "kill-rank: no rank found")
+        if ranks:
+            os.kill(int(ranks[-1]), signal.SIGKILL)
+    job.wait(timeout=120)
+    check(job.returncode != 0, f"{how}: the job exited 0")
+    time.sleep(1)
+    check(not leftovers(out), f"{how}: processes left: {leftovers(out)}")
+    run(mpi(3, args(out, epochs=200000)))
+    same_rows(rows(slow_ref), rows(out), f"{how}, resumed with K = 3", ordered=False)
+
+# ---- a rank that fails ends the job with its message (rank 1 cannot create its part table)
+out = os.path.join(scratch, "fail")
+os.makedirs(os.path.join(out, "samples.part-1.csv"))
+p = subprocess.run(mpi(2, args(out)), env=ENV, capture_output=True, text=True, timeout=600)
+msgs = [line for line in p.stderr.splitlines() if line.startswith("atf experiment samples:")]
+check(p.returncode != 0 and len(msgs) == 1 and "samples.part-1" in msgs[0],
+      f"a failing rank: exit {p.returncode}, messages {msgs}")
+check(not leftovers(out), f"a failing rank: processes left: {leftovers(out)}")
+
+# ---- commands that do not share their work refuse K ranks, with one message
+p = run(mpi(2, ["solve", os.path.join(scratch, "none.h5"), "-o", os.path.join(scratch, "r.h5")]),
+        expect=2)
+check(p.stderr.count("runs as one process") == 1, f"refusal: {p.stderr[-400:]}")
+
+print(f"test_mpi_samples: {len(failures)} failures")
+sys.exit(1 if failures else 0)

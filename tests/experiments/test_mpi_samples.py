@@ -64,9 +64,17 @@ def rows(out):
 
 
 def leftovers(out):
-    """atf processes still running on this output directory."""
-    p = subprocess.run(["pgrep", "-f", out], capture_output=True, text=True)
-    return [pid for pid in p.stdout.split() if int(pid) != os.getpid()]
+    """Processes (other than this one) whose command line names this output directory."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if int(pid) != os.getpid() and out.encode() in argv:
+            found.append(pid)
+    return found
 
 
 def same_rows(a, b, what, ordered=True):

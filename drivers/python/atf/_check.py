@@ -134,10 +134,22 @@ def integer(value: Any, what: str, lo: int = INT_MIN, hi: int = INT_MAX) -> int:
         value = int(value)
     value = int(value)
     if not lo <= value <= hi:
+        c_int = INT_MIN <= lo and hi <= INT_MAX  # a C int argument (seeds are wider)
         why = (f"does not fit a C int ({INT_MIN} … {INT_MAX})"
-               if not INT_MIN <= value <= INT_MAX else f"is outside {lo} … {hi}")
+               if c_int and not INT_MIN <= value <= INT_MAX else f"is outside {lo} … {hi}")
         _fail(f"{what}: {value} {why}")
     return value
+
+
+def positive(value: Any, what: str) -> float:
+    """One finite number > 0 (a tolerance, a step): NaN, infinities, 0 and negatives, bool and
+    non-numbers are refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        _fail(f"{what}: {value!r} is not a number")
+    v = float(value)
+    if not 0 < v < float("inf"):
+        _fail(f"{what}: {value!r} must be a finite number > 0")
+    return v
 
 
 def text(value: Any, what: str) -> bytes:

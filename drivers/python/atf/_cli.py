@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Union
 
-from . import _errors
+from . import _check, _errors
 
 Log = Union[None, Callable[[str], Any], IO[str]]
 PathArg = Union[str, "os.PathLike[str]"]
@@ -65,10 +65,7 @@ def text_arg(value: Any, what: str) -> str:
         value = os.fspath(value)
     if isinstance(value, bytes):
         raise _errors.InputError(f"{what}: {value!r} is bytes, not a str", "usage error")
-    if not isinstance(value, str):
-        raise _errors.InputError(f"{what}: {value!r} is not a string", "usage error")
-    if "\0" in value:
-        raise _errors.InputError(f"{what}: {value!r} contains a NUL character", "usage error")
+    _check.text(value, what)
     return value
 
 

@@ -284,46 +284,6 @@ def errbuf():
     return ctypes.create_string_buffer(ERRLEN)
 
 
-# ---- checks of Python values before they become C ones (the C side would wrap or truncate) ----
-
-def c_int_arg(value, what, lo=-2**31, hi=2**31 - 1):
-    """An integer argument checked against [lo, hi] (a C int at most): 2**40 is refused rather
-    than wrapped; bool, floats with a fraction and non-numbers are refused too."""
-    from ._errors import InputError
-    import numbers
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise InputError(f"{what}: {value!r} is not an integer", "usage error")
-    value = int(value)
-    if not lo <= value <= hi:
-        raise InputError(f"{what}: {value} is outside {lo} … {hi}", "usage error")
-    return value
-
-
-def positive_float(value, what):
-    """A finite float > 0."""
-    from ._errors import InputError
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{what}: {value!r} is not a number", "usage error") from None
-    if not (v > 0 and v < float("inf")):
-        raise InputError(f"{what}: {value!r} must be a finite number > 0", "usage error")
-    return v
-
-
-def spec_text(value, what):
-    """A spec or name as the bytes C reads: a str without NUL (C would stop reading there)."""
-    from ._errors import InputError
-    if not isinstance(value, str):
-        raise InputError(f"{what}: {value!r} is not a string", "usage error")
-    if "\0" in value:
-        raise InputError(f"{what}: {value!r} contains a NUL character", "usage error")
-    return value.encode()
-
-
 # ---- predictions and their metrics (problems/tangent/atf_features.h, atf_mlp.h, atf_loss.h):
 # atf.score uses the functions `atf predict` uses, so that its numbers are the command's ----
 

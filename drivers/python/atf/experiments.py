@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _errors, _lib
+from . import _check, _errors
 from ._cli import Log, PathArg, run, text_arg
 from .mlp import MLP
 from .problem import Problem
@@ -32,7 +32,7 @@ def _fail(message: str):
 
 
 def _int(value: Any, what: str, lo: int, hi: int) -> str:
-    return str(_lib.c_int_arg(value, what, lo, hi))
+    return str(_check.integer(value, what, lo, hi))
 
 
 def _num(value: Any, what: str) -> str:
@@ -169,7 +169,7 @@ class PathResult:
 
     def result_file(self, row: int) -> str:
         """The path of row's result file, DIR/lambda-<row>.h5."""
-        _lib.c_int_arg(row, "atf.PathResult: row", -len(self.rows), len(self.rows) - 1)
+        _check.integer(row, "atf.PathResult: row", -len(self.rows), len(self.rows) - 1)
         return os.path.join(self.out_dir, self.rows[row]["result"])
 
     def result(self, row: Optional[int] = None) -> Result:

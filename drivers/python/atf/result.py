@@ -11,7 +11,7 @@ from typing import IO, Any, Callable, Optional, Union
 
 import numpy as np
 
-from . import _errors, _lib
+from . import _check, _errors, _lib
 from .problem import Problem
 
 _c = _lib.lib
@@ -201,7 +201,7 @@ def _solve(problem, set_, penalty_override, warm, log=None):
         # the override applies to this solve only (as `atf solve --penalty`): set it on the
         # blocks and restore their own penalties afterwards, so that no copy of the operator
         # data is made (the problem is therefore not to be solved from two threads at once)
-        spec = _lib.spec_text(penalty_override, "atf.solve: penalty")
+        spec = _check.text(penalty_override, "atf.solve: penalty")
         blocks = [prob.contents.blocks[l] for l in range(prob.contents.nblocks)]
         saved = [(_lib.PenaltyC.from_buffer_copy(b.penalty), bytes(b.penalty_spec))
                  for b in blocks]
@@ -256,8 +256,8 @@ SOLVE_METHODS = ("auto", "newton", "fista", "admm", "alm", "lp", "irls")
 def _settings(structure: str, tol: float, max_iter: int, verbose: bool) -> "_lib.SettingsC":
     s = _c.atf_settings_default()
     s.structure = _parse(_c.atf_structure_parse, structure, "structure", "layer, diagonal, full")
-    s.eps_rel = _lib.positive_float(tol, "atf.solve: tol")
-    s.max_iter = _lib.c_int_arg(max_iter, "atf.solve: max_iter", 1)
+    s.eps_rel = _check.positive(tol, "atf.solve: tol")
+    s.max_iter = _check.integer(max_iter, "atf.solve: max_iter", 1)
     s.verbose = 1 if verbose else 0
     return s
 
@@ -289,9 +289,9 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
                                  f"{', '.join(SOLVE_METHODS)}", "usage error")
     s.method = _parse(_c.atf_method_parse, method, "method", ", ".join(SOLVE_METHODS))
     err = _lib.errbuf()
-    if _c.atf_loss_parse(_lib.spec_text(loss, "atf.solve: loss"), ctypes.byref(s.loss), err):
+    if _c.atf_loss_parse(_check.text(loss, "atf.solve: loss"), ctypes.byref(s.loss), err):
         raise _errors.InputError(f"atf.solve: loss: {_lib.text(err.value)}", "usage error")
-    s.newton_rank = _lib.c_int_arg(newton_rank, "atf.solve: newton_rank", -1, 2000)
+    s.newton_rank = _check.integer(newton_rank, "atf.solve: newton_rank", -1, 2000)
     return _solve(problem, s, penalty, warm, log)
 
 

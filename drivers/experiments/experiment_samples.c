@@ -885,11 +885,8 @@ static atf_error run_shared(samples_state *s, const char *csv, const char *jsonl
     method ms[SAMPLES_MAXMETHODS];
     int nm = samples_list_methods(s->plan, ms);
     long nruns = (long)cfg->nn * cfg->nseeds * nm;
-    int *v = calloc((size_t)nruns + 1, sizeof *v);
-    unsigned char *done = calloc((size_t)nruns + 1, 1);
-    if (!v || !done) {
-        free(v);
-        free(done);
+    int *v = calloc((size_t)nruns + 1, sizeof *v); /* v[0]: rank 0's error; then the flags */
+    if (!v) {
         atf_errorf(err, "samples: out of memory");
         return ATF_E_NOMEM;
     }
@@ -911,9 +908,7 @@ static atf_error run_shared(samples_state *s, const char *csv, const char *jsonl
     if (v[0] && rk->rank != 0)
         err[0] = '\0';
     e = (atf_error)v[0];
-    for (long r = 0; r < nruns; r++)
-        done[r] = (unsigned char)v[1 + r];
-    s->done = done;
+    s->done = v + 1;
     char part_csv[1100], part_jsonl[1100];
     char name[64];
     snprintf(name, sizeof name, PART_PREFIX "%d.csv", rk->rank);
@@ -939,7 +934,6 @@ static atf_error run_shared(samples_state *s, const char *csv, const char *jsonl
     }
     s->done = NULL;
     free(v);
-    free(done);
     return e;
 }
 

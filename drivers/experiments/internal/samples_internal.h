@@ -37,8 +37,8 @@ typedef struct {
     const atf_exp_io *io;
     atf_rowstore *store;     /* the table (samples.csv): what is recorded */
     atf_rowstore *out;       /* where this process appends (with ranks: its own part table) */
-    const unsigned char *done; /* with ranks: recorded (point, method) flags from rank 0, as
-                                  recorded_index numbers them (NULL: ask the store) */
+    const int *done;         /* with ranks: recorded (point, method) flags from rank 0, as
+                                recorded_index numbers them (NULL: ask the store) */
     atf_progress *prog;
     int new_rows;
     atf_status status; /* solved, or why the grid stopped: an infeasible baseline */

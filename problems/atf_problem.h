@@ -89,6 +89,12 @@ typedef struct atf_problem {
     char fingerprint[ATF_FINGERPRINT_LEN];
     atf_fingerprint_state fingerprint_state;
     atf_provenance prov;      /* root problems only (unused in `test`) */
+    /* A shard (atf_problem_read_shard, for a process of a job that spreads the examples over
+     * processes): its factored blocks hold the H rows of examples shard_first …
+     * shard_first + shard_count − 1 and their D rows only, N, M, r, y, f0 and labels are the
+     * whole problem's, and there is no test split. shard_count = 0 (every other problem): all
+     * examples are held. Functions that need every example refuse a shard. */
+    int shard_first, shard_count;
 } atf_problem;
 
 /* ---- files (docs/formats.md). Every error names the file, the item and the reason. ---- */
@@ -145,6 +151,28 @@ void atf_problem_set_structure(atf_problem *prob, atf_structure s);
 atf_error atf_problem_select_examples(const atf_problem *prob, const int *idx, int n,
                                       atf_problem **out, char *err);
 
+/* ---- examples spread over processes (docs/solver.md, "Several processes") ----
+ * The N examples are cut into chunks of atf_shard_chunk(N) examples (the last may be shorter),
+ * a cut that depends on N only. Process `rank` of `size` holds a contiguous run of whole chunks
+ * (atf_shard_range); sums over examples are formed chunk by chunk and the chunks' partial sums
+ * are added in double-double arithmetic, so that a sum does not depend on how many processes
+ * share the examples. */
+int atf_shard_chunk(int N);
+int atf_shard_count(int N); /* the number of chunks */
+/* Examples [*first, *first + *count) of process rank of size. ATF_E_USAGE (message naming the
+ * sizes) when size exceeds the number of chunks or rank is outside 0 … size − 1. */
+atf_error atf_shard_range(int N, int rank, int size, int *first, int *count, char *err);
+
+/* Read a process's shard of a problem file: everything atf_problem_read reads and checks,
+ * except that each factored block's H and D hold only the rows of examples first …
+ * first + count − 1 (read as HDF5 hyperslabs: the whole H and D are never in memory) and the
+ * test split is not read. Dense and sparse blocks are refused (ATF_E_INPUT, naming the block).
+ * check = 0 skips the separate checking program (atf-h5check): for the processes of a job one
+ * of which has already checked the same file. fingerprint = 0 leaves out->fingerprint "" (the
+ * fingerprint needs the whole content, which is then streamed through in slices). */
+atf_error atf_problem_read_shard(const char *path, int first, int count, int check,
+                                 int fingerprint, atf_problem **out, char *err);
+
 /* Total number of variables Σ rows·cols. */
 int64_t atf_problem_nvars(const atf_problem *prob);
 
@@ -181,7 +209,7 @@ typedef void atf_curvature_fn(void *ctx, int example, const double *y, double *u
  * once for all k, and the GEMMs with H are k times wider). X[l] and G[l] are rows_l × (k·cols_l)
  * row-major: the k vectors' matrices side by side. On return y [M·k] holds u, example i's k
  * vectors (C values each) together at y + i·k·C. work: atf_factored_hess_work_size doubles
- * (N·k·Σ_l cols_l). */
+ * (N·k·Σ_l cols_l, and twice the largest k·rows_l·cols_l for the sums over chunks). */
 int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b, int k);
 void atf_factored_hess(int nb, const atf_block *const *b, int k, const double *const *X,
                        double *const *G, atf_curvature_fn *curv, void *ctx, double *y,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "atf_problem.h"
+#include "atf_shard.h"
 
 /* Rows of D Dᵀ (or J Jᵀ) computed per GEMM call in the Gram: bounds scratch to PANEL × M. */
 #define GRAM_PANEL 256
@@ -193,9 +194,11 @@ static void factored_apply(const atf_block *b, const double *B, double *y, doubl
     release_scratch(T, work);
 }
 
+/* Apply needs N × cols; the adjoint that and three rows × cols arrays (a chunk's product, and
+ * the double-double sum). */
 int64_t atf_block_work_size(const atf_block *b)
 {
-    return b->kind == ATF_OP_FACTORED ? (int64_t)b->N * b->cols : 0;
+    return b->kind == ATF_OP_FACTORED ? atf_shard_adjoint_work_size(b) + 2 * block_nvars(b) : 0;
 }
 
 void atf_block_apply(const atf_block *b, const double *B, double beta, double *y)
@@ -230,17 +233,53 @@ static void sparse_adjoint(const atf_block *b, const double *lambda, double *B)
             B[b->indices[p]] += b->data[p] * lambda[m];
 }
 
+/* Σ over the chunks of c examples of Hᵀ S (rows × cols): each chunk's GEMM into T, added to
+ * (hi, lo) in double-double (atf_shard.h: the same sum whichever process holds which chunk).
+ * S and H hold n examples, the first one at a chunk boundary. */
+static void chunk_sums(int n, int c, int P, int Q, const double *H, const double *S, double *T,
+                       double *hi, double *lo)
+{
+    size_t len = (size_t)P * (size_t)Q;
+    for (int i0 = 0; i0 < n; i0 += c) {
+        int m = n - i0 < c ? n - i0 : c;
+        double *out = i0 ? T : hi;
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, P, Q, m, 1.0,
+                    H + (size_t)i0 * P, P, S + (size_t)i0 * Q, Q, 0.0, out, Q);
+        if (!i0)
+            memset(lo, 0, len * sizeof *lo);
+        else
+            for (size_t j = 0; j < len; j++)
+                atf_dd_add(&hi[j], &lo[j], T[j]);
+    }
+}
+
+int64_t atf_shard_adjoint_work_size(const atf_block *b)
+{
+    return (int64_t)b->N * b->cols + block_nvars(b);
+}
+
+void atf_shard_adjoint_dd(const atf_block *b, int chunk, const double *lambda, double *hi,
+                          double *lo, double *work)
+{
+    /* S = Λ D (N × cols): row i gathers Σ_k λ_{iC+k} δ_{iC+k}; then Σ over chunks of Hᵀ S. */
+    double *S = work, *T = work + (size_t)b->N * b->cols;
+    rows_gather(b->N, b->C, b->cols, b->D, lambda, S);
+    chunk_sums(b->N, chunk, b->rows, b->cols, b->H, S, T, hi, lo);
+}
+
 static void factored_adjoint(const atf_block *b, const double *lambda, double *B, double *work)
 {
-    /* S = Λ D (N × cols): row i gathers Σ_k λ_{iC+k} δ_{iC+k}; then B += Hᵀ S. */
+    /* B += hi, with the double-double pair in the scratch after the shard's own. */
     double *S = take_scratch(b, work);
     if (!S) {
         fill_nan(B, block_nvars(b));
         return;
     }
-    rows_gather(b->N, b->C, b->cols, b->D, lambda, S);
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, b->rows, b->cols, b->N, 1.0, b->H,
-                b->rows, S, b->cols, 1.0, B, b->cols);
+    int64_t n = block_nvars(b);
+    double *hi = S + atf_shard_adjoint_work_size(b), *lo = hi + n;
+    atf_shard_adjoint_dd(b, atf_shard_chunk(b->N), lambda, hi, lo, S);
+    for (int64_t j = 0; j < n; j++)
+        B[j] += hi[j];
     release_scratch(S, work);
 }
 
@@ -269,7 +308,9 @@ void atf_block_adjoint_work(const atf_block *b, const double *lambda, double bet
 
 /* ------------------------------------------------------------------ Hessian */
 
-int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b, int k)
+/* The per-example products T_l (N × k·cols_l each), then a chunk's product and the low parts
+ * of the double-double sums, as large as the largest G_l. */
+static int64_t hess_products_size(int nb, const atf_block *const *b, int k)
 {
     int64_t w = 0;
     for (int l = 0; l < nb; l++)
@@ -277,10 +318,29 @@ int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b, int k)
     return w;
 }
 
+static int64_t largest_g(int nb, const atf_block *const *b, int k)
+{
+    int64_t g = 0;
+    for (int l = 0; l < nb; l++)
+        if (block_nvars(b[l]) * k > g)
+            g = block_nvars(b[l]) * k;
+    return g;
+}
+
+int64_t atf_shard_hess_work_size(int nb, const atf_block *const *b, int k)
+{
+    return hess_products_size(nb, b, k) + largest_g(nb, b, k);
+}
+
+int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b, int k)
+{
+    return atf_shard_hess_work_size(nb, b, k) + largest_g(nb, b, k);
+}
+
 /* Per example i, with T_l's row i holding the k vectors t_li^(j) (cols_l each) side by side:
  * y_i^(j) = Σ_l D_li t_li^(j), u = K_i y, then s_li^(j) = D_liᵀ u_i^(j) over t_li^(j). */
-static void hess_example(int nb, const atf_block *const *b, int k, int i, double *work,
-                         atf_curvature_fn *curv, void *ctx, double *y)
+static void hess_example(int nb, const atf_block *const *b, int k, int i, int first,
+                         double *work, atf_curvature_fn *curv, void *ctx, double *y)
 {
     const int N = b[0]->N, C = b[0]->C;
     double *yi = y + (size_t)i * k * C;
@@ -294,7 +354,7 @@ static void hess_example(int nb, const atf_block *const *b, int k, int i, double
         T += (size_t)N * k * Q;
     }
     for (int j = 0; j < k; j++)
-        curv(ctx, i, yi + (size_t)j * C, yi + (size_t)j * C);
+        curv(ctx, first + i, yi + (size_t)j * C, yi + (size_t)j * C);
     double *S = work; /* S_l over T_l */
     for (int l = 0; l < nb; l++) {
         int Q = b[l]->cols;
@@ -309,7 +369,7 @@ static void hess_example(int nb, const atf_block *const *b, int k, int i, double
 typedef struct {
     int nb;
     const atf_block *const *b;
-    int k;
+    int k, first;
     double *work;
     atf_curvature_fn *curv;
     void *ctx;
@@ -320,30 +380,38 @@ static void hess_range(void *arg, int i0, int i1)
 {
     const hess_job *j = arg;
     for (int i = i0; i < i1; i++)
-        hess_example(j->nb, j->b, j->k, i, j->work, j->curv, j->ctx, j->y);
+        hess_example(j->nb, j->b, j->k, i, j->first, j->work, j->curv, j->ctx, j->y);
 }
 
-void atf_factored_hess(int nb, const atf_block *const *b, int k, const double *const *X,
-                       double *const *G, atf_curvature_fn *curv, void *ctx, double *y,
-                       double *work)
+void atf_shard_hess_dd(int nb, const atf_block *const *b, int chunk, int first, int k,
+                       const double *const *X, double *const *G, double *const *Glo,
+                       atf_curvature_fn *curv, void *ctx, double *y, double *work)
 {
     const int N = b[0]->N;
-    double *T = work;
+    double *T = work, *chunk_T = work + hess_products_size(nb, b, k);
     for (int l = 0; l < nb; l++) { /* T_l = H_l [X_l^(1) … X_l^(k)]  (N × k·cols_l) */
         int kQ = k * b[l]->cols;
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, kQ, b[l]->rows, 1.0, b[l]->H,
                     b[l]->rows, X[l], kQ, 0.0, T, kQ);
         T += (size_t)N * kQ;
     }
-    hess_job job = {nb, b, k, work, curv, ctx, y};
+    hess_job job = {nb, b, k, first, work, curv, ctx, y};
     for_examples(N, hess_range, &job);
     T = work;
-    for (int l = 0; l < nb; l++) { /* G_l = H_lᵀ S_l */
+    for (int l = 0; l < nb; l++) { /* G_l = H_lᵀ S_l, chunk by chunk */
         int kQ = k * b[l]->cols;
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, b[l]->rows, kQ, N, 1.0, b[l]->H,
-                    b[l]->rows, T, kQ, 0.0, G[l], kQ);
+        double *lo = Glo ? Glo[l] : chunk_T + largest_g(nb, b, k);
+        chunk_sums(N, chunk, b[l]->rows, kQ, b[l]->H, T, chunk_T, G[l], lo);
         T += (size_t)N * kQ;
     }
+}
+
+void atf_factored_hess(int nb, const atf_block *const *b, int k, const double *const *X,
+                       double *const *G, atf_curvature_fn *curv, void *ctx, double *y,
+                       double *work)
+{
+    /* G_l = hi; the low parts go to the scratch after the shard's own and are dropped. */
+    atf_shard_hess_dd(nb, b, atf_shard_chunk(b[0]->N), 0, k, X, G, NULL, curv, ctx, y, work);
 }
 
 /* ------------------------------------------------------------------ Gram */

@@ -61,12 +61,16 @@ int main(int argc, char **argv)
     return atf_cli_ranks_end(run(argc, argv));
 }
 
-/* Under several MPI ranks only the samples experiment (and the demo, which is one) shares its
- * work; any other command would run K times over the same outputs. */
+/* Under several MPI ranks, the commands that share their work: the row-wise experiments deal
+ * their rows to the ranks, and solve, baseline and path spread the examples over them. Any
+ * other command would run K times over the same outputs. */
 static int shares_work(int argc, char **argv, int at)
 {
-    return !strcmp(argv[at], "demo") ||
-           (!strcmp(argv[at], "experiment") && at + 1 < argc && !strcmp(argv[at + 1], "samples"));
+    static const char *const shared[] = {"demo", "sweep", "solve", "baseline", "path"};
+    for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
+        if (!strcmp(argv[at], shared[i]))
+            return 1;
+    return !strcmp(argv[at], "experiment") && at + 1 < argc && !strcmp(argv[at + 1], "samples");
 }
 
 static int run(int argc, char **argv)
@@ -98,8 +102,9 @@ static int run(int argc, char **argv)
     const atf_exp_ranks *rk = atf_cli_ranks();
     if (rk && !shares_work(argc, argv, optind)) {
         if (rk->rank == 0)
-            fprintf(stderr, "atf %s: runs as one process; under mpirun with %d ranks only `atf "
-                    "experiment samples` and `atf demo` share their work (docs/experiments.md)\n",
+            fprintf(stderr, "atf %s: runs as one process; under mpirun with %d ranks only solve, "
+                    "baseline, path, sweep, demo and experiment samples share their work "
+                    "(docs/solver.md, \"Several processes\")\n",
                     name, rk->size);
         return atf_cli_exit_code(ATF_E_USAGE); /* every rank: the job ends normally, code 2 */
     }

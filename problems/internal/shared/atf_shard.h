@@ -1,0 +1,54 @@
+/* atf_shard.h — sums over examples that do not depend on how the examples are spread over
+ * processes (docs/solver.md, "Several processes"). Internal: problems/, solver/ and atf's own
+ * programs (drivers/cli/cli_mpi.c combines the processes' partial sums with atf_dd_add_dd).
+ *
+ * A sum over examples is formed chunk by chunk (atf_shard_chunk: the cut depends on N only),
+ * and the chunks' partial sums are accumulated in double-double arithmetic (a value hi + lo
+ * carried to about 106 bits). Which process holds which chunks then changes only the order of
+ * the double-double additions, whose errors are some 2⁻¹⁰⁶ of the sum: rounded to one double
+ * (hi), the total is the same for any number of processes except where the exact sum lies
+ * within that distance of a rounding boundary. */
+#ifndef ATF_SHARD_H
+#define ATF_SHARD_H
+
+#include "atf_problem.h"
+
+/* (hi, lo) += x (TwoSum, then renormalised: hi is the double nearest hi + lo). */
+static inline void atf_dd_add(double *hi, double *lo, double x)
+{
+    double s = *hi + x, bv = s - *hi;
+    double e = ((*hi - (s - bv)) + (x - bv)) + *lo;
+    double h = s + e;
+    *lo = e - (h - s);
+    *hi = h;
+}
+
+/* (hi, lo) += (xh, xl). */
+static inline void atf_dd_add_dd(double *hi, double *lo, double xh, double xl)
+{
+    double s = *hi + xh, bv = s - *hi;
+    double e = ((*hi - (s - bv)) + (xh - bv)) + (*lo + xl);
+    double h = s + e;
+    *lo = e - (h - s);
+    *hi = h;
+}
+
+/* Adjoint of a factored block over the examples it holds, which must start at a chunk
+ * boundary of the whole problem (chunk = atf_shard_chunk of the whole N): the chunks' partial
+ * sums of Hᵀ Λ D in double-double, hi and lo (rows × cols each, overwritten). lambda holds the
+ * block's own rows (b->M of them). work: atf_shard_adjoint_work_size doubles. */
+int64_t atf_shard_adjoint_work_size(const atf_block *b);
+void atf_shard_adjoint_dd(const atf_block *b, int chunk, const double *lambda, double *hi,
+                          double *lo, double *work);
+
+/* atf_factored_hess over the examples the blocks hold (a shard view: N = the examples held,
+ * starting at example `first` of the whole problem, at a chunk boundary): the curvature is
+ * asked for example first + i, y holds the held examples' rows only, and the G_l come as
+ * double-double pairs (G[l], Glo[l]). work: atf_shard_hess_work_size doubles (Glo = NULL:
+ * the low parts are dropped, in atf_factored_hess_work_size doubles). */
+int64_t atf_shard_hess_work_size(int nb, const atf_block *const *b, int k);
+void atf_shard_hess_dd(int nb, const atf_block *const *b, int chunk, int first, int k,
+                       const double *const *X, double *const *G, double *const *Glo,
+                       atf_curvature_fn *curv, void *ctx, double *y, double *work);
+
+#endif

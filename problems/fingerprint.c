@@ -7,7 +7,9 @@
  * name, rows, cols, operator name, operator data (dense: J; sparse: nnz, J_indptr, J_indices,
  * J_data; factored: H, D) and structure name; then 0 (no test split) or 1 followed by the test
  * split's N, its y and f0 [N × C], 0 or 1 + its labels, and per block name, rows, cols, operator
- * name and operator data. docs/formats.md describes the same list. */
+ * name and operator data. docs/formats.md describes the same list. atfp_fingerprint holds that
+ * order once; atf_problem_fingerprint hashes the arrays in memory, atf_problem_read_shard
+ * streams the dense and factored arrays from the file in slices of rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,15 +120,29 @@ atf_error atf_hasher_finish(atf_hasher *h, char *out)
 
 /* ------------------------------------------------------------------ problems */
 
-static void hash_operator(atf_hasher *h, const atf_block *b)
+/* The row-major arrays of a block (dense J, factored H and D): from memory, or from the
+ * caller's source (atfp_fingerprint). */
+static atf_error hash_rows(atf_hasher *h, const atfp_fp_source *src, const atf_problem *split,
+                           int test, const atf_block *b, const char *array, const double *x,
+                           int64_t n)
+{
+    if (src)
+        return src->rows(src->ctx, h, split, test, b, array);
+    atf_hasher_doubles(h, x, n);
+    return ATF_OK;
+}
+
+static atf_error hash_operator(atf_hasher *h, const atfp_fp_source *src, const atf_problem *split,
+                               int test, const atf_block *b)
 {
     atf_hasher_string(h, b->name);
     atf_hasher_int(h, b->rows);
     atf_hasher_int(h, b->cols);
     atf_hasher_string(h, atfp_operator_name(b->kind));
+    atf_error e = ATF_OK;
     switch (b->kind) {
     case ATF_OP_DENSE:
-        atf_hasher_doubles(h, b->J, (int64_t)b->M * b->rows * b->cols);
+        e = hash_rows(h, src, split, test, b, "J", b->J, (int64_t)b->M * b->rows * b->cols);
         break;
     case ATF_OP_SPARSE:
         atf_hasher_int(h, b->nnz);
@@ -135,13 +151,15 @@ static void hash_operator(atf_hasher *h, const atf_block *b)
         atf_hasher_doubles(h, b->data, b->nnz);
         break;
     case ATF_OP_FACTORED:
-        atf_hasher_doubles(h, b->H, (int64_t)b->N * b->rows);
-        atf_hasher_doubles(h, b->D, (int64_t)b->M * b->cols);
+        e = hash_rows(h, src, split, test, b, "H", b->H, (int64_t)b->N * b->rows);
+        if (!e)
+            e = hash_rows(h, src, split, test, b, "D", b->D, (int64_t)b->M * b->cols);
         break;
     }
+    return e;
 }
 
-static void hash_test(atf_hasher *h, const atf_problem *t)
+static atf_error hash_test(atf_hasher *h, const atfp_fp_source *src, const atf_problem *t)
 {
     atf_hasher_int(h, t->N);
     atf_hasher_doubles(h, t->y, t->y ? t->M : 0);
@@ -149,23 +167,43 @@ static void hash_test(atf_hasher *h, const atf_problem *t)
     atf_hasher_int(h, t->labels != NULL);
     if (t->labels)
         atf_hasher_ints(h, t->labels, t->N);
-    for (int l = 0; l < t->nblocks; l++)
-        hash_operator(h, &t->blocks[l]);
+    atf_error e = ATF_OK;
+    for (int l = 0; l < t->nblocks && !e; l++)
+        e = hash_operator(h, src, t, 1, &t->blocks[l]);
+    return e;
 }
 
-atf_error atf_problem_fingerprint(const atf_problem *prob, char *out)
+atf_error atfp_fingerprint(const atf_problem *prob, const atfp_fp_source *src, char *out)
 {
+    out[0] = '\0';
     atf_hasher *h = atf_hasher_new("atf-problem-fingerprint-v1");
+    if (!h)
+        return ATF_E_NOMEM; /* before the source is asked for anything */
     atf_hasher_int(h, prob->N);
     atf_hasher_int(h, prob->C);
     atf_hasher_int(h, prob->nblocks);
     atf_hasher_doubles(h, prob->r, prob->M);
-    for (int l = 0; l < prob->nblocks; l++) {
-        hash_operator(h, &prob->blocks[l]);
+    atf_error e = ATF_OK;
+    for (int l = 0; l < prob->nblocks && !e; l++) {
+        e = hash_operator(h, src, prob, 0, &prob->blocks[l]);
         atf_hasher_string(h, atfp_structure_name(prob->blocks[l].structure));
     }
-    atf_hasher_int(h, prob->test != NULL);
-    if (prob->test)
-        hash_test(h, prob->test);
-    return atf_hasher_finish(h, out);
+    if (!e) {
+        atf_hasher_int(h, prob->test != NULL);
+        if (prob->test)
+            e = hash_test(h, src, prob->test);
+    }
+    char digest[ATF_FINGERPRINT_LEN];
+    atf_error f = atf_hasher_finish(h, digest);
+    if (!e && !f)
+        memcpy(out, digest, sizeof digest);
+    return e ? e : f;
+}
+
+atf_error atf_problem_fingerprint(const atf_problem *prob, char *out)
+{
+    out[0] = '\0';
+    if (prob->shard_count > 0)
+        return ATF_E_USAGE; /* the rows of the other examples are not in memory */
+    return atfp_fingerprint(prob, NULL, out);
 }

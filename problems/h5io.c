@@ -532,6 +532,22 @@ static atf_error read_all(hid_t file, const char *fname, const char *path, hid_t
     return ATF_OK;
 }
 
+/* The n values x[0 … n) are the dataset's (of shape dims) from flat index `offset` on: every
+ * one must be finite; the message names the first bad one by its index in the whole dataset. */
+static atf_error check_finite(const char *fname, const char *path, int rank, const int64_t *dims,
+                              int64_t offset, const double *x, int64_t n, char *err)
+{
+    for (int64_t j = 0; j < n; j++) {
+        if (!isfinite(x[j])) {
+            char where[128];
+            h5io_format_index(where, sizeof where, rank, dims, offset + j);
+            atf_errorf(err, "%s: %s: non-finite value %g at %s", fname, path, x[j], where);
+            return ATF_E_INPUT;
+        }
+    }
+    return ATF_OK;
+}
+
 atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int rank,
                             const int64_t *dims, double **out, char *err)
 {
@@ -545,18 +561,56 @@ atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int
     atf_error e = read_all(file, fname, path, H5T_NATIVE_DOUBLE, sizeof(double), n, &buf, err);
     if (e)
         return e;
-    double *x = buf;
-    for (int64_t j = 0; j < n; j++) {
-        if (!isfinite(x[j])) {
-            char where[128];
-            h5io_format_index(where, sizeof where, rank, dims, j);
-            atf_errorf(err, "%s: %s: non-finite value %g at %s", fname, path, x[j], where);
-            free(x);
-            return ATF_E_INPUT;
-        }
+    if ((e = check_finite(fname, path, rank, dims, 0, buf, n, err))) {
+        free(buf);
+        return e;
     }
-    *out = x;
+    *out = buf;
     return ATF_OK;
+}
+
+atf_error h5io_read_rows(hid_t file, const char *fname, const char *path, const int64_t *dims,
+                         int64_t row0, int64_t nrows, double *out, char *err)
+{
+    if (row0 < 0 || nrows < 0 || row0 > dims[0] - nrows || dims[1] < 0) {
+        atf_errorf(err, "%s: %s: rows %lld … %lld outside its %lld rows", fname, path,
+                   (long long)row0, (long long)(row0 + nrows - 1), (long long)dims[0]);
+        return ATF_E_INPUT;
+    }
+    if (nrows == 0 || dims[1] == 0)
+        return ATF_OK;
+    /* the rows as a hyperslab of the file's dataspace into a memory space of just their size:
+     * libhdf5 reads (and converts) those rows only */
+    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)nrows, (hsize_t)dims[1]};
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    hid_t fs = d >= 0 ? H5Dget_space(d) : -1;
+    hid_t ms = H5Screate_simple(2, count, NULL);
+    herr_t st = -1;
+    if (fs >= 0 && ms >= 0 &&
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
+        st = H5Dread(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, out);
+    if (ms >= 0)
+        H5Sclose(ms);
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (d >= 0)
+        H5Dclose(d);
+    if (st < 0) {
+        atf_errorf(err, "%s: %s: cannot read rows %lld … %lld (truncated or corrupt file)", fname,
+                   path, (long long)row0, (long long)(row0 + nrows - 1));
+        return ATF_E_INPUT;
+    }
+    return check_finite(fname, path, 2, dims, row0 * dims[1], out, nrows * dims[1], err);
+}
+
+atf_error h5io_check_shape(hid_t file, const char *fname, const char *path, int rank,
+                           const int64_t *dims, const char *const *dim_names, char *err)
+{
+    int64_t got[H5IO_MAXRANK];
+    atf_error e = h5io_shape(file, fname, path, rank, got, err);
+    for (int a = 0; a < rank && !e; a++)
+        e = h5io_expect_dim(fname, path, rank, got, a, dims[a], dim_names[a], err);
+    return e;
 }
 
 atf_error h5io_read_checked(hid_t file, const char *fname, const char *path, int rank,
@@ -564,10 +618,7 @@ atf_error h5io_read_checked(hid_t file, const char *fname, const char *path, int
                             char *err)
 {
     *out = NULL;
-    int64_t got[H5IO_MAXRANK];
-    atf_error e = h5io_shape(file, fname, path, rank, got, err);
-    for (int a = 0; a < rank && !e; a++)
-        e = h5io_expect_dim(fname, path, rank, got, a, dims[a], dim_names[a], err);
+    atf_error e = h5io_check_shape(file, fname, path, rank, dims, dim_names, err);
     return e ? e : h5io_read_doubles(file, fname, path, rank, dims, out, err);
 }
 
@@ -1466,9 +1517,15 @@ static atf_error read_here(const char *path, h5io_read_fn fn, void *ctx, char *e
 
 atf_error h5io_read_file(const char *path, h5io_read_fn fn, void *ctx, char *err)
 {
+    return h5io_read_file_opt(path, 1, fn, ctx, err);
+}
+
+atf_error h5io_read_file_opt(const char *path, int check, h5io_read_fn fn, void *ctx, char *err)
+{
     /* Only a file the checker read completely is parsed here (that fills ctx); for any other
-     * file the checker's message is the answer. */
-    atf_error e = h5io_check_file(path, err);
+     * file the checker's message is the answer. Unchecked, the precheck alone still names a
+     * missing, empty or unreadable file and a directory. */
+    atf_error e = check ? h5io_check_file(path, err) : precheck(path, err);
     if (e)
         return e;
     quiet q;

@@ -139,6 +139,16 @@ atf_error atfp_parse_penalty(const char *what, const char *path, const char *spe
     return ATF_OK;
 }
 
+atf_error atfp_refuse_shard(const atf_problem *prob, const char *what, const char *needs,
+                            char *err)
+{
+    if (!prob || prob->shard_count <= 0)
+        return ATF_OK;
+    atf_errorf(err, "%s: a shard of examples %d … %d; %s needs the whole problem", what,
+               prob->shard_first, prob->shard_first + prob->shard_count - 1, needs);
+    return ATF_E_USAGE;
+}
+
 /* ------------------------------------------------------------------ construction */
 
 atf_problem *atf_problem_new(int N, int C, int nblocks)
@@ -268,9 +278,17 @@ static atf_error validate_block(const char *what, const atf_problem *p, const at
         return e;
     char path[H5IO_PATHLEN];
     snprintf(path, sizeof path, "/blocks/%s", b->name);
-    if (b->N != p->N || b->C != p->C || b->M != p->M) {
-        atf_errorf(err, "%s: %s: block sizes N = %d, C = %d, M = %d differ from the problem's "
-                   "%d, %d, %d", what, path, b->N, b->C, b->M, p->N, p->C, p->M);
+    /* a shard's blocks hold its examples only */
+    int n = p->shard_count > 0 ? p->shard_count : p->N;
+    if (b->N != n || b->C != p->C || b->M != n * p->C) {
+        atf_errorf(err, "%s: %s: block sizes N = %d, C = %d, M = %d differ from the %s's "
+                   "%d, %d, %d", what, path, b->N, b->C, b->M,
+                   p->shard_count > 0 ? "shard" : "problem", n, p->C, n * p->C);
+        return ATF_E_INPUT;
+    }
+    if (p->shard_count > 0 && b->kind != ATF_OP_FACTORED) {
+        atf_errorf(err, "%s: block '%s' is %s; only factored blocks can be read as a shard",
+                   what, b->name, atfp_operator_name(b->kind));
         return ATF_E_INPUT;
     }
     if ((e = atfp_check_block_size(what, path, b->rows, b->cols, err)))
@@ -391,6 +409,26 @@ static atf_error validate_test(const char *what, const atf_problem *p, char *err
     return ATF_OK;
 }
 
+/* A shard (atf_problem_read_shard): examples shard_first … shard_first + shard_count − 1 of
+ * the N, without a test split; shard_count = 0 is a whole problem. */
+static atf_error validate_shard(const char *what, const atf_problem *p, char *err)
+{
+    if (p->shard_count == 0 && p->shard_first == 0)
+        return ATF_OK;
+    if (p->shard_count < 1 || p->shard_first < 0 ||
+        p->shard_first > p->N - p->shard_count) {
+        atf_errorf(err, "%s: a shard of %d examples from example %d: outside the problem's "
+                   "examples 0 … %d", what, p->shard_count, p->shard_first, p->N - 1);
+        return ATF_E_INPUT;
+    }
+    if (p->test) {
+        atf_errorf(err, "%s: /test: a shard of examples %d … %d has no test split", what,
+                   p->shard_first, p->shard_first + p->shard_count - 1);
+        return ATF_E_INPUT;
+    }
+    return ATF_OK;
+}
+
 atf_error atf_problem_validate(const atf_problem *prob, const char *what, char *err)
 {
     if (!what)
@@ -401,6 +439,8 @@ atf_error atf_problem_validate(const atf_problem *prob, const char *what, char *
     }
     atf_error e = validate_sizes(what, "", prob, err);
     if (e)
+        return e;
+    if ((e = validate_shard(what, prob, err)))
         return e;
     for (int l = 0; l < prob->nblocks; l++)
         if ((e = validate_block(what, prob, &prob->blocks[l], err)))

@@ -3,8 +3,14 @@
  * The reader checks every item as it reads it, so that a message names the first thing that
  * is wrong: FILE: ITEM: reason. Shapes are checked against the root and block attributes before
  * any data is read; values are checked for finiteness as they are read; CSR structure and
- * penalty strings are checked by the same helpers atf_problem_validate uses. */
+ * penalty strings are checked by the same helpers atf_problem_validate uses.
+ *
+ * atf_problem_read_shard reads the same items with the same checks, but of each factored
+ * block only the rows of its examples (hyperslabs), and the test split not at all, unless the
+ * fingerprint is asked for: then the dense and factored arrays of both splits are streamed
+ * through the hash in slices of rows (stream_rows). */
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +21,27 @@
 
 #define PROBLEM_FORMAT "atf-problem"
 #define PROBLEM_VERSION 1
+
+/* What each axis of an operator's arrays is, for shape messages. */
+static const char *const H_DIMS[2] = {"samples", "rows"};
+static const char *const D_DIMS[2] = {"samples·outputs", "cols"};
+static const char *const J_DIMS[2] = {"samples·outputs", "rows·cols"};
+
+/* How much of the operators' data a read takes. */
+typedef enum {
+    TAKE_ALL,    /* atf_problem_read: every array whole */
+    TAKE_SHARD,  /* factored blocks only, the rows of examples first … first + count − 1 */
+    TAKE_SHAPES  /* dense and factored arrays: shapes checked, data left in the file (a shard's
+                    test split, whose data only the fingerprint streams); CSR arrays whole */
+} take_kind;
+
+typedef struct {
+    take_kind kind;
+    int first, count; /* TAKE_SHARD */
+} take;
+
+static const take TAKE_EVERYTHING = {TAKE_ALL, 0, 0};
+static const take TAKE_NO_DATA = {TAKE_SHAPES, 0, 0};
 
 /* ------------------------------------------------------------------ reading: pieces */
 
@@ -42,27 +69,62 @@ static atf_error read_labels(const h5io_reader *rd, const char *path, int N, int
     return e ? e : h5io_read_ints(rd->f, rd->fname, path, N, out, rd->err);
 }
 
-static atf_error read_dense(const h5io_reader *rd, const char *gpath, atf_block *b)
+static atf_error read_dense(const h5io_reader *rd, const char *gpath, atf_block *b,
+                           const take *tk)
 {
     char path[H5IO_PATHLEN];
     h5io_path(path, "%s/J", gpath);
     int64_t dims[2] = {b->M, (int64_t)b->rows * b->cols};
-    static const char *const names[2] = {"samples·outputs", "rows·cols"};
-    return h5io_read_checked(rd->f, rd->fname, path, 2, dims, names, &b->J, rd->err);
+    if (tk->kind == TAKE_SHAPES)
+        return h5io_check_shape(rd->f, rd->fname, path, 2, dims, J_DIMS, rd->err);
+    return h5io_read_checked(rd->f, rd->fname, path, 2, dims, J_DIMS, &b->J, rd->err);
 }
 
-static atf_error read_factored(const h5io_reader *rd, const char *gpath, atf_block *b)
+/* Rows row0 … row0 + n − 1 of the [*, dims[1]] array `path` into a fresh *out. */
+static atf_error read_some_rows(const h5io_reader *rd, const char *path, const int64_t *dims,
+                                int64_t row0, int64_t n, double **out)
 {
-    char path[H5IO_PATHLEN];
-    h5io_path(path, "%s/H", gpath);
+    *out = NULL;
+    if (n > (int64_t)(SIZE_MAX / sizeof(double)) / dims[1] ||
+        !(*out = malloc((size_t)(n * dims[1]) * sizeof **out))) {
+        atf_errorf(rd->err, "%s: %s: out of memory for %lld rows", rd->fname, path,
+                   (long long)n);
+        return ATF_E_NOMEM;
+    }
+    return h5io_read_rows(rd->f, rd->fname, path, dims, row0, n, *out, rd->err);
+}
+
+/* H [N, rows] and D [M, cols]; a shard keeps the rows of its examples, h_i for i = first …
+ * first + count − 1 and δ_m for m = first·C … (first + count)·C − 1, and the block then has
+ * N = count examples. */
+static atf_error read_factored(const h5io_reader *rd, const char *gpath, atf_block *b,
+                               const take *tk)
+{
+    char ph[H5IO_PATHLEN], pd[H5IO_PATHLEN];
+    h5io_path(ph, "%s/H", gpath);
+    h5io_path(pd, "%s/D", gpath);
     int64_t hd[2] = {b->N, b->rows}, dd[2] = {b->M, b->cols};
-    static const char *const hnames[2] = {"samples", "rows"};
-    static const char *const dnames[2] = {"samples·outputs", "cols"};
-    atf_error e = h5io_read_checked(rd->f, rd->fname, path, 2, hd, hnames, &b->H, rd->err);
-    if (e)
+    atf_error e;
+    switch (tk->kind) {
+    case TAKE_ALL:
+        if ((e = h5io_read_checked(rd->f, rd->fname, ph, 2, hd, H_DIMS, &b->H, rd->err)))
+            return e;
+        return h5io_read_checked(rd->f, rd->fname, pd, 2, dd, D_DIMS, &b->D, rd->err);
+    case TAKE_SHAPES:
+        if ((e = h5io_check_shape(rd->f, rd->fname, ph, 2, hd, H_DIMS, rd->err)))
+            return e;
+        return h5io_check_shape(rd->f, rd->fname, pd, 2, dd, D_DIMS, rd->err);
+    case TAKE_SHARD: break;
+    }
+    int64_t C = b->C;
+    if ((e = h5io_check_shape(rd->f, rd->fname, ph, 2, hd, H_DIMS, rd->err)) ||
+        (e = read_some_rows(rd, ph, hd, tk->first, tk->count, &b->H)) ||
+        (e = h5io_check_shape(rd->f, rd->fname, pd, 2, dd, D_DIMS, rd->err)) ||
+        (e = read_some_rows(rd, pd, dd, tk->first * C, tk->count * C, &b->D)))
         return e;
-    h5io_path(path, "%s/D", gpath);
-    return h5io_read_checked(rd->f, rd->fname, path, 2, dd, dnames, &b->D, rd->err);
+    b->N = tk->count;
+    b->M = tk->count * b->C;
+    return ATF_OK;
 }
 
 static atf_error read_sparse(const h5io_reader *rd, const char *gpath, atf_block *b)
@@ -93,8 +155,10 @@ static atf_error read_sparse(const h5io_reader *rd, const char *gpath, atf_block
                           b->indices, rd->err);
 }
 
-/* rows, cols, operator and the operator's datasets of the group gpath; b->N/C/M are set. */
-static atf_error read_operator(const h5io_reader *rd, const char *gpath, atf_block *b)
+/* rows, cols, operator and the operator's datasets of the group gpath (as much of them as tk
+ * takes); b->N/C/M are set. */
+static atf_error read_operator(const h5io_reader *rd, const char *gpath, atf_block *b,
+                               const take *tk)
 {
     atf_error e = h5io_require_group(rd->f, rd->fname, gpath, rd->err);
     if (!e)
@@ -113,15 +177,21 @@ static atf_error read_operator(const h5io_reader *rd, const char *gpath, atf_blo
                    "sparse or factored)", rd->fname, gpath, op);
         return ATF_E_INPUT;
     }
+    if (tk->kind == TAKE_SHARD && b->kind != ATF_OP_FACTORED) {
+        atf_errorf(rd->err, "%s: block '%s' is %s; only factored blocks can be read as a shard",
+                   rd->fname, b->name, op);
+        return ATF_E_INPUT;
+    }
     switch (b->kind) {
-    case ATF_OP_DENSE: return read_dense(rd, gpath, b);
+    case ATF_OP_DENSE: return read_dense(rd, gpath, b, tk);
     case ATF_OP_SPARSE: return read_sparse(rd, gpath, b);
-    case ATF_OP_FACTORED: return read_factored(rd, gpath, b);
+    case ATF_OP_FACTORED: return read_factored(rd, gpath, b, tk);
     }
     return ATF_E_INPUT;
 }
 
-static atf_error read_training_block(const h5io_reader *rd, const atf_problem *p, atf_block *b)
+static atf_error read_training_block(const h5io_reader *rd, const atf_problem *p, atf_block *b,
+                                     const take *tk)
 {
     char gpath[H5IO_PATHLEN];
     h5io_path(gpath, "/blocks/%s", b->name);
@@ -152,7 +222,7 @@ static atf_error read_training_block(const h5io_reader *rd, const atf_problem *p
                    "matrix or diagonal)", rd->fname, gpath, structure);
         return ATF_E_INPUT;
     }
-    return read_operator(rd, gpath, b);
+    return read_operator(rd, gpath, b, tk);
 }
 
 /* Names of the members of a blocks group, allocated as blocks with only the name set. */
@@ -211,11 +281,11 @@ static int by_index(const void *a, const void *b)
     return (ia > ib) - (ia < ib);
 }
 
-static atf_error read_training_blocks(const h5io_reader *rd, atf_problem *p)
+static atf_error read_training_blocks(const h5io_reader *rd, atf_problem *p, const take *tk)
 {
     atf_error e = list_blocks(rd, "/blocks", &p->blocks, &p->nblocks);
     for (int l = 0; l < p->nblocks && !e; l++)
-        e = read_training_block(rd, p, &p->blocks[l]);
+        e = read_training_block(rd, p, &p->blocks[l], tk);
     if (e)
         return e;
     qsort(p->blocks, (size_t)p->nblocks, sizeof *p->blocks, by_index);
@@ -232,7 +302,8 @@ static atf_error read_training_blocks(const h5io_reader *rd, atf_problem *p)
 
 /* ------------------------------------------------------------------ reading: test split */
 
-static atf_error read_test_blocks(const h5io_reader *rd, const atf_problem *p, atf_problem *t)
+static atf_error read_test_blocks(const h5io_reader *rd, const atf_problem *p, atf_problem *t,
+                                  const take *tk)
 {
     int count;
     atf_error e = list_blocks(rd, "/test/blocks", &t->blocks, &count);
@@ -268,7 +339,7 @@ static atf_error read_test_blocks(const h5io_reader *rd, const atf_problem *p, a
         b->M = t->M;
         char gpath[H5IO_PATHLEN];
         h5io_path(gpath, "/test/blocks/%s", b->name);
-        if ((e = read_operator(rd, gpath, b)))
+        if ((e = read_operator(rd, gpath, b, tk)))
             return e;
         if (b->rows != tb->rows || b->cols != tb->cols) {
             atf_errorf(rd->err, "%s: %s: rows × cols = %d × %d but /blocks/%s is %d × %d",
@@ -279,7 +350,8 @@ static atf_error read_test_blocks(const h5io_reader *rd, const atf_problem *p, a
     return ATF_OK;
 }
 
-static atf_error read_test(const h5io_reader *rd, atf_problem *p)
+/* The split /test as p->test; tk: TAKE_ALL, or TAKE_SHAPES (the shard's fingerprint). */
+static atf_error read_test(const h5io_reader *rd, atf_problem *p, const take *tk)
 {
     if (!h5io_exists(rd->f, "/test"))
         return ATF_OK;
@@ -321,7 +393,7 @@ static atf_error read_test(const h5io_reader *rd, atf_problem *p)
     }
     for (int m = 0; m < t->M; m++)
         t->r[m] = t->y[m] - t->f0[m];
-    return read_test_blocks(rd, p, t);
+    return read_test_blocks(rd, p, t, tk);
 }
 
 /* ------------------------------------------------------------------ reading: root */
@@ -380,34 +452,47 @@ static atf_error read_provenance(const h5io_reader *rd, atf_provenance *pv, char
     return ATF_OK;
 }
 
-/* The fingerprint of what was read; the stored attribute only tells whether the file changed
- * since atf wrote it (docs/formats.md: an edited file is still read, by its content). */
+/* The stored attribute only tells whether the file changed since atf wrote it
+ * (docs/formats.md: an edited file is still read, by its content). */
+static void compare_fingerprint(atf_problem *p, const char *stored)
+{
+    p->fingerprint_state = !stored[0] ? ATF_FINGERPRINT_ABSENT
+                           : !strcmp(stored, p->fingerprint) ? ATF_FINGERPRINT_MATCHES
+                                                             : ATF_FINGERPRINT_DIFFERS;
+}
+
+/* The fingerprint of what was read. */
 static atf_error set_fingerprint(const h5io_reader *rd, atf_problem *p, const char *stored)
 {
     if (atf_problem_fingerprint(p, p->fingerprint) != ATF_OK) {
         atf_errorf(rd->err, "%s: out of memory for its fingerprint", rd->fname);
         return ATF_E_NOMEM;
     }
-    p->fingerprint_state = !stored[0] ? ATF_FINGERPRINT_ABSENT
-                           : !strcmp(stored, p->fingerprint) ? ATF_FINGERPRINT_MATCHES
-                                                             : ATF_FINGERPRINT_DIFFERS;
+    compare_fingerprint(p, stored);
     return ATF_OK;
+}
+
+/* /r, /y, /f0 and /labels: every example's, in a shard too. */
+static atf_error read_examples(const h5io_reader *rd, atf_problem *p)
+{
+    int64_t m = p->M;
+    static const char *const rname[1] = {"samples·outputs"};
+    atf_error e;
+    if ((e = h5io_read_checked(rd->f, rd->fname, "/r", 1, &m, rname, &p->r, rd->err)) ||
+        (e = read_per_example(rd, "/y", p->N, p->C, 0, &p->y)) ||
+        (e = read_per_example(rd, "/f0", p->N, p->C, 0, &p->f0)))
+        return e;
+    return read_labels(rd, "/labels", p->N, &p->labels);
 }
 
 static atf_error read_problem(const h5io_reader *rd, void *ctx)
 {
     atf_problem *p = ctx;
-    atf_error e = read_header(rd, p);
-    if (e)
-        return e;
-    int64_t m = p->M;
-    static const char *const rname[1] = {"samples·outputs"};
-    if ((e = h5io_read_checked(rd->f, rd->fname, "/r", 1, &m, rname, &p->r, rd->err)) ||
-        (e = read_per_example(rd, "/y", p->N, p->C, 0, &p->y)) ||
-        (e = read_per_example(rd, "/f0", p->N, p->C, 0, &p->f0)) ||
-        (e = read_labels(rd, "/labels", p->N, &p->labels)) ||
-        (e = read_training_blocks(rd, p)) ||
-        (e = read_test(rd, p)))
+    atf_error e;
+    if ((e = read_header(rd, p)) ||
+        (e = read_examples(rd, p)) ||
+        (e = read_training_blocks(rd, p, &TAKE_EVERYTHING)) ||
+        (e = read_test(rd, p, &TAKE_EVERYTHING)))
         return e;
     char stored[STORED_LEN];
     if ((e = read_provenance(rd, &p->prov, stored)))
@@ -424,6 +509,133 @@ atf_error atf_problem_read(const char *path, atf_problem **out, char *err)
         return ATF_E_NOMEM;
     }
     atf_error e = h5io_read_file(path, read_problem, p, err);
+    if (e) {
+        atf_problem_free(p);
+        return e;
+    }
+    *out = p;
+    return ATF_OK;
+}
+
+/* ------------------------------------------------------------------ reading: a shard */
+
+/* The fingerprint streams each dense or factored array through the hash in slices of at most
+ * this many bytes (at least one row), each read as a hyperslab. */
+#ifndef SHARD_SLICE_BYTES
+#define SHARD_SLICE_BYTES ((int64_t)64 << 20)
+#endif
+
+typedef struct {
+    const h5io_reader *rd;
+    int failed; /* stream_rows wrote the message */
+} stream_src;
+
+/* atfp_fp_source.rows: every row of the array, from the file, slice after slice. */
+static atf_error stream_rows(void *ctx, atf_hasher *h, const atf_problem *split, int test,
+                             const atf_block *b, const char *array)
+{
+    stream_src *src = ctx;
+    const h5io_reader *rd = src->rd;
+    char path[H5IO_PATHLEN];
+    h5io_path(path, "%s/blocks/%s/%s", test ? "/test" : "", b->name, array);
+    int64_t dims[2] = {split->M, b->cols};
+    const char *const *names = D_DIMS;
+    if (!strcmp(array, "H")) {
+        dims[0] = split->N;
+        dims[1] = b->rows;
+        names = H_DIMS;
+    } else if (!strcmp(array, "J")) {
+        dims[1] = (int64_t)b->rows * b->cols;
+        names = J_DIMS;
+    }
+    atf_error e = h5io_check_shape(rd->f, rd->fname, path, 2, dims, names, rd->err);
+    int64_t per = SHARD_SLICE_BYTES / (int64_t)sizeof(double) / dims[1];
+    per = per < 1 ? 1 : per > dims[0] ? dims[0] : per;
+    double *slice = NULL;
+    if (!e && !(slice = malloc((size_t)(per * dims[1]) * sizeof *slice))) {
+        atf_errorf(rd->err, "%s: %s: out of memory for a slice of %lld rows (fingerprint)",
+                   rd->fname, path, (long long)per);
+        e = ATF_E_NOMEM;
+    }
+    for (int64_t row0 = 0; !e && row0 < dims[0]; row0 += per) {
+        int64_t n = dims[0] - row0 < per ? dims[0] - row0 : per;
+        if (!(e = h5io_read_rows(rd->f, rd->fname, path, dims, row0, n, slice, rd->err)))
+            atf_hasher_doubles(h, slice, n * dims[1]);
+    }
+    free(slice);
+    src->failed = e != ATF_OK;
+    return e;
+}
+
+/* The whole file's fingerprint for a shard p: the test split is read without its dense and
+ * factored data (TAKE_SHAPES) for as long as the hash runs, those arrays of both splits are
+ * streamed from the file. */
+static atf_error shard_fingerprint(const h5io_reader *rd, atf_problem *p, const char *stored)
+{
+    atf_error e = read_test(rd, p, &TAKE_NO_DATA);
+    if (!e) {
+        stream_src src = {rd, 0};
+        atfp_fp_source fs = {stream_rows, &src};
+        if ((e = atfp_fingerprint(p, &fs, p->fingerprint)) && !src.failed)
+            atf_errorf(rd->err, "%s: out of memory for its fingerprint", rd->fname);
+    }
+    atf_problem_free(p->test);
+    p->test = NULL;
+    if (!e)
+        compare_fingerprint(p, stored);
+    return e;
+}
+
+typedef struct {
+    atf_problem *p;
+    take tk;
+    int fingerprint;
+} shard_job;
+
+static atf_error read_shard(const h5io_reader *rd, void *ctx)
+{
+    shard_job *job = ctx;
+    atf_problem *p = job->p;
+    atf_error e = read_header(rd, p);
+    if (e)
+        return e;
+    if (job->tk.first > p->N - job->tk.count) {
+        atf_errorf(rd->err, "%s: a shard of %d examples from example %d: the file has examples "
+                   "0 … %d (samples = %d)", rd->fname, job->tk.count, job->tk.first, p->N - 1,
+                   p->N);
+        return ATF_E_USAGE;
+    }
+    if ((e = read_examples(rd, p)) ||
+        (e = read_training_blocks(rd, p, &job->tk)))
+        return e;
+    p->shard_first = job->tk.first;
+    p->shard_count = job->tk.count;
+    char stored[STORED_LEN];
+    if ((e = read_provenance(rd, &p->prov, stored)))
+        return e;
+    if (job->fingerprint)
+        return shard_fingerprint(rd, p, stored);
+    p->fingerprint[0] = '\0'; /* not computed, so nothing compared with the stored one */
+    p->fingerprint_state = ATF_FINGERPRINT_ABSENT;
+    return ATF_OK;
+}
+
+atf_error atf_problem_read_shard(const char *path, int first, int count, int check,
+                                 int fingerprint, atf_problem **out, char *err)
+{
+    *out = NULL;
+    if (first < 0 || count < 1) {
+        atf_errorf(err, "%s: a shard of %d examples from example %d: need a first example "
+                   "≥ 0 and at least one example", path, count, first);
+        return ATF_E_USAGE;
+    }
+    atf_problem *p = calloc(1, sizeof *p);
+    if (!p) {
+        atf_errorf(err, "%s: out of memory", path);
+        return ATF_E_NOMEM;
+    }
+    shard_job job = {p, {TAKE_SHARD, first, count}, fingerprint};
+    atf_error e = h5io_read_file_opt(path, check, read_shard, &job, err);
     if (e) {
         atf_problem_free(p);
         return e;
@@ -555,7 +767,9 @@ static void put_problem(h5io_out *o, const void *ctx)
 
 atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err)
 {
-    atf_error e = atf_problem_validate(prob, path, err);
+    atf_error e = atfp_refuse_shard(prob, path, "writing a problem file", err);
+    if (!e)
+        e = atf_problem_validate(prob, path, err);
     if (e)
         return e;
     /* Always from the content being written, never copied from what was read: a file rewritten

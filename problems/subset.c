@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "atf_problem.h"
+#include "problem_internal.h"
 
 /* Copy `width` doubles per unit for the units (examples, or example rows when per = C) of the
  * chosen examples: out row j·per + k = in row idx[j]·per + k. */
@@ -93,6 +94,10 @@ static atf_error check_selection(const atf_problem *prob, const int *idx, int n,
         atf_errorf(err, "select examples: no problem (NULL or without examples)");
         return ATF_E_USAGE;
     }
+    /* its indices are the whole problem's, its rows only some of them */
+    atf_error e = atfp_refuse_shard(prob, "select examples", "selecting examples", err);
+    if (e)
+        return e;
     if (n < 1 || !idx || (int64_t)n * prob->C > INT_MAX) {
         atf_errorf(err, "select examples: %d examples of %d outputs: need 1 to %d examples", n,
                    prob->C, INT_MAX / prob->C);

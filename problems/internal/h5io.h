@@ -71,11 +71,21 @@ atf_error h5io_expect_dim(const char *fname, const char *path, int rank, const i
 atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int rank,
                             const int64_t *dims, double **out, char *err);
 
-/* h5io_shape, h5io_expect_dim on every axis (dim_names[a] says what dims[a] is), then
- * h5io_read_doubles: an array whose shape the file's attributes fix. */
+/* h5io_shape, then h5io_expect_dim on every axis (dim_names[a] says what dims[a] is). */
+atf_error h5io_check_shape(hid_t file, const char *fname, const char *path, int rank,
+                           const int64_t *dims, const char *const *dim_names, char *err);
+
+/* h5io_check_shape, then h5io_read_doubles: an array whose shape the file's attributes fix. */
 atf_error h5io_read_checked(hid_t file, const char *fname, const char *path, int rank,
                             const int64_t *dims, const char *const *dim_names, double **out,
                             char *err);
+
+/* Rows row0 … row0 + nrows − 1 of a rank-2 numeric dataset of (already checked) shape dims,
+ * as doubles into out [nrows × dims[1]], caller-allocated: a hyperslab of the file's dataspace,
+ * so that libhdf5 reads those rows only. Every value must be finite (the message names the
+ * index in the whole dataset, as h5io_read_doubles does). */
+atf_error h5io_read_rows(hid_t file, const char *fname, const char *path, const int64_t *dims,
+                         int64_t row0, int64_t nrows, double *out, char *err);
 
 /* Read a rank-1 integer dataset of length n, already checked with h5io_shape (float types are
  * refused). The int version also refuses values outside the range of int. */
@@ -138,6 +148,11 @@ typedef void (*h5io_put_fn)(h5io_out *o, const void *ctx);
  * file is first read by the program atf-h5check (h5io_check_file); only a file it read without
  * any failure is then parsed in this process. */
 atf_error h5io_read_file(const char *path, h5io_read_fn fn, void *ctx, char *err);
+
+/* The same with the check optional: check = 0 does not run atf-h5check (only the stat and
+ * open of the file that precede it), for a file that this or another process has already
+ * checked (atf_problem_read_shard). check = 1 is h5io_read_file. */
+atf_error h5io_read_file_opt(const char *path, int check, h5io_read_fn fn, void *ctx, char *err);
 
 /* The check alone: run atf-h5check on `path` (started with posix_spawn, never fork) and wait
  * for it at most 3 s + 1 s per 50 MB of file (the environment variable ATF_H5_CHECK_SECONDS

@@ -35,4 +35,27 @@ const char *atfp_operator_name(atf_operator_kind k);
 int atfp_structure_parse(const char *s, atf_structure *out);
 int atfp_operator_parse(const char *s, atf_operator_kind *out);
 
+/* ---- shards (atf_problem_read_shard) ---- */
+
+/* ATF_OK for a problem that holds every example; for a shard ATF_E_USAGE with
+ * "WHAT: a shard of examples a … b; NEEDS needs the whole problem". */
+atf_error atfp_refuse_shard(const atf_problem *prob, const char *what, const char *needs,
+                            char *err);
+
+/* The fingerprint's hashing order (fingerprint.c; docs/formats.md "Provenance") over a
+ * problem whose dense and factored arrays may not be in memory: `rows` then hashes, in their
+ * row-major order, all the values of the array `array` ("J", "H" or "D") of block b of `split`
+ * (prob, test = 0, or prob->test, test = 1): split->N or split->M rows, whatever b holds. A
+ * source's error ends the hash (its message is the source's to write). */
+typedef struct {
+    atf_error (*rows)(void *ctx, atf_hasher *h, const atf_problem *split, int test,
+                      const atf_block *b, const char *array);
+    void *ctx;
+} atfp_fp_source;
+
+/* The fingerprint of prob into out[ATF_FINGERPRINT_LEN] ("" on failure): the arrays in memory
+ * when src is NULL (atf_problem_fingerprint), else the dense and factored ones from src.
+ * ATF_E_NOMEM when the hasher cannot be made (src is then never called), else src's error. */
+atf_error atfp_fingerprint(const atf_problem *prob, const atfp_fp_source *src, char *out);
+
 #endif

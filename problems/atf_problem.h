@@ -103,13 +103,16 @@ typedef struct atf_problem {
  * positive sizes, finite values, known operator/structure, penalty strings, CSR consistency. */
 atf_error atf_problem_read(const char *path, atf_problem **out, char *err);
 
-/* Write atomically (temporary file in the same directory, then rename). */
+/* Write atomically (temporary file in the same directory, then rename). A shard is refused
+ * (ATF_E_USAGE). */
 atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err);
 
 void atf_problem_free(atf_problem *prob);
 
 /* The content fingerprint of a problem (see above) into out[ATF_FINGERPRINT_LEN]. The writer
- * stores it as the root attribute `fingerprint`; the reader recomputes it. ATF_E_NOMEM only. */
+ * stores it as the root attribute `fingerprint`; the reader recomputes it. ATF_E_NOMEM; for a
+ * shard ATF_E_USAGE and out = "" (it lacks the other examples' rows: atf_problem_read_shard
+ * with fingerprint = 1 computes the whole file's). */
 atf_error atf_problem_fingerprint(const atf_problem *prob, char *out);
 
 /* Streaming XXH3-128 over a canonical byte form (integers as int64 and doubles as IEEE-754
@@ -134,7 +137,9 @@ atf_error atf_hasher_finish(atf_hasher *h, char *out);
 atf_problem *atf_problem_new(int N, int C, int nblocks);
 
 /* Check an in-memory problem as the reader would (used for problems built in code). `what`
- * names it in messages (e.g. the file name). */
+ * names it in messages (e.g. the file name). A shard is checked as one: examples shard_first …
+ * shard_first + shard_count − 1 within N, no test split, factored blocks of shard_count
+ * examples (r, y, f0, labels of all N). */
 atf_error atf_problem_validate(const atf_problem *prob, const char *what, char *err);
 
 /* Override every block's penalty and/or structure (NULL / -1 keep the file's). */
@@ -147,7 +152,7 @@ void atf_problem_set_structure(atf_problem *prob, atf_structure s);
  * names, indices, shapes, penalties and structures and the provenance are copied. prob->test is
  * not carried (out->test is NULL: selecting all of a test split's examples copies it). The new
  * problem's fingerprint is "" (its content differs: atf_problem_fingerprint computes it).
- * ATF_E_USAGE for n < 1, an index outside [0, N) or n·C beyond INT_MAX; ATF_E_NOMEM. */
+ * ATF_E_USAGE for n < 1, an index outside [0, N), n·C beyond INT_MAX or a shard; ATF_E_NOMEM. */
 atf_error atf_problem_select_examples(const atf_problem *prob, const int *idx, int n,
                                       atf_problem **out, char *err);
 
@@ -169,7 +174,11 @@ atf_error atf_shard_range(int N, int rank, int size, int *first, int *count, cha
  * test split is not read. Dense and sparse blocks are refused (ATF_E_INPUT, naming the block).
  * check = 0 skips the separate checking program (atf-h5check): for the processes of a job one
  * of which has already checked the same file. fingerprint = 0 leaves out->fingerprint "" (the
- * fingerprint needs the whole content, which is then streamed through in slices). */
+ * fingerprint needs the whole content, which is then streamed through in slices) and
+ * fingerprint_state ATF_FINGERPRINT_ABSENT (nothing compared); fingerprint = 1 gives exactly
+ * what atf_problem_read gives for the file. The blocks have N = count, M = count·C (their own
+ * rows); ATF_E_USAGE, naming the file and the sizes, for first < 0, count < 1 or
+ * first + count > N. */
 atf_error atf_problem_read_shard(const char *path, int first, int count, int check,
                                  int fingerprint, atf_problem **out, char *err);
 
@@ -236,7 +245,8 @@ void atf_block_free_arrays(atf_block *b);
 /* Materialise A_b densely as [M × rows·cols] (tests and small problems only). Caller frees. */
 double *atf_block_dense(const atf_block *b);
 
-/* Sum over blocks: y = A vec(B_1..B_L) − r (residual), with Bs[l] the l-th block. */
+/* Sum over blocks: y = A vec(B_1..B_L) − r (residual), with Bs[l] the l-th block. Needs the
+ * whole problem: not for a shard (its blocks hold shard_count·C of the M rows of r). */
 void atf_problem_residual(const atf_problem *prob, double *const *Bs, double *res);
 
 #ifdef __cplusplus

@@ -233,24 +233,35 @@ static void sparse_adjoint(const atf_block *b, const double *lambda, double *B)
             B[b->indices[p]] += b->data[p] * lambda[m];
 }
 
-/* Σ over the chunks of c examples of Hᵀ S (rows × cols): each chunk's GEMM into T, added to
- * (hi, lo) in double-double (atf_shard.h: the same sum whichever process holds which chunk).
- * S and H hold n examples, the first one at a chunk boundary. */
-static void chunk_sums(int n, int c, int P, int Q, const double *H, const double *S, double *T,
-                       double *hi, double *lo)
+/* Σ over the chunks of Hᵀ S (rows × cols), chunk t being examples cuts[t] … cuts[t+1] − 1 of
+ * the n held: each chunk's GEMM into T, added to (hi, lo) in double-double (atf_shard.h: the
+ * same sum whichever process holds which chunk). No chunk (n = 0): zero. */
+static void chunk_sums(const int *cuts, int ncuts, int P, int Q, const double *H,
+                       const double *S, double *T, double *hi, double *lo)
 {
     size_t len = (size_t)P * (size_t)Q;
-    for (int i0 = 0; i0 < n; i0 += c) {
-        int m = n - i0 < c ? n - i0 : c;
-        double *out = i0 ? T : hi;
+    memset(hi, 0, len * sizeof *hi);
+    memset(lo, 0, len * sizeof *lo);
+    for (int t = 0; t < ncuts; t++) {
+        int i0 = cuts[t], m = cuts[t + 1] - cuts[t];
+        if (m < 1)
+            continue;
+        double *out = t ? T : hi;
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, P, Q, m, 1.0,
                     H + (size_t)i0 * P, P, S + (size_t)i0 * Q, Q, 0.0, out, Q);
-        if (!i0)
-            memset(lo, 0, len * sizeof *lo);
-        else
+        if (t)
             for (size_t j = 0; j < len; j++)
                 atf_dd_add(&hi[j], &lo[j], T[j]);
     }
+}
+
+int atf_shard_uniform_cuts(int n, int chunk, int *cuts)
+{
+    int t = 0;
+    for (int i = 0; i < n; i += chunk)
+        cuts[t++] = i;
+    cuts[t] = n;
+    return t;
 }
 
 int64_t atf_shard_adjoint_work_size(const atf_block *b)
@@ -258,13 +269,13 @@ int64_t atf_shard_adjoint_work_size(const atf_block *b)
     return (int64_t)b->N * b->cols + block_nvars(b);
 }
 
-void atf_shard_adjoint_dd(const atf_block *b, int chunk, const double *lambda, double *hi,
-                          double *lo, double *work)
+void atf_shard_adjoint_dd(const atf_block *b, const int *cuts, int ncuts,
+                          const double *lambda, double *hi, double *lo, double *work)
 {
     /* S = Λ D (N × cols): row i gathers Σ_k λ_{iC+k} δ_{iC+k}; then Σ over chunks of Hᵀ S. */
     double *S = work, *T = work + (size_t)b->N * b->cols;
     rows_gather(b->N, b->C, b->cols, b->D, lambda, S);
-    chunk_sums(b->N, chunk, b->rows, b->cols, b->H, S, T, hi, lo);
+    chunk_sums(cuts, ncuts, b->rows, b->cols, b->H, S, T, hi, lo);
 }
 
 static void factored_adjoint(const atf_block *b, const double *lambda, double *B, double *work)
@@ -277,7 +288,9 @@ static void factored_adjoint(const atf_block *b, const double *lambda, double *B
     }
     int64_t n = block_nvars(b);
     double *hi = S + atf_shard_adjoint_work_size(b), *lo = hi + n;
-    atf_shard_adjoint_dd(b, atf_shard_chunk(b->N), lambda, hi, lo, S);
+    int cuts[ATF_SHARD_MAX_CUTS];
+    int ncuts = atf_shard_uniform_cuts(b->N, atf_shard_chunk(b->N), cuts);
+    atf_shard_adjoint_dd(b, cuts, ncuts, lambda, hi, lo, S);
     for (int64_t j = 0; j < n; j++)
         B[j] += hi[j];
     release_scratch(S, work);
@@ -383,7 +396,8 @@ static void hess_range(void *arg, int i0, int i1)
         hess_example(j->nb, j->b, j->k, i, j->first, j->work, j->curv, j->ctx, j->y);
 }
 
-void atf_shard_hess_dd(int nb, const atf_block *const *b, int chunk, int first, int k,
+void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int ncuts, int first,
+                       int k,
                        const double *const *X, double *const *G, double *const *Glo,
                        atf_curvature_fn *curv, void *ctx, double *y, double *work)
 {
@@ -401,7 +415,7 @@ void atf_shard_hess_dd(int nb, const atf_block *const *b, int chunk, int first, 
     for (int l = 0; l < nb; l++) { /* G_l = H_lᵀ S_l, chunk by chunk */
         int kQ = k * b[l]->cols;
         double *lo = Glo ? Glo[l] : chunk_T + largest_g(nb, b, k);
-        chunk_sums(N, chunk, b[l]->rows, kQ, b[l]->H, T, chunk_T, G[l], lo);
+        chunk_sums(cuts, ncuts, b[l]->rows, kQ, b[l]->H, T, chunk_T, G[l], lo);
         T += (size_t)N * kQ;
     }
 }
@@ -411,7 +425,9 @@ void atf_factored_hess(int nb, const atf_block *const *b, int k, const double *c
                        double *work)
 {
     /* G_l = hi; the low parts go to the scratch after the shard's own and are dropped. */
-    atf_shard_hess_dd(nb, b, atf_shard_chunk(b[0]->N), 0, k, X, G, NULL, curv, ctx, y, work);
+    int cuts[ATF_SHARD_MAX_CUTS];
+    int ncuts = atf_shard_uniform_cuts(b[0]->N, atf_shard_chunk(b[0]->N), cuts);
+    atf_shard_hess_dd(nb, b, cuts, ncuts, 0, k, X, G, NULL, curv, ctx, y, work);
 }
 
 /* ------------------------------------------------------------------ Gram */

@@ -191,7 +191,7 @@ static int scale_block(const atf_block *b, const int *eh, const int *E, int *ne,
  * scales H only when some row is far from unit size (beyond 2^±EQ_H_EXP, e.g. data × 10³⁰⁰,
  * where the subspace bases need it): otherwise every eh is NO_EXP, H and D stay the
  * problem's own arrays, and no copy is made. */
-static void h_exponents(const atf_block *b, atf_sv_eq_mode mode, int *eh)
+static void h_exponents(const atf_solver *s, const atf_block *b, atf_sv_eq_mode mode, int *eh)
 {
     int far = 0;
     for (int i = 0; i < b->N; i++) {
@@ -200,6 +200,7 @@ static void h_exponents(const atf_block *b, atf_sv_eq_mode mode, int *eh)
                     : NO_EXP;
         far = far || (eh[i] != NO_EXP && abs(eh[i]) > EQ_H_EXP);
     }
+    far = atf_sv_max(s, far) != 0.0; /* over processes, every one decides alike */
     if (mode == ATF_EQ_NONE && !far)
         for (int i = 0; i < b->N; i++)
             eh[i] = NO_EXP;
@@ -332,6 +333,17 @@ static void scale_gamma(atf_omega *w, int k, int cap)
         w->scale = fmin(w->scale, ldexp(1.0, EQ_GAMMA_EXP));
 }
 
+/* The examples of b this process holds, as a block of its own (b itself with one process):
+ * over processes the mode is ATF_EQ_NONE (atf_sv_shards_init: newton and fista), whose row
+ * exponents E are 0, so that only the rows held are looked at. */
+static atf_block held(const atf_solver *s, const atf_block *b)
+{
+    atf_block view = *b;
+    if (s->procs)
+        view.N = s->share.count, view.M = s->share.count * b->C;
+    return view;
+}
+
 atf_error atf_sv_equilibrate(atf_solver *s, char *err)
 {
     return atf_sv_equilibrate_mode(s, ATF_EQ_ROWS, err);
@@ -354,8 +366,10 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
     int *ne = malloc((size_t)(M > maxN ? M : maxN) * sizeof *ne);
     if (!w->blocks || !s->work_owns || !eh || !E || !ne)
         goto nomem;
-    for (int l = 0; l < L; l++)
-        h_exponents(&prob->blocks[l], mode, eh + (size_t)l * (size_t)maxN);
+    for (int l = 0; l < L; l++) {
+        atf_block view = held(s, &prob->blocks[l]);
+        h_exponents(s, &view, mode, eh + (size_t)l * (size_t)maxN);
+    }
     row_exponents(prob, eh, mode, E);
     s->eq_mode = mode;
     int cap = 0, K = scaled_r_exponent(prob->r, E, M);
@@ -376,7 +390,8 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
         atf_block *o = &w->blocks[l];
         *o = *b;
         o->J = o->data = o->H = o->D = NULL;
-        if (scale_block(b, eh + (size_t)l * (size_t)maxN, E, ne, o, &s->work_owns[l]) != 0)
+        atf_block view = held(s, b);
+        if (scale_block(&view, eh + (size_t)l * (size_t)maxN, E, ne, o, &s->work_owns[l]) != 0)
             goto nomem;
         if (!homogeneous) {
             scale_gamma(&o->penalty.w1, k, cap);

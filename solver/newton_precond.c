@@ -35,7 +35,30 @@ void atf_nys_free(atf_nystrom *ny)
     memset(ny, 0, sizeof *ny);
 }
 
-/* The subsample: every stride-th example, operators copied (or the solver's own for stride 1). */
+/* The subsample's examples this process holds (all of them with one), ny->share: those among
+ * the held examples, in chunks that follow the whole problem's (a chunk of the subsample is its
+ * examples in one chunk of the problem), so that its sums do not depend on the processes. */
+static void share_of_subsample(const atf_solver *s, atf_nystrom *ny)
+{
+    const atf_sv_share *own = &s->share;
+    atf_sv_share *sh = &ny->share;
+    int n = ny->n_examples, j0 = 0, chunk = atf_shard_chunk(s->work.N);
+    while (j0 < n && ny->examples[j0] < own->first)
+        j0++;
+    int j1 = j0;
+    while (j1 < n && ny->examples[j1] < own->first + own->count)
+        j1++;
+    sh->first = j0;
+    sh->count = j1 - j0;
+    sh->ncuts = 0;
+    for (int j = j0; j < j1; j++)
+        if (j == j0 || ny->examples[j] / chunk != ny->examples[j - 1] / chunk)
+            sh->cuts[sh->ncuts++] = j - j0;
+    sh->cuts[sh->ncuts] = sh->count;
+}
+
+/* The subsample: every stride-th example, operators copied (or the solver's own for stride 1, or
+ * views of no example when this process holds none of them). */
 static int select(atf_solver *s, atf_nystrom *ny)
 {
     int N = s->work.N;
@@ -49,14 +72,25 @@ static int select(atf_solver *s, atf_nystrom *ny)
         ny->op_ptrs[l] = &ny->ops[l];
     for (int j = 0; j < ny->n_examples; j++)
         ny->examples[j] = (int)((int64_t)j * N / ny->n_examples);
-    ny->owns = ny->n_examples < N;
+    share_of_subsample(s, ny);
+    const atf_sv_share *sh = &ny->share;
+    ny->owns = ny->n_examples < N && sh->count > 0;
+    int *local = ny->owns ? malloc((size_t)sh->count * sizeof *local) : NULL;
+    if (ny->owns && !local)
+        return -1;
+    for (int j = 0; ny->owns && j < sh->count; j++)
+        local[j] = ny->examples[sh->first + j] - s->share.first;
     for (int l = 0; l < s->nvars; l++) {
-        if (!ny->owns)
+        if (!ny->owns) {
             ny->ops[l] = s->vars[l].op;
-        else if (atf_block_select_examples(&s->vars[l].op, ny->examples, ny->n_examples,
-                                           &ny->ops[l]) != ATF_OK)
+            ny->ops[l].N = sh->count, ny->ops[l].M = sh->count * ny->ops[l].C;
+        } else if (atf_block_select_examples(&s->vars[l].op, local, sh->count, &ny->ops[l]) !=
+                   ATF_OK) {
+            free(local);
             return -1;
+        }
     }
+    free(local);
     return 0;
 }
 
@@ -105,7 +139,8 @@ static void sub_hess(atf_solver *s, atf_nystrom *ny, int k, const double *X, dou
     size_t n = ny->n;
     for (int j = 0; j < k; j += ny->batch) {
         int kc = k - j < ny->batch ? k - j : ny->batch;
-        atf_sv_hess_many(s, ny->op_ptrs, kc, sub_curv, ny, X + (size_t)j * n, Y + (size_t)j * n,
+        atf_sv_hess_many(s, ny->op_ptrs, &ny->share, kc, sub_curv, ny, X + (size_t)j * n,
+                         Y + (size_t)j * n,
                          ny->Ap, ny->pack);
     }
     for (int j = 0; j < k; j++)

@@ -47,22 +47,32 @@ static atf_error row_scales(atf_solver *s, double *scale, char *err)
 {
     const atf_problem *p = s->prob, *w = &s->work;
     double var_scale = ldexp(1.0, s->var_exp);
-    for (int m = 0; m < p->M; m++) {
+    /* the rows of the examples held (over processes, the others' scales are gathered) */
+    int at = s->share.first * p->C, rows = s->share.count * p->C, bad = -1;
+    for (int h = 0; h < rows && bad < 0; h++) {
         double best = 0.0, ratio = 1.0;
         for (int l = 0; l < p->nblocks; l++) {
-            double bnorm = 0.0, q = part_ratio(&p->blocks[l], &w->blocks[l], m, &bnorm);
+            double bnorm = 0.0, q = part_ratio(&p->blocks[l], &w->blocks[l], h, &bnorm);
             if (isfinite(q) && q > 0.0 && bnorm > best)
                 best = bnorm, ratio = q;
         }
+        int m = at + h;
         scale[m] = snap_to_power_of_two(ratio) * var_scale;
         double back = scale[m] * w->r[m];
         if (fabs(back - p->r[m]) > 1e-12 * fabs(p->r[m]) + 1e-300) {
             atf_errorf(err, "solver: row %d: the equilibrated problem is not a row scaling of the "
                             "problem (r %.17g vs %.17g); the penalized losses need one", m,
                        p->r[m], back);
-            return ATF_E_NUMERICAL;
+            bad = m;
         }
     }
+    if (atf_sv_max(s, bad) >= 0) {
+        if (bad < 0)
+            atf_errorf(err, "solver: the equilibrated problem is not a row scaling of the "
+                            "problem on another process's rows");
+        return ATF_E_NUMERICAL;
+    }
+    atf_sv_gather(s, scale, p->C);
     return ATF_OK;
 }
 

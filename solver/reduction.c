@@ -280,6 +280,53 @@ static double *reduce_factor(const double *X, int nr, int nc, const double *Qt, 
     return out;
 }
 
+/* Over processes no process holds a whole factor: the Gram XᵀX of the rows held (nr of them)
+ * is summed over the processes and its verdict taken; a factor that proves of full rank, or
+ * whose reduction would be skipped anyway, is kept whole, as one process keeps it. A reduction
+ * needs the whole factor: refused. */
+static atf_error shard_verdict(atf_solver *s, const double *X, int nr, int nc, const char *what,
+                               char *err)
+{
+    double *G = gram_of(X, nr, nc), *lam = malloc((size_t)nc * sizeof *lam);
+    double *lo = atf_sv_dd_low(s, (size_t)nc * nc);
+    if (lo)
+        memset(lo, 0, (size_t)nc * nc * sizeof *lo);
+    double missing = atf_sv_max(s, G && lam && lo ? 0.0 : 1.0);
+    atf_error e = ATF_OK;
+    atf_sv_basis_rule rule = ATF_SV_BASIS_QR;
+    int k = 0;
+    double r11 = atf_sv_max(s, max_row_norm(X, nr, nc));
+    if (missing != 0.0) {
+        atf_errorf(err, "%s: out of memory for the %d × %d Gram", what, nc, nc);
+        e = ATF_E_NOMEM;
+    } else {
+        atf_sv_sum_dd(s, G, lo, (size_t)nc * nc);
+        if (!(r11 > ldexp(1.0, -GRAM_ROW_EXP) && r11 < ldexp(1.0, GRAM_ROW_EXP)) ||
+            !lower_finite(G, nc))
+            rule = ATF_SV_BASIS_QR;
+        else
+            e = gram_verdict(G, nc, lam, &k, &rule, what, err);
+    }
+    if (e == ATF_OK && rule != ATF_SV_BASIS_FULL_RANK && rule != ATF_SV_BASIS_SKIPPED) {
+        atf_errorf(err, "%s: not of full rank (or too far from unit size to tell), and its "
+                   "subspace reduction needs the whole factor: solve it in one process, or "
+                   "with --no-reduce", what);
+        e = ATF_E_USAGE;
+    }
+    free(G), free(lam);
+    return e;
+}
+
+static atf_error reduce_shard_block(atf_solver *s, atf_sv_var *v, char *err)
+{
+    const atf_block *b = v->orig;
+    char what[ATF_NAMELEN + 32];
+    snprintf(what, sizeof what, "block %s: H", b->name);
+    atf_error e = shard_verdict(s, b->H, s->share.count, b->rows, what, err);
+    snprintf(what, sizeof what, "block %s: D", b->name);
+    return e ? e : shard_verdict(s, b->D, s->share.count * b->C, b->cols, what, err);
+}
+
 static atf_error reduce_block(atf_sv_var *v, char *err)
 {
     const atf_block *b = v->orig;
@@ -344,7 +391,7 @@ atf_error atf_sv_vars_build(atf_solver *s, char *err)
         v->pen = b->penalty;
         v->kind = var_kind(&s->set, b);
         if (s->set.reduce && b->kind == ATF_OP_FACTORED && v->kind != ATF_SV_ENTRYWISE) {
-            atf_error e = reduce_block(v, err);
+            atf_error e = s->procs ? reduce_shard_block(s, v, err) : reduce_block(v, err);
             if (e != ATF_OK)
                 return e;
         }
@@ -358,6 +405,8 @@ atf_error atf_sv_vars_build(atf_solver *s, char *err)
     s->op_ptrs = malloc((size_t)s->nvars * sizeof *s->op_ptrs);
     s->hess_x = malloc((size_t)s->nvars * sizeof *s->hess_x);
     s->hess_g = malloc((size_t)s->nvars * sizeof *s->hess_g);
+    s->hess_lo = malloc((size_t)s->nvars * sizeof *s->hess_lo);
+    atf_sv_shards_views(s);
     int64_t work = 1;
     for (int l = 0; s->op_ptrs && l < s->nvars; l++) {
         int64_t w = atf_block_work_size(&s->vars[l].op);
@@ -369,7 +418,7 @@ atf_error atf_sv_vars_build(atf_solver *s, char *err)
         work = w > work ? w : work;
     }
     s->op_work = malloc((size_t)work * sizeof *s->op_work);
-    if (!s->op_work || !s->op_ptrs || !s->hess_x || !s->hess_g) {
+    if (!s->op_work || !s->op_ptrs || !s->hess_x || !s->hess_g || !s->hess_lo) {
         atf_errorf(err, "solver: out of memory for %lld doubles of operator scratch",
                    (long long)work);
         return ATF_E_NOMEM;
@@ -390,7 +439,11 @@ void atf_sv_vars_free(atf_solver *s)
     }
     free(s->vars);
     s->vars = NULL;
-    free(s->op_work), free(s->op_ptrs), free(s->hess_x), free(s->hess_g);
+    free(s->op_work), free(s->op_ptrs), free(s->hess_x), free(s->hess_g), free(s->hess_lo);
+    free(s->dd);
+    s->dd = NULL;
+    s->dd_len = 0;
+    s->hess_lo = NULL;
     s->op_work = NULL;
     s->op_ptrs = NULL;
     s->hess_x = NULL;

@@ -135,9 +135,11 @@ void atf_sv_log(const atf_solver *s, const char *fmt, ...)
         fputs(line, stderr);
 }
 
+/* Over processes, one stop flag raised stops them all at the same step. */
 int atf_sv_interrupted(const atf_solver *s)
 {
-    return s->hooks.interrupt && *s->hooks.interrupt;
+    double raised = s->hooks.interrupt && *s->hooks.interrupt ? 1.0 : 0.0;
+    return atf_sv_max(s, raised) != 0.0;
 }
 
 double atf_sv_norm(const double *x, size_t n)

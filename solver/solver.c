@@ -216,7 +216,9 @@ atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,
     s->requested = settings.method;
     if (s->set.method == ATF_METHOD_AUTO)
         resolve_auto(s);
-    e = setup(s, err);
+    e = atf_sv_shards_init(s, err);
+    if (e == ATF_OK)
+        e = setup(s, err);
     if (e != ATF_OK) {
         atf_solver_free(s);
         return e;
@@ -270,7 +272,7 @@ static atf_error finish(atf_solver *s, atf_result *res, const double *x, char *e
     }
     res->info.penalty_value = atf_sv_unscale_objective(s, atf_sv_objective(s, x));
     res->info.objective = res->info.penalty_value;
-    atf_problem_residual(prob, Bs, resid);
+    atf_sv_residual(s, Bs, resid);
     double cres = cblas_dnrm2(prob->M, resid, 1), rnorm = cblas_dnrm2(prob->M, prob->r, 1);
     res->info.constraint_residual = rnorm > 0.0 ? cres / rnorm : cres;
     if (res->info.status == ATF_STATUS_SOLVED && !penalized(s) && rnorm > 0.0 &&

@@ -11,6 +11,7 @@
 #include <cholmod.h>
 #include <stddef.h>
 
+#include "atf_shard.h"
 #include "atf_solver.h"
 #include "atf_util.h" /* atf_now */
 
@@ -76,6 +77,13 @@ typedef enum {
                         predictions undo any row scaling: A is then shared, not copied) */
 } atf_sv_eq_mode;
 
+/* Which examples of a set of operators this process holds (operator.c): first … first + count − 1,
+ * in chunks cuts[0 … ncuts] counted from `first` (atf_shard.h). */
+typedef struct {
+    int first, count, ncuts;
+    int cuts[ATF_SHARD_MAX_CUTS];
+} atf_sv_share;
+
 struct atf_solver {
     const atf_problem *prob; /* the caller's problem (results and residuals are reported on it) */
     atf_problem work;        /* its equilibrated copy, which every method solves (equilibrate.c) */
@@ -114,6 +122,15 @@ struct atf_solver {
     const atf_block **op_ptrs; /* [nvars] the vars' operators, and the X and G arrays a fused */
     const double **hess_x;     /* Hessian product hands atf_factored_hess ([nvars] each) */
     double **hess_g;
+    double **hess_lo;          /* [nvars] low parts of the G_l over processes (operator.c) */
+    /* examples spread over processes (operator.c; docs/solver.md "Several processes"): the
+     * problem is a shard, the vars' operators views of the examples held (their N and M the
+     * held ones'), every vector over the rows of the problem whole on every process */
+    const atf_processes *procs;       /* NULL: one process, everything held */
+    atf_sv_share share;               /* the held examples and their chunks */
+    double *dd;                       /* dd_len double-double pairs to sum, then dd_len low
+                                         parts (operator.c) */
+    size_t dd_len;
     atf_sv_times t;
 };
 
@@ -173,6 +190,25 @@ atf_error atf_sv_row_basis(const double *X, int nr, int nc, atf_sv_basis_how how
 int atf_sv_expand(const atf_sv_var *v, const double *C, double *B);
 int atf_sv_restrict(const atf_sv_var *v, const double *B, double *C);
 
+/* ---- operator.c: examples spread over processes ---- */
+/* Check a shard against the processes (s->hooks.processes) and the settings, and set s->procs
+ * and s->share (everything held without processes). */
+atf_error atf_sv_shards_init(atf_solver *s, char *err);
+/* After the vars are built: their operators become views of the held examples. */
+void atf_sv_shards_views(atf_solver *s);
+/* x [N × width], each process having filled its own examples' rows: all of them everywhere. */
+void atf_sv_gather(const atf_solver *s, double *x, int width);
+/* res = A vec(B) − r on the caller's problem (atf_problem_residual over processes). */
+void atf_sv_residual(const atf_solver *s, double *const *Bs, double *res);
+/* Room for n low parts of double-double values (NULL: out of memory), and hi[j] (n values) ←
+ * the sum over the processes of (hi[j], lo[j]) (NaN everywhere when lo is NULL anywhere). */
+double *atf_sv_dd_low(atf_solver *s, size_t n);
+void atf_sv_sum_dd(atf_solver *s, double *hi, const double *lo, size_t n);
+/* The largest v over the processes (v itself with one). */
+double atf_sv_max(const atf_solver *s, double v);
+/* Examples first … first + count − 1 of a problem's N in chunks (a share of the whole). */
+void atf_sv_share_of(const atf_solver *s, atf_sv_share *sh);
+
 /* ---- operator.c: the stacked operator of all vars (work units) ---- */
 /* z = A' x [M] and g = A'ᵀ u [n]; each call counts one pass over the data in s->passes. */
 void atf_sv_apply(atf_solver *s, const double *x, double *z);
@@ -185,14 +221,15 @@ int atf_sv_fusable(int n, const atf_block *const *ops);
  * at most N examples), counting nothing. */
 void atf_sv_hess(atf_solver *s, atf_curvature_fn *curv, void *ctx, const double *x, double *z,
                  double *g);
-void atf_sv_hess_ops(atf_solver *s, const atf_block *const *ops, atf_curvature_fn *curv,
-                     void *ctx, const double *x, double *z, double *g);
+void atf_sv_hess_ops(atf_solver *s, const atf_block *const *ops, const atf_sv_share *share,
+                     atf_curvature_fn *curv, void *ctx, const double *x, double *z, double *g);
 /* The same for the k columns of X (n × k, column-major) into Y, with ops' k·N examples fitting
  * the scratch (k·N_ops ≤ the vars' N): through atf_factored_hess when the ops are factored (D
  * read once for all k, the GEMMs k times wider), column by column otherwise. z: M_ops·k
  * doubles, pack: n·k. */
-void atf_sv_hess_many(atf_solver *s, const atf_block *const *ops, int k, atf_curvature_fn *curv,
-                      void *ctx, const double *X, double *Y, double *z, double *pack);
+void atf_sv_hess_many(atf_solver *s, const atf_block *const *ops, const atf_sv_share *share,
+                      int k, atf_curvature_fn *curv, void *ctx, const double *X, double *Y,
+                      double *z, double *pack);
 
 /* ---- projection.c ---- */
 /* Factorise AAᵀ once; compute the least-squares point and decide consistency. */

@@ -96,6 +96,7 @@ typedef struct {
     const atf_block **op_ptrs; /* [nvars] &ops[l] */
     const atf_pg_loss *pl;     /* the loss being sketched (atf_nys_build) */
     int *examples;       /* [n_examples] the examples of the subsample (every stride-th) */
+    atf_sv_share share;  /* those of them this process holds, and their chunks */
     int batch;           /* columns sketched per pass over the subsample (atf_sv_hess_many) */
     double *Ap;          /* [n_examples·C·batch] */
     double *pack;        /* [n·batch] the columns side by side per var */

@@ -107,6 +107,8 @@ ProblemC._fields_ = [
     ("fingerprint", c_char * FINGERPRINT_LEN),
     ("fingerprint_state", c_int),
     ("prov", ProvenanceC),
+    ("shard_first", c_int),
+    ("shard_count", c_int),
 ]
 
 
@@ -188,6 +190,7 @@ class HooksC(Structure):
         ("log_ctx", c_void_p),
         ("warm", POINTER(ResultC)),
         ("interrupt", POINTER(c_int)),  # volatile sig_atomic_t * (int on Linux)
+        ("processes", c_void_p),  # const atf_processes * (always NULL from Python)
     ]
 
 

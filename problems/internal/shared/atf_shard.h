@@ -33,21 +33,27 @@ static inline void atf_dd_add_dd(double *hi, double *lo, double xh, double xl)
     *hi = h;
 }
 
-/* Adjoint of a factored block over the examples it holds, which must start at a chunk
- * boundary of the whole problem (chunk = atf_shard_chunk of the whole N): the chunks' partial
- * sums of Hᵀ Λ D in double-double, hi and lo (rows × cols each, overwritten). lambda holds the
- * block's own rows (b->M of them). work: atf_shard_adjoint_work_size doubles. */
-int64_t atf_shard_adjoint_work_size(const atf_block *b);
-void atf_shard_adjoint_dd(const atf_block *b, int chunk, const double *lambda, double *hi,
-                          double *lo, double *work);
+/* A process's chunks are given as cuts: chunk t is the held examples cuts[t] … cuts[t+1] − 1
+ * (ncuts chunks, ncuts + 1 cuts, at most ATF_SHARD_MAX_CUTS). atf_shard_uniform_cuts writes
+ * those of n examples in chunks of `chunk` and returns ncuts. */
+#define ATF_SHARD_MAX_CUTS 258
+int atf_shard_uniform_cuts(int n, int chunk, int *cuts);
 
-/* atf_factored_hess over the examples the blocks hold (a shard view: N = the examples held,
- * starting at example `first` of the whole problem, at a chunk boundary): the curvature is
- * asked for example first + i, y holds the held examples' rows only, and the G_l come as
+/* Adjoint of a factored block over the examples it holds (a view: N and M its own): the
+ * chunks' partial sums of Hᵀ Λ D in double-double, hi and lo (rows × cols each, overwritten).
+ * lambda holds the block's own rows (b->M of them). work: atf_shard_adjoint_work_size doubles. */
+int64_t atf_shard_adjoint_work_size(const atf_block *b);
+void atf_shard_adjoint_dd(const atf_block *b, const int *cuts, int ncuts,
+                          const double *lambda, double *hi, double *lo, double *work);
+
+/* atf_factored_hess over the examples the blocks hold (a view: N = the examples held, example
+ * `first` of the whole problem onwards) in the chunks `cuts`: the curvature is asked for
+ * example first + i, y holds the held examples' rows only, and the G_l come as
  * double-double pairs (G[l], Glo[l]). work: atf_shard_hess_work_size doubles (Glo = NULL:
  * the low parts are dropped, in atf_factored_hess_work_size doubles). */
 int64_t atf_shard_hess_work_size(int nb, const atf_block *const *b, int k);
-void atf_shard_hess_dd(int nb, const atf_block *const *b, int chunk, int first, int k,
+void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int ncuts, int first,
+                       int k,
                        const double *const *X, double *const *G, double *const *Glo,
                        atf_curvature_fn *curv, void *ctx, double *y, double *work);
 

@@ -16,6 +16,7 @@
 #include "atf_error.h"
 #include "atf_experiments.h"
 #include "atf_result.h"
+#include "atf_solver.h"
 #include "atf_report.h"
 
 typedef int (*atf_cmd_fn)(int argc, char **argv);
@@ -184,5 +185,10 @@ const atf_exp_ranks *atf_cli_ranks(void);
 int atf_cli_ranks_end(int code);
 /* This rank has reported a failure of its own (atf_cli_fail): atf_cli_ranks_end ends the job. */
 void atf_cli_ranks_failed(void);
+/* The ranks as the solver's processes (sums of double-double pairs reduced at rank 0 and
+ * broadcast, rows gathered, maxima), NULL without several ranks; and bytes broadcast from rank 0
+ * (nothing without several ranks). */
+const atf_processes *atf_cli_processes(void);
+void atf_cli_ranks_bcast(void *buf, int bytes);
 
 #endif

@@ -14,8 +14,74 @@
 #ifdef ATF_WITH_MPI
 #include <mpi.h>
 
+#include "atf_shard.h"
+
 static atf_exp_ranks ranks;
+static atf_processes processes;
 static int started, failed;
+static MPI_Datatype dd_type;
+static MPI_Op dd_op;
+
+/* The double-double sum of pairs (hi, lo), MPI's reduction operator for dd_type. */
+static void dd_add(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const double *a = in;
+    double *b = inout;
+    for (int j = 0; j < *len; j++)
+        atf_dd_add_dd(&b[2 * j], &b[2 * j + 1], a[2 * j], a[2 * j + 1]);
+}
+
+/* Reduced at rank 0 in MPI's fixed order for this many ranks, then broadcast: every rank gets
+ * the same bits (an all-reduce may add in a different order on each rank). */
+static void processes_sum_dd(void *ctx, double *pairs, int64_t n)
+{
+    (void)ctx;
+    for (int64_t at = 0; at < n; at += 1 << 28) { /* counts are ints */
+        int len = (int)(n - at < (1 << 28) ? n - at : (1 << 28));
+        double *p = pairs + 2 * at;
+        if (ranks.rank == 0)
+            MPI_Reduce(MPI_IN_PLACE, p, len, dd_type, dd_op, 0, MPI_COMM_WORLD);
+        else
+            MPI_Reduce(p, NULL, len, dd_type, dd_op, 0, MPI_COMM_WORLD);
+        MPI_Bcast(p, len, dd_type, 0, MPI_COMM_WORLD);
+    }
+}
+
+static void processes_gather(void *ctx, double *x, int N, int width)
+{
+    (void)ctx;
+    int *counts = malloc((size_t)ranks.size * 2 * sizeof *counts), first, count;
+    if (!counts) { /* no rank can go on alone */
+        fprintf(stderr, "atf: rank %d: out of memory gathering rows\n", ranks.rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (int r = 0; r < ranks.size; r++) {
+        atf_shard_range(N, r, ranks.size, &first, &count, NULL);
+        counts[r] = count * width;
+        counts[ranks.size + r] = first * width;
+    }
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, counts, counts + ranks.size, MPI_DOUBLE,
+                   MPI_COMM_WORLD);
+    free(counts);
+}
+
+static void processes_max(void *ctx, double *x, int64_t n)
+{
+    (void)ctx;
+    MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+}
+
+const atf_processes *atf_cli_processes(void)
+{
+    return atf_cli_ranks() ? &processes : NULL;
+}
+
+void atf_cli_ranks_bcast(void *buf, int bytes)
+{
+    if (atf_cli_ranks())
+        MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
 
 void atf_cli_ranks_failed(void)
 {
@@ -42,6 +108,11 @@ void atf_cli_ranks_begin(int *argc, char ***argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &ranks.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks.size);
     ranks.max = ranks_max;
+    MPI_Type_contiguous(2, MPI_DOUBLE, &dd_type);
+    MPI_Type_commit(&dd_type);
+    MPI_Op_create(dd_add, 1, &dd_op);
+    processes = (atf_processes){ranks.rank, ranks.size, processes_sum_dd, processes_gather,
+                                processes_max, NULL};
 }
 
 const atf_exp_ranks *atf_cli_ranks(void)
@@ -63,6 +134,17 @@ int atf_cli_ranks_end(int code)
 #else
 void atf_cli_ranks_failed(void)
 {
+}
+
+const atf_processes *atf_cli_processes(void)
+{
+    return NULL;
+}
+
+void atf_cli_ranks_bcast(void *buf, int bytes)
+{
+    (void)buf;
+    (void)bytes;
 }
 
 void atf_cli_ranks_begin(int *argc, char ***argv)

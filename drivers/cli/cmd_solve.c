@@ -264,6 +264,90 @@ static atf_error load(const char *cmd, const solve_args *a, atf_problem **prob,
     return e;
 }
 
+/* ---- under mpirun: each rank reads and solves its shard of the examples ----
+ * Rank 0 checks the output and the file first (atf-h5check) and computes the fingerprint, so
+ * that no rank parses a file nobody has checked; the other ranks then read their shards
+ * unchecked. A failure every rank meets alike is told by rank 0 alone; one a rank meets on its
+ * own (its rows) by that rank, which ends the job (atf_cli_fail). */
+
+static int reporter; /* the rank that tells the failure agreed on */
+
+static atf_error agreed_max(const atf_exp_ranks *rk, int v)
+{
+    rk->max(rk->ctx, &v, 1);
+    reporter = v ? 65535 - v % 65536 : 0;
+    return (atf_error)(v / 65536);
+}
+
+/* The largest error code over the ranks, so that every rank leaves at the same point; the
+ * lowest rank that met it is the one to tell it. */
+static atf_error agreed(atf_error e)
+{
+    const atf_exp_ranks *rk = atf_cli_ranks();
+    if (!rk || !e)
+        return rk ? agreed_max(rk, 0) : e;
+    return agreed_max(rk, (int)e * 65536 + (65535 - rk->rank));
+}
+
+static int rank(void)
+{
+    const atf_exp_ranks *rk = atf_cli_ranks();
+    return rk ? rk->rank : 0;
+}
+
+/* This rank's shard: rank 0 checks the file (atf-h5check) while reading the sizes, then every
+ * rank reads its own examples unchecked, rank 0 streaming the whole content for the
+ * fingerprint. */
+static atf_error read_shard(const solve_args *a, atf_problem **prob, char *err)
+{
+    const atf_exp_ranks *rk = atf_cli_ranks();
+    atf_error e = ATF_OK;
+    int N = 0, first, count;
+    if (rk->rank == 0) {
+        atf_problem *head = NULL;
+        e = atf_problem_read_shard(a->problem, 0, 1, 1, 0, &head, err);
+        N = e ? 0 : head->N;
+        atf_problem_free(head);
+    }
+    if ((e = agreed(e)))
+        return e;
+    atf_cli_ranks_bcast(&N, sizeof N);
+    e = atf_shard_range(N, rk->rank, rk->size, &first, &count, err);
+    if (!e)
+        e = atf_problem_read_shard(a->problem, first, count, 0, rk->rank == 0, prob, err);
+    return agreed(e);
+}
+
+static atf_error load_shard(const char *cmd, const solve_args *a, atf_problem **prob,
+                            atf_result **warm, char *err)
+{
+    atf_error e = rank() == 0 ? atf_cli_check_output(a->output, err) : ATF_OK;
+    if ((e = agreed(e)) || (e = read_shard(a, prob, err)))
+        return e;
+    atf_cli_ranks_bcast((*prob)->fingerprint, sizeof (*prob)->fingerprint);
+    atf_cli_ranks_bcast(&(*prob)->fingerprint_state, sizeof (*prob)->fingerprint_state);
+    if (rank() == 0 && !a->warm)
+        atf_cli_note_problem(cmd, *prob, a->problem);
+    if (a->penalty)
+        e = atf_problem_set_penalty(*prob, a->penalty, err);
+    if (!e)
+        e = atf_loss_check(&a->set.loss, *prob, a->problem, err);
+    if (!e && a->warm)
+        e = atf_result_read(a->warm, warm, err);
+    if (!e && a->warm)
+        e = atf_cli_check_pair(cmd, *warm, a->warm, *prob, a->problem, err);
+    return e;
+}
+
+/* A failure: told by the rank agreed on (rank 0 for one every rank meets alike: the solver's,
+ * which all ranks meet at the same step), quiet elsewhere. */
+static int fail_alike(const char *cmd, atf_error e, char *msg)
+{
+    if (rank() != reporter)
+        msg[0] = '\0';
+    return atf_cli_fail(cmd, e, msg);
+}
+
 static int run(const char *cmd, solve_args *a)
 {
     char err[ATF_ERRLEN] = "";
@@ -271,23 +355,29 @@ static int run(const char *cmd, solve_args *a)
     atf_result *warm = NULL, *res = NULL;
     atf_solver *solver = NULL;
     int code = 0;
-    atf_error e = load(cmd, a, &prob, &warm, err);
+    atf_error e = atf_cli_ranks() ? load_shard(cmd, a, &prob, &warm, err)
+                                  : load(cmd, a, &prob, &warm, err);
     if (e) {
-        code = atf_cli_fail(cmd, e, err);
+        code = fail_alike(cmd, e, err);
         goto done;
     }
-    a->set.verbose = !a->quiet; /* the iteration table on stderr */
-    atf_hooks hooks = {.warm = warm, .interrupt = atf_cli_interrupt_flag()};
+    a->set.verbose = !a->quiet && rank() == 0; /* the iteration table on stderr */
+    atf_hooks hooks = {.warm = warm, .interrupt = atf_cli_interrupt_flag(),
+                       .processes = atf_cli_processes()};
     e = atf_solver_init(prob, &a->set, &hooks, &solver, err);
     if (e) {
         char msg[ATF_ERRLEN + 64];
         snprintf(msg, sizeof msg, "%s: %s", a->problem, err);
-        code = atf_cli_fail(cmd, e, msg);
+        code = fail_alike(cmd, e, msg);
         goto done;
     }
     e = atf_solver_solve(solver, &res, err);
     if (e) { /* a failure, not a status: nothing to write */
-        code = atf_cli_fail(cmd, e, err);
+        code = fail_alike(cmd, e, err);
+        goto done;
+    }
+    if (rank() != 0) { /* rank 0 writes and reports; every rank has the same result */
+        code = atf_cli_status_exit_code(res->info.status);
         goto done;
     }
     if (res->info.status == ATF_STATUS_NUMERICAL_ERROR) { /* exit 1 writes nothing: an existing

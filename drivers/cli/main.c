@@ -62,11 +62,11 @@ int main(int argc, char **argv)
 }
 
 /* Under several MPI ranks, the commands that share their work: the row-wise experiments deal
- * their rows to the ranks, and solve, baseline and path spread the examples over them. Any
- * other command would run K times over the same outputs. */
+ * their rows to the ranks, and solve spreads the examples over them. Any other command would
+ * run K times over the same outputs. */
 static int shares_work(int argc, char **argv, int at)
 {
-    static const char *const shared[] = {"demo", "sweep", "solve", "baseline", "path"};
+    static const char *const shared[] = {"demo", "sweep", "solve"};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         if (!strcmp(argv[at], shared[i]))
             return 1;
@@ -103,7 +103,7 @@ static int run(int argc, char **argv)
     if (rk && !shares_work(argc, argv, optind)) {
         if (rk->rank == 0)
             fprintf(stderr, "atf %s: runs as one process; under mpirun with %d ranks only solve, "
-                    "baseline, path, sweep, demo and experiment samples share their work "
+                    "sweep, demo and experiment samples share their work "
                     "(docs/solver.md, \"Several processes\")\n",
                     name, rk->size);
         return atf_cli_exit_code(ATF_E_USAGE); /* every rank: the job ends normally, code 2 */

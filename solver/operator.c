@@ -193,14 +193,36 @@ int atf_sv_fusable(int n, const atf_block *const *ops)
     return n > 0;
 }
 
+/* The scratch grown to n doubles (a subsample's product of k vectors may need more than the
+ * vars' own); NULL if it cannot be. */
+static double *work_room(atf_solver *s, int64_t n)
+{
+    if (n > s->op_work_len) {
+        double *w = realloc(s->op_work, (size_t)n * sizeof *w);
+        if (!w)
+            return NULL;
+        s->op_work = w, s->op_work_len = n;
+    }
+    return s->op_work;
+}
+
 /* The fused product of k vectors over the share's examples: G_l = hess_g[l] (summed over the
  * processes), z holding the share's rows. */
 static void hess_fused(atf_solver *s, const atf_block *const *ops, const atf_sv_share *sh,
                        int k, atf_curvature_fn *curv, void *ctx, double *z)
 {
     double *zs = z + (size_t)sh->first * k * ops[0]->C;
-    if (!s->procs) {
-        atf_factored_hess(s->nvars, ops, k, s->hess_x, s->hess_g, curv, ctx, zs, s->op_work);
+    if (!work_room(s, atf_factored_hess_work_size(s->nvars, ops, k))) {
+        for (int l = 0; l < s->nvars; l++) /* NaN: reported by the callers' checks */
+            for (size_t j = 0; j < (size_t)k * s->vars[l].len; j++)
+                s->hess_g[l][j] = NAN;
+        if (s->procs) /* and agreed on, as atf_sv_sum_dd does */
+            atf_sv_sum_dd(s, s->hess_g[0], NULL, (size_t)k * s->n);
+        return;
+    }
+    if (!s->procs) { /* the share's chunks (a subsample's follow the problem's) */
+        atf_shard_hess_dd(s->nvars, ops, sh->cuts, sh->ncuts, sh->first, k, s->hess_x,
+                          s->hess_g, NULL, curv, ctx, zs, s->op_work);
         return;
     }
     size_t len = (size_t)k * s->n;

@@ -418,6 +418,7 @@ atf_error atf_sv_vars_build(atf_solver *s, char *err)
         work = w > work ? w : work;
     }
     s->op_work = malloc((size_t)work * sizeof *s->op_work);
+    s->op_work_len = work;
     if (!s->op_work || !s->op_ptrs || !s->hess_x || !s->hess_g || !s->hess_lo) {
         atf_errorf(err, "solver: out of memory for %lld doubles of operator scratch",
                    (long long)work);

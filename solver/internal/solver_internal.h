@@ -118,7 +118,8 @@ struct atf_solver {
     long passes;           /* applications of A' or A'ᵀ since the last solve began (operator.c) */
     double *op_work;       /* scratch of the vars' operators, for one pass or a fused Hessian
                               product (operator.c): the larger of max atf_block_work_size and
-                              atf_factored_hess_work_size */
+                              atf_factored_hess_work_size, grown by a wider product */
+    int64_t op_work_len;
     const atf_block **op_ptrs; /* [nvars] the vars' operators, and the X and G arrays a fused */
     const double **hess_x;     /* Hessian product hands atf_factored_hess ([nvars] each) */
     double **hess_g;

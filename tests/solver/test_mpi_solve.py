@@ -1,0 +1,166 @@
+"""`mpirun -np K atf solve` (the MPI build, -Dmpi=enabled): each rank reads its shard of the
+examples and the solver sums over them in an order that does not depend on K. Against the same
+command in one process, for K = 2 and K = 3: every block B and the objective equal (the test
+asks for a relative difference of at most 1e-12 and reports whether they are bit for bit), for
+newton (with its Nyström preconditioner on a subsample) and fista, on a Fashion-MNIST problem
+with 10 outputs. A rank fed a bad shard (NaN in its rows only), a rank killed mid-solve, a method
+that does not run over processes and a rank-deficient factor each end the job with one message,
+the usual exit code, no output file and no process left.
+
+usage: test_mpi_solve.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+ATF = os.environ["ATF"]
+if os.environ.get("ATF_MPI") != "1":
+    print("skipped: this build has no MPI (meson setup -Dmpi=enabled; scripts/test.sh runs "
+          "these tests in build-mpi)")
+    sys.exit(77)
+MPIRUN = shutil.which("mpirun")
+if not MPIRUN:
+    print("skipped: no mpirun (scripts/setup.sh installs openmpi-bin)")
+    sys.exit(77)
+FASHION = "/usr/share/datasets/fashion-mnist"
+assert os.path.isdir(FASHION), "dataset-fashion-mnist is not installed (scripts/setup.sh)"
+
+scratch = sys.argv[1]
+shutil.rmtree(scratch, ignore_errors=True)
+os.makedirs(scratch)
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1", OPENBLAS_NUM_THREADS="1")
+for k in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"):
+    ENV.pop(k, None)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def path(name):
+    return os.path.join(scratch, name)
+
+
+def run(cmd, expect=0, timeout=600):
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    check(p.returncode == expect, f"{' '.join(cmd[-8:])}: exit {p.returncode}, expected "
+                                  f"{expect}: {p.stderr[-800:]}")
+    return p
+
+
+def mpi(k, argv):
+    return [MPIRUN, "-np", str(k), "--oversubscribe", ATF, *argv]
+
+
+def atf_messages(stderr):
+    return [line for line in stderr.splitlines()
+            if line.startswith("atf ") and not line.startswith("atf solve: note:")]
+
+
+def blocks(f):
+    with h5py.File(f, "r") as h:
+        return {n: h["blocks"][n]["B"][...] for n in h["blocks"]}, float(h.attrs["objective"])
+
+
+# 1 200 Fashion-MNIST images with widths 784,16,16,10: small, and of full rank after
+# per-image standardisation (no subspace reduction, which over processes would be refused).
+prob = path("p.h5")
+run([ATF, "features", "--data", "fashion-mnist", "--split", "official", "--n-train", "1200",
+     "--n-test", "0", "--widths", "784,16,16,10", "-o", prob])
+
+cases = {
+    "newton": ["--loss", "xent:lambda=0.5", "--penalty", "sq", "--method", "newton",
+               "--newton-rank", "20", "--tol", "1e-9"],
+    "fista": ["--loss", "xent:lambda=0.5", "--penalty", "sq", "--method", "fista",
+              "--tol", "1e-9", "--max-iter", "300"],  # stops at the limit: exit 4
+}
+EXIT = {"newton": 0, "fista": 4}
+for name, opts in cases.items():
+    one = path(f"{name}_1.h5")
+    run([ATF, "solve", prob, "-o", one, "--quiet", "--json", *opts], expect=EXIT[name])
+    ref, ref_obj = blocks(one)
+    for k in (2, 3):
+        out = path(f"{name}_{k}.h5")
+        p = run(mpi(k, ["solve", prob, "-o", out, "--quiet", "--json", *opts]), expect=EXIT[name])
+        check(len(p.stdout.strip().splitlines()) == 1, f"{name} K={k}: one JSON line, got "
+                                                         f"{p.stdout!r}")
+        got, obj = blocks(out)
+        worst = max(float(np.max(np.abs(got[n] - ref[n])) / np.max(np.abs(ref[n])))
+                    for n in ref)
+        same = all(np.array_equal(got[n], ref[n]) for n in ref) and obj == ref_obj
+        check(worst <= 1e-12 and abs(obj - ref_obj) <= 1e-12 * abs(ref_obj),
+              f"{name} K={k}: relative difference {worst:.3g} of B, objective {obj!r} vs "
+              f"{ref_obj!r}")
+        print(f"{name} K={k}: max relative difference of B {worst:.3g}, "
+              f"{'bit for bit' if same else 'not bit for bit'}")
+
+# a bad shard: NaN in the last example's rows, which only the last rank reads
+bad = path("bad.h5")
+shutil.copy(prob, bad)
+with h5py.File(bad, "r+") as h:
+    h["blocks/W2/H"][-1, 3] = np.nan
+p = run(mpi(3, ["solve", bad, "-o", path("bad_out.h5"), "--quiet", *cases["newton"]]),
+        expect=2)
+msgs = atf_messages(p.stderr)
+check(len(msgs) == 1 and "bad.h5" in msgs[0] and "W2" in msgs[0],
+      f"bad shard: one message naming the file and block, got {msgs}")
+check(not os.path.exists(path("bad_out.h5")), "bad shard: no output")
+
+# a method that does not run over processes, and a factor whose reduction needs all of it
+p = run(mpi(2, ["solve", prob, "-o", path("admm.h5"), "--quiet", "--method", "admm"]),
+        expect=2)
+msgs = atf_messages(p.stderr)
+check(len(msgs) == 1 and "admm" in msgs[0], f"admm: one message, got {msgs}")
+deficient = path("deficient.h5")
+shutil.copy(prob, deficient)
+with h5py.File(deficient, "r+") as h:
+    h["blocks/W1/H"][:, :100] = 0.0  # 100 dead pixels: H of W1 loses 100 of 784 columns
+p = run(mpi(2, ["solve", deficient, "-o", path("def.h5"), "--quiet", *cases["newton"]]),
+        expect=2)
+msgs = atf_messages(p.stderr)
+check(len(msgs) == 1 and "--no-reduce" in msgs[0], f"rank-deficient: one message, got {msgs}")
+run(mpi(2, ["solve", deficient, "-o", path("def.h5"), "--no-reduce", "--quiet",
+            *cases["newton"]]))
+
+# a rank killed mid-solve: the job ends, nothing written, no atf left
+killed_out = path("killed.h5")
+proc = subprocess.Popen(mpi(2, ["solve", prob, "-o", killed_out, "--quiet", "--loss",
+                                "xent:lambda=0.5", "--penalty", "sq", "--method", "fista",
+                                "--tol", "1e-14", "--max-iter", "100000"]),
+                        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+victim = None
+for _ in range(200):
+    time.sleep(0.1)
+    kids = subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "atf"], capture_output=True,
+                          text=True).stdout.split()
+    if len(kids) == 2:
+        victim = int(sorted(kids)[-1])
+        break
+check(victim is not None, "killed rank: the ranks started")
+if victim:
+    time.sleep(1.0)
+    os.kill(victim, signal.SIGKILL)
+try:
+    proc.communicate(timeout=120)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    check(False, "killed rank: the job hung")
+check(proc.returncode != 0, f"killed rank: exit {proc.returncode}")
+check(not os.path.exists(killed_out), "killed rank: no output")
+left = subprocess.run(["pgrep", "-f", killed_out], capture_output=True, text=True).stdout
+check(not left.strip(), f"killed rank: processes left: {left}")
+
+if failures:
+    print(f"{len(failures)} failure(s)", file=sys.stderr)
+    sys.exit(1)
+print("mpi solve: all checks passed")

@@ -1,5 +1,7 @@
 /* cmd_sweep.c — `atf sweep PROBLEM.h5`: penalty ablations on one problem file (the sweep of
- * the experiments library, atf_sweep_run), filled from the command line here. */
+ * the experiments library, atf_sweep_run), filled from the command line here. Under mpirun the
+ * ranks (atf_cli_exp_io) share the run: the library deals the structures' warm-start chains,
+ * rank 0 writes the table and reports, and a rank's own failure ends the job (atf_cli_fail). */
 #include <stdio.h>
 #include <string.h>
 

@@ -6,13 +6,13 @@
  * OUT/samples.csv (resumable, rowstore.h); the summary and figure are rebuilt from all recorded
  * rows at the end. This file holds the plan, the grid, the summary and the figure; the models
  * themselves run in samples_models.c. */
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atf_penalty.h"
+#include "internal/rowstore_ranks.h"
 #include "internal/samples_internal.h"
 
 /* ---- the models ---- */
@@ -781,192 +781,74 @@ static atf_error finish(const samples_state *s, char *err)
     return ATF_OK;
 }
 
-/* ---- one run shared by several processes (io.ranks) ----
- * The points (n, seed) are dealt in turn; each process appends its rows to its own part table
- * OUT/samples.part-R.{csv,jsonl} (the table takes one writer), and rank 0 moves them into
- * OUT/samples.{csv,jsonl} in the grid's order when every process is done, or stopped. A run
- * killed before that leaves the part tables: the next run moves their rows first, whatever the
+/* ---- one run shared by several processes (io.ranks; internal/rowstore_ranks.h) ----
+ * The points (n, seed) are dealt in turn (own_point); each process appends its rows to its own
+ * part table OUT/samples.part-R.{csv,jsonl}, and rank 0 moves them into OUT/samples.{csv,jsonl}
+ * in the grid's order (recorded_index) when every process is done, or stopped. A run killed
+ * before that leaves the part tables: the next run moves their rows in first, whatever the
  * number of processes, so no finished row is lost or written twice. */
 
-#define PART_PREFIX "samples.part-"
-
-/* The row of (n, seed, method) in a part table, NULL if it has none. */
-static const atf_row *part_row(const atf_rowstore *part, int n, uint64_t seed, const char *method)
+/* The grid row of a key, as recorded_index numbers them; −1 outside the grid. The old names of
+ * the models (legacy_name) stand for today's. */
+static long samples_key_index(void *ctx, const char *key)
 {
-    for (int r = 0; r < atf_rowstore_count(part); r++) {
-        const atf_row *row = atf_rowstore_row(part, r);
-        const char *key = atf_row_get(row, "key");
-        if (key && key_matches(key, n, seed, method))
-            return row;
-    }
-    return NULL;
+    const samples_plan *pl = ctx;
+    int n, at = 0;
+    unsigned long long seed;
+    if (sscanf(key, "n=%d|seed=%llu|%n", &n, &seed, &at) != 2 || !at)
+        return -1;
+    const char *m = key + at;
+    char name[200];
+    if (!strncmp(m, "adaptive", 8) && (!m[8] || m[8] == ':'))
+        snprintf(name, sizeof name, "p16%.190s", m + 8);
+    else
+        snprintf(name, sizeof name, "%.190s", strcmp(m, "mlp") ? m : "network");
+    return key_matches(key, n, seed, name) ? recorded_index(pl, n, seed, name) : -1;
 }
 
-/* Open every part table in OUT (up to max); their CSV paths in paths. */
-static atf_error open_parts(const char *out, atf_rowstore **parts, char (*paths)[1100], int max,
-                            int *n, char *err)
+static atf_error samples_check_table(void *ctx, const atf_rowstore *st, const char *table,
+                                     char *err)
 {
-    *n = 0;
-    DIR *d = opendir(out);
-    if (!d) {
-        atf_errorf(err, "%s: cannot list the directory", out);
-        return ATF_E_IO;
-    }
-    atf_error e = ATF_OK;
-    for (struct dirent *f; !e && (f = readdir(d));) {
-        size_t len = strlen(f->d_name);
-        if (strncmp(f->d_name, PART_PREFIX, strlen(PART_PREFIX)) || len < 5 ||
-            strcmp(f->d_name + len - 4, ".csv"))
-            continue;
-        if (*n == max) {
-            atf_errorf(err, "%s: more than %d part tables (%s...)", out, max, PART_PREFIX);
-            e = ATF_E_INPUT;
-            break;
-        }
-        char jsonl[1100];
-        e = atf_exp_path(paths[*n], sizeof paths[*n], out, f->d_name, err);
-        snprintf(jsonl, sizeof jsonl, "%.*sjsonl", (int)strlen(paths[*n]) - 3, paths[*n]);
-        if (!e)
-            e = atf_rowstore_open(paths[*n], jsonl, "key", &parts[*n], err);
-        *n += !e;
-    }
-    closedir(d);
-    return e;
+    return check_table(ctx, st, table, err);
 }
 
-/* Rank 0: every row of the part tables not yet in the table, appended in the grid's order; then
- * the part tables are removed (rows outside this grid go with them). */
-static atf_error merge_parts(samples_state *s, char *err)
-{
-    enum { MAXPARTS = 1024 };
-    static atf_rowstore *parts[MAXPARTS];
-    static char paths[MAXPARTS][1100];
-    const atf_samples_config *cfg = &s->plan->cfg;
-    int np;
-    atf_error e = open_parts(cfg->out, parts, paths, MAXPARTS, &np, err);
-    method ms[SAMPLES_MAXMETHODS];
-    int nm = samples_list_methods(s->plan, ms);
-    for (int i = 0; !e && i < cfg->nn; i++)
-        for (int j = 0; !e && j < cfg->nseeds; j++)
-            for (int k = 0; !e && k < nm; k++) {
-                if (in_store(s->store, cfg->ns[i], cfg->seeds[j], ms[k].name))
-                    continue;
-                for (int p = 0; p < np; p++) {
-                    const atf_row *row = part_row(parts[p], cfg->ns[i], cfg->seeds[j], ms[k].name);
-                    if (row) {
-                        e = atf_rowstore_append(s->store, row, err);
-                        s->new_rows += !e;
-                        break;
-                    }
-                }
-            }
-    for (int p = 0; p < np; p++) {
-        atf_rowstore_close(parts[p]);
-        if (!e) { /* moved: the part table goes (its JSON lines copy beside it) */
-            char jsonl[1100];
-            snprintf(jsonl, sizeof jsonl, "%.*sjsonl", (int)strlen(paths[p]) - 3, paths[p]);
-            remove(paths[p]);
-            remove(jsonl);
-        }
-    }
-    return e;
-}
-
-/* The run of one of several processes: rank 0 opens and checks the table, moves what earlier
- * runs left in part tables and tells every process which runs are recorded; each runs its
- * points into its part table; when all are done (or stopped) rank 0 moves the rows in. A
- * failure of this process returns at once (the caller ends the whole job with its message);
- * rank 0's failure before the start is every process's (the others return it with err ""). */
-static atf_error run_shared(samples_state *s, const char *csv, const char *jsonl, int *stopped,
-                            char *err)
-{
-    const atf_exp_ranks *rk = s->io->ranks;
-    const atf_samples_config *cfg = &s->plan->cfg;
-    method ms[SAMPLES_MAXMETHODS];
-    int nm = samples_list_methods(s->plan, ms);
-    long nruns = (long)cfg->nn * cfg->nseeds * nm;
-    int *v = calloc((size_t)nruns + 1, sizeof *v); /* v[0]: rank 0's error; then the flags */
-    if (!v) {
-        atf_errorf(err, "samples: out of memory");
-        return ATF_E_NOMEM;
-    }
-    atf_error e = ATF_OK;
-    if (rk->rank == 0) {
-        e = atf_rowstore_open(csv, jsonl, "key", &s->store, err);
-        if (!e)
-            e = check_table(s->plan, s->store, csv, err);
-        if (!e)
-            e = merge_parts(s, err);
-        for (int i = 0; !e && i < cfg->nn; i++)
-            for (int j = 0; j < cfg->nseeds; j++)
-                for (int k = 0; k < nm; k++)
-                    v[1 + ((long)i * cfg->nseeds + j) * nm + k] =
-                        in_store(s->store, cfg->ns[i], cfg->seeds[j], ms[k].name);
-    }
-    v[0] = (int)e;
-    rk->max(rk->ctx, v, (int)nruns + 1);
-    if (v[0] && rk->rank != 0)
-        err[0] = '\0';
-    e = (atf_error)v[0];
-    s->done = v + 1;
-    char part_csv[1100], part_jsonl[1100];
-    char name[64];
-    snprintf(name, sizeof name, PART_PREFIX "%d.csv", rk->rank);
-    if (!e)
-        e = atf_exp_path(part_csv, sizeof part_csv, cfg->out, name, err);
-    snprintf(name, sizeof name, PART_PREFIX "%d.jsonl", rk->rank);
-    if (!e)
-        e = atf_exp_path(part_jsonl, sizeof part_jsonl, cfg->out, name, err);
-    if (!e)
-        e = atf_rowstore_open(part_csv, part_jsonl, "key", &s->out, err);
-    if (!e)
-        e = run_grid(s, err);
-    if (!e) {
-        atf_rowstore_close(s->out); /* rank 0 opens every part table next */
-        s->out = NULL;
-        int end[2] = {atf_exp_stopped(s->io), s->status != ATF_STATUS_SOLVED ? (int)s->status : 0};
-        rk->max(rk->ctx, end, 2);
-        *stopped = end[0];
-        if (end[1])
-            s->status = (atf_status)end[1];
-        if (rk->rank == 0)
-            e = merge_parts(s, err);
-    }
-    s->done = NULL;
-    free(v);
-    return e;
-}
-
+/* Alone, or as one of several processes (rank 0 reports the shared run): rank 0 opens and
+ * checks the table, moves what earlier runs left in part tables and tells every process which
+ * runs are recorded; each runs its points; when all are done (or stopped) rank 0 moves the rows
+ * in. A failure of this process returns at once (the caller ends the whole job with its
+ * message); rank 0's failure before the start is every process's (the others return it with
+ * err ""). */
 atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *outcome, char *err)
 {
     static samples_plan plan; /* large (the configuration and its variants) */
-    char csv[1100], jsonl[1100];
+    char csv[1100];
     memset(outcome, 0, sizeof *outcome);
     atf_error e = make_plan(config, &plan, err);
     if (!e)
         e = atf_exp_path(csv, sizeof csv, config->out, "samples.csv", err);
     if (!e)
-        e = atf_exp_path(jsonl, sizeof jsonl, config->out, "samples.jsonl", err);
-    if (!e)
         e = atf_mkdir_p(config->out, err);
+    method ms[SAMPLES_MAXMETHODS];
+    int nm = e ? 0 : samples_list_methods(&plan, ms);
+    exp_grid g = {config->out, "samples", (long)plan.cfg.nn * plan.cfg.nseeds * nm,
+                  samples_key_index, samples_check_table, &plan};
+    exp_shared sh;
+    e = exp_shared_open(&sh, &g, config->io.ranks, e, err);
     atf_progress prog;
-    samples_state s = {.plan = &plan, .io = &config->io, .prog = &prog,
-                       .status = ATF_STATUS_SOLVED};
-    const atf_exp_ranks *rk = config->io.ranks;
-    int stopped = 0;
-    if (!e && rk && rk->size > 1) {
-        e = run_shared(&s, csv, jsonl, &stopped, err);
-    } else {
-        if (!e)
-            e = atf_rowstore_open(csv, jsonl, "key", &s.store, err);
-        s.out = s.store;
-        if (!e)
-            e = check_table(&plan, s.store, csv, err);
-        if (!e)
-            e = run_grid(&s, err);
-        stopped = atf_exp_stopped(s.io);
+    samples_state s = {.plan = &plan, .io = &config->io, .store = sh.store, .out = sh.out,
+                       .done = sh.done, .prog = &prog, .status = ATF_STATUS_SOLVED};
+    if (!e)
+        e = run_grid(&s, err);
+    int stopped = atf_exp_stopped(s.io);
+    if (!e) {
+        int end[2] = {stopped, s.status != ATF_STATUS_SOLVED ? (int)s.status : 0};
+        e = exp_shared_end(&sh, &g, end, 2, err);
+        s.out = sh.out;
+        stopped = end[0];
+        if (end[1])
+            s.status = (atf_status)end[1];
     }
-    if (!e && rk && rk->rank != 0) { /* rank 0 reports the shared run */
+    if (!e && sh.ranks && sh.ranks->rank != 0) { /* rank 0 reports the shared run */
         outcome->status = s.status != ATF_STATUS_SOLVED ? s.status
                           : stopped ? ATF_STATUS_INTERRUPTED : ATF_STATUS_SOLVED;
         err[0] = '\0';
@@ -982,10 +864,8 @@ atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *out
     } else if (!e) {
         e = finish(&s, err);
     }
-    outcome->rows = s.store ? atf_rowstore_count(s.store) : 0;
-    outcome->new_rows = s.new_rows;
-    if (s.out != s.store)
-        atf_rowstore_close(s.out);
-    atf_rowstore_close(s.store);
+    outcome->rows = sh.store ? atf_rowstore_count(sh.store) : 0;
+    outcome->new_rows = exp_shared_added(&sh, s.new_rows);
+    exp_shared_close(&sh);
     return e;
 }

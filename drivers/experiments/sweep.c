@@ -4,7 +4,16 @@
  * any extra penalty specs, plus the NTK min-norm baseline as the reference row. Each run is
  * one row of OUT/sweep.csv and OUT/sweep.jsonl (rowstore.h: fsync per row, keyed by
  * "structure|penalty"), so an interrupted sweep resumes where it stopped. Runs of one structure
- * are warm-started from the previous run of that structure. */
+ * are warm-started from the previous run of that structure: a structure's runs are a chain.
+ *
+ * Several processes (io.ranks, mpirun -np K; docs/experiments.md, "Several processes") deal
+ * whole chains, never single rows, so that every row is computed exactly as in one process:
+ * the chains with a row still to record (the structures in the order given, then the baseline
+ * row) go to the ranks in turn (sweep_chains). Every rank solves the baseline itself (its largest
+ * singular value resolves scale=auto; an infeasible baseline stops every rank); the rank that
+ * has the baseline chain records its row. Each rank appends to its part table and rank 0 moves
+ * the rows into the table in grid order, then draws the figure and reports
+ * (internal/rowstore_ranks.h, shared with the samples experiment). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +21,7 @@
 #include <string.h>
 
 #include "atf_penalty.h"
-#include "internal/exp_internal.h"
+#include "internal/rowstore_ranks.h"
 
 enum { MAXLIST = ATF_SWEEP_MAXLIST, MAXRUNS = ATF_SWEEP_MAXRUNS };
 
@@ -24,6 +33,7 @@ typedef struct {
     char scale[32];
     atf_global_structure structure;
     const char *structure_name;
+    int chain; /* the structure's place in the configuration's list (sweep_chains) */
 } sweep_run;
 
 static const char *structure_name(atf_global_structure s)
@@ -180,10 +190,13 @@ static atf_error build_runs(const atf_sweep_config *cfg, sweep_run *runs, int *n
 {
     int n = 0;
     for (int s = 0; s < cfg->nstructures; s++) {
+        int first = n;
         for (int f = 0; f < cfg->nfamilies; f++)
             n = add_family(cfg, runs, n, cfg->structures[s], cfg->families[f]);
         for (int x = 0; x < cfg->nextra; x++)
             n = add_run(runs, n, cfg->structures[s], cfg->extra[x], "custom", NAN, NULL);
+        for (int i = first; i < n && i < MAXRUNS; i++)
+            runs[i].chain = s;
     }
     if (n > MAXRUNS) {
         atf_errorf(err, "the grid has more than %d runs: make it smaller", MAXRUNS);
@@ -469,19 +482,67 @@ static void sweep_figure(const atf_rowstore *st, const atf_sweep_config *cfg)
 
 typedef struct {
     const atf_sweep_config *cfg;
+    const sweep_run *runs;
+    int nruns;
     atf_problem *prob;
-    atf_rowstore *store;
-    double dmax;   /* largest singular value of the baseline (scale=auto) */
-    int ran;
+    exp_shared sh;       /* the table; with ranks, sh.out is this process's part table */
+    int own[4];          /* own[c]: this process runs chain c (sweep_chains) */
+    double dmax;         /* largest singular value of the baseline (scale=auto) */
+    int ran;             /* rows this process appended */
     atf_result *warm[3]; /* last result of each structure: the next run's start */
     atf_status status;   /* solved, or why the sweep stopped: an infeasible baseline (then
                             every run is), or interrupted */
 } sweep_state;
 
+/* The table's rows in their order: row 0 is the baseline, row 1 + i is runs[i]; −1 for a key
+ * outside the grid. */
+static long sweep_key_index(void *ctx, const char *key)
+{
+    const sweep_state *s = ctx;
+    if (!strcmp(key, "baseline"))
+        return 0;
+    for (int i = 0; i < s->nruns; i++)
+        if (!strcmp(s->runs[i].key, key))
+            return 1 + i;
+    return -1;
+}
+
+/* A table (or part table) resumed must have been written with this run's loss. */
+static atf_error sweep_check_table(void *ctx, const atf_rowstore *st, const char *table,
+                                   char *err)
+{
+    const sweep_state *s = ctx;
+    return atf_exp_check_loss(st, &s->cfg->loss, table, err);
+}
+
+static int recorded(sweep_state *s, const char *key)
+{
+    return exp_shared_recorded(&s->sh, sweep_key_index(s, key), key);
+}
+
+/* The chains: one per structure, in the order given (its runs in grid order, each warm-started
+ * from the previous one of the chain), then the baseline row. With ranks the chains that still
+ * have a row to record are dealt in turn, the j-th of them to rank j mod K, so that every row
+ * is computed exactly as in one process; alone, every chain is this process's. */
+static void sweep_chains(sweep_state *s)
+{
+    const atf_exp_ranks *rk = s->sh.ranks;
+    int nst = s->cfg->nstructures, j = 0;
+    for (int c = 0; c <= nst; c++) {
+        int pending = c == nst && !recorded(s, "baseline");
+        for (int i = 0; i < s->nruns && c < nst && !pending; i++)
+            pending = s->runs[i].chain == c && !recorded(s, s->runs[i].key);
+        s->own[c] = !rk || (pending && j % rk->size == rk->rank);
+        j += pending;
+    }
+}
+
+/* The baseline: solved by every process (its largest singular value resolves scale=auto, and
+ * an infeasible baseline ends the sweep), recorded by the one that has its chain. */
 static atf_error run_baseline(sweep_state *s, char *err)
 {
     static const sweep_run baseline = {"baseline", "-", "baseline", NAN, "", ATF_GLOBAL_LAYER,
-                                       "ntk"};
+                                       "ntk", -1};
     atf_result *res = NULL;
     double t0 = atf_now();
     atf_error e = atf_baseline(s->prob, &res, err);
@@ -494,14 +555,14 @@ static atf_error run_baseline(sweep_state *s, char *err)
     }
     double secs = atf_now() - t0;
     s->dmax = atf_result_max_singular(res);
-    if (!atf_rowstore_has(s->store, "baseline")) {
+    if (s->own[s->cfg->nstructures] && !recorded(s, "baseline")) {
         atf_test_metrics tm;
         alignments al;
         e = measure(s->prob, res, ATF_GLOBAL_LAYER, s->cfg->align_max, &tm, &al, err);
         if (!e) {
             atf_row row;
             fill_row(&row, s->cfg, s->prob, &baseline, NAN, res, secs, 0, &tm, &al);
-            e = atf_rowstore_append(s->store, &row, err);
+            e = atf_rowstore_append(s->sh.out, &row, err);
             s->ran += !e;
         }
     }
@@ -562,32 +623,37 @@ static atf_error run_one(sweep_state *s, const sweep_run *run, char *err)
         atf_row row;
         fill_row(&row, s->cfg, s->prob, run, gamma, res, secs, s->warm[run->structure] != NULL,
                  &tm, &al);
-        e = atf_rowstore_append(s->store, &row, err);
+        e = atf_rowstore_append(s->sh.out, &row, err);
         s->ran += !e;
     }
     keep_warm(s, run, res);
     return e;
 }
 
-static atf_error run_all(sweep_state *s, const sweep_run *runs, int nruns, char *err)
+/* The runs of this process's chains not yet recorded, in grid order. */
+static atf_error run_all(sweep_state *s, char *err)
 {
     const atf_exp_io *io = &s->cfg->io;
-    int skipped = 0;
-    for (int i = 0; i < nruns; i++)
-        skipped += atf_rowstore_has(s->store, runs[i].key);
+    int total = 0, skipped = 0;
+    for (int i = 0; i < s->nruns; i++)
+        if (s->own[s->runs[i].chain]) {
+            total++;
+            skipped += recorded(s, s->runs[i].key);
+        }
     atf_progress prog;
-    atf_progress_start(&prog, io->progress, nruns, skipped);
+    atf_progress_start(&prog, io->progress, total, skipped);
     atf_error e = ATF_OK;
-    for (int i = 0; i < nruns && !e && !atf_exp_stopped(io); i++) {
-        if (atf_rowstore_has(s->store, runs[i].key))
+    for (int i = 0; i < s->nruns && !e && !atf_exp_stopped(io); i++) {
+        const sweep_run *run = &s->runs[i];
+        if (!s->own[run->chain] || recorded(s, run->key))
             continue;
-        atf_progress_show(&prog, runs[i].key);
-        e = run_one(s, &runs[i], err);
+        atf_progress_show(&prog, run->key);
+        e = run_one(s, run, err);
         if (e && e != ATF_E_NOMEM && e != ATF_E_IO && !atf_exp_stopped(io)) {
             /* a run that fails on its own (e.g. a factorisation breaks down) is reported and
              * skipped, not recorded: a re-run tries it again */
             atf_progress_break(&prog);
-            atf_exp_log(io, "sweep: %s: %s\n", runs[i].key, err);
+            atf_exp_log(io, "sweep: %s: %s\n", run->key, err);
             e = ATF_OK;
         }
         atf_progress_step(&prog);
@@ -616,15 +682,16 @@ static atf_error load_problem(const atf_sweep_config *cfg, atf_problem **prob, c
     return ATF_OK;
 }
 
-static void report(const sweep_state *s, const char *csv, const char *jsonl)
+static void report(const sweep_state *s, int added, const char *csv, const char *jsonl)
 {
     const atf_exp_io *io = &s->cfg->io;
+    int rows = atf_rowstore_count(s->sh.store);
     if (io->json && io->report) {
         atf_row sum;
         atf_row_clear(&sum);
         atf_row_str(&sum, "status", "done");
-        atf_row_int(&sum, "rows", atf_rowstore_count(s->store));
-        atf_row_int(&sum, "new_rows", s->ran);
+        atf_row_int(&sum, "rows", rows);
+        atf_row_int(&sum, "new_rows", added);
         atf_row_str(&sum, "csv", csv);
         atf_row_str(&sum, "jsonl", jsonl);
         char *line = atf_row_json_line(&sum);
@@ -632,53 +699,69 @@ static void report(const sweep_state *s, const char *csv, const char *jsonl)
             fputs(line, io->report);
         free(line);
     } else {
-        atf_exp_note(io, "sweep: %d rows in %s (%d new)\n", atf_rowstore_count(s->store), csv,
-                    s->ran);
+        atf_exp_note(io, "sweep: %d rows in %s (%d new)\n", rows, csv, added);
     }
 }
 
-/* Open the table and run the baseline and the grid; the figure also after an interruption. */
-static atf_error sweep_table(sweep_state *s, const sweep_run *runs, int nruns, const char *csv,
+/* The baseline and this process's chains; then (with ranks, once every process is done or
+ * stopped) the rows moved into the table, and from it, by rank 0 alone, the figure (also after
+ * an interruption) and the report. A failure of this process returns at once: the caller ends
+ * the job with its message. */
+static atf_error sweep_table(sweep_state *s, const exp_grid *g, const char *csv,
                              const char *jsonl, atf_exp_outcome *outcome, char *err)
 {
-    atf_error e = atf_rowstore_open(csv, jsonl, "key", &s->store, err);
-    if (!e)
-        e = atf_exp_check_loss(s->store, &s->cfg->loss, csv, err);
-    if (!e)
-        e = run_baseline(s, err);
-    if (!e && s->status != ATF_STATUS_SOLVED) {
+    sweep_chains(s);
+    atf_error e = run_baseline(s, err);
+    if (!e && s->status == ATF_STATUS_SOLVED)
+        e = run_all(s, err);
+    if (e)
+        return e;
+    int end[2] = {atf_exp_stopped(&s->cfg->io),
+                  s->status != ATF_STATUS_SOLVED ? (int)s->status : 0};
+    e = exp_shared_end(&s->sh, g, end, 2, err);
+    if (end[1])
+        s->status = (atf_status)end[1];
+    outcome->rows = s->sh.store ? atf_rowstore_count(s->sh.store) : 0;
+    outcome->new_rows = exp_shared_added(&s->sh, s->ran);
+    if (e)
+        return e;
+    if (s->sh.ranks && s->sh.ranks->rank != 0) { /* rank 0 reports the shared run */
+        outcome->status = s->status != ATF_STATUS_SOLVED ? s->status
+                          : end[0] ? ATF_STATUS_INTERRUPTED : ATF_STATUS_SOLVED;
+        err[0] = '\0';
+        return ATF_OK;
+    }
+    if (s->status != ATF_STATUS_SOLVED) {
         outcome->status = s->status;
         if (!err[0])
             atf_errorf(err, "%s: the NTK baseline is %s: so is every run", s->cfg->problem,
                        atf_status_name(s->status));
         return ATF_OK;
     }
-    if (!e)
-        e = run_all(s, runs, nruns, err);
-    if (!e && atf_exp_stopped(&s->cfg->io)) {
+    if (end[0]) {
         outcome->status = ATF_STATUS_INTERRUPTED;
         atf_errorf(err, "interrupted: %d rows recorded in %.300s; re-run the same command to "
-                   "resume", atf_rowstore_count(s->store), csv);
+                   "resume", outcome->rows, csv);
     }
-    if (!e)
-        sweep_figure(s->store, s->cfg);
-    if (!e && outcome->status == ATF_STATUS_SOLVED)
-        report(s, csv, jsonl);
-    outcome->rows = s->store ? atf_rowstore_count(s->store) : 0;
-    outcome->new_rows = s->ran;
-    return e;
+    sweep_figure(s->sh.store, s->cfg);
+    if (outcome->status == ATF_STATUS_SOLVED)
+        report(s, outcome->new_rows, csv, jsonl);
+    return ATF_OK;
 }
 
 atf_error atf_sweep_run(const atf_sweep_config *cfg, atf_exp_outcome *outcome, char *err)
 {
     static sweep_run runs[MAXRUNS];
-    int nruns = 0;
     char csv[1100], jsonl[1100];
-    sweep_state s = {cfg, NULL, NULL, 0.0, 0, {NULL, NULL, NULL}, ATF_STATUS_SOLVED};
+    sweep_state s;
+    memset(&s, 0, sizeof s);
+    s.cfg = cfg;
+    s.runs = runs;
+    s.status = ATF_STATUS_SOLVED;
     memset(outcome, 0, sizeof *outcome);
     atf_error e = atf_sweep_check(cfg, err);
     if (!e)
-        e = build_runs(cfg, runs, &nruns, err);
+        e = build_runs(cfg, runs, &s.nruns, err);
     if (!e)
         e = atf_exp_path(csv, sizeof csv, cfg->out, "sweep.csv", err);
     if (!e)
@@ -687,9 +770,11 @@ atf_error atf_sweep_run(const atf_sweep_config *cfg, atf_exp_outcome *outcome, c
         e = atf_mkdir_p(cfg->out, err);
     if (!e)
         e = load_problem(cfg, &s.prob, err);
+    exp_grid g = {cfg->out, "sweep", (long)s.nruns + 1, sweep_key_index, sweep_check_table, &s};
+    e = exp_shared_open(&s.sh, &g, cfg->io.ranks, e, err);
     if (!e)
-        e = sweep_table(&s, runs, nruns, csv, jsonl, outcome, err);
-    atf_rowstore_close(s.store); /* removes the lock file, whatever happened */
+        e = sweep_table(&s, &g, csv, jsonl, outcome, err);
+    exp_shared_close(&s.sh); /* removes the lock files, whatever happened */
     for (int k = 0; k < 3; k++)
         atf_result_free(s.warm[k]);
     atf_problem_free(s.prob);

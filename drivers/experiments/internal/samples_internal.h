@@ -37,8 +37,9 @@ typedef struct {
     const atf_exp_io *io;
     atf_rowstore *store;     /* the table (samples.csv): what is recorded */
     atf_rowstore *out;       /* where this process appends (with ranks: its own part table) */
-    const int *done;         /* with ranks: recorded (point, method) flags from rank 0, as
-                                recorded_index numbers them (NULL: ask the store) */
+    const int *done;         /* the (point, method) runs recorded at the start, as
+                                recorded_index numbers them, the same on every rank
+                                (exp_shared.done; NULL: ask the store) */
     atf_progress *prog;
     int new_rows;
     atf_status status; /* solved, or why the grid stopped: an infeasible baseline */

@@ -66,7 +66,7 @@ int main(int argc, char **argv)
  * run K times over the same outputs. */
 static int shares_work(int argc, char **argv, int at)
 {
-    static const char *const shared[] = {"demo", "solve"};
+    static const char *const shared[] = {"demo", "solve", "sweep"};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         if (!strcmp(argv[at], shared[i]))
             return 1;
@@ -103,7 +103,7 @@ static int run(int argc, char **argv)
     if (rk && !shares_work(argc, argv, optind)) {
         if (rk->rank == 0)
             fprintf(stderr, "atf %s: runs as one process; under mpirun with %d ranks only solve, "
-                    "demo and experiment samples share their work "
+                    "sweep, demo and experiment samples share their work "
                     "(docs/solver.md, \"Several processes\")\n",
                     name, rk->size);
         return atf_cli_exit_code(ATF_E_USAGE); /* every rank: the job ends normally, code 2 */

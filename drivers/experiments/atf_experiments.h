@@ -57,7 +57,7 @@ typedef struct {
     int json;                         /* report one JSON line instead of tables */
     volatile sig_atomic_t *interrupt; /* nonzero asks the run to stop (NULL: never) */
     const atf_exp_ranks *ranks;       /* several processes share the run (NULL: this one alone;
-                                         only the samples experiment spreads its rows) */
+                                         the samples experiment and the sweep spread their rows) */
 } atf_exp_io;
 
 /* How a run ended when it returned ATF_OK: ATF_STATUS_SOLVED, it completed;

@@ -134,7 +134,7 @@ check(p.returncode != 0 and len(msgs) == 1 and "samples.part-1" in msgs[0],
 check(not leftovers(out), f"a failing rank: processes left: {leftovers(out)}")
 
 # ---- commands that do not share their work refuse K ranks, with one message
-p = run(mpi(2, ["solve", os.path.join(scratch, "none.h5"), "-o", os.path.join(scratch, "r.h5")]),
+p = run(mpi(2, ["predict", os.path.join(scratch, "none.h5"), os.path.join(scratch, "r.h5")]),
         expect=2)
 check(p.stderr.count("runs as one process") == 1, f"refusal: {p.stderr[-400:]}")
 

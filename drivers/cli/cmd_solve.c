@@ -243,27 +243,6 @@ static void report(const solve_args *a, const atf_result *res)
 }
 
 /* Problem (with the --penalty override) and warm start, each checked; errors name the file. */
-static atf_error load(const char *cmd, const solve_args *a, atf_problem **prob,
-                      atf_result **warm, char *err)
-{
-    atf_error e = atf_cli_check_output(a->output, err);
-    if (!e)
-        e = atf_problem_read(a->problem, prob, err);
-    if (!e && !a->warm)
-        atf_cli_note_problem(cmd, *prob, a->problem);
-    if (!e && a->penalty)
-        e = atf_problem_set_penalty(*prob, a->penalty, err);
-    if (!e) /* e.g. xent without /labels: named by the file */
-        e = atf_loss_check(&a->set.loss, *prob, a->problem, err);
-    if (!e && a->warm)
-        e = atf_result_read(a->warm, warm, err);
-    if (!e && a->warm)
-        e = atf_cli_check_pair(cmd, *warm, a->warm, *prob, a->problem, err);
-    if (!e && a->warm)
-        e = atf_result_check(*warm, *prob, a->warm, a->problem, err);
-    return e;
-}
-
 /* ---- under mpirun: each rank reads and solves its shard of the examples ----
  * Rank 0 checks the output and the file first (atf-h5check) and computes the fingerprint, so
  * that no rank parses a file nobody has checked; the other ranks then read their shards
@@ -318,24 +297,39 @@ static atf_error read_shard(const solve_args *a, atf_problem **prob, char *err)
     return agreed(e);
 }
 
-static atf_error load_shard(const char *cmd, const solve_args *a, atf_problem **prob,
-                            atf_result **warm, char *err)
+/* The problem: whole in one process; under ranks this rank's shard, with rank 0's fingerprint. */
+static atf_error read_problem(const solve_args *a, atf_problem **prob, char *err)
+{
+    if (!atf_cli_ranks())
+        return atf_problem_read(a->problem, prob, err);
+    atf_error e = read_shard(a, prob, err);
+    if (!e) {
+        atf_cli_ranks_bcast((*prob)->fingerprint, sizeof (*prob)->fingerprint);
+        atf_cli_ranks_bcast(&(*prob)->fingerprint_state, sizeof (*prob)->fingerprint_state);
+    }
+    return e;
+}
+
+/* Problem (with the --penalty override) and warm start, each checked; errors name the file.
+ * Under ranks, rank 0 checks the output and tells the note. */
+static atf_error load(const char *cmd, const solve_args *a, atf_problem **prob,
+                      atf_result **warm, char *err)
 {
     atf_error e = rank() == 0 ? atf_cli_check_output(a->output, err) : ATF_OK;
-    if ((e = agreed(e)) || (e = read_shard(a, prob, err)))
+    if ((e = agreed(e)) || (e = read_problem(a, prob, err)))
         return e;
-    atf_cli_ranks_bcast((*prob)->fingerprint, sizeof (*prob)->fingerprint);
-    atf_cli_ranks_bcast(&(*prob)->fingerprint_state, sizeof (*prob)->fingerprint_state);
     if (rank() == 0 && !a->warm)
         atf_cli_note_problem(cmd, *prob, a->problem);
     if (a->penalty)
         e = atf_problem_set_penalty(*prob, a->penalty, err);
-    if (!e)
+    if (!e) /* e.g. xent without /labels: named by the file */
         e = atf_loss_check(&a->set.loss, *prob, a->problem, err);
     if (!e && a->warm)
         e = atf_result_read(a->warm, warm, err);
     if (!e && a->warm)
         e = atf_cli_check_pair(cmd, *warm, a->warm, *prob, a->problem, err);
+    if (!e && a->warm)
+        e = atf_result_check(*warm, *prob, a->warm, a->problem, err);
     return e;
 }
 
@@ -355,8 +349,7 @@ static int run(const char *cmd, solve_args *a)
     atf_result *warm = NULL, *res = NULL;
     atf_solver *solver = NULL;
     int code = 0;
-    atf_error e = atf_cli_ranks() ? load_shard(cmd, a, &prob, &warm, err)
-                                  : load(cmd, a, &prob, &warm, err);
+    atf_error e = load(cmd, a, &prob, &warm, err);
     if (e) {
         code = fail_alike(cmd, e, err);
         goto done;

@@ -9,36 +9,13 @@ that does not share its work refuses to run under K ranks.
 usage: test_mpi_samples.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
-ATF = os.environ["ATF"]
-if os.environ.get("ATF_MPI") != "1":
-    print("skipped: this build has no MPI (meson setup -Dmpi=enabled; scripts/test.sh runs "
-          "these tests in build-mpi)")
-    sys.exit(77)
-MPIRUN = shutil.which("mpirun")
-if not MPIRUN:
-    print("skipped: no mpirun (scripts/setup.sh installs openmpi-bin)")
-    sys.exit(77)
-
-scratch = sys.argv[1]
-shutil.rmtree(scratch, ignore_errors=True)
-os.makedirs(scratch)
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1", OPENBLAS_NUM_THREADS="1")
-for k in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"):
-    ENV.pop(k, None)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch  # noqa: E402
 
 
 def args(out, epochs=20, ns="20,40"):
@@ -47,34 +24,9 @@ def args(out, epochs=20, ns="20,40"):
             str(epochs), "--out", out]
 
 
-def mpi(k, argv):
-    return [MPIRUN, "-np", str(k), "--oversubscribe", ATF, *argv]
-
-
-def run(cmd, expect=0):
-    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
-    check(p.returncode == expect, f"{' '.join(cmd[:4])}…: exit {p.returncode}, expected {expect}:"
-                                  f" {p.stderr[-800:]}")
-    return p
-
-
 def rows(out):
     with open(os.path.join(out, "samples.jsonl")) as f:
         return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in f]
-
-
-def leftovers(out):
-    """Processes (other than this one) whose command line names this output directory."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if int(pid) != os.getpid() and out.encode() in argv:
-            found.append(pid)
-    return found
 
 
 def same_rows(a, b, what, ordered=True):
@@ -138,5 +90,4 @@ p = run(mpi(2, ["predict", os.path.join(scratch, "none.h5"), os.path.join(scratc
         expect=2)
 check(p.stderr.count("runs as one process") == 1, f"refusal: {p.stderr[-400:]}")
 
-print(f"test_mpi_samples: {len(failures)} failures")
-sys.exit(1 if failures else 0)
+finish("test_mpi_samples")

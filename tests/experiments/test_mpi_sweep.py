@@ -12,48 +12,15 @@ usage: test_mpi_sweep.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MP
 import csv
 import glob
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
-ATF = os.environ["ATF"]
-if os.environ.get("ATF_MPI") != "1":
-    print("skipped: this build has no MPI (meson setup -Dmpi=enabled; scripts/test.sh runs "
-          "these tests in build-mpi)")
-    sys.exit(77)
-MPIRUN = shutil.which("mpirun")
-if not MPIRUN:
-    print("skipped: no mpirun (scripts/setup.sh installs openmpi-bin)")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch  # noqa: E402
 
-scratch = sys.argv[1]
-shutil.rmtree(scratch, ignore_errors=True)
-os.makedirs(scratch)
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1", OPENBLAS_NUM_THREADS="1")
-for k in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"):
-    ENV.pop(k, None)
 TIMING = ("seconds",)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def mpi(k, argv):
-    return [MPIRUN, "-np", str(k), "--oversubscribe", ATF, *argv]
-
-
-def run(cmd, expect=0):
-    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
-    check(p.returncode == expect, f"{' '.join(cmd[:5])}…: exit {p.returncode}, expected {expect}:"
-                                  f" {p.stderr[-800:]}")
-    return p
 
 
 def problem(name, n, widths):
@@ -74,20 +41,6 @@ def read_csv(path):
 def rows(out):
     return [{k: v for k, v in r.items() if k not in TIMING}
             for r in read_csv(os.path.join(out, "sweep.csv"))]
-
-
-def leftovers(out):
-    """Processes (other than this one) whose command line names this output directory."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if int(pid) != os.getpid() and out.encode() in argv:
-            found.append(pid)
-    return found
 
 
 def clean(out, what):
@@ -216,5 +169,4 @@ check(p.returncode != 0 and len(msgs) == 1 and "sweep.part-1" in msgs[0],
       f"an unreadable part table: exit {p.returncode}, messages {msgs}")
 check(not leftovers(out), f"an unreadable part table: processes left: {leftovers(out)}")
 
-print(f"test_mpi_sweep: {len(failures)} failures")
-sys.exit(1 if failures else 0)
+finish("test_mpi_sweep")

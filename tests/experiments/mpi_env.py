@@ -1,0 +1,69 @@
+"""What the tests of atf under mpirun share (tests/experiments/test_mpi_samples.py,
+test_mpi_sweep.py, tests/solver/test_mpi_solve.py): importing it skips the test (exit 77,
+saying why) in a build without MPI or where mpirun is missing, and otherwise gives the atf
+program, a fresh scratch directory (argv[1]), the environment mpirun needs here (as root, more
+ranks than cores, one BLAS thread, not itself inside a job), a counted check, atf runs in one
+process or K ranks, the processes a job left behind, and the exit with the count of failures."""
+import os
+import shutil
+import subprocess
+import sys
+
+ATF = os.environ["ATF"]
+if os.environ.get("ATF_MPI") != "1":
+    print("skipped: this build has no MPI (meson setup -Dmpi=enabled; scripts/test.sh runs "
+          "these tests in build-mpi)")
+    sys.exit(77)
+MPIRUN = shutil.which("mpirun")
+if not MPIRUN:
+    print("skipped: no mpirun (scripts/setup.sh installs openmpi-bin)")
+    sys.exit(77)
+
+scratch = sys.argv[1]
+shutil.rmtree(scratch, ignore_errors=True)
+os.makedirs(scratch)
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1", OPENBLAS_NUM_THREADS="1")
+for k in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"):
+    ENV.pop(k, None)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def mpi(k, argv):
+    """atf with argv under mpirun with k ranks."""
+    return [MPIRUN, "-np", str(k), "--oversubscribe", ATF, *argv]
+
+
+def run(cmd, expect=0, timeout=600):
+    """Run cmd (atf alone, or mpi(…)) and check its exit code."""
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    shown = " ".join(os.path.basename(c) if c in (ATF, MPIRUN) else c for c in cmd)
+    check(p.returncode == expect, f"{shown[:300]}: exit {p.returncode}, expected {expect}: "
+                                  f"{p.stderr[-800:]}")
+    return p
+
+
+def leftovers(name):
+    """Processes (other than this one) with `name` (an output) among their arguments."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if int(pid) != os.getpid() and name.encode() in argv:
+            found.append(pid)
+    return found
+
+
+def finish(name):
+    """Say how many checks failed and exit accordingly."""
+    print(f"{name}: {len(failures)} failures")
+    sys.exit(1 if failures else 0)

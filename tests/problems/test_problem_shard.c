@@ -24,53 +24,12 @@
 
 #include "atf_problem.h"
 #include "atf_test.h"
+#include "problem_fixtures.h"
 
 enum { N = 37, C = 3, NT = 11 };
 
 /* ---------------------------------------------------------------- building problems */
 
-static void set_block(atf_block *b, const char *name, int index, int rows, int cols,
-                      atf_operator_kind kind, const char *penalty)
-{
-    snprintf(b->name, sizeof b->name, "%s", name);
-    b->index = index;
-    b->rows = rows;
-    b->cols = cols;
-    b->kind = kind;
-    CHECK(atf_problem_set_penalty(&(atf_problem){.nblocks = 1, .blocks = b}, penalty, NULL) ==
-              ATF_OK,
-          "penalty %s", penalty);
-}
-
-static void fill_operator(atf_test_rng *rng, atf_block *b)
-{
-    int64_t n = (int64_t)b->rows * b->cols;
-    switch (b->kind) {
-    case ATF_OP_DENSE:
-        b->J = atf_test_new_symmetric(rng, (size_t)(b->M * n));
-        break;
-    case ATF_OP_FACTORED:
-        b->H = atf_test_new_symmetric(rng, (size_t)b->N * b->rows);
-        b->D = atf_test_new_symmetric(rng, (size_t)b->M * b->cols);
-        break;
-    case ATF_OP_SPARSE:
-        b->indptr = malloc((size_t)(b->M + 1) * sizeof *b->indptr);
-        b->indices = malloc((size_t)b->M * 2 * sizeof *b->indices);
-        b->data = atf_test_new_symmetric(rng, (size_t)b->M * 2);
-        b->nnz = 0;
-        b->indptr[0] = 0;
-        for (int m = 0; m < b->M; m++) {
-            for (int q = 0; q < (m % 3); q++) /* 0, 1 or 2 entries per row */
-                b->indices[b->nnz++] = (m * 7 + q * 5) % n;
-            b->indptr[m + 1] = b->nnz;
-        }
-        break;
-    }
-}
-
-/* Three factored blocks; with_test: a test split of NT examples whose blocks are factored,
- * dense and sparse. first_kind: the kind of the first training block (the others are
- * factored), to make files a shard cannot be read from. */
 static atf_problem *make_problem(uint64_t seed, int with_test, atf_operator_kind first_kind)
 {
     atf_test_rng rng;
@@ -153,13 +112,6 @@ static void poke(const char *file, const char *item, hsize_t i, hsize_t j, doubl
 
 /* ---------------------------------------------------------------- comparisons */
 
-static int same(const void *a, const void *b, size_t bytes)
-{
-    if (!a || !b)
-        return a == b;
-    return memcmp(a, b, bytes) == 0;
-}
-
 /* s is the shard [first, first + count) of full: its own rows of H and D, the rest whole. */
 static void compare_shard(const char *ctx, const atf_problem *full, const atf_problem *s,
                           int first, int count, atf_test_rng *rng)
@@ -170,9 +122,11 @@ static void compare_shard(const char *ctx, const atf_problem *full, const atf_pr
     CHECK(s->shard_first == first && s->shard_count == count, "%s: shard %d, %d", ctx,
           s->shard_first, s->shard_count);
     CHECK(!s->test, "%s: no test split", ctx);
-    CHECK(same(s->r, full->r, m) && same(s->y, full->y, m) && same(s->f0, full->f0, m),
+    CHECK(same_bits(s->r, full->r, m) && same_bits(s->y, full->y, m) &&
+              same_bits(s->f0, full->f0, m),
           "%s: r, y, f0 whole", ctx);
-    CHECK(same(s->labels, full->labels, (size_t)full->N * sizeof(int)), "%s: labels whole", ctx);
+    CHECK(same_bits(s->labels, full->labels, (size_t)full->N * sizeof(int)), "%s: labels whole",
+          ctx);
     CHECK(!strcmp(s->prov.data_source, full->prov.data_source) && s->prov.has_data_seed &&
               s->prov.data_seed == 99 && !strcmp(s->prov.atf_version, full->prov.atf_version),
           "%s: provenance", ctx);
@@ -188,10 +142,10 @@ static void compare_shard(const char *ctx, const atf_problem *full, const atf_pr
               a->name, b->N, b->M);
         CHECK(!b->J && !b->indptr && !b->indices && !b->data, "%s: block %s: only H, D", ctx,
               a->name);
-        CHECK(same(b->H, a->H + (size_t)first * a->rows,
+        CHECK(same_bits(b->H, a->H + (size_t)first * a->rows,
                    (size_t)count * a->rows * sizeof(double)),
               "%s: block %s: H rows %d … %d", ctx, a->name, first, first + count - 1);
-        CHECK(same(b->D, a->D + (size_t)first * C * a->cols,
+        CHECK(same_bits(b->D, a->D + (size_t)first * C * a->cols,
                    (size_t)count * C * a->cols * sizeof(double)),
               "%s: block %s: D rows", ctx, a->name);
         /* the shard's operator is the full one's rows of its examples */

@@ -126,8 +126,8 @@ double *atf_sv_dd_low(atf_solver *s, size_t n)
 }
 
 /* hi[j] (n values) ← the sum over the processes of the pairs (hi[j], lo[j]), lo being NULL when
- * there was no memory for it (atf_sv_dd_low): then NaN, which the callers' finiteness checks report,
- * on every process alike (the maximum of a flag agrees on it first). */
+ * there was no memory for it (atf_sv_dd_low): then NaN, which the callers' finiteness checks
+ * report, on every process alike (the maximum of a flag agrees on it first). */
 void atf_sv_sum_dd(atf_solver *s, double *hi, const double *lo, size_t n)
 {
     double *dd = s->dd;
@@ -137,6 +137,8 @@ void atf_sv_sum_dd(atf_solver *s, double *hi, const double *lo, size_t n)
             hi[j] = NAN;
         return;
     }
+    if (!s->procs) /* one process: hi is the sum already */
+        return;
     for (size_t j = 0; j < n; j++)
         dd[2 * j] = hi[j], dd[2 * j + 1] = lo[j];
     s->procs->sum_dd(s->procs->ctx, dd, (int64_t)n);
@@ -163,7 +165,7 @@ static void adjoint_ops(atf_solver *s, const atf_block *const *ops, const double
             atf_block_adjoint_work(ops[l], u, 0.0, g + s->vars[l].off, s->op_work);
         return;
     }
-    /* the low parts after the scratch's share of the products (atf_block_work_size) */
+    /* the low parts of the sums in s->dd, until atf_sv_sum_dd adds the processes' pairs */
     const atf_sv_share *sh = &s->share;
     const double *us = u + (size_t)sh->first * ops[0]->C;
     double *lo = atf_sv_dd_low(s, s->n);
@@ -212,35 +214,21 @@ static void hess_fused(atf_solver *s, const atf_block *const *ops, const atf_sv_
                        int k, atf_curvature_fn *curv, void *ctx, double *z)
 {
     double *zs = z + (size_t)sh->first * k * ops[0]->C;
+    size_t len = (size_t)k * s->n; /* the G_l lie one after the other from hess_g[0] */
     if (!work_room(s, atf_factored_hess_work_size(s->nvars, ops, k))) {
-        for (int l = 0; l < s->nvars; l++) /* NaN: reported by the callers' checks */
-            for (size_t j = 0; j < (size_t)k * s->vars[l].len; j++)
-                s->hess_g[l][j] = NAN;
-        if (s->procs) /* and agreed on, as atf_sv_sum_dd does */
-            atf_sv_sum_dd(s, s->hess_g[0], NULL, (size_t)k * s->n);
+        atf_sv_sum_dd(s, s->hess_g[0], NULL, len); /* NaN, agreed on by every process */
         return;
     }
-    if (!s->procs) { /* the share's chunks (a subsample's follow the problem's) */
-        atf_shard_hess_dd(s->nvars, ops, sh->cuts, sh->ncuts, sh->first, k, s->hess_x,
-                          s->hess_g, NULL, curv, ctx, zs, s->op_work);
-        return;
-    }
-    size_t len = (size_t)k * s->n;
-    double *lo = atf_sv_dd_low(s, len);
-    double **glo = s->hess_lo;
+    /* the share's chunks (a subsample's follow the problem's); over processes the low parts of
+     * the sums are kept and the processes' pairs added (a share of no example adds zero) */
+    double *lo = s->procs ? atf_sv_dd_low(s, len) : NULL;
     for (int l = 0; lo && l < s->nvars; l++)
-        glo[l] = lo + (size_t)k * s->vars[l].off;
-    if (lo && sh->count > 0)
-        atf_shard_hess_dd(s->nvars, ops, sh->cuts, sh->ncuts, sh->first, k,
-                          (const double *const *)s->hess_x, s->hess_g, glo, curv, ctx, zs,
-                          s->op_work);
-    else if (lo)
-        for (int l = 0; l < s->nvars; l++) {
-            size_t gl = (size_t)k * s->vars[l].len;
-            memset(s->hess_g[l], 0, gl * sizeof(double));
-            memset(glo[l], 0, gl * sizeof(double));
-        }
-    atf_sv_sum_dd(s, s->hess_g[0], lo, len); /* the G_l lie one after the other (k·off_l) */
+        s->hess_lo[l] = lo + (size_t)k * s->vars[l].off;
+    if (!s->procs || lo)
+        atf_shard_hess_dd(s->nvars, ops, sh->cuts, sh->ncuts, sh->first, k, s->hess_x,
+                          s->hess_g, lo ? s->hess_lo : NULL, curv, ctx, zs, s->op_work);
+    if (s->procs)
+        atf_sv_sum_dd(s, s->hess_g[0], lo, len);
 }
 
 void atf_sv_hess_ops(atf_solver *s, const atf_block *const *ops, const atf_sv_share *share,

@@ -202,7 +202,8 @@ void atf_sv_gather(const atf_solver *s, double *x, int width);
 /* res = A vec(B) − r on the caller's problem (atf_problem_residual over processes). */
 void atf_sv_residual(const atf_solver *s, double *const *Bs, double *res);
 /* Room for n low parts of double-double values (NULL: out of memory), and hi[j] (n values) ←
- * the sum over the processes of (hi[j], lo[j]) (NaN everywhere when lo is NULL anywhere). */
+ * the sum over the processes of (hi[j], lo[j]) (NaN everywhere when lo is NULL anywhere; hi
+ * as it is with one process). */
 double *atf_sv_dd_low(atf_solver *s, size_t n);
 void atf_sv_sum_dd(atf_solver *s, double *hi, const double *lo, size_t n);
 /* The largest v over the processes (v itself with one). */

@@ -3,11 +3,14 @@ test_mpi_sweep.py, tests/solver/test_mpi_solve.py): importing it skips the test 
 saying why) in a build without MPI or where mpirun is missing, and otherwise gives the atf
 program, a fresh scratch directory (argv[1]), the environment mpirun needs here (as root, more
 ranks than cores, one BLAS thread, not itself inside a job), a counted check, atf runs in one
-process or K ranks, the processes a job left behind, and the exit with the count of failures."""
+process or K ranks, the processes a job left behind, a job stopped by Ctrl-C or a killed rank,
+and the exit with the count of failures."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 ATF = os.environ["ATF"]
 if os.environ.get("ATF_MPI") != "1":
@@ -61,6 +64,29 @@ def leftovers(name):
         if int(pid) != os.getpid() and name.encode() in argv:
             found.append(pid)
     return found
+
+
+def stop_job(job, out, part, how):
+    """Once rank 1 has recorded a row in its part table `part`, stop the job writing to `out`:
+    Ctrl-C to mpirun (how = "sigint") or SIGKILL to one rank; then the job must fail and leave no
+    process behind."""
+    deadline = time.time() + 120
+    while time.time() < deadline and job.poll() is None:  # until rank 1 recorded a row
+        if os.path.exists(part) and sum(1 for _ in open(part)) >= 2:
+            break
+        time.sleep(0.05)
+    check(job.poll() is None, f"{how}: the job ended before the stop")
+    if how == "sigint":
+        job.send_signal(signal.SIGINT)
+    else:
+        ranks = [p for p in leftovers(out) if p != str(job.pid)]
+        check(len(ranks) >= 1, "kill-rank: no rank found")
+        if ranks:
+            os.kill(int(ranks[-1]), signal.SIGKILL)
+    job.wait(timeout=120)
+    check(job.returncode != 0, f"{how}: the job exited 0")
+    time.sleep(1)
+    check(not leftovers(out), f"{how}: processes left: {leftovers(out)}")
 
 
 def finish(name):

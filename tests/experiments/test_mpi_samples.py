@@ -9,13 +9,11 @@ that does not share its work refuses to run under K ranks.
 usage: test_mpi_samples.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch  # noqa: E402
+from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch, stop_job  # noqa: E402
 
 
 def args(out, epochs=20, ns="20,40"):
@@ -57,22 +55,7 @@ for how in ("sigint", "kill-rank"):
     job = subprocess.Popen(mpi(2, args(out, epochs=200000)), env=ENV, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
     part = os.path.join(out, "samples.part-1.csv")
-    deadline = time.time() + 120
-    while time.time() < deadline and job.poll() is None:  # until rank 1 recorded a row
-        if os.path.exists(part) and sum(1 for _ in open(part)) >= 2:
-            break
-        time.sleep(0.1)
-    if how == "sigint":
-        job.send_signal(signal.SIGINT)
-    else:
-        ranks = [p for p in leftovers(out) if p != str(job.pid)]
-        check(len(ranks) >= 1, "kill-rank: no rank found")
-        if ranks:
-            os.kill(int(ranks[-1]), signal.SIGKILL)
-    job.wait(timeout=120)
-    check(job.returncode != 0, f"{how}: the job exited 0")
-    time.sleep(1)
-    check(not leftovers(out), f"{how}: processes left: {leftovers(out)}")
+    stop_job(job, out, part, how)
     run(mpi(3, args(out, epochs=200000)))
     same_rows(rows(slow_ref), rows(out), f"{how}, resumed with K = 3", ordered=False)
 

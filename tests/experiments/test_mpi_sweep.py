@@ -12,13 +12,12 @@ usage: test_mpi_sweep.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MP
 import csv
 import glob
 import os
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch  # noqa: E402
+from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch, stop_job  # noqa: E402
 
 TIMING = ("seconds",)
 
@@ -99,23 +98,7 @@ for how in ("sigint", "kill-rank"):
     job = subprocess.Popen(mpi(2, ["sweep", slow, "--out", out, *slow_grid]), env=ENV,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     part = os.path.join(out, "sweep.part-1.csv")  # rank 1 has the second chain (diagonal)
-    deadline = time.time() + 120
-    while time.time() < deadline and job.poll() is None:  # until rank 1 recorded a row
-        if os.path.exists(part) and sum(1 for _ in open(part)) >= 2:
-            break
-        time.sleep(0.05)
-    check(job.poll() is None, f"{how}: the job ended before the stop")
-    if how == "sigint":
-        job.send_signal(signal.SIGINT)
-    else:
-        ranks = [p for p in leftovers(out) if p != str(job.pid)]
-        check(len(ranks) >= 1, "kill-rank: no rank found")
-        if ranks:
-            os.kill(int(ranks[-1]), signal.SIGKILL)
-    job.wait(timeout=120)
-    check(job.returncode != 0, f"{how}: the job exited 0")
-    time.sleep(1)
-    check(not leftovers(out), f"{how}: processes left: {leftovers(out)}")
+    stop_job(job, out, part, how)
     # what the stopped job recorded: the table and the part tables
     before = rows(out)
     for f in sorted(glob.glob(os.path.join(out, "sweep.part-*.csv"))):

@@ -39,6 +39,7 @@ static void block_problem(void)
     OFF(atf_problem, y); OFF(atf_problem, f0); OFF(atf_problem, labels);
     OFF(atf_problem, nblocks); OFF(atf_problem, blocks); OFF(atf_problem, test);
     OFF(atf_problem, fingerprint); OFF(atf_problem, fingerprint_state); OFF(atf_problem, prov);
+    OFF(atf_problem, shard_first); OFF(atf_problem, shard_count);
 }
 
 static void result(void)
@@ -82,7 +83,7 @@ static void settings(void)
     OFF(atf_settings, baseline); OFF(atf_settings, newton_rank);
     SIZE(atf_hooks);
     OFF(atf_hooks, log); OFF(atf_hooks, log_ctx); OFF(atf_hooks, warm);
-    OFF(atf_hooks, interrupt);
+    OFF(atf_hooks, interrupt); OFF(atf_hooks, processes);
     printf("sig_atomic_t %zu\n", sizeof(sig_atomic_t));
 }
 

@@ -44,9 +44,18 @@ atf_error atf_sv_shards_init(atf_solver *s, char *err)
                    first, first + count - 1);
         return ATF_E_USAGE;
     }
+    if (s->set.method == ATF_METHOD_BASELINE) {
+        atf_errorf(err, "solver: the baseline by the M x M Gram (--method gram) needs every "
+                   "example in one process");
+        return ATF_E_USAGE;
+    }
+    /* Method cg is ready here, in baseline_cg.c and in cg_precond.c, but the row equilibration
+     * (equilibrate.c, ATF_EQ_ROWS) and the projection's residual (projection.c) do not yet read
+     * a shard: refused until they do (docs/solver.md §19, "The CG baseline over processes"). */
     if (s->set.method != ATF_METHOD_NEWTON && s->set.method != ATF_METHOD_FISTA) {
-        atf_errorf(err, "solver: method %s does not run over several processes (newton and "
-                   "fista, with a loss, do)", atf_method_name(s->set.method));
+        atf_errorf(err, "solver: method %s%s does not run over several processes (newton and "
+                   "fista, with a loss, do)", atf_method_name(s->set.method),
+                   s->requested == ATF_METHOD_AUTO ? " (the choice of auto)" : "");
         return ATF_E_USAGE;
     }
     for (int l = 0; l < p->nblocks; l++)
@@ -90,20 +99,40 @@ double atf_sv_max(const atf_solver *s, double v)
     return v;
 }
 
+/* y (the share's rows) = beta·y + b x for an operator over the share's examples, a factored one
+ * chunk by chunk: each chunk's GEMM then has the shape it has in one process, whichever process
+ * holds the chunk. One GEMM over all the rows held does the same sums row by row, but OpenBLAS
+ * takes another kernel for small products (below 10⁶ multiply-adds on SkylakeX), and the share
+ * of a small problem can fall below that where the whole problem does not: its rows then
+ * differed in their last bits (docs/solver.md §19, "The CG baseline over processes"). work:
+ * atf_block_work_size(b) doubles, or NULL. */
+static void apply_share(const atf_sv_share *sh, const atf_block *b, const double *x,
+                        double beta, double *y, double *work)
+{
+    if (b->kind != ATF_OP_FACTORED || b->N != sh->count) {
+        atf_block_apply_work(b, x, beta, y, work);
+        return;
+    }
+    for (int c = 0; c < sh->ncuts; c++) {
+        atf_block chunk = *b;
+        int i0 = sh->cuts[c];
+        chunk.N = sh->cuts[c + 1] - i0, chunk.M = chunk.N * b->C;
+        chunk.H = b->H + (size_t)i0 * b->rows;
+        chunk.D = b->D + (size_t)i0 * b->C * b->cols;
+        atf_block_apply_work(&chunk, x, beta, y + (size_t)i0 * b->C, work);
+    }
+}
+
 void atf_sv_residual(const atf_solver *s, double *const *Bs, double *res)
 {
     const atf_problem *p = s->prob;
-    if (!s->procs) {
-        atf_problem_residual(p, Bs, res);
-        return;
-    }
     size_t at = (size_t)s->share.first * p->C, rows = (size_t)s->share.count * p->C;
     for (size_t m = 0; m < rows; m++)
         res[at + m] = -p->r[at + m];
     for (int l = 0; l < p->nblocks; l++) {
         atf_block view = p->blocks[l];
         view.N = s->share.count, view.M = (int)rows;
-        atf_block_apply(&view, Bs[l], 1.0, res + at);
+        apply_share(&s->share, &view, Bs[l], 1.0, res + at, NULL);
     }
     atf_sv_gather(s, res, p->C);
 }
@@ -149,12 +178,16 @@ void atf_sv_sum_dd(atf_solver *s, double *hi, const double *lo, size_t n)
 /* ---- the products ---- */
 
 /* z = Σ_l ops_l x_l and g_l = ops_lᵀ u through operators of the vars' shapes (the vars' own, or
- * a subsample's), in the shared scratch. */
-static void apply_ops(atf_solver *s, const atf_block *const *ops, const double *x, double *z)
+ * a subsample's), in the shared scratch; the vars' own (sh: the share) chunk by chunk. */
+static void apply_ops(atf_solver *s, const atf_block *const *ops, const atf_sv_share *sh,
+                      const double *x, double *z)
 {
     double *zs = z + (size_t)s->share.first * ops[0]->C;
     for (int l = 0; l < s->nvars; l++)
-        atf_block_apply_work(ops[l], x + s->vars[l].off, l ? 1.0 : 0.0, zs, s->op_work);
+        if (sh)
+            apply_share(sh, ops[l], x + s->vars[l].off, l ? 1.0 : 0.0, zs, s->op_work);
+        else
+            atf_block_apply_work(ops[l], x + s->vars[l].off, l ? 1.0 : 0.0, zs, s->op_work);
     atf_sv_gather(s, z, ops[0]->C);
 }
 
@@ -177,7 +210,7 @@ static void adjoint_ops(atf_solver *s, const atf_block *const *ops, const double
 
 void atf_sv_apply(atf_solver *s, const double *x, double *z)
 {
-    apply_ops(s, s->op_ptrs, x, z);
+    apply_ops(s, s->op_ptrs, &s->share, x, z);
     s->passes++;
 }
 
@@ -242,7 +275,7 @@ void atf_sv_hess_ops(atf_solver *s, const atf_block *const *ops, const atf_sv_sh
         hess_fused(s, ops, share ? share : &s->share, 1, curv, ctx, z);
         return;
     }
-    apply_ops(s, ops, x, z);
+    apply_ops(s, ops, NULL, x, z);
     int C = ops[0]->C;
     for (int i = 0; i < ops[0]->N; i++)
         curv(ctx, i, z + (size_t)i * C, z + (size_t)i * C);

@@ -140,6 +140,14 @@ atf_error atf_sv_cg_build(atf_solver *s, char *err)
         atf_errorf(err, "cg: out of memory for the workspace (M = %d, n = %zu)", s->work.M, s->n);
         return ATF_E_NOMEM;
     }
+    /* ATF_CG_PRECOND names the preconditioner in place of the default: for the tests and
+     * measurements that run the atf command (under mpirun too), which has no option for it */
+    const char *env = getenv("ATF_CG_PRECOND");
+    if (env && *env && atf_cg_precond_parse(env, &p->cg->opt.precond) != ATF_OK) {
+        atf_errorf(err, "cg: ATF_CG_PRECOND='%s' is not one of default, none, jacobi, nystrom, "
+                   "nystrom-block", env);
+        return ATF_E_USAGE;
+    }
     s->rnorm = atf_sv_norm(s->work.r, M);
     s->consistent = 1; /* decided by each solve */
     s->ls_residual = NAN;
@@ -557,11 +565,14 @@ static double certificate(atf_sv_cg *c, const double *x, int max_steps)
     return cert;
 }
 
+/* After the reason auto gave, if any ("auto: ...; cg: ..."). */
 static void method_note(const atf_sv_cg *c, const atf_cg_report *rep, atf_result *res)
 {
     const atf_cg_pre *pre = &c->pre;
-    int len = snprintf(res->info.method_note, sizeof res->info.method_note, "cg: %s preconditioner",
-                       atf_cg_precond_name(pre->kind));
+    size_t used = strlen(res->info.method_note);
+    int len = (int)used + snprintf(res->info.method_note + used,
+                                   sizeof res->info.method_note - used, "%scg: %s preconditioner",
+                                   used ? "; " : "", atf_cg_precond_name(pre->kind));
     if (pre->k > 0 && len > 0 && (size_t)len < sizeof res->info.method_note)
         len += snprintf(res->info.method_note + len, sizeof res->info.method_note - (size_t)len,
                         ", rank %d (randomly pivoted Cholesky, seed %llu), residual trace %.2g%%, "
@@ -682,5 +693,11 @@ int atf_sv_gram_fits(const atf_problem *prob, int max_m, char *why, size_t len)
 
 atf_method atf_baseline_method(const atf_problem *prob, char *why, size_t len)
 {
+    if (prob->shard_count > 0 && prob->shard_count < prob->N) { /* a process's share */
+        if (why && len)
+            snprintf(why, len, "M = %d: the examples are spread over processes, and the Gram "
+                     "needs them all in one", prob->M);
+        return ATF_METHOD_CG;
+    }
     return atf_sv_gram_fits(prob, GRAM_AUTO_MAX_M, why, len) ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
 }

@@ -13,7 +13,21 @@
  * A Gram column of a factored block is (H h_j) ∘ (D δ_s) expanded to rows (row m = i·C + c takes
  * the i-th entry of H h_j): O(N·P + M·Q) per column, computed for a block of pivots at once by two
  * GEMMs. The rank k comes from a memory budget for F (M·k doubles). Every random choice comes from
- * one seeded generator (splitmix64), so a run is reproducible. */
+ * one seeded generator (splitmix64), so a run is reproducible.
+ *
+ * Over processes (docs/solver.md §19, "The CG baseline over processes") the vars' operators are
+ * views of the examples this process holds (operator.c), rows m0 … m0 + Mh − 1 of the M. Whatever
+ * lies along the rows is formed for the held rows only: the example blocks and their factors, the
+ * Gram columns, the rows of F, and in every application B⁻¹ and F t; the results are gathered.
+ * Every BLAS call on rows runs chunk by chunk over the chunks of atf_shard.h, whose cut depends
+ * on N only, so that one process and any number of them make the same calls on the same data.
+ * What every process needs whole is completed exactly: the diagonal of the residual (the pivots
+ * are drawn from it; gathered), the pivots' rows of H, D, F and of the residual columns (each
+ * process fills the rows it holds and zeros elsewhere, and the sum over the processes is exact);
+ * the k × k core Fᵀ B⁻¹ F and the k coefficients Fᵀu of an application are summed over the
+ * chunks and the processes in double-double (atf_sv_sum_dd). Every process thus builds and
+ * applies the preconditioner with the bits of one process alone, drawing the same pivots from
+ * the one seeded generator. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -130,10 +144,10 @@ static void block_of_op(const atf_block *b, int i, double *blk, double *w)
     }
 }
 
-/* The N blocks G_ii of G (lower triangles). */
+/* The held examples' blocks G_ii (lower triangles), count × C × C. */
 static int example_blocks(atf_solver *s, double *blk)
 {
-    int N = s->work.N, C = s->work.C;
+    int N = s->share.count, C = s->work.C;
     size_t wlen = 1;
     for (int l = 0; l < s->nvars; l++)
         if (s->vars[l].op.kind == ATF_OP_SPARSE)
@@ -149,37 +163,58 @@ static int example_blocks(atf_solver *s, double *blk)
     return 0;
 }
 
-/* cols (M × b, column-major) += the columns S of one factored operator's Gram:
- * (H H[j]ᵀ)[m div C] · (D D[S]ᵀ)[m], j = S div C. */
-static int factored_columns(const atf_block *b, const int *S, int nb, double *cols)
+/* ---- over processes ---- */
+
+/* The worst outcome over the processes (0 done, -1 out of memory, -2 not positive definite), so
+ * that every process leaves at the same point. */
+static int agree(const atf_solver *s, int st)
 {
-    int N = b->N, C = b->C, M = b->M, P = b->rows, Q = b->cols;
-    double *hs = malloc((size_t)nb * (size_t)P * sizeof *hs);
-    double *ds = malloc((size_t)nb * (size_t)Q * sizeof *ds);
-    double *X = malloc((size_t)N * (size_t)nb * sizeof *X);
-    double *Y = malloc((size_t)M * (size_t)nb * sizeof *Y);
-    int st = -1;
-    if (hs && ds && X && Y) {
-        for (int t = 0; t < nb; t++) {
-            memcpy(hs + (size_t)t * P, b->H + (size_t)(S[t] / C) * P, (size_t)P * sizeof *hs);
-            memcpy(ds + (size_t)t * Q, b->D + (size_t)S[t] * Q, (size_t)Q * sizeof *ds);
-        }
-        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, N, nb, P, 1.0, b->H, P, hs, P, 0.0,
-                    X, N);
-        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, nb, Q, 1.0, b->D, Q, ds, Q, 0.0,
-                    Y, M);
-        for (int t = 0; t < nb; t++) {
-            const double *x = X + (size_t)t * N, *y = Y + (size_t)t * M;
-            double *c = cols + (size_t)t * M;
-            for (int m = 0; m < M; m++)
-                c[m] += x[m / C] * y[m];
-        }
-        st = 0;
-    }
-    free(hs), free(ds), free(X), free(Y);
-    return st;
+    return -(int)atf_sv_max(s, -(double)st);
 }
 
+/* x[n], each process having filled what it holds and zeros elsewhere: the exact sum over the
+ * processes (every value comes from one of them). The low parts are the room reserved by
+ * reserve_dd; nothing to do with one process. */
+static void complete(atf_solver *s, double *x, size_t n)
+{
+    double *lo = atf_sv_dd_low(s, n);
+    if (lo)
+        memset(lo, 0, n * sizeof *lo);
+    atf_sv_sum_dd(s, x, lo, n);
+}
+
+/* Room for n double-double values in the solver's scratch (atf_sv_dd_low), so that the sums of
+ * the build and of every application need no allocation; -1 when it cannot be had. */
+static int reserve_dd(atf_solver *s, size_t n)
+{
+    return atf_sv_dd_low(s, n ? n : 1) ? 0 : -1;
+}
+
+/* ---- the columns of G at a block of pivots ---- */
+
+/* cols (Mh × nb, column-major: the held rows) += the columns of one factored operator's Gram at
+ * the pivots whose H rows are hs (P × nb) and D rows ds (Q × nb): (H hs)[m div C] · (D ds)[m],
+ * chunk by chunk. X, Y: chunk × nb and chunk·C × nb scratch. */
+static void factored_columns(const atf_block *b, const atf_sv_share *sh, const double *hs,
+                             const double *ds, int nb, double *cols, int ld, double *X, double *Y)
+{
+    int C = b->C, P = b->rows, Q = b->cols;
+    for (int c = 0; c < sh->ncuts; c++) {
+        int i0 = sh->cuts[c], ni = sh->cuts[c + 1] - i0, r0 = i0 * C, nr = ni * C;
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, ni, nb, P, 1.0,
+                    b->H + (size_t)i0 * P, P, hs, P, 0.0, X, ni);
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, nr, nb, Q, 1.0,
+                    b->D + (size_t)r0 * Q, Q, ds, Q, 0.0, Y, nr);
+        for (int t = 0; t < nb; t++) {
+            const double *x = X + (size_t)t * ni, *y = Y + (size_t)t * nr;
+            double *col = cols + (size_t)t * ld + r0;
+            for (int m = 0; m < nr; m++)
+                col[m] += x[m / C] * y[m];
+        }
+    }
+}
+
+/* Dense and sparse blocks (one process only: a shard's blocks are factored): all M rows. */
 static int dense_columns(const atf_block *b, const int *S, int nb, double *cols)
 {
     int n = b->rows * b->cols;
@@ -217,30 +252,40 @@ static int sparse_columns(const atf_block *b, const int *S, int nb, double *cols
     return 0;
 }
 
-/* cols (M × nb, column-major) = G[:, S]. */
-static int gram_columns(atf_solver *s, const int *S, int nb, double *cols)
-{
-    memset(cols, 0, (size_t)s->work.M * (size_t)nb * sizeof *cols);
-    for (int l = 0; l < s->nvars; l++) {
-        const atf_block *b = &s->vars[l].op;
-        int st = b->kind == ATF_OP_FACTORED ? factored_columns(b, S, nb, cols)
-                 : b->kind == ATF_OP_DENSE  ? dense_columns(b, S, nb, cols)
-                                            : sparse_columns(b, S, nb, cols);
-        if (st != 0)
-            return st;
-    }
-    return 0;
-}
-
 /* ---- randomly pivoted Cholesky, blocks with rejection ---- */
 
 typedef struct {
-    int M, kmax, k;
-    double *F, *d, *cum, *cols, *H, *H0;
+    atf_solver *s;
+    int M, kmax, k;  /* M: all rows */
+    int Mh, m0;      /* the rows held, from m0 on */
+    double *F;       /* Mh × kmax: the held rows of F */
+    double *d, *cum; /* [M] the residual diagonal (whole on every process) */
+    double *cols;    /* Mh × nb: the held rows of the candidates' residual columns */
+    double *piv;     /* the candidates' rows: per factored var H (P × nb) and D (Q × nb), then
+                        the rows of F (nb × k); then the residual block's rows (nb × nb) */
+    double *X, *Y;   /* a chunk's products (factored_columns) */
+    double *H, *H0;
     int *S, *T;
     uint64_t rng;
     double thr; /* smallest residual diagonal accepted as a pivot */
 } rpc_state;
+
+/* Doubles of the candidates' H and D rows in piv (factored vars). */
+static size_t factor_rows_len(const atf_solver *s, int nb)
+{
+    size_t n = 0;
+    for (int l = 0; l < s->nvars; l++)
+        if (s->vars[l].op.kind == ATF_OP_FACTORED)
+            n += (size_t)nb * (size_t)(s->vars[l].op.rows + s->vars[l].op.cols);
+    return n;
+}
+
+/* Whether global row m is held, and where (its held index in *at). */
+static int holds(const rpc_state *r, int m, int *at)
+{
+    *at = m - r->m0;
+    return *at >= 0 && *at < r->Mh;
+}
 
 /* nb indices drawn independently with probability ∝ d (inverse CDF on the cumulative sums). */
 static void sample_pivots(rpc_state *r, int nb)
@@ -262,6 +307,85 @@ static void sample_pivots(rpc_state *r, int nb)
             lo--;
         r->S[t] = lo;
     }
+}
+
+/* The candidates' rows of every factored var's H and D, and of F, into piv, whoever holds
+ * them. */
+static void candidate_rows(rpc_state *r, int nb)
+{
+    atf_solver *s = r->s;
+    int C = s->work.C, first = s->share.first, at;
+    size_t len = factor_rows_len(s, nb) + (size_t)nb * (size_t)r->k;
+    memset(r->piv, 0, len * sizeof *r->piv);
+    double *p = r->piv;
+    for (int l = 0; l < s->nvars; l++) {
+        const atf_block *b = &s->vars[l].op;
+        if (b->kind != ATF_OP_FACTORED)
+            continue;
+        int P = b->rows, Q = b->cols;
+        for (int t = 0; t < nb; t++)
+            if (holds(r, r->S[t], &at)) {
+                memcpy(p + (size_t)t * P, b->H + (size_t)(r->S[t] / C - first) * P,
+                       (size_t)P * sizeof *p);
+                memcpy(p + (size_t)nb * P + (size_t)t * Q, b->D + (size_t)at * Q,
+                       (size_t)Q * sizeof *p);
+            }
+        p += (size_t)nb * (size_t)(P + Q);
+    }
+    for (int t = 0; t < nb; t++) /* F[S, :] (nb × k) */
+        if (holds(r, r->S[t], &at))
+            for (int j = 0; j < r->k; j++)
+                p[(size_t)j * nb + t] = r->F[(size_t)j * r->Mh + at];
+    complete(s, r->piv, len);
+}
+
+/* cols (Mh × nb) = the held rows of G[:, S] − F F[S, :]ᵀ. */
+static int residual_columns(rpc_state *r, int nb)
+{
+    atf_solver *s = r->s;
+    const atf_sv_share *sh = &s->share;
+    int C = s->work.C;
+    memset(r->cols, 0, (size_t)r->Mh * (size_t)nb * sizeof *r->cols);
+    const double *p = r->piv;
+    for (int l = 0; l < s->nvars; l++) {
+        const atf_block *b = &s->vars[l].op;
+        int st = 0;
+        if (b->kind == ATF_OP_FACTORED) {
+            factored_columns(b, sh, p, p + (size_t)nb * b->rows, nb, r->cols, r->Mh, r->X, r->Y);
+            p += (size_t)nb * (size_t)(b->rows + b->cols);
+        } else {
+            st = b->kind == ATF_OP_DENSE ? dense_columns(b, r->S, nb, r->cols)
+                                         : sparse_columns(b, r->S, nb, r->cols);
+        }
+        if (st != 0)
+            return st;
+    }
+    if (r->k > 0) /* p: F[S, :] */
+        for (int c = 0; c < sh->ncuts; c++) {
+            int r0 = sh->cuts[c] * C, nr = (sh->cuts[c + 1] - sh->cuts[c]) * C;
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, nr, nb, r->k, -1.0, r->F + r0,
+                        r->Mh, p, nb, 1.0, r->cols + r0, r->Mh);
+        }
+    return 0;
+}
+
+/* The residual block on S (nb × nb, column-major), symmetrised, into H0 and H: its rows of the
+ * residual columns, whoever holds them. */
+static void residual_block(rpc_state *r, int nb)
+{
+    double *B = r->piv; /* the candidates' rows are used up */
+    size_t len = (size_t)nb * (size_t)nb;
+    int at;
+    memset(B, 0, len * sizeof *B);
+    for (int a = 0; a < nb; a++)
+        if (holds(r, r->S[a], &at))
+            for (int b = 0; b < nb; b++)
+                B[(size_t)b * nb + a] = r->cols[(size_t)b * r->Mh + at];
+    complete(r->s, B, len);
+    for (int a = 0; a < nb; a++)
+        for (int b = 0; b < nb; b++)
+            r->H0[(size_t)b * nb + a] = 0.5 * (B[(size_t)b * nb + a] + B[(size_t)a * nb + b]);
+    memcpy(r->H, r->H0, len * sizeof *r->H);
 }
 
 /* The rejection step on the nb × nb residual block H (column-major): candidate t is accepted with
@@ -286,11 +410,15 @@ static int accept_pivots(rpc_state *r, int nb, int room)
 }
 
 /* Append the accepted columns to F: F_new = cols[:, T] L⁻ᵀ with L the Cholesky factor of the
- * residual block on T; d loses the squares of the new columns. Returns the number appended. */
+ * residual block on T (the held rows, chunk by chunk); d loses the squares of the new columns
+ * and is gathered. Returns the number appended. */
 static int append_columns(rpc_state *r, int nb, int na)
 {
     if (na == 0)
         return 0;
+    atf_solver *s = r->s;
+    const atf_sv_share *sh = &s->share;
+    int C = s->work.C, Mh = r->Mh;
     double *L = r->H0 + (size_t)nb * nb; /* scratch after H0 */
     for (int a = 0; a < na; a++)
         for (int b = 0; b < na; b++)
@@ -300,59 +428,67 @@ static int append_columns(rpc_state *r, int nb, int na)
         return info > 1 ? append_columns(r, nb, (int)info - 1) : 0;
     if (info < 0)
         return 0;
-    double *Fn = r->F + (size_t)r->k * r->M;
+    double *Fn = r->F + (size_t)r->k * Mh;
     for (int a = 0; a < na; a++)
-        memcpy(Fn + (size_t)a * r->M, r->cols + (size_t)r->T[a] * r->M, (size_t)r->M * sizeof *Fn);
-    cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, r->M, na, 1.0,
-                L, na, Fn, r->M);
+        memcpy(Fn + (size_t)a * Mh, r->cols + (size_t)r->T[a] * Mh, (size_t)Mh * sizeof *Fn);
+    for (int c = 0; c < sh->ncuts; c++) {
+        int r0 = sh->cuts[c] * C, nr = (sh->cuts[c + 1] - sh->cuts[c]) * C;
+        cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, nr, na, 1.0,
+                    L, na, Fn + r0, Mh);
+    }
+    double *dh = r->d + r->m0;
     for (int a = 0; a < na; a++) {
-        const double *f = Fn + (size_t)a * r->M;
-        for (int m = 0; m < r->M; m++)
-            r->d[m] = fmax(0.0, r->d[m] - f[m] * f[m]);
+        const double *f = Fn + (size_t)a * Mh;
+        for (int m = 0; m < Mh; m++)
+            dh[m] = fmax(0.0, dh[m] - f[m] * f[m]);
         r->d[r->S[r->T[a]]] = 0.0;
     }
+    atf_sv_gather(s, r->d, C);
     return na;
 }
 
 /* One block: nb candidates, their residual columns and the rejection step. */
-static int rpc_block(atf_solver *s, rpc_state *r, int nb)
+static int rpc_block(rpc_state *r, int nb)
 {
     sample_pivots(r, nb);
-    if (gram_columns(s, r->S, nb, r->cols) != 0)
+    candidate_rows(r, nb);
+    if (residual_columns(r, nb) != 0)
         return -1;
-    if (r->k > 0) { /* residual columns: G[:, S] − F F[S, :]ᵀ */
-        double *fs = r->H; /* nb × k rows of F at S, borrowed scratch (nb·k ≤ nb·kmax) */
-        for (int t = 0; t < nb; t++)
-            for (int j = 0; j < r->k; j++)
-                fs[(size_t)j * nb + t] = r->F[(size_t)j * r->M + r->S[t]];
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, r->M, nb, r->k, -1.0, r->F, r->M,
-                    fs, nb, 1.0, r->cols, r->M);
-    }
-    for (int a = 0; a < nb; a++) /* the residual block on S, symmetrised */
-        for (int b = 0; b < nb; b++)
-            r->H0[(size_t)b * nb + a] = 0.5 * (r->cols[(size_t)b * r->M + r->S[a]] +
-                                               r->cols[(size_t)a * r->M + r->S[b]]);
-    memcpy(r->H, r->H0, (size_t)nb * nb * sizeof *r->H);
+    residual_block(r, nb);
     int na = accept_pivots(r, nb, r->kmax - r->k);
     r->k += append_columns(r, nb, na);
     return 0;
 }
 
-/* F (M × k) with k ≤ kmax: stops early when the residual trace is at rounding level (G has
- * lower rank) or when blocks stop adding pivots. Returns -1 out of memory. */
+static void rpc_free(rpc_state *r)
+{
+    free(r->cum), free(r->cols), free(r->piv), free(r->X), free(r->Y), free(r->H), free(r->H0);
+    free(r->S), free(r->T);
+}
+
+/* F (the held rows, Mh × k) with k ≤ kmax: stops early when the residual trace is at rounding
+ * level (G has lower rank) or when blocks stop adding pivots. Returns -1 out of memory. */
 static int rpcholesky(atf_solver *s, atf_cg_pre *pre, int kmax, uint64_t seed, double *d)
 {
-    int M = pre->M, nb = kmax < CG_PIVOT_BLOCK ? kmax : CG_PIVOT_BLOCK;
-    rpc_state r = {.M = M, .kmax = kmax, .d = d, .rng = seed};
-    size_t hsize = (size_t)nb * (size_t)(nb > kmax ? nb : kmax);
-    r.F = malloc((size_t)M * (size_t)kmax * sizeof *r.F);
+    int M = pre->M, Mh = pre->Mh, nb = kmax < CG_PIVOT_BLOCK ? kmax : CG_PIVOT_BLOCK;
+    int chunk = atf_shard_chunk(s->work.N), C = pre->C;
+    rpc_state r = {.s = s, .M = M, .kmax = kmax, .Mh = Mh, .m0 = pre->m0, .d = d, .rng = seed};
+    size_t cand = factor_rows_len(s, nb) + (size_t)nb * (size_t)kmax;
+    size_t piv = cand > (size_t)nb * nb ? cand : (size_t)nb * nb;
+    r.F = malloc((size_t)Mh * (size_t)kmax * sizeof *r.F);
     r.cum = malloc((size_t)M * sizeof *r.cum);
-    r.cols = malloc((size_t)M * (size_t)nb * sizeof *r.cols);
-    r.H = malloc(hsize * sizeof *r.H);
+    r.cols = malloc((size_t)Mh * (size_t)nb * sizeof *r.cols);
+    r.piv = malloc(piv * sizeof *r.piv);
+    r.X = malloc((size_t)chunk * (size_t)nb * sizeof *r.X);
+    r.Y = malloc((size_t)chunk * (size_t)C * (size_t)nb * sizeof *r.Y);
+    r.H = malloc((size_t)nb * (size_t)nb * sizeof *r.H);
     r.H0 = malloc(2 * (size_t)nb * (size_t)nb * sizeof *r.H0);
     r.S = malloc((size_t)nb * sizeof *r.S);
     r.T = malloc((size_t)nb * sizeof *r.T);
-    int st = r.F && r.cum && r.cols && r.H && r.H0 && r.S && r.T ? 0 : -1;
+    int st = r.F && r.cum && r.cols && r.piv && r.X && r.Y && r.H && r.H0 && r.S && r.T ? 0 : -1;
+    if (st == 0)
+        st = reserve_dd(s, piv);
+    st = agree(s, st);
     r.thr = CG_PIVOT_MIN * pre->trace0 / M;
     for (int idle = 0; st == 0 && r.k < kmax && idle < 8;) {
         double tr = 0.0;
@@ -361,10 +497,10 @@ static int rpcholesky(atf_solver *s, atf_cg_pre *pre, int kmax, uint64_t seed, d
         if (!(tr > CG_TRACE_MIN * pre->trace0))
             break;
         int before = r.k;
-        st = rpc_block(s, &r, nb < kmax - r.k ? nb : kmax - r.k);
+        st = rpc_block(&r, nb < kmax - r.k ? nb : kmax - r.k);
         idle = r.k == before ? idle + 1 : 0;
     }
-    free(r.cum), free(r.cols), free(r.H), free(r.H0), free(r.S), free(r.T);
+    rpc_free(&r);
     if (st != 0) {
         free(r.F);
         return -1;
@@ -376,7 +512,7 @@ static int rpcholesky(atf_solver *s, atf_cg_pre *pre, int kmax, uint64_t seed, d
 
 /* ---- the base part B and the Woodbury core ---- */
 
-/* Cholesky of every C × C block (lower); a block that is not numerically positive definite
+/* Cholesky of every held C × C block (lower); a block that is not numerically positive definite
  * (a row of zeros, rows that repeat) is factored again from its copy with a growing shift. */
 static int factor_blocks(atf_cg_pre *pre)
 {
@@ -384,7 +520,7 @@ static int factor_blocks(atf_cg_pre *pre)
     double *copy = malloc((size_t)C * C * sizeof *copy);
     if (!copy)
         return -1;
-    for (int i = 0; i < pre->N; i++) {
+    for (int i = 0; i < pre->Nh; i++) {
         double *b = pre->blk + (size_t)i * C * C;
         memcpy(copy, b, (size_t)C * C * sizeof *copy);
         double add = 1e-14 * fmax(pre->trace0 / pre->M, pre->shift);
@@ -399,16 +535,16 @@ static int factor_blocks(atf_cg_pre *pre)
     return 0;
 }
 
-/* out = B⁻¹ v (out may alias v). */
+/* out = B⁻¹ v on the held rows (Mh values; out may alias v). */
 static void base_solve(const atf_cg_pre *pre, const double *v, double *out)
 {
     if (!pre->blk) {
-        for (int m = 0; m < pre->M; m++)
+        for (int m = 0; m < pre->Mh; m++)
             out[m] = v[m] / pre->mu;
         return;
     }
     int C = pre->C;
-    for (int i = 0; i < pre->N; i++) {
+    for (int i = 0; i < pre->Nh; i++) {
         const double *L = pre->blk + (size_t)i * C * C;
         const double *vi = v + (size_t)i * C;
         double *o = out + (size_t)i * C;
@@ -427,71 +563,79 @@ static void base_solve(const atf_cg_pre *pre, const double *v, double *out)
     }
 }
 
-/* S = chol(I + Fᵀ B⁻¹ F), accumulated over panels of examples as (L⁻¹F)ᵀ(L⁻¹F). */
-static int woodbury_core(atf_cg_pre *pre)
+/* S = chol(I + Fᵀ B⁻¹ F): per chunk the product (L⁻¹F)ᵀ(L⁻¹F) of its rows (F/√μ without
+ * blocks), the chunks' lower triangles summed in double-double and over the processes. */
+static int woodbury_core(atf_solver *s, atf_cg_pre *pre)
 {
-    int M = pre->M, k = pre->k, C = pre->C;
-    pre->S = calloc((size_t)k * (size_t)k, sizeof *pre->S);
-    if (!pre->S)
-        return -1;
-    for (int j = 0; j < k; j++)
-        pre->S[(size_t)j * k + j] = 1.0;
-    if (!pre->blk) {
-        cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, k, M, 1.0 / pre->mu, pre->F, M, 1.0,
-                    pre->S, k);
-    } else {
-        int rows = (4096 / C > 0 ? 4096 / C : 1) * C;
-        double *V = malloc((size_t)rows * (size_t)k * sizeof *V);
-        if (!V)
-            return -1;
-        for (int m0 = 0; m0 < M; m0 += rows) {
-            int nr = M - m0 < rows ? M - m0 : rows;
+    const atf_sv_share *sh = &s->share;
+    int k = pre->k, C = pre->C, Mh = pre->Mh, rows = atf_shard_chunk(s->work.N) * C;
+    size_t kk = (size_t)k * (size_t)k;
+    pre->S = calloc(kk, sizeof *pre->S);
+    double *V = malloc((size_t)rows * (size_t)k * sizeof *V);
+    double *T = malloc(kk * sizeof *T);
+    double *lo = reserve_dd(s, kk) == 0 ? atf_sv_dd_low(s, kk) : NULL;
+    int st = agree(s, pre->S && V && T && lo ? 0 : -1);
+    if (st == 0) {
+        memset(lo, 0, kk * sizeof *lo);
+        for (int c = 0; c < sh->ncuts; c++) {
+            int r0 = sh->cuts[c] * C, nr = (sh->cuts[c + 1] - sh->cuts[c]) * C;
             for (int j = 0; j < k; j++)
-                memcpy(V + (size_t)j * nr, pre->F + (size_t)j * M + m0, (size_t)nr * sizeof *V);
-            for (int i0 = 0; i0 < nr; i0 += C)
+                memcpy(V + (size_t)j * nr, pre->F + (size_t)j * Mh + r0, (size_t)nr * sizeof *V);
+            for (int i0 = 0; pre->blk && i0 < nr; i0 += C)
                 cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, C, k,
-                            1.0, pre->blk + (size_t)((m0 + i0) / C) * C * C, C, V + i0, nr);
-            cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, k, nr, 1.0, V, nr, 1.0, pre->S, k);
+                            1.0, pre->blk + (size_t)((r0 + i0) / C) * C * C, C, V + i0, nr);
+            double *out = c ? T : pre->S;
+            cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, k, nr,
+                        pre->blk ? 1.0 : 1.0 / pre->mu, V, nr, 0.0, out, k);
+            for (int j = 0; c && j < k; j++)
+                for (int i = j; i < k; i++)
+                    atf_dd_add(&pre->S[(size_t)j * k + i], &lo[(size_t)j * k + i],
+                               T[(size_t)j * k + i]);
         }
-        free(V);
+        atf_sv_sum_dd(s, pre->S, lo, kk);
+        for (int j = 0; j < k; j++)
+            pre->S[(size_t)j * k + j] += 1.0;
+        st = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', k, pre->S, k) == 0 ? 0 : -2;
     }
-    return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', k, pre->S, k) == 0 ? 0 : -2;
+    free(V), free(T);
+    return st;
 }
 
-/* The blocks of the residual G − F Fᵀ plus the shift (nystrom-block), or of G (jacobi). */
+/* The held blocks of the residual G − F Fᵀ plus the shift (nystrom-block), or of G (jacobi),
+ * factored. */
 static int residual_blocks(atf_solver *s, atf_cg_pre *pre)
 {
     int C = pre->C;
-    pre->blk = malloc((size_t)pre->N * (size_t)C * (size_t)C * sizeof *pre->blk);
+    pre->blk = malloc((size_t)pre->Nh * (size_t)C * (size_t)C * sizeof *pre->blk);
     if (!pre->blk || example_blocks(s, pre->blk) != 0)
         return -1;
-    for (int i = 0; i < pre->N; i++) {
+    for (int i = 0; i < pre->Nh; i++) {
         double *b = pre->blk + (size_t)i * C * C;
         if (pre->k > 0)
             cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, C, pre->k, -1.0,
-                        pre->F + (size_t)i * C, pre->M, 1.0, b, C);
+                        pre->F + (size_t)i * C, pre->Mh, 1.0, b, C);
         for (int a = 0; a < C; a++)
             b[(size_t)a * C + a] += pre->shift;
     }
     return factor_blocks(pre);
 }
 
-/* diag(G) from the example blocks (no second pass over the data). */
+/* diag(G) (all M rows, d) from the held example blocks, gathered, and its trace. */
 static int gram_diagonal(atf_solver *s, atf_cg_pre *pre, double *d)
 {
     int C = pre->C;
-    double *blk = malloc((size_t)pre->N * (size_t)C * (size_t)C * sizeof *blk);
-    if (!blk || example_blocks(s, blk) != 0) {
-        free(blk);
-        return -1;
-    }
-    pre->trace0 = 0.0;
-    for (int m = 0; m < pre->M; m++) {
-        d[m] = blk[(size_t)(m / C) * C * C + (size_t)(m % C) * (C + 1)];
-        pre->trace0 += d[m];
+    double *blk = malloc((size_t)pre->Nh * (size_t)C * (size_t)C * sizeof *blk);
+    int st = agree(s, d && blk && example_blocks(s, blk) == 0 ? 0 : -1);
+    if (st == 0) {
+        for (int m = 0; m < pre->Mh; m++)
+            d[pre->m0 + m] = blk[(size_t)(m / C) * C * C + (size_t)(m % C) * (C + 1)];
+        atf_sv_gather(s, d, C);
+        pre->trace0 = 0.0;
+        for (int m = 0; m < pre->M; m++)
+            pre->trace0 += d[m];
     }
     free(blk);
-    return 0;
+    return st;
 }
 
 static atf_error build_low_rank(atf_solver *s, const atf_cg_options *opt, atf_cg_pre *pre,
@@ -500,7 +644,8 @@ static atf_error build_low_rank(atf_solver *s, const atf_cg_options *opt, atf_cg
     double *d = malloc((size_t)pre->M * sizeof *d);
     int k = opt->rank > 0 ? (opt->rank < pre->M ? opt->rank : pre->M)
                           : atf_sv_cg_default_rank(pre->M, opt->budget_bytes);
-    int st = d ? gram_diagonal(s, pre, d) : -1;
+    k = (int)-atf_sv_max(s, -(double)k); /* the available memory may differ between processes */
+    int st = gram_diagonal(s, pre, d);
     if (st == 0 && k > 0)
         st = rpcholesky(s, pre, k, opt->seed ? opt->seed : ATF_CG_SEED, d);
     if (st == 0) {
@@ -515,9 +660,9 @@ static atf_error build_low_rank(atf_solver *s, const atf_cg_options *opt, atf_cg
     }
     free(d);
     if (st == 0 && pre->kind == ATF_CG_PRECOND_NYSTROM_BLOCK)
-        st = residual_blocks(s, pre);
+        st = agree(s, residual_blocks(s, pre));
     if (st == 0 && pre->k > 0)
-        st = woodbury_core(pre);
+        st = woodbury_core(s, pre);
     if (st == -2) {
         atf_errorf(err, "cg: the preconditioner's core I + FᵀB⁻¹F (rank %d) is not positive "
                         "definite", pre->k);
@@ -537,14 +682,17 @@ atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_
     atf_sv_cg_precond_free(pre);
     pre->kind = opt->precond == ATF_CG_PRECOND_DEFAULT ? ATF_CG_PRECOND_NYSTROM_BLOCK
                                                        : opt->precond;
+    pre->s = s;
     pre->M = s->work.M, pre->N = s->work.N, pre->C = s->work.C;
+    pre->Nh = s->share.count, pre->Mh = s->share.count * pre->C;
+    pre->m0 = s->share.first * pre->C;
     atf_error e = ATF_OK;
     if (pre->kind == ATF_CG_PRECOND_JACOBI) {
         double *d = malloc((size_t)pre->M * sizeof *d);
-        int st = d ? gram_diagonal(s, pre, d) : -1;
+        int st = gram_diagonal(s, pre, d);
         free(d);
         pre->shift = CG_SHIFT_MIN * pre->trace0 / pre->M;
-        if (st != 0 || residual_blocks(s, pre) != 0) {
+        if (st != 0 || agree(s, residual_blocks(s, pre)) != 0) {
             atf_errorf(err, "cg: out of memory for the block Jacobi preconditioner (N = %d, "
                             "C = %d)", pre->N, pre->C);
             e = ATF_E_NOMEM;
@@ -552,9 +700,10 @@ atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_
     } else if (pre->kind != ATF_CG_PRECOND_NONE) {
         e = build_low_rank(s, opt, pre, err);
     }
-    pre->u = malloc((size_t)pre->M * sizeof *pre->u);
-    pre->t = malloc((size_t)(pre->k > 0 ? pre->k : 1) * sizeof *pre->t);
-    if (e == ATF_OK && (!pre->u || !pre->t)) {
+    pre->u = malloc((size_t)(pre->Mh > 0 ? pre->Mh : 1) * sizeof *pre->u);
+    pre->t = malloc(2 * (size_t)(pre->k > 0 ? pre->k : 1) * sizeof *pre->t);
+    int room = pre->u && pre->t && reserve_dd(s, (size_t)pre->k) == 0;
+    if (e == ATF_OK && agree(s, room ? 0 : -1) != 0) {
         atf_errorf(err, "cg: out of memory for the preconditioner's workspace (M = %d)", pre->M);
         e = ATF_E_NOMEM;
     }
@@ -562,24 +711,53 @@ atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_
     return e;
 }
 
+/* t = Fᵀu (k values) over the held rows u, chunk by chunk in double-double and summed over the
+ * processes. */
+static void low_rank_coefficients(atf_cg_pre *pre, const double *u, double *t)
+{
+    atf_solver *s = pre->s;
+    const atf_sv_share *sh = &s->share;
+    int k = pre->k, C = pre->C;
+    double *tc = pre->t + k, *lo = atf_sv_dd_low(s, (size_t)k);
+    if (lo)
+        memset(lo, 0, (size_t)k * sizeof *lo);
+    for (int c = 0; c < sh->ncuts; c++) {
+        int r0 = sh->cuts[c] * C, nr = (sh->cuts[c + 1] - sh->cuts[c]) * C;
+        cblas_dgemv(CblasColMajor, CblasTrans, nr, k, 1.0, pre->F + r0, pre->Mh, u + r0, 1, 0.0,
+                    c ? tc : t, 1);
+        for (int j = 0; c && lo && j < k; j++)
+            atf_dd_add(&t[j], &lo[j], tc[j]);
+    }
+    atf_sv_sum_dd(s, t, lo, (size_t)k);
+}
+
 void atf_sv_cg_precond_apply(atf_cg_pre *pre, const double *v, double *out)
 {
-    int M = pre->M, k = pre->k;
+    int Mh = pre->Mh, k = pre->k, C = pre->C;
     if (pre->kind == ATF_CG_PRECOND_NONE) {
-        memcpy(out, v, (size_t)M * sizeof *out);
+        memcpy(out, v, (size_t)pre->M * sizeof *out);
         return;
     }
+    const double *vh = v + pre->m0;
+    double *oh = out + pre->m0;
     if (k == 0) { /* block Jacobi, or a low-rank part that found no pivot */
-        base_solve(pre, v, out);
+        base_solve(pre, vh, oh);
+        atf_sv_gather(pre->s, out, C);
         return;
     }
-    base_solve(pre, v, pre->u); /* u = B⁻¹v */
-    cblas_dgemv(CblasColMajor, CblasTrans, M, k, 1.0, pre->F, M, pre->u, 1, 0.0, pre->t, 1);
+    const atf_sv_share *sh = &pre->s->share;
+    base_solve(pre, vh, pre->u); /* u = B⁻¹v */
+    low_rank_coefficients(pre, pre->u, pre->t);
     LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', k, 1, pre->S, k, pre->t, k);
-    cblas_dgemv(CblasColMajor, CblasNoTrans, M, k, 1.0, pre->F, M, pre->t, 1, 0.0, out, 1);
-    base_solve(pre, out, out); /* B⁻¹F S⁻¹FᵀB⁻¹v */
-    for (int m = 0; m < M; m++)
-        out[m] = pre->u[m] - out[m];
+    for (int c = 0; c < sh->ncuts; c++) {
+        int r0 = sh->cuts[c] * C, nr = (sh->cuts[c + 1] - sh->cuts[c]) * C;
+        cblas_dgemv(CblasColMajor, CblasNoTrans, nr, k, 1.0, pre->F + r0, Mh, pre->t, 1, 0.0,
+                    oh + r0, 1);
+    }
+    base_solve(pre, oh, oh); /* B⁻¹F S⁻¹FᵀB⁻¹v */
+    for (int m = 0; m < Mh; m++)
+        oh[m] = pre->u[m] - oh[m];
+    atf_sv_gather(pre->s, out, C);
 }
 
 void atf_sv_cg_precond_free(atf_cg_pre *pre)

@@ -81,19 +81,26 @@ typedef struct atf_sv_cg atf_sv_cg;
 
 /* ---- cg_precond.c ---- */
 /* The preconditioner state: built lazily by atf_sv_cg_precond_build, applied by
- * atf_sv_cg_precond_apply (out = P⁻¹ v; out may not alias v). */
+ * atf_sv_cg_precond_apply (out = P⁻¹ v over all M rows; out may not alias v). Over processes
+ * (docs/solver.md §19) each holds the rows of F and the blocks of its own examples (the rows
+ * m0 … m0 + Mh − 1, the examples held by the solver's share; one process holds all), and both
+ * functions are collective: every process calls them in the same order and gets the same
+ * bits as one process alone. */
 typedef struct {
     atf_cg_precond kind;   /* resolved (never DEFAULT) */
-    int M, N, C;
+    atf_solver *s;         /* whose processes and share of the examples */
+    int M, N, C;           /* all rows and examples */
+    int Mh, Nh, m0;        /* the rows and examples held, from row m0 (example m0 / C) on */
     int k;                 /* rank of F (0: none) */
-    double *F;             /* [M × k] column-major: A'A'ᵀ ≈ F Fᵀ on the pivots */
+    double *F;             /* [Mh × k] column-major: the held rows of F, A'A'ᵀ ≈ F Fᵀ on the
+                              pivots */
     double *S;             /* [k × k] Cholesky factor (lower) of I + Fᵀ B⁻¹ F */
-    double *blk;           /* [N × C × C] Cholesky factors (lower, column-major) of the C × C
-                              blocks B_i of the base part, or NULL when B = μI */
+    double *blk;           /* [Nh × C × C] Cholesky factors (lower, column-major) of the held
+                              C × C blocks B_i of the base part, or NULL when B = μI */
     double mu;             /* B = μI when blk is NULL */
     double shift;          /* what was added to the blocks (nystrom-block, jacobi) */
     double trace0, trace_res; /* trace of A'A'ᵀ and of the residual A'A'ᵀ − F Fᵀ */
-    double *u, *t;         /* workspace [M], [k] */
+    double *u, *t;         /* workspace [Mh], [2k] */
     double seconds;        /* time to build */
 } atf_cg_pre;
 

@@ -66,7 +66,8 @@ int main(int argc, char **argv)
  * run K times over the same outputs. */
 static int shares_work(int argc, char **argv, int at)
 {
-    static const char *const shared[] = {"demo", "solve", "sweep"};
+    static const char *const shared[] = {"baseline", "demo", "features", "path", "solve",
+                                         "sweep"};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         if (!strcmp(argv[at], shared[i]))
             return 1;
@@ -103,8 +104,8 @@ static int run(int argc, char **argv)
     if (rk && !shares_work(argc, argv, optind)) {
         if (rk->rank == 0)
             fprintf(stderr, "atf %s: runs as one process; under mpirun with %d ranks only solve, "
-                    "sweep, demo and experiment samples share their work "
-                    "(docs/solver.md, \"Several processes\")\n",
+                    "baseline, features, path, sweep, demo and experiment samples share "
+                    "their work (docs/solver.md, \"Several processes\")\n",
                     name, rk->size);
         return atf_cli_exit_code(ATF_E_USAGE); /* every rank: the job ends normally, code 2 */
     }

@@ -1,0 +1,166 @@
+"""`mpirun -np K atf baseline --method cg` (the MPI build, -Dmpi=enabled): each rank reads its
+shard of the examples, and the CG baseline's products, preconditioner and Krylov steps give every
+rank the bits of one process (docs/solver.md §19, "The CG baseline over processes"). Against the
+same command in one process, for K = 1, 2 and 3: every block B and the objective equal (the test
+asks for a relative difference of at most 1e-12 and reports whether they are bit for bit), with
+the default preconditioner (nystrom-block: several blocks of pivots) and block Jacobi
+(ATF_CG_PRECOND=jacobi), on a synthetic factored problem whose shares are small enough for
+OpenBLAS's small-matrix kernel; `atf solve --method cg` and `--method auto` give the same bits;
+on Fashion-MNIST features (rank-deficient H: `atf solve --method cg --no-reduce`) K = 3 against
+one process. `--method gram`, an interpolation method, a rank-deficient factor under `atf
+baseline` and a rank fed a bad shard (NaN in its rows only) each end the job with one message,
+exit 2, no output file and no process left.
+
+usage: test_mpi_baseline.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "experiments"))
+from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch  # noqa: E402
+
+sys.path.insert(0, HERE)
+import atf_testlib as T  # noqa: E402
+
+FASHION = "/usr/share/datasets/fashion-mnist"
+assert os.path.isdir(FASHION), "dataset-fashion-mnist is not installed (scripts/setup.sh)"
+
+
+def path(name):
+    return os.path.join(scratch, name)
+
+
+def atf_messages(stderr):
+    return [line for line in stderr.splitlines()
+            if line.startswith("atf ") and ": note:" not in line]
+
+
+def blocks(f):
+    with h5py.File(f, "r") as h:
+        return {n: h["blocks"][n]["B"][...] for n in h["blocks"]}, float(h.attrs["objective"])
+
+
+def compare(name, ref_file, out_file):
+    """B and the objective of out_file against ref_file: at most 1e-12 relative; says whether
+    they are bit for bit."""
+    ref, ref_obj = blocks(ref_file)
+    got, obj = blocks(out_file)
+    worst = max(float(np.max(np.abs(got[n] - ref[n])) / np.max(np.abs(ref[n]))) for n in ref)
+    same = all(np.array_equal(got[n], ref[n]) for n in ref) and obj == ref_obj
+    check(worst <= 1e-12 and abs(obj - ref_obj) <= 1e-12 * abs(ref_obj),
+          f"{name}: relative difference {worst:.3g} of B, objective {obj!r} vs {ref_obj!r}")
+    print(f"{name}: max relative difference of B {worst:.3g}, "
+          f"{'bit for bit' if same else 'not bit for bit'}")
+
+
+def one_json(name, p):
+    """The one JSON line a job prints (rank 0's)."""
+    lines = p.stdout.strip().splitlines()
+    check(len(lines) == 1, f"{name}: one JSON line, got {p.stdout!r}")
+    return json.loads(lines[0]) if len(lines) == 1 else {}
+
+
+def run_env(cmd, env, expect=0):
+    """mpi_env.run with another environment (ATF_CG_PRECOND)."""
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    shown = " ".join(os.path.basename(c) for c in cmd)
+    check(p.returncode == expect, f"{shown[-300:]}: exit {p.returncode}, expected {expect}: "
+                                  f"{p.stderr[-800:]}")
+    return p
+
+
+def refused(name, cmd, out, needle):
+    """The job ends with exit 2, one message containing needle, no output, nothing left."""
+    p = run(cmd, expect=2)
+    msgs = atf_messages(p.stderr)
+    check(len(msgs) == 1 and needle in msgs[0], f"{name}: one message with {needle!r}, got {msgs}")
+    check(not os.path.exists(out), f"{name}: no output")
+    check(not leftovers(out), f"{name}: processes left: {leftovers(out)}")
+
+
+# A synthetic factored problem: 600 examples (19 chunks of 32: 6, 6 and 7 chunks at K = 3),
+# 3 outputs, 5 590 variables, columns of decaying scale. A share's GEMMs fall below OpenBLAS's
+# small-matrix threshold where the whole problem's do not, which the chunk-by-chunk products
+# must not notice.
+rng = np.random.default_rng(7)
+N, C = 600, 3
+shape_list = [(80, 50), (50, 30), (30, 3)]
+bl = []
+for j, (P, Q) in enumerate(shape_list):
+    H = rng.standard_normal((N, P)) * (0.7 ** np.arange(P) + 0.05)
+    D = rng.standard_normal((N * C, Q)) * (0.8 ** np.arange(Q) + 0.1)
+    bl.append(T.Block(f"W{j + 1}", P, Q, "sq", "matrix", "factored", H, D))
+syn = T.Problem(N, C, rng.standard_normal(N * C), bl).write(path("syn.h5"))
+
+for precond in ("default", "jacobi"):
+    env = dict(ENV, ATF_CG_PRECOND=precond)
+    one = path(f"{precond}_1.h5")
+    p = run_env([ATF, "baseline", syn, "-o", one, "--method", "cg", "--quiet", "--json"], env)
+    js = one_json(f"{precond} K=1", p)
+    check(js.get("method") == "cg" and js.get("status") == "solved", f"{precond} K=1: {js}")
+    name = "nystrom-block" if precond == "default" else precond
+    check(js.get("method_note", "").startswith(f"cg: {name} preconditioner"),
+          f"{precond} K=1: note {js.get('method_note')!r}")
+    for k in (1, 2, 3):
+        out = path(f"{precond}_{k}_mpi.h5")
+        p = run_env(mpi(k, ["baseline", syn, "-o", out, "--method", "cg", "--quiet", "--json"]),
+                    env)
+        js = one_json(f"{precond} K={k}", p)
+        check(js.get("status") == "solved", f"{precond} K={k}: {js}")
+        compare(f"{precond} K={k}", one, out)
+
+# atf solve --method cg and --method auto (cg under ranks, saying why): the same bits
+out = path("solve_2.h5")
+run(mpi(2, ["solve", syn, "-o", out, "--method", "cg", "--quiet"]))
+compare("solve --method cg K=2", path("default_1.h5"), out)
+out = path("auto_3.h5")
+p = run(mpi(3, ["baseline", syn, "-o", out, "--quiet", "--json"]))
+js = one_json("auto K=3", p)
+check(js.get("method") == "cg" and "spread over processes" in js.get("method_note", ""),
+      f"auto K=3: cg with the reason in the note, got {js.get('method')} "
+      f"{js.get('method_note')!r}")
+compare("auto K=3", path("default_1.h5"), out)
+
+# Fashion-MNIST tangent features: 800 images of 3 classes, widths 784,32,32,3. Some pixels never
+# vary over these images, so H of W1 is not of full rank: under ranks atf baseline (which always
+# reduces) refuses it, atf solve --method cg --no-reduce runs.
+fm = path("fm.h5")
+run([ATF, "features", "--data", "fashion-mnist", "--split", "official", "--classes", "0,1,2",
+     "--n-train", "800", "--n-test", "0", "--widths", "784,32,32,3", "-o", fm])
+one = path("fm_1.h5")
+run([ATF, "solve", fm, "-o", one, "--method", "cg", "--no-reduce", "--quiet"])
+out = path("fm_3.h5")
+run(mpi(3, ["solve", fm, "-o", out, "--method", "cg", "--no-reduce", "--quiet"]))
+compare("fashion-mnist solve --method cg --no-reduce K=3", one, out)
+out = path("fm_red.h5")
+refused("rank-deficient baseline", mpi(2, ["baseline", fm, "-o", out, "--method", "cg",
+                                           "--quiet"]), out, "--no-reduce")
+
+# what does not run over processes
+out = path("gram.h5")
+refused("gram", mpi(2, ["baseline", syn, "-o", out, "--method", "gram", "--quiet"]), out,
+        "--method cg")
+out = path("interp.h5")
+refused("solve auto (admm)", mpi(2, ["solve", syn, "-o", out, "--quiet"]), out,
+        "the choice of auto")
+
+# a bad shard: NaN in the last example's rows, which only the last rank reads
+bad = path("bad.h5")
+shutil.copy(syn, bad)
+with h5py.File(bad, "r+") as h:
+    h["blocks/W2/H"][-1, 3] = np.nan
+out = path("bad_out.h5")
+p = run(mpi(3, ["baseline", bad, "-o", out, "--method", "cg", "--quiet"]), expect=2)
+msgs = atf_messages(p.stderr)
+check(len(msgs) == 1 and "bad.h5" in msgs[0] and "W2" in msgs[0],
+      f"bad shard: one message naming the file and block, got {msgs}")
+check(not os.path.exists(out), "bad shard: no output")
+check(not leftovers(out), f"bad shard: processes left: {leftovers(out)}")
+
+finish("test_mpi_baseline")

@@ -250,8 +250,7 @@ static void chunk_sums(const int *cuts, int ncuts, int P, int Q, const double *H
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, P, Q, m, 1.0,
                     H + (size_t)i0 * P, P, S + (size_t)i0 * Q, Q, 0.0, out, Q);
         if (t)
-            for (size_t j = 0; j < len; j++)
-                atf_dd_add(&hi[j], &lo[j], T[j]);
+            atf_dd_add_vec(len, hi, lo, T);
     }
 }
 

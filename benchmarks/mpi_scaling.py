@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""Scaling of the MPI build (meson setup -Dmpi=enabled) on this machine, in one run.
+
+strong: one `atf solve` of a penalized problem at K = 1 and K = 2 ranks (one BLAS thread each,
+        mpirun --bind-to core), the two interleaved (2, 1, 2, 1, ...) so that a drift of the
+        machine's speed falls on both; per run the wall seconds of the whole job (start-up and
+        reading the file included), the CPU seconds of all its processes, the solver's own
+        seconds, passes and objective. The medians and the speed-up t(1)/t(2) of the medians.
+        The objectives must agree bit for bit (they are printed to 17 digits).
+weak:   `atf experiment samples` with the rows (n, seed) growing with K: K × SEEDS seeds at K
+        ranks, so that every rank has the same rows to do; the efficiency t(1)/t(K) is 1 when
+        dealing rows costs nothing. Runs interleaved the same way.
+
+Run with Debian's python3 (only the standard library):
+
+    /usr/bin/python3 benchmarks/mpi_scaling.py --atf build-mpi/drivers/atf \\
+        --problem /work/scratch/fm60000.h5 --loss xent:lambda=600 --runs 2 -o /tmp/scaling.md
+
+(--problem: any penalized problem file, e.g. `atf features --data fashion-mnist --split official
+--n-train 0 --n-test 10000 --widths 784,128,128,10 -o fm60000.h5`; --no-strong / --no-weak skip a
+part.) The table goes to -o and stdout. Benchmarks report; nothing here asserts a time."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def environment():
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    if os.geteuid() == 0:  # OpenMPI refuses root unless told
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
+
+
+def mpirun(k, args):
+    extra = ["--oversubscribe"] if k > (os.cpu_count() or 1) else []
+    return ["mpirun", "-np", str(k), "--bind-to", "core", *extra, *args]
+
+
+def timed(cmd, env):
+    """Wall and CPU seconds of a whole job (mpirun reaps its ranks, so their times are its
+    children's) and its stdout."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    before = os.times()
+    out, errtext = p.communicate()
+    wall = time.monotonic() - t0
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + \
+          (after.children_system - before.children_system)
+    if p.returncode != 0:
+        sys.exit(f"mpi_scaling: {' '.join(cmd)}: exit {p.returncode}\n{errtext[-2000:]}")
+    return wall, cpu, out
+
+
+def strong_run(a, k, env, out):
+    cmd = mpirun(k, [a.atf, "solve", a.problem, "-o", out, "--penalty", a.penalty, "--loss",
+                     a.loss, "--tol", str(a.tol), "--quiet", "--json"])
+    wall, cpu, text = timed(cmd, env)
+    j = json.loads(text.strip().splitlines()[-1])
+    return {"K": k, "wall": wall, "cpu": cpu, "solver": j.get("seconds"),
+            "passes": j.get("operator_passes"), "objective": j.get("objective"),
+            "status": j.get("status")}
+
+
+def weak_run(a, k, env, out):
+    seeds = k * a.seeds
+    cmd = mpirun(k, [a.atf, "experiment", "samples", "--data", a.weak_data, "--ns", a.weak_ns,
+                     "--seeds", str(seeds), "--n-test", "200", "--hidden", "32",
+                     "--models", "ntk,p16,network", "--epochs", str(a.epochs), "--out", out,
+                     "--json"])
+    wall, cpu, _ = timed(cmd, env)
+    rows = len(a.weak_ns.split(",")) * seeds
+    return {"K": k, "wall": wall, "cpu": cpu, "rows": rows}
+
+
+def med(runs, k, key):
+    return statistics.median(r[key] for r in runs if r["K"] == k)
+
+
+def strong_table(runs):
+    lines = ["| K | runs | wall s (median, min–max) | CPU s (median) | solver s (median) | "
+             "passes | objective |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for k in (1, 2):
+        rk = [r for r in runs if r["K"] == k]
+        walls = [r["wall"] for r in rk]
+        objs = sorted({repr(r["objective"]) for r in rk})
+        lines.append(f"| {k} | {len(rk)} | {statistics.median(walls):.1f} ({min(walls):.1f}–"
+                     f"{max(walls):.1f}) | {med(runs, k, 'cpu'):.1f} | "
+                     f"{med(runs, k, 'solver'):.1f} | {rk[0]['passes']} | {', '.join(objs)} |")
+    w1, w2 = med(runs, 1, "wall"), med(runs, 2, "wall")
+    s1, s2 = med(runs, 1, "solver"), med(runs, 2, "solver")
+    same = len({repr(r["objective"]) for r in runs}) == 1
+    lines.append("")
+    lines.append(f"Speed-up of the medians: wall {w1 / w2:.2f}×, solver {s1 / s2:.2f}×; "
+                 f"objectives {'equal bit for bit' if same else 'DIFFER'} over all runs.")
+    return lines
+
+
+def weak_table(runs, ks):
+    lines = ["| K | points (n, seed) | runs | wall s (median, min–max) | CPU s (median) | efficiency t(1)/t(K) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    t1 = med(runs, 1, "wall")
+    for k in ks:
+        rk = [r for r in runs if r["K"] == k]
+        walls = [r["wall"] for r in rk]
+        lines.append(f"| {k} | {rk[0]['rows']} | {len(rk)} | {statistics.median(walls):.1f} "
+                     f"({min(walls):.1f}–{max(walls):.1f}) | {med(runs, k, 'cpu'):.1f} | "
+                     f"{t1 / statistics.median(walls):.2f} |")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--atf", required=True, help="an atf built with -Dmpi=enabled")
+    ap.add_argument("--problem", help="problem file of the strong-scaling solve")
+    ap.add_argument("--penalty", default="sq")
+    ap.add_argument("--loss", default="xent:lambda=600")
+    ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--runs", type=int, default=2, help="runs of each K (default 2)")
+    ap.add_argument("--no-strong", action="store_true")
+    ap.add_argument("--no-weak", action="store_true")
+    ap.add_argument("--weak-data", default="synthetic:d=20,r=2")
+    ap.add_argument("--weak-ns", default="100,200")
+    ap.add_argument("--seeds", type=int, default=2, help="seeds per rank (weak scaling)")
+    ap.add_argument("--epochs", type=int, default=100)
+    ap.add_argument("--weak-ks", default="1,2")
+    ap.add_argument("-o", "--out", help="Markdown table")
+    a = ap.parse_args()
+    env = environment()
+    lines = [f"# MPI scaling ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+             f"{os.cpu_count()} cores, OPENBLAS_NUM_THREADS=1)", ""]
+    with tempfile.TemporaryDirectory(prefix="atf-scaling-") as tmp:
+        if not a.no_strong:
+            if not a.problem:
+                sys.exit("mpi_scaling: --problem is needed for the strong-scaling part")
+            runs = []
+            for i in range(a.runs):
+                for k in (2, 1):
+                    r = strong_run(a, k, env, os.path.join(tmp, f"strong-{k}-{i}.h5"))
+                    print(f"strong K={k} run {i + 1}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f}"
+                          f" s, solver {r['solver']:.1f} s, {r['status']}", file=sys.stderr)
+                    runs.append(r)
+            lines += [f"## Strong scaling: atf solve {os.path.basename(a.problem)} --penalty "
+                      f"{a.penalty} --loss {a.loss} --tol {a.tol:g}", ""] + strong_table(runs) + [""]
+        if not a.no_weak:
+            ks = [int(k) for k in a.weak_ks.split(",")]
+            runs = []
+            for i in range(a.runs):
+                for k in reversed(ks):
+                    r = weak_run(a, k, env, os.path.join(tmp, f"weak-{k}-{i}"))
+                    print(f"weak K={k} run {i + 1}: {r['rows']} rows, wall {r['wall']:.1f} s, "
+                          f"CPU {r['cpu']:.1f} s", file=sys.stderr)
+                    runs.append(r)
+            lines += [f"## Weak scaling: atf experiment samples --data {a.weak_data} --ns "
+                      f"{a.weak_ns} --seeds {a.seeds}·K --models ntk,p16,network --epochs "
+                      f"{a.epochs}", ""] + weak_table(runs, ks) + [""]
+    text = "\n".join(lines)
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -823,6 +823,71 @@ void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data)
         note(o, write_ints(o->w.file, path, n, data), path, NULL);
 }
 
+/* ---- an array written in pieces (atf_problem_write_rows) ---- */
+
+/* A float64 dataset [dims[0], dims[1]] created without data (contiguous, as write_dataset's:
+ * its space is allocated at the first write). */
+static int create_array(hid_t file, const char *path, const int64_t *dims)
+{
+    errno = 0;
+    hsize_t hd[2] = {(hsize_t)dims[0], (hsize_t)dims[1]};
+    hid_t space = H5Screate_simple(2, hd, NULL);
+    if (space < 0)
+        return -1;
+    hid_t d = H5Dcreate2(file, path, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                         H5P_DEFAULT);
+    herr_t st = d >= 0 ? 0 : -1;
+    if (d >= 0 && H5Dclose(d) < 0)
+        st = -1;
+    H5Sclose(space);
+    return st < 0 ? -1 : 0;
+}
+
+void h5io_put_array(h5io_out *o, const char *path, const int64_t *dims)
+{
+    if (!o->failed[0])
+        note(o, create_array(o->w.file, path, dims), path, NULL);
+}
+
+static int write_rows(hid_t file, const char *path, const int64_t *dims, int64_t row0,
+                      int64_t nrows, const double *data)
+{
+    errno = 0;
+    if (row0 < 0 || nrows < 0 || row0 > dims[0] - nrows)
+        return -1;
+    if (nrows == 0 || dims[1] == 0)
+        return 0;
+    /* the rows as a hyperslab of the file's dataspace, from a memory space of just their size */
+    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)nrows, (hsize_t)dims[1]};
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    hid_t fs = d >= 0 ? H5Dget_space(d) : -1;
+    hid_t ms = H5Screate_simple(2, count, NULL);
+    herr_t st = -1;
+    if (fs >= 0 && ms >= 0 &&
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
+        st = H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, data);
+    if (ms >= 0)
+        H5Sclose(ms);
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (d >= 0 && H5Dclose(d) < 0)
+        st = -1;
+    return st < 0 ? -1 : 0;
+}
+
+void h5io_put_rows(h5io_out *o, const char *path, const int64_t *dims, int64_t row0,
+                   int64_t nrows, const double *data)
+{
+    if (!o->failed[0])
+        note(o, write_rows(o->w.file, path, dims, row0, nrows, data), path, NULL);
+}
+
+void h5io_put_fail(h5io_out *o, const char *item)
+{
+    if (!o->failed[0])
+        snprintf(o->failed, sizeof o->failed, "%s", item);
+}
+
 /* ------------------------------------------------------------------ the writing file driver */
 
 /* libhdf5 (1.10) cannot recover from a failed write: after one, H5Fclose frees the file but

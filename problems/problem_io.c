@@ -8,13 +8,19 @@
  * atf_problem_read_shard reads the same items with the same checks, but of each factored
  * block only the rows of its examples (hyperslabs), and the test split not at all, unless the
  * fingerprint is asked for: then the dense and factored arrays of both splits are streamed
- * through the hash in slices of rows (stream_rows). */
+ * through the hash in slices of rows (stream_rows).
+ *
+ * atf_problem_write_rows writes a problem whose factored rows arrive in pieces from a source
+ * (the processes of `mpirun -np K atf features`): the same items as atf_problem_write, the rows
+ * written by hyperslab and hashed as they come, the fingerprint written last. */
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atf_problem.h"
+#include "atf_problem_rows.h"
 #include "atf_version.h"
 #include "h5io.h"
 #include "problem_internal.h"
@@ -694,10 +700,10 @@ static void put_examples(h5io_out *o, const char *prefix, const atf_problem *p)
         h5io_put_ints(o, path, p->N, p->labels);
 }
 
-static void put_training_block(h5io_out *o, const atf_block *b)
+/* The group of a training block with its index, penalty and structure (not its operator). */
+static void put_training_group(h5io_out *o, const char *gpath, const atf_block *b)
 {
-    char gpath[H5IO_PATHLEN], spec[ATF_PENALTY_SPECLEN];
-    h5io_path(gpath, "/blocks/%s", b->name);
+    char spec[ATF_PENALTY_SPECLEN];
     h5io_put_group(o, gpath);
     h5io_put_int(o, gpath, "index", b->index);
     if (b->penalty_spec[0])
@@ -706,6 +712,13 @@ static void put_training_block(h5io_out *o, const atf_block *b)
         atf_penalty_format(&b->penalty, spec, sizeof spec);
     h5io_put_string(o, gpath, "penalty", spec);
     h5io_put_string(o, gpath, "structure", atfp_structure_name(b->structure));
+}
+
+static void put_training_block(h5io_out *o, const atf_block *b)
+{
+    char gpath[H5IO_PATHLEN];
+    h5io_path(gpath, "/blocks/%s", b->name);
+    put_training_group(o, gpath, b);
     put_operator(o, gpath, b);
 }
 
@@ -780,4 +793,238 @@ atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err
         return ATF_E_NOMEM;
     }
     return h5io_write_file(path, put_problem, &po, err);
+}
+
+/* ------------------------------------------------------------------ writing in pieces */
+
+typedef struct {
+    const atf_problem *head;
+    const atf_rows_source *src;
+    const char *fname;
+    h5io_out *o;
+    atf_error e;          /* the first failure of a row or of the source (the file's: o->failed) */
+    char msg[ATF_ERRLEN]; /* its message */
+    char fingerprint[ATF_FINGERPRINT_LEN];
+} rows_job;
+
+struct atf_rows_out {
+    rows_job *job;
+    atf_hasher *h;
+    char path[H5IO_PATHLEN];
+    int64_t dims[2];
+    int64_t next; /* rows written so far */
+};
+
+atf_error atf_rows_put(atf_rows_out *out, const double *rows, int64_t n)
+{
+    rows_job *job = out->job;
+    if (job->e)
+        return job->e;
+    if (job->o->failed[0])
+        return ATF_E_IO; /* the writer says why at the end */
+    int64_t w = out->dims[1];
+    if (n < 0 || n > out->dims[0] - out->next) {
+        atf_errorf(job->msg, "%s: %s: %lld more rows after %lld of its %lld", job->fname,
+                   out->path, (long long)n, (long long)out->next, (long long)out->dims[0]);
+        return job->e = ATF_E_USAGE;
+    }
+    for (int64_t k = 0; k < n * w; k++) {
+        if (!isfinite(rows[k])) {
+            char where[128];
+            h5io_format_index(where, sizeof where, 2, out->dims, out->next * w + k);
+            atf_errorf(job->msg, "%s: %s: non-finite value %g at %s", job->fname, out->path,
+                       rows[k], where);
+            return job->e = ATF_E_INPUT;
+        }
+    }
+    atf_hasher_doubles(out->h, rows, n * w);
+    h5io_put_rows(job->o, out->path, out->dims, out->next, n, rows);
+    out->next += n;
+    return job->o->failed[0] ? ATF_E_IO : ATF_OK;
+}
+
+/* atfp_fp_source.rows: the array's rows from the caller's source, hashed and written. */
+static atf_error rows_from_source(void *ctx, atf_hasher *h, const atf_problem *split, int test,
+                                  const atf_block *b, const char *array)
+{
+    rows_job *job = ctx;
+    atf_rows_out out = {job, h, "", {0, 0}, 0};
+    int is_h = !strcmp(array, "H");
+    out.dims[0] = is_h ? split->N : split->M;
+    out.dims[1] = is_h ? b->rows : b->cols;
+    h5io_path(out.path, "%s/blocks/%s/%s", test ? "/test" : "", b->name, array);
+    char msg[ATF_ERRLEN] = "";
+    atf_error e = job->src->rows(job->src->ctx, test, (int)(b - split->blocks), array,
+                                 out.dims[0], out.dims[1], &out, msg);
+    if (e && !job->e && !job->o->failed[0]) { /* the source's own failure */
+        job->e = e;
+        atf_errorf(job->msg, "%s", msg[0] ? msg : atf_error_name(e));
+    }
+    if (!e) /* a source that went on after atf_rows_put refused */
+        e = job->e ? job->e : job->o->failed[0] ? ATF_E_IO : ATF_OK;
+    if (!e && out.next != out.dims[0]) {
+        atf_errorf(job->msg, "%s: %s: the source gave %lld of its %lld rows", job->fname,
+                   out.path, (long long)out.next, (long long)out.dims[0]);
+        e = job->e = ATF_E_USAGE;
+    }
+    return e;
+}
+
+/* rows, cols, operator and the empty H [N, rows] and D [M, cols] of a factored block. */
+static void put_operator_arrays(h5io_out *o, const char *gpath, const atf_block *b, int N,
+                                int M)
+{
+    char path[H5IO_PATHLEN];
+    int64_t hd[2] = {N, b->rows}, dd[2] = {M, b->cols};
+    h5io_put_int(o, gpath, "rows", b->rows);
+    h5io_put_int(o, gpath, "cols", b->cols);
+    h5io_put_string(o, gpath, "operator", atfp_operator_name(ATF_OP_FACTORED));
+    h5io_path(path, "%s/H", gpath);
+    h5io_put_array(o, path, hd);
+    h5io_path(path, "%s/D", gpath);
+    h5io_put_array(o, path, dd);
+}
+
+static void put_rows_problem(h5io_out *o, const void *ctx)
+{
+    rows_job *job = (rows_job *)ctx; /* ours: atf_problem_write_rows's */
+    const atf_problem *p = job->head, *t = p->test;
+    job->o = o;
+    int64_t m = p->M;
+    char gpath[H5IO_PATHLEN];
+    h5io_put_string(o, "/", "format", PROBLEM_FORMAT);
+    h5io_put_int(o, "/", "version", PROBLEM_VERSION);
+    h5io_put_int(o, "/", "samples", p->N);
+    h5io_put_int(o, "/", "outputs", p->C);
+    h5io_put_doubles(o, "/r", 1, &m, p->r);
+    put_examples(o, "", p);
+    h5io_put_group(o, "/blocks");
+    for (int l = 0; l < p->nblocks; l++) {
+        h5io_path(gpath, "/blocks/%s", p->blocks[l].name);
+        put_training_group(o, gpath, &p->blocks[l]);
+        put_operator_arrays(o, gpath, &p->blocks[l], p->N, p->M);
+    }
+    if (t) {
+        h5io_put_group(o, "/test");
+        h5io_put_int(o, "/test", "samples", t->N);
+        h5io_put_int(o, "/test", "outputs", t->C);
+        put_examples(o, "/test", t);
+        h5io_put_group(o, "/test/blocks");
+        for (int l = 0; l < t->nblocks; l++) {
+            h5io_path(gpath, "/test/blocks/%s", t->blocks[l].name);
+            h5io_put_group(o, gpath);
+            put_operator_arrays(o, gpath, &t->blocks[l], t->N, t->M);
+        }
+    }
+    if (o->failed[0])
+        return; /* the source is not asked for anything */
+    /* the fingerprint's order is the file's: it asks the source for each array in turn */
+    atfp_fp_source fs = {rows_from_source, job};
+    atf_error e = atfp_fingerprint(p, &fs, job->fingerprint);
+    if (e && !job->e && !o->failed[0]) { /* the hasher could not be made */
+        job->e = e;
+        atf_errorf(job->msg, "%s: out of memory for its fingerprint", job->fname);
+    }
+    if (job->e) {
+        h5io_put_fail(o, "rows"); /* no file: job->msg says why */
+        return;
+    }
+    problem_out po = {p, ""};
+    memcpy(po.fingerprint, job->fingerprint, sizeof po.fingerprint);
+    put_provenance(o, &po);
+}
+
+/* A split of a head checked as atf_problem_validate checks a problem: as a shard of one
+ * example whose blocks hold zero rows (what atf_problem_validate reads of H and D), the rows
+ * themselves being checked as they come. */
+static atf_error check_head_split(const char *what, const atf_problem *p, char *err)
+{
+    if (p->nblocks <= 0 || !p->blocks || p->C <= 0)
+        return atf_problem_validate(p, what, err); /* its message */
+    int64_t need = 1;
+    for (int l = 0; l < p->nblocks; l++) {
+        const atf_block *b = &p->blocks[l];
+        if (b->kind != ATF_OP_FACTORED) {
+            atf_errorf(err, "%s: block '%s' is %s; only factored blocks are written in pieces",
+                       what, b->name, atfp_operator_name(b->kind));
+            return ATF_E_INPUT;
+        }
+        int64_t n = b->rows > (int64_t)p->C * b->cols ? b->rows : (int64_t)p->C * b->cols;
+        need = n > need ? n : need;
+    }
+    double *zeros = need < INT_MAX ? calloc((size_t)need, sizeof *zeros) : NULL;
+    atf_block *blocks = malloc((size_t)p->nblocks * sizeof *blocks);
+    atf_error e = ATF_E_NOMEM;
+    if (zeros && blocks) {
+        atf_problem shell = *p;
+        shell.test = NULL;
+        shell.shard_first = 0;
+        shell.shard_count = 1;
+        shell.blocks = blocks;
+        for (int l = 0; l < p->nblocks; l++) {
+            blocks[l] = p->blocks[l];
+            blocks[l].N = 1;
+            blocks[l].C = p->C;
+            blocks[l].M = p->C;
+            blocks[l].H = blocks[l].D = zeros;
+        }
+        e = atf_problem_validate(&shell, what, err);
+    } else {
+        atf_errorf(err, "%s: out of memory", what);
+    }
+    free(blocks);
+    free(zeros);
+    return e;
+}
+
+static atf_error check_head(const char *path, const atf_problem *p, char *err)
+{
+    if (!p) {
+        atf_errorf(err, "%s: no problem (NULL)", path);
+        return ATF_E_INPUT;
+    }
+    atf_error e = check_head_split(path, p, err);
+    const atf_problem *t = p->test;
+    if (e || !t)
+        return e;
+    char what[H5IO_PATHLEN + 32];
+    snprintf(what, sizeof what, "%s (/test)", path);
+    if ((e = check_head_split(what, t, err)))
+        return e;
+    if (t->C != p->C || !t->y || !t->f0 || t->test || t->nblocks != p->nblocks) {
+        atf_errorf(err, "%s: /test: %s", path,
+                   t->C != p->C ? "outputs differ from the training split's"
+                   : !t->y || !t->f0 ? "missing y or f0 (the test split needs both)"
+                   : t->test ? "a test split cannot have its own test split"
+                             : "its blocks differ in number from the training split's");
+        return ATF_E_INPUT;
+    }
+    for (int l = 0; l < t->nblocks; l++) {
+        const atf_block *b = &t->blocks[l], *tb = &p->blocks[l];
+        if (strcmp(b->name, tb->name) || b->rows != tb->rows || b->cols != tb->cols) {
+            atf_errorf(err, "%s: /test/blocks/%s: test block %d differs from training block '%s' "
+                       "in name or shape", path, b->name, l, tb->name);
+            return ATF_E_INPUT;
+        }
+    }
+    return ATF_OK;
+}
+
+atf_error atf_problem_write_rows(const char *path, const atf_problem *head,
+                                 const atf_rows_source *src, char *fingerprint, char *err)
+{
+    if (fingerprint)
+        fingerprint[0] = '\0';
+    atf_error e = check_head(path, head, err);
+    if (e)
+        return e;
+    rows_job job = {head, src, path, NULL, ATF_OK, "", ""};
+    e = h5io_write_file(path, put_rows_problem, &job, err);
+    if (job.e) { /* a row or the source, not the file: their message */
+        atf_errorf(err, "%s", job.msg);
+        return job.e;
+    }
+    if (!e && fingerprint)
+        memcpy(fingerprint, job.fingerprint, ATF_FINGERPRINT_LEN);
+    return e;
 }

@@ -126,6 +126,16 @@ void h5io_put_doubles(h5io_out *o, const char *path, int rank, const int64_t *di
                       const double *data);
 void h5io_put_int64s(h5io_out *o, const char *path, int64_t n, const int64_t *data);
 void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data);
+/* An array written in pieces (a problem whose rows arrive from several processes,
+ * atf_problem_write_rows): h5io_put_array creates the float64 dataset [dims[0], dims[1]] without
+ * data, h5io_put_rows writes its rows row0 … row0 + nrows − 1 from data [nrows × dims[1]] as a
+ * hyperslab (the whole array is never in memory). h5io_put_fail marks the output failed at
+ * `item` for a reason of the caller's (it says why): nothing more is written and
+ * h5io_write_file removes the temporary. */
+void h5io_put_array(h5io_out *o, const char *path, const int64_t *dims);
+void h5io_put_rows(h5io_out *o, const char *path, const int64_t *dims, int64_t row0,
+                   int64_t nrows, const double *data);
+void h5io_put_fail(h5io_out *o, const char *item);
 
 /* ---- whole files ----
  * HDF5 prints its error stack by default; the library must not. The read and the write switch

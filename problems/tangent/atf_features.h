@@ -54,6 +54,21 @@ void atf_jacobian_free(atf_jacobian *J);
 atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char *penalty,
                               atf_problem **out, char *err);
 
+/* The factored problem of m on the examples of ds alone (blocks, r = y − f0, y, f0, labels of
+ * ds->N examples; no test split, provenance or fingerprint), its Jacobian formed `chunk`
+ * examples at a time: chunks of ds are examples 0 … chunk − 1, chunk … 2·chunk − 1, ... of ds.
+ * With ds a run of whole chunks of a split (the examples first … first + count − 1 of a cut into
+ * chunks of atf_shard_chunk(N), e.g. a process's atf_shard_range) every example gets the same
+ * bits whatever the run: a BLAS product's rows depend on how many rows it has (OpenBLAS picks
+ * other kernels for other sizes), so parts computed apart agree bit for bit with each other only
+ * if they are formed in the same chunks (`mpirun -np K atf features`, docs/solver.md §19).
+ * atf_tangent_problem forms each split in one piece, as before. Checked with
+ * atf_problem_validate; `what` (NULL: "features") opens its messages. ATF_E_USAGE for no
+ * example, chunk < 1 or inputs and outputs that do not fit m. */
+atf_error atf_tangent_problem_examples(const atf_mlp *m, const atf_dataset *ds, int chunk,
+                                       const char *penalty, const char *what, atf_problem **out,
+                                       char *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Predictions and test metrics.
  *

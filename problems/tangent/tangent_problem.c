@@ -1,5 +1,6 @@
 /* tangent_problem.c — the factored problem (16) of an MLP on a task (`atf features`; the file
- * layout is docs/formats.md "Problem file"). */
+ * layout is docs/formats.md "Problem file"), and of a run of a split's examples formed chunk by
+ * chunk (atf_tangent_problem_examples: a process's part under `mpirun -np K atf features`). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,5 +126,111 @@ atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char
         return e;
     }
     *out = p;
+    return ATF_OK;
+}
+
+/* ------------------------------------------------------------------ examples in chunks */
+
+/* A problem of N examples shaped like part (sizes, blocks, labels or none), its arrays
+ * allocated and not filled. */
+static atf_error alloc_like(const atf_problem *part, int N, atf_problem **out, char *err)
+{
+    atf_problem *p = calloc(1, sizeof *p);
+    size_t M = (size_t)N * part->C;
+    if (p) {
+        p->N = N;
+        p->C = part->C;
+        p->M = (int)M;
+        p->r = malloc(M * sizeof *p->r);
+        p->y = malloc(M * sizeof *p->y);
+        p->f0 = malloc(M * sizeof *p->f0);
+        p->labels = part->labels ? malloc((size_t)N * sizeof *p->labels) : NULL;
+        p->blocks = calloc((size_t)part->nblocks, sizeof *p->blocks);
+    }
+    int ok = p && p->r && p->y && p->f0 && (!part->labels || p->labels) && p->blocks;
+    if (ok) {
+        p->nblocks = part->nblocks;
+        for (int b = 0; b < part->nblocks && ok; b++) {
+            atf_block *blk = &p->blocks[b];
+            *blk = part->blocks[b]; /* name, index, sizes, penalty, structure, kind */
+            blk->N = N;
+            blk->M = (int)M;
+            blk->H = malloc((size_t)N * blk->rows * sizeof(double));
+            blk->D = malloc(M * blk->cols * sizeof(double));
+            ok = blk->H && blk->D;
+        }
+    }
+    if (!ok) {
+        atf_problem_free(p);
+        atf_errorf(err, "features: out of memory for %d examples", N);
+        return ATF_E_NOMEM;
+    }
+    *out = p;
+    return ATF_OK;
+}
+
+/* part's examples as examples i0 … i0 + part->N − 1 of all. */
+static void copy_rows(atf_problem *all, const atf_problem *part, int i0)
+{
+    size_t C = (size_t)part->C, at = (size_t)i0 * C, n = (size_t)part->M;
+    memcpy(all->r + at, part->r, n * sizeof *all->r);
+    memcpy(all->y + at, part->y, n * sizeof *all->y);
+    memcpy(all->f0 + at, part->f0, n * sizeof *all->f0);
+    if (part->labels)
+        memcpy(all->labels + i0, part->labels, (size_t)part->N * sizeof *all->labels);
+    for (int b = 0; b < part->nblocks; b++) {
+        const atf_block *src = &part->blocks[b];
+        atf_block *dst = &all->blocks[b];
+        memcpy(dst->H + (size_t)i0 * src->rows, src->H,
+               (size_t)part->N * src->rows * sizeof(double));
+        memcpy(dst->D + at * src->cols, src->D, n * src->cols * sizeof(double));
+    }
+}
+
+atf_error atf_tangent_problem_examples(const atf_mlp *m, const atf_dataset *ds, int chunk,
+                                       const char *penalty, const char *what, atf_problem **out,
+                                       char *err)
+{
+    *out = NULL;
+    if (!what)
+        what = "features";
+    int D = m->arch.widths[0], C = m->arch.widths[m->arch.L];
+    if (ds->N < 1 || chunk < 1 || ds->D != D || ds->C != C || !ds->X || !ds->Y) {
+        atf_errorf(err, "%s: %d examples with %d inputs and %d outputs in chunks of %d: need an "
+                   "example, chunks of at least one and the network's %d inputs and %d outputs",
+                   what, ds->N, ds->D, ds->C, chunk, D, C);
+        return ATF_E_USAGE;
+    }
+    atf_penalty pen;
+    char spec[ATF_PENALTY_SPECLEN];
+    atf_error e = atf_penalty_parse(penalty ? penalty : "sq", &pen, err);
+    if (e)
+        return e;
+    atf_penalty_format(&pen, spec, sizeof spec);
+    atf_problem *all = NULL;
+    for (int i0 = 0; i0 < ds->N && !e; i0 += chunk) {
+        int n = ds->N - i0 < chunk ? ds->N - i0 : chunk;
+        atf_dataset part = {n, D, C, ds->X + (size_t)i0 * D, ds->Y + (size_t)i0 * C,
+                            ds->labels ? ds->labels + i0 : NULL};
+        atf_problem *p = NULL;
+        if ((e = split_problem(m, &part, &pen, spec, &p, err)))
+            break;
+        if (!all && n == ds->N) { /* one chunk: the whole */
+            all = p;
+            break;
+        }
+        if (!all)
+            e = alloc_like(p, ds->N, &all, err);
+        if (!e)
+            copy_rows(all, p, i0);
+        atf_problem_free(p);
+    }
+    if (!e)
+        e = atf_problem_validate(all, what, err);
+    if (e) {
+        atf_problem_free(all);
+        return e;
+    }
+    *out = all;
     return ATF_OK;
 }

@@ -190,5 +190,15 @@ void atf_cli_ranks_failed(void);
  * (nothing without several ranks). */
 const atf_processes *atf_cli_processes(void);
 void atf_cli_ranks_bcast(void *buf, int bytes);
+/* Bytes sent to, or received from, rank `peer` (several ranks only; without them nothing
+ * happens). Between two ranks, messages arrive in the order they were sent. */
+void atf_cli_ranks_send(int peer, const void *buf, size_t bytes);
+void atf_cli_ranks_recv(int peer, void *buf, size_t bytes);
+/* A failure agreed on: every rank calls it at the same point with its own error (ATF_OK for
+ * none) and gets the largest code over the ranks, so that all leave at the same point with the
+ * same code; *tell is 1 on the rank that tells it — the lowest rank that met that error (a
+ * failure every rank meets alike is told by rank 0 alone). Without several ranks: e, *tell = 1.
+ * (cmd_solve.c's agreed() does the same.) */
+atf_error atf_cli_ranks_agree(atf_error e, int *tell);
 
 #endif

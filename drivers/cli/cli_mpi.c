@@ -88,6 +88,29 @@ void atf_cli_ranks_failed(void)
     failed = 1;
 }
 
+/* Point to point (atf features: the rows go to rank 0), in messages of at most 1 GB (MPI
+ * counts are ints); between two ranks they arrive in the order sent. */
+#define P2P_TAG 4242
+#define P2P_PIECE ((size_t)1 << 30)
+
+void atf_cli_ranks_send(int peer, const void *buf, size_t bytes)
+{
+    const char *p = buf;
+    for (size_t at = 0; at < bytes; at += P2P_PIECE) {
+        size_t n = bytes - at < P2P_PIECE ? bytes - at : P2P_PIECE;
+        MPI_Send(p + at, (int)n, MPI_BYTE, peer, P2P_TAG, MPI_COMM_WORLD);
+    }
+}
+
+void atf_cli_ranks_recv(int peer, void *buf, size_t bytes)
+{
+    char *p = buf;
+    for (size_t at = 0; at < bytes; at += P2P_PIECE) {
+        size_t n = bytes - at < P2P_PIECE ? bytes - at : P2P_PIECE;
+        MPI_Recv(p + at, (int)n, MPI_BYTE, peer, P2P_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+}
+
 static void ranks_max(void *ctx, int *v, int n)
 {
     (void)ctx;
@@ -136,6 +159,20 @@ void atf_cli_ranks_failed(void)
 {
 }
 
+void atf_cli_ranks_send(int peer, const void *buf, size_t bytes)
+{
+    (void)peer;
+    (void)buf;
+    (void)bytes;
+}
+
+void atf_cli_ranks_recv(int peer, void *buf, size_t bytes)
+{
+    (void)peer;
+    (void)buf;
+    (void)bytes;
+}
+
 const atf_processes *atf_cli_processes(void)
 {
     return NULL;
@@ -163,3 +200,19 @@ int atf_cli_ranks_end(int code)
     return code;
 }
 #endif
+
+/* Both builds: the agreement is a maximum over the ranks (atf_exp_ranks.max). The code carries
+ * the error in its high part and 65535 − rank in its low part, so that the maximum is the
+ * largest error and, among the ranks that met it, the lowest rank. */
+atf_error atf_cli_ranks_agree(atf_error e, int *tell)
+{
+    const atf_exp_ranks *rk = atf_cli_ranks();
+    if (!rk) {
+        *tell = 1;
+        return e;
+    }
+    int v = e ? (int)e * 65536 + (65535 - rk->rank) : 0;
+    rk->max(rk->ctx, &v, 1);
+    *tell = v && 65535 - v % 65536 == rk->rank;
+    return (atf_error)(v / 65536);
+}

@@ -182,6 +182,35 @@ atf_error atf_shard_range(int N, int rank, int size, int *first, int *count, cha
 atf_error atf_problem_read_shard(const char *path, int first, int count, int check,
                                  int fingerprint, atf_problem **out, char *err);
 
+/* A process's shard of a problem file's test split (/test), for a job that scores over
+ * processes (`mpirun -np K atf path`): a problem of the test split's N examples — its r, y, f0
+ * and labels of all N — whose factored blocks hold the rows of examples first …
+ * first + count − 1 only (shard_first, shard_count; the blocks have N = count), with the
+ * training blocks' names, indices, penalties and structures; no test split, no provenance,
+ * fingerprint "" (ATF_FINGERPRINT_ABSENT). *out = NULL (ATF_OK) when the file has no test split.
+ * check, dense and sparse blocks and bad ranges (beyond the test split: ATF_E_USAGE naming its
+ * samples) as atf_problem_read_shard. */
+atf_error atf_problem_read_test_shard(const char *path, int first, int count, int check,
+                                      atf_problem **out, char *err);
+
+/* The problem of the examples idx[0 … n−1] of the problem file `source` (in that order) with
+ * the file's test split whole, written to `path` atomically as atf_problem_write writes the
+ * problem atf_problem_select_examples gives (with a copy of the test split): the same items,
+ * values and fingerprint — but every factored block's rows are read from `source` and written
+ * slice by slice (HDF5 hyperslabs), so that no whole H or D is ever in memory, neither the
+ * source's nor the copy's (problems/problem_copy.c; `atf path --validation-fraction` over
+ * processes writes its fitted problem so). `head` is `source` as read, whole or a shard
+ * (atf_problem_read_shard): its N, C, r, y, f0 and labels (of every example), provenance and
+ * its blocks' names, indices, shapes, penalties and structures are what the copy gets (a
+ * penalty set on head is the one written); the rows it holds are not used. The source is not
+ * checked again (atf-h5check): read head from it first. path NULL writes nothing and only
+ * computes the fingerprint. fingerprint (may be NULL) receives the copy's,
+ * ATF_FINGERPRINT_LEN bytes ("" on failure). ATF_E_USAGE for idx out of range or n < 1,
+ * ATF_E_INPUT for a dense or sparse block or a row of the source that is not finite (named as
+ * the source's readers name it), ATF_E_IO for a failed write (nothing is left at path). */
+atf_error atf_problem_copy_examples(const atf_problem *head, const char *source, const int *idx,
+                                    int n, const char *path, char *fingerprint, char *err);
+
 /* Total number of variables Σ rows·cols. */
 int64_t atf_problem_nvars(const atf_problem *prob);
 

@@ -356,7 +356,8 @@ static atf_error read_test_blocks(const h5io_reader *rd, const atf_problem *p, a
     return ATF_OK;
 }
 
-/* The split /test as p->test; tk: TAKE_ALL, or TAKE_SHAPES (the shard's fingerprint). */
+/* The split /test as p->test; tk: TAKE_ALL, TAKE_SHAPES (the shard's fingerprint) or
+ * TAKE_SHARD (atf_problem_read_test_shard). */
 static atf_error read_test(const h5io_reader *rd, atf_problem *p, const take *tk)
 {
     if (!h5io_exists(rd->f, "/test"))
@@ -648,6 +649,57 @@ atf_error atf_problem_read_shard(const char *path, int first, int count, int che
     }
     *out = p;
     return ATF_OK;
+}
+
+/* A shard of the test split: the training blocks' names, indices, penalties and shapes (their
+ * data left in the file), then /test with the rows of its examples first … first + count − 1
+ * (TAKE_SHARD), after checking that it has them. */
+static atf_error read_test_shard(const h5io_reader *rd, void *ctx)
+{
+    shard_job *job = ctx;
+    atf_problem *p = job->p;
+    atf_error e = read_header(rd, p);
+    if (!e)
+        e = read_training_blocks(rd, p, &TAKE_NO_DATA);
+    if (e || !h5io_exists(rd->f, "/test"))
+        return e;
+    int n = 0;
+    if ((e = h5io_require_group(rd->f, rd->fname, "/test", rd->err)) ||
+        (e = h5io_attr_size(rd->f, rd->fname, "/test", "samples", &n, rd->err)))
+        return e;
+    if (job->tk.first > n - job->tk.count) {
+        atf_errorf(rd->err, "%s: /test: a shard of %d examples from example %d: the test split "
+                   "has examples 0 … %d (samples = %d)", rd->fname, job->tk.count,
+                   job->tk.first, n - 1, n);
+        return ATF_E_USAGE;
+    }
+    return read_test(rd, p, &job->tk);
+}
+
+atf_error atf_problem_read_test_shard(const char *path, int first, int count, int check,
+                                      atf_problem **out, char *err)
+{
+    *out = NULL;
+    if (first < 0 || count < 1) {
+        atf_errorf(err, "%s: /test: a shard of %d examples from example %d: need a first "
+                   "example ≥ 0 and at least one example", path, count, first);
+        return ATF_E_USAGE;
+    }
+    atf_problem *p = calloc(1, sizeof *p);
+    if (!p) {
+        atf_errorf(err, "%s: out of memory", path);
+        return ATF_E_NOMEM;
+    }
+    shard_job job = {p, {TAKE_SHARD, first, count}, 0};
+    atf_error e = h5io_read_file_opt(path, check, read_test_shard, &job, err);
+    if (!e && p->test) { /* the split alone, as a shard of its own examples */
+        *out = p->test;
+        p->test = NULL;
+        (*out)->shard_first = first;
+        (*out)->shard_count = count;
+    }
+    atf_problem_free(p);
+    return e;
 }
 
 /* ------------------------------------------------------------------ writing */

@@ -40,8 +40,17 @@ typedef struct {
     atf_jac_block *blocks;
 } atf_jacobian;
 
+/* The Jacobian of N examples, formed in chunks of atf_shard_chunk(N) examples (a cut that
+ * depends on N only; see atf_mlp_jacobian_chunks). */
 atf_error atf_mlp_jacobian(const atf_mlp *m, int N, const double *X, atf_jacobian *out,
                            char *err);
+/* The same, `chunk` examples at a time from the first (chunk ≥ N: one piece). A BLAS product's
+ * rows depend on how many rows it has (OpenBLAS picks other kernels for other sizes), so parts
+ * formed apart agree bit for bit only if they are formed in the same chunks: a run of whole
+ * chunks of atf_shard_chunk(N) (a process's atf_shard_range) formed with that chunk gives every
+ * example the bits atf_mlp_jacobian gives it among all N. ATF_E_USAGE for N < 1 or chunk < 1. */
+atf_error atf_mlp_jacobian_chunks(const atf_mlp *m, int N, const double *X, int chunk,
+                                  atf_jacobian *out, char *err);
 void atf_jacobian_free(atf_jacobian *J);
 
 /* ---------------------------------------------------------------------------------------------
@@ -56,13 +65,9 @@ atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char
 
 /* The factored problem of m on the examples of ds alone (blocks, r = y − f0, y, f0, labels of
  * ds->N examples; no test split, provenance or fingerprint), its Jacobian formed `chunk`
- * examples at a time: chunks of ds are examples 0 … chunk − 1, chunk … 2·chunk − 1, ... of ds.
- * With ds a run of whole chunks of a split (the examples first … first + count − 1 of a cut into
- * chunks of atf_shard_chunk(N), e.g. a process's atf_shard_range) every example gets the same
- * bits whatever the run: a BLAS product's rows depend on how many rows it has (OpenBLAS picks
- * other kernels for other sizes), so parts computed apart agree bit for bit with each other only
- * if they are formed in the same chunks (`mpirun -np K atf features`, docs/solver.md §19).
- * atf_tangent_problem forms each split in one piece, as before. Checked with
+ * examples at a time (atf_mlp_jacobian_chunks). With ds a run of whole chunks of a split of N
+ * examples and chunk = atf_shard_chunk(N) (a process's atf_shard_range, `mpirun -np K atf
+ * features`), every example has the bits atf_tangent_problem gives it. Checked with
  * atf_problem_validate; `what` (NULL: "features") opens its messages. ATF_E_USAGE for no
  * example, chunk < 1 or inputs and outputs that do not fit m. */
 atf_error atf_tangent_problem_examples(const atf_mlp *m, const atf_dataset *ds, int chunk,

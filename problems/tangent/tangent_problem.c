@@ -1,18 +1,22 @@
 /* tangent_problem.c — the factored problem (16) of an MLP on a task (`atf features`; the file
- * layout is docs/formats.md "Problem file"), and of a run of a split's examples formed chunk by
- * chunk (atf_tangent_problem_examples: a process's part under `mpirun -np K atf features`). */
+ * layout is docs/formats.md "Problem file"), and of a run of a split's examples
+ * (atf_tangent_problem_examples: a process's part under `mpirun -np K atf features`). Both form
+ * the Jacobian in the chunks of atf_shard_chunk(N) of the whole split, so a part has the bits of
+ * the whole (atf_mlp_jacobian_chunks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atf_features.h"
 
-/* A problem over one split: r = y − f0, the Jacobian blocks moved (not copied) into it. */
-static atf_error split_problem(const atf_mlp *m, const atf_dataset *ds, const atf_penalty *pen,
-                               const char *spec, atf_problem **out, char *err)
+/* A problem over one split, its Jacobian formed `chunk` examples at a time: r = y − f0, the
+ * Jacobian blocks moved (not copied) into it. */
+static atf_error split_problem(const atf_mlp *m, const atf_dataset *ds, int chunk,
+                               const atf_penalty *pen, const char *spec, atf_problem **out,
+                               char *err)
 {
     atf_jacobian J;
-    atf_error e = atf_mlp_jacobian(m, ds->N, ds->X, &J, err);
+    atf_error e = atf_mlp_jacobian_chunks(m, ds->N, ds->X, chunk, &J, err);
     if (e)
         return e;
     atf_problem *p = calloc(1, sizeof *p);
@@ -106,9 +110,9 @@ atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char
     if ((e = atf_arch_fit_task(&arch, task, err)))
         return e;
     atf_problem *p = NULL, *test = NULL;
-    e = split_problem(m, &task->train, &pen, spec, &p, err);
+    e = split_problem(m, &task->train, atf_shard_chunk(task->train.N), &pen, spec, &p, err);
     if (!e && task->test.N > 0) {
-        e = split_problem(m, &task->test, &pen, spec, &test, err);
+        e = split_problem(m, &task->test, atf_shard_chunk(task->test.N), &pen, spec, &test, err);
         if (!e)
             p->test = test;
     }
@@ -129,63 +133,7 @@ atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char
     return ATF_OK;
 }
 
-/* ------------------------------------------------------------------ examples in chunks */
-
-/* A problem of N examples shaped like part (sizes, blocks, labels or none), its arrays
- * allocated and not filled. */
-static atf_error alloc_like(const atf_problem *part, int N, atf_problem **out, char *err)
-{
-    atf_problem *p = calloc(1, sizeof *p);
-    size_t M = (size_t)N * part->C;
-    if (p) {
-        p->N = N;
-        p->C = part->C;
-        p->M = (int)M;
-        p->r = malloc(M * sizeof *p->r);
-        p->y = malloc(M * sizeof *p->y);
-        p->f0 = malloc(M * sizeof *p->f0);
-        p->labels = part->labels ? malloc((size_t)N * sizeof *p->labels) : NULL;
-        p->blocks = calloc((size_t)part->nblocks, sizeof *p->blocks);
-    }
-    int ok = p && p->r && p->y && p->f0 && (!part->labels || p->labels) && p->blocks;
-    if (ok) {
-        p->nblocks = part->nblocks;
-        for (int b = 0; b < part->nblocks && ok; b++) {
-            atf_block *blk = &p->blocks[b];
-            *blk = part->blocks[b]; /* name, index, sizes, penalty, structure, kind */
-            blk->N = N;
-            blk->M = (int)M;
-            blk->H = malloc((size_t)N * blk->rows * sizeof(double));
-            blk->D = malloc(M * blk->cols * sizeof(double));
-            ok = blk->H && blk->D;
-        }
-    }
-    if (!ok) {
-        atf_problem_free(p);
-        atf_errorf(err, "features: out of memory for %d examples", N);
-        return ATF_E_NOMEM;
-    }
-    *out = p;
-    return ATF_OK;
-}
-
-/* part's examples as examples i0 … i0 + part->N − 1 of all. */
-static void copy_rows(atf_problem *all, const atf_problem *part, int i0)
-{
-    size_t C = (size_t)part->C, at = (size_t)i0 * C, n = (size_t)part->M;
-    memcpy(all->r + at, part->r, n * sizeof *all->r);
-    memcpy(all->y + at, part->y, n * sizeof *all->y);
-    memcpy(all->f0 + at, part->f0, n * sizeof *all->f0);
-    if (part->labels)
-        memcpy(all->labels + i0, part->labels, (size_t)part->N * sizeof *all->labels);
-    for (int b = 0; b < part->nblocks; b++) {
-        const atf_block *src = &part->blocks[b];
-        atf_block *dst = &all->blocks[b];
-        memcpy(dst->H + (size_t)i0 * src->rows, src->H,
-               (size_t)part->N * src->rows * sizeof(double));
-        memcpy(dst->D + at * src->cols, src->D, n * src->cols * sizeof(double));
-    }
-}
+/* ------------------------------------------------------------------ a run of examples */
 
 atf_error atf_tangent_problem_examples(const atf_mlp *m, const atf_dataset *ds, int chunk,
                                        const char *penalty, const char *what, atf_problem **out,
@@ -208,23 +156,7 @@ atf_error atf_tangent_problem_examples(const atf_mlp *m, const atf_dataset *ds, 
         return e;
     atf_penalty_format(&pen, spec, sizeof spec);
     atf_problem *all = NULL;
-    for (int i0 = 0; i0 < ds->N && !e; i0 += chunk) {
-        int n = ds->N - i0 < chunk ? ds->N - i0 : chunk;
-        atf_dataset part = {n, D, C, ds->X + (size_t)i0 * D, ds->Y + (size_t)i0 * C,
-                            ds->labels ? ds->labels + i0 : NULL};
-        atf_problem *p = NULL;
-        if ((e = split_problem(m, &part, &pen, spec, &p, err)))
-            break;
-        if (!all && n == ds->N) { /* one chunk: the whole */
-            all = p;
-            break;
-        }
-        if (!all)
-            e = alloc_like(p, ds->N, &all, err);
-        if (!e)
-            copy_rows(all, p, i0);
-        atf_problem_free(p);
-    }
+    e = split_problem(m, ds, chunk, &pen, spec, &all, err);
     if (!e)
         e = atf_problem_validate(all, what, err);
     if (e) {

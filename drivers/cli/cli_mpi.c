@@ -117,6 +117,34 @@ static void ranks_max(void *ctx, int *v, int n)
     MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 }
 
+static void ranks_bcast(void *ctx, void *buf, int bytes)
+{
+    (void)ctx;
+    MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+/* Every rank's piece x[first … first + count − 1] to every rank: the pieces' places first
+ * (an all-gather of two ints), then the pieces themselves (Allgatherv in place). */
+static void ranks_gather(void *ctx, double *x, int first, int count)
+{
+    (void)ctx;
+    int mine[2] = {first, count};
+    int *all = malloc((size_t)ranks.size * 4 * sizeof *all);
+    if (!all) { /* no rank can go on alone */
+        fprintf(stderr, "atf: rank %d: out of memory gathering rows\n", ranks.rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int *counts = all + 2 * ranks.size, *displs = all + 3 * ranks.size;
+    MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < ranks.size; r++) {
+        displs[r] = all[2 * r];
+        counts[r] = all[2 * r + 1];
+    }
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, counts, displs, MPI_DOUBLE,
+                   MPI_COMM_WORLD);
+    free(all);
+}
+
 /* Launched by mpirun/mpiexec (Open MPI or a PMI/PMIx launcher)? */
 static int launched(void)
 {
@@ -136,6 +164,9 @@ void atf_cli_ranks_begin(int *argc, char ***argv)
     MPI_Op_create(dd_add, 1, &dd_op);
     processes = (atf_processes){ranks.rank, ranks.size, processes_sum_dd, processes_gather,
                                 processes_max, NULL};
+    ranks.bcast = ranks_bcast; /* the path's (drivers/experiments/path.c) */
+    ranks.gather = ranks_gather;
+    ranks.processes = &processes;
 }
 
 const atf_exp_ranks *atf_cli_ranks(void)

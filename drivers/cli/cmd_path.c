@@ -1,5 +1,8 @@
 /* cmd_path.c — `atf path PROBLEM.h5`: the regularisation path of problem (16) in λ (the path
- * of the experiments library, atf_path_run), filled from the command line here. */
+ * of the experiments library, atf_path_run), filled from the command line here. Under mpirun
+ * (docs/experiments.md, "The λ path over processes") every rank parses the same command line
+ * and runs the path with the ranks (io.ranks); what every rank meets alike before the run (a bad
+ * option) is said by rank 0 alone, and rank 0 alone checks (creates) the output directory. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -177,10 +180,24 @@ static atf_error parse_path(int argc, char **argv, atf_path_config *cfg, path_fl
     return e ? e : require(cfg, fl, err);
 }
 
+/* Under ranks: rank 0 checks the output directory and tells every rank how that went (its
+ * message is rank 0's alone); alone: the check. */
+static atf_error output_dir(const atf_path_config *cfg, char *err)
+{
+    const atf_exp_ranks *rk = atf_cli_ranks();
+    if (!rk)
+        return atf_cli_output_dir(cfg->out, err);
+    int v = rk->rank == 0 ? (int)atf_cli_output_dir(cfg->out, err) : 0;
+    rk->bcast(rk->ctx, &v, (int)sizeof v);
+    return (atf_error)v;
+}
+
 int atf_cmd_path(int argc, char **argv)
 {
+    const atf_exp_ranks *rk = atf_cli_ranks();
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        if (!rk || rk->rank == 0)
+            usage(stdout);
         return 0;
     }
     char err[ATF_ERRLEN] = "";
@@ -192,8 +209,10 @@ int atf_cmd_path(int argc, char **argv)
     atf_error e = parse_path(argc, argv, &cfg, &fl, err);
     if (!e)
         e = atf_path_check(&cfg, err);
+    if (e && rk && rk->rank != 0) /* the same command line: rank 0 says it */
+        err[0] = '\0';
     if (!e)
-        e = atf_cli_output_dir(cfg.out, err);
+        e = output_dir(&cfg, err);
     if (!e) {
         cfg.io = atf_cli_exp_io(cfg.io.json, fl.quiet);
         e = atf_path_run(&cfg, &o, NULL, err);

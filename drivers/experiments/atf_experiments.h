@@ -48,6 +48,15 @@ typedef struct {
     int rank, size;
     void (*max)(void *ctx, int *v, int n);
     void *ctx;
+    /* The path (atf_path_run) spreads the examples of its problem over the ranks, and needs
+     * more (each collective, made by every process at the same point): `bcast` copies
+     * buf[0 … bytes−1] of process 0 to every process; `gather` completes x: each process has
+     * filled its own piece x[first … first + count − 1] (count may be 0; the pieces do not
+     * overlap), and afterwards every process holds every piece; `processes` are the same ranks
+     * as the solver's processes (atf_hooks.processes: sums, row gathers, maxima). */
+    void (*bcast)(void *ctx, void *buf, int bytes);
+    void (*gather)(void *ctx, double *x, int first, int count);
+    const atf_processes *processes;
 } atf_exp_ranks;
 
 typedef struct {

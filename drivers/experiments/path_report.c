@@ -12,7 +12,7 @@
 
 void atf_path_criterion_column(const path_state *s, char *col, size_t len)
 {
-    snprintf(col, len, "%s_%s", s->val ? "val" : "test",
+    snprintf(col, len, "%s_%s", s->validating ? "val" : "test",
              s->cfg->loss == ATF_LOSS_XENT ? "xent" : "error");
 }
 
@@ -21,12 +21,13 @@ void atf_path_criterion_column(const path_state *s, char *col, size_t len)
 void atf_path_best_of(const path_state *s, atf_path_best *best)
 {
     char col[32], ce[32], cx[32];
-    const char *split = s->val ? "val" : "test";
+    const char *split = s->validating ? "val" : "test";
     atf_path_criterion_column(s, col, sizeof col);
     snprintf(ce, sizeof ce, "%s_error", split);
     snprintf(cx, sizeof cx, "%s_xent", split);
     memset(best, 0, sizeof *best);
-    snprintf(best->criterion, sizeof best->criterion, "%s %s", s->val ? "validation" : "test",
+    snprintf(best->criterion, sizeof best->criterion, "%s %s",
+             s->validating ? "validation" : "test",
              s->cfg->loss == ATF_LOSS_XENT ? "cross-entropy" : "error");
     double bv = INFINITY;
     for (int i = 0; i < atf_rowstore_count(s->store); i++) {

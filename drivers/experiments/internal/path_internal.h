@@ -6,12 +6,35 @@
 
 #include "exp_internal.h"
 
+/* One split the λ are scored on, as this process holds it: alone the whole split; under ranks
+ * a shard of it (its factored rows of examples first … first + count − 1, and the y, f0 and
+ * labels of all N), or nothing (held NULL: the split has fewer chunks than there are ranks). */
+typedef struct {
+    const atf_problem *held; /* NULL: none of it here, or no such split */
+    int N;                   /* the split's examples (0: no such split) */
+    int first, count;        /* the examples held */
+} path_split;
+
 typedef struct {
     const atf_path_config *cfg;
-    atf_problem *prob;       /* the problem file, with the penalty override */
+    const atf_exp_ranks *ranks; /* several processes share the examples (NULL: this one
+                                   alone; docs/experiments.md "The λ path over processes") */
+    atf_problem *prob;       /* the problem file, with the penalty override; under ranks this
+                                process's shard of it (with validation: the file rows that
+                                cover its fitted examples, their rows released once fit is
+                                made; r, y, f0 and labels are always whole) */
     atf_problem *fit;        /* what is solved: prob itself, or (validation) its fitted
-                                examples with a copy of the test split */
-    atf_problem *val;        /* the validation examples; NULL: scored on the test split */
+                                examples with a copy of the test split (under ranks a shard of
+                                them, by the solver's cut, without the test split) */
+    atf_problem *val;        /* the validation examples (under ranks this process's shard of
+                                them, NULL if it holds none); NULL: scored on the test split */
+    atf_problem *test;       /* under ranks: this process's shard of the test split (NULL:
+                                none held, or none); alone the test split is prob's */
+    int validating;          /* scored on validation examples (else on the test split) */
+    int *fit_idx, nfit;      /* under ranks with validation: the fitted examples' rows of the
+                                file, ascending (fit.h5 is copied from the file by them) */
+    path_split train, valid, tested; /* the three scored splits as held here */
+    int stopped;             /* stopped through io.interrupt (agreed by every rank) */
     char split[128];         /* "test" or "validation:fraction=F,seed=S,examples=K" */
     char penalty[ATF_ROW_VALUELEN]; /* the penalty solved with, as recorded in the rows */
     char solver[ATF_ROW_VALUELEN];  /* method, tol and iteration limit asked for */

@@ -8,16 +8,18 @@ and the test says whether bit for bit), the same result files (every B) and, wit
 the same fit.h5 (every item, attribute and value, read with h5py), which `atf predict` accepts
 with the result files. The test split (40 examples) and the validation examples (60) have fewer
 chunks than 3 ranks: the third rank holds none of them. After Ctrl-C to mpirun a run with K = 3
-completes the table as one process does; a NaN in one example's rows, an output directory that
-cannot be made, a result file that cannot be written (rank 0 alone fails, mid-run) and a bad
-option each end the job with one message, the usual exit code, no half-written output and no
-process left.
+completes the table as one process does; a SIGINT to one rank alone stops every rank at the same
+step (exit 130, one line), and one process completes the table. A NaN in one example's rows, an
+output directory that cannot be made, a result file that cannot be written (rank 0 alone fails,
+mid-run) and a bad option each end the job with one message, the usual exit code, no
+half-written output and no process left.
 
 usage: test_mpi_path.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
 import csv
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -156,6 +158,37 @@ run(mpi(3, ["path", prob, "-o", out, "--quiet", *cases["test"]]))
 same_table(path("test_1"), out, "sigint, resumed with K=3")
 clean(out, "sigint, resumed")
 print(f"sigint: {len(kept)} rows kept, resumed")
+
+# ---- SIGINT to one rank alone: every rank stops at the same step, exit 130 with rank 0's one
+# line, the figure drawn; then the rest in one process
+out = path("rank_stopped")
+job = subprocess.Popen(mpi(2, ["path", prob, "-o", out, "--quiet", *cases["test"]]), env=ENV,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+deadline = time.time() + 300
+csv_path = os.path.join(out, "path.csv")
+while time.time() < deadline and job.poll() is None:
+    if os.path.exists(csv_path) and sum(1 for _ in open(csv_path)) >= 2:
+        break
+    time.sleep(0.05)
+ranks = [p for p in leftovers(out) if p != str(job.pid)]
+check(job.poll() is None and len(ranks) == 2, f"rank SIGINT: the job ended early or ranks {ranks}")
+if ranks:
+    os.kill(int(ranks[-1]), signal.SIGINT)
+try:
+    _, err = job.communicate(timeout=300)
+except subprocess.TimeoutExpired:
+    job.kill()
+    _, err = job.communicate()
+    check(False, "rank SIGINT: the job hung")
+msgs = atf_messages(err)
+check(job.returncode == 130 and len(msgs) == 1 and "interrupted" in msgs[0],
+      f"rank SIGINT: exit {job.returncode}, messages {msgs}")
+check(os.path.exists(os.path.join(out, "path.svg")), "rank SIGINT: no figure")
+clean(out, "rank SIGINT")
+time.sleep(1)
+check(not leftovers(out), "rank SIGINT: processes left")
+run([ATF, "path", prob, "-o", out, "--quiet", *cases["test"]])
+same_table(path("test_1"), out, "rank SIGINT, resumed in one process")
 
 # ---- failures: one message each, the usual exit code, nothing half-written, no process left
 bad = path("bad.h5")

@@ -569,6 +569,30 @@ atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int
     return ATF_OK;
 }
 
+/* Rows row0 … row0 + nrows − 1 of the 2-D double dataset `path` as a hyperslab of the file's
+ * dataspace, to or from a memory space of just their size (libhdf5 then reads or writes those
+ * rows only). Negative on any failure, the dataset's close included. */
+static herr_t transfer_rows(hid_t file, const char *path, const int64_t *dims, int64_t row0,
+                            int64_t nrows, double *buf, int write)
+{
+    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)nrows, (hsize_t)dims[1]};
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    hid_t fs = d >= 0 ? H5Dget_space(d) : -1;
+    hid_t ms = H5Screate_simple(2, count, NULL);
+    herr_t st = -1;
+    if (fs >= 0 && ms >= 0 &&
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
+        st = write ? H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, buf)
+                   : H5Dread(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, buf);
+    if (ms >= 0)
+        H5Sclose(ms);
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (d >= 0 && H5Dclose(d) < 0)
+        st = -1;
+    return st;
+}
+
 atf_error h5io_read_rows(hid_t file, const char *fname, const char *path, const int64_t *dims,
                          int64_t row0, int64_t nrows, double *out, char *err)
 {
@@ -579,22 +603,7 @@ atf_error h5io_read_rows(hid_t file, const char *fname, const char *path, const 
     }
     if (nrows == 0 || dims[1] == 0)
         return ATF_OK;
-    /* the rows as a hyperslab of the file's dataspace into a memory space of just their size:
-     * libhdf5 reads (and converts) those rows only */
-    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)nrows, (hsize_t)dims[1]};
-    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
-    hid_t fs = d >= 0 ? H5Dget_space(d) : -1;
-    hid_t ms = H5Screate_simple(2, count, NULL);
-    herr_t st = -1;
-    if (fs >= 0 && ms >= 0 &&
-        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
-        st = H5Dread(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, out);
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
-    if (d >= 0)
-        H5Dclose(d);
+    herr_t st = transfer_rows(file, path, dims, row0, nrows, out, 0);
     if (st < 0) {
         atf_errorf(err, "%s: %s: cannot read rows %lld … %lld (truncated or corrupt file)", fname,
                    path, (long long)row0, (long long)(row0 + nrows - 1));
@@ -857,22 +866,7 @@ static int write_rows(hid_t file, const char *path, const int64_t *dims, int64_t
         return -1;
     if (nrows == 0 || dims[1] == 0)
         return 0;
-    /* the rows as a hyperslab of the file's dataspace, from a memory space of just their size */
-    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)nrows, (hsize_t)dims[1]};
-    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
-    hid_t fs = d >= 0 ? H5Dget_space(d) : -1;
-    hid_t ms = H5Screate_simple(2, count, NULL);
-    herr_t st = -1;
-    if (fs >= 0 && ms >= 0 &&
-        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
-        st = H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, data);
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
-    if (d >= 0 && H5Dclose(d) < 0)
-        st = -1;
-    return st < 0 ? -1 : 0;
+    return transfer_rows(file, path, dims, row0, nrows, (double *)data, 1) < 0 ? -1 : 0;
 }
 
 void h5io_put_rows(h5io_out *o, const char *path, const int64_t *dims, int64_t row0,

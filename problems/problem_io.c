@@ -627,13 +627,16 @@ static atf_error read_shard(const h5io_reader *rd, void *ctx)
     return ATF_OK;
 }
 
-atf_error atf_problem_read_shard(const char *path, int first, int count, int check,
-                                 int fingerprint, atf_problem **out, char *err)
+/* Read a shard's job from path: examples first … first + count − 1 of `split` ("" or
+ * "/test"), by fn; *out the problem read (NULL on failure). */
+static atf_error read_shard_job(const char *path, const char *split, int first, int count,
+                                int check, int fingerprint, h5io_read_fn fn, atf_problem **out,
+                                char *err)
 {
     *out = NULL;
     if (first < 0 || count < 1) {
-        atf_errorf(err, "%s: a shard of %d examples from example %d: need a first example "
-                   "≥ 0 and at least one example", path, count, first);
+        atf_errorf(err, "%s: %s%sa shard of %d examples from example %d: need a first example "
+                   "≥ 0 and at least one example", path, split, *split ? ": " : "", count, first);
         return ATF_E_USAGE;
     }
     atf_problem *p = calloc(1, sizeof *p);
@@ -642,13 +645,19 @@ atf_error atf_problem_read_shard(const char *path, int first, int count, int che
         return ATF_E_NOMEM;
     }
     shard_job job = {p, {TAKE_SHARD, first, count}, fingerprint};
-    atf_error e = h5io_read_file_opt(path, check, read_shard, &job, err);
+    atf_error e = h5io_read_file_opt(path, check, fn, &job, err);
     if (e) {
         atf_problem_free(p);
         return e;
     }
     *out = p;
     return ATF_OK;
+}
+
+atf_error atf_problem_read_shard(const char *path, int first, int count, int check,
+                                 int fingerprint, atf_problem **out, char *err)
+{
+    return read_shard_job(path, "", first, count, check, fingerprint, read_shard, out, err);
 }
 
 /* A shard of the test split: the training blocks' names, indices, penalties and shapes (their
@@ -680,18 +689,8 @@ atf_error atf_problem_read_test_shard(const char *path, int first, int count, in
                                       atf_problem **out, char *err)
 {
     *out = NULL;
-    if (first < 0 || count < 1) {
-        atf_errorf(err, "%s: /test: a shard of %d examples from example %d: need a first "
-                   "example ≥ 0 and at least one example", path, count, first);
-        return ATF_E_USAGE;
-    }
-    atf_problem *p = calloc(1, sizeof *p);
-    if (!p) {
-        atf_errorf(err, "%s: out of memory", path);
-        return ATF_E_NOMEM;
-    }
-    shard_job job = {p, {TAKE_SHARD, first, count}, 0};
-    atf_error e = h5io_read_file_opt(path, check, read_test_shard, &job, err);
+    atf_problem *p;
+    atf_error e = read_shard_job(path, "/test", first, count, check, 0, read_test_shard, &p, err);
     if (!e && p->test) { /* the split alone, as a shard of its own examples */
         *out = p->test;
         p->test = NULL;

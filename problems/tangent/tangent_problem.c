@@ -96,16 +96,24 @@ atf_error atf_mlp_fingerprint(const atf_mlp *m, char *out)
     return atf_hasher_finish(h, out);
 }
 
+/* Every block's penalty (NULL: "sq") and its canonical spec. */
+static atf_error parse_penalty(const char *penalty, atf_penalty *pen, char *spec, char *err)
+{
+    atf_error e = atf_penalty_parse(penalty ? penalty : "sq", pen, err);
+    if (!e)
+        atf_penalty_format(pen, spec, ATF_PENALTY_SPECLEN);
+    return e;
+}
+
 atf_error atf_tangent_problem(const atf_mlp *m, const atf_task *task, const char *penalty,
                               atf_problem **out, char *err)
 {
     *out = NULL;
     atf_penalty pen;
     char spec[ATF_PENALTY_SPECLEN];
-    atf_error e = atf_penalty_parse(penalty ? penalty : "sq", &pen, err);
+    atf_error e = parse_penalty(penalty, &pen, spec, err);
     if (e)
         return e;
-    atf_penalty_format(&pen, spec, sizeof spec);
     atf_arch arch = m->arch;
     if ((e = atf_arch_fit_task(&arch, task, err)))
         return e;
@@ -151,10 +159,9 @@ atf_error atf_tangent_problem_examples(const atf_mlp *m, const atf_dataset *ds, 
     }
     atf_penalty pen;
     char spec[ATF_PENALTY_SPECLEN];
-    atf_error e = atf_penalty_parse(penalty ? penalty : "sq", &pen, err);
+    atf_error e = parse_penalty(penalty, &pen, spec, err);
     if (e)
         return e;
-    atf_penalty_format(&pen, spec, sizeof spec);
     atf_problem *all = NULL;
     e = split_problem(m, ds, chunk, &pen, spec, &all, err);
     if (!e)

@@ -23,7 +23,8 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experiments"))
-from mpi_env import ATF, ENV, MPIRUN, check, finish, leftovers, mpi, run, scratch  # noqa: E402
+from mpi_env import (ATF, ENV, MPIRUN, check, ended_badly, finish, leftovers, mpi, run,  # noqa: E402
+                     scratch)
 
 FASHION = "/usr/share/datasets/fashion-mnist"
 assert os.path.isdir(FASHION), "dataset-fashion-mnist is not installed (scripts/setup.sh)"
@@ -222,16 +223,7 @@ if victim:
     check(not [f for f in os.listdir(scratch) if f.startswith("killed.h5.tmp")],
           "killed rank: the writing had begun before the kill (the test needs a slower start)")
     os.kill(victim, signal.SIGKILL)
-try:
-    proc.communicate(timeout=120)
-except subprocess.TimeoutExpired:
-    os.killpg(proc.pid, signal.SIGKILL)  # mpirun and its ranks: none outlives the test
-    proc.communicate()
-    check(False, "killed rank: the job hung")
-check(proc.returncode != 0, f"killed rank: exit {proc.returncode}")
-check(not os.path.exists(killed), "killed rank: an output was written")
-time.sleep(1)
-check(not leftovers(killed), f"killed rank: processes left: {leftovers(killed)}")
+ended_badly(proc, killed, "killed rank")
 no_temporaries("killed rank")
 
 finish("test_mpi_features")

@@ -89,6 +89,21 @@ def stop_job(job, out, part, how):
     check(not leftovers(out), f"{how}: processes left: {leftovers(out)}")
 
 
+def ended_badly(proc, out, what):
+    """After one of its ranks was killed, the job `proc` (started in its own process group) must
+    end by itself (killed whole if it hangs), fail, write no `out` and leave no process."""
+    try:
+        proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # mpirun and its ranks: none outlives the test
+        proc.communicate()
+        check(False, f"{what}: the job hung")
+    check(proc.returncode != 0, f"{what}: exit {proc.returncode}")
+    check(not os.path.exists(out), f"{what}: an output was written")
+    time.sleep(1)
+    check(not leftovers(out), f"{what}: processes left: {leftovers(out)}")
+
+
 def finish(name):
     """Say how many checks failed and exit accordingly."""
     print(f"{name}: {len(failures)} failures")

@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experiments"))
-from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch  # noqa: E402
+from mpi_env import ATF, ENV, check, ended_badly, finish, mpi, run, scratch  # noqa: E402
 
 FASHION = "/usr/share/datasets/fashion-mnist"
 assert os.path.isdir(FASHION), "dataset-fashion-mnist is not installed (scripts/setup.sh)"
@@ -118,14 +118,6 @@ check(victim is not None, "killed rank: the ranks started")
 if victim:
     time.sleep(1.0)
     os.kill(victim, signal.SIGKILL)
-try:
-    proc.communicate(timeout=120)
-except subprocess.TimeoutExpired:
-    os.killpg(proc.pid, signal.SIGKILL)  # mpirun and its ranks: none outlives the test
-    proc.communicate()
-    check(False, "killed rank: the job hung")
-check(proc.returncode != 0, f"killed rank: exit {proc.returncode}")
-check(not os.path.exists(killed_out), "killed rank: no output")
-check(not leftovers(killed_out), f"killed rank: processes left: {leftovers(killed_out)}")
+ended_badly(proc, killed_out, "killed rank")
 
 finish("test_mpi_solve")

@@ -773,7 +773,12 @@ static void put_training_block(h5io_out *o, const atf_block *b)
     put_operator(o, gpath, b);
 }
 
-static void put_test(h5io_out *o, const atf_problem *t)
+static void put_operator_arrays(h5io_out *o, const char *gpath, const atf_block *b, int N,
+                                int M);
+
+/* The test split; its factored arrays created empty (atf_problem_write_rows fills them) or
+ * written whole. */
+static void put_test(h5io_out *o, const atf_problem *t, int empty)
 {
     h5io_put_group(o, "/test");
     h5io_put_int(o, "/test", "samples", t->N);
@@ -784,7 +789,10 @@ static void put_test(h5io_out *o, const atf_problem *t)
         char gpath[H5IO_PATHLEN];
         h5io_path(gpath, "/test/blocks/%s", t->blocks[l].name);
         h5io_put_group(o, gpath);
-        put_operator(o, gpath, &t->blocks[l]);
+        if (empty)
+            put_operator_arrays(o, gpath, &t->blocks[l], t->N, t->M);
+        else
+            put_operator(o, gpath, &t->blocks[l]);
     }
 }
 
@@ -826,7 +834,7 @@ static void put_problem(h5io_out *o, const void *ctx)
     for (int l = 0; l < p->nblocks; l++)
         put_training_block(o, &p->blocks[l]);
     if (p->test)
-        put_test(o, p->test);
+        put_test(o, p->test, 0);
 }
 
 atf_error atf_problem_write(const char *path, const atf_problem *prob, char *err)
@@ -955,18 +963,8 @@ static void put_rows_problem(h5io_out *o, const void *ctx)
         put_training_group(o, gpath, &p->blocks[l]);
         put_operator_arrays(o, gpath, &p->blocks[l], p->N, p->M);
     }
-    if (t) {
-        h5io_put_group(o, "/test");
-        h5io_put_int(o, "/test", "samples", t->N);
-        h5io_put_int(o, "/test", "outputs", t->C);
-        put_examples(o, "/test", t);
-        h5io_put_group(o, "/test/blocks");
-        for (int l = 0; l < t->nblocks; l++) {
-            h5io_path(gpath, "/test/blocks/%s", t->blocks[l].name);
-            h5io_put_group(o, gpath);
-            put_operator_arrays(o, gpath, &t->blocks[l], t->N, t->M);
-        }
-    }
+    if (t)
+        put_test(o, t, 1);
     if (o->failed[0])
         return; /* the source is not asked for anything */
     /* the fingerprint's order is the file's: it asks the source for each array in turn */

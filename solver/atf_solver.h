@@ -85,7 +85,7 @@ typedef struct {
     volatile sig_atomic_t *interrupt; /* when it becomes nonzero the solver stops with status
                                          interrupted and returns the last iterate */
     const atf_processes *processes; /* the problem is a shard of a job spread over processes
-                                       (methods newton and fista); NULL: one process */
+                                       (methods newton, fista and cg); NULL: one process */
 } atf_hooks;
 
 typedef struct atf_solver atf_solver;

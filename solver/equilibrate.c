@@ -219,29 +219,63 @@ static int scaled_r_exponent(const double *r, const int *E, int M)
     return K;
 }
 
-/* Row exponents E[M]: each row's own (ATF_EQ_ROWS) or the largest (ATF_EQ_COMMON); a zero row
- * keeps its r_m (then r ∉ range(A) unless r_m = 0), and A = 0 leaves everything as it is. */
-static void row_exponents(const atf_problem *prob, const int *eh, atf_sv_eq_mode mode, int *E)
+/* The examples of b this process holds, as a block of its own (b itself with one process):
+ * over processes only the rows held are looked at, and the row exponents they give are
+ * gathered (row_exponents). */
+static atf_block held(const atf_solver *s, const atf_block *b)
 {
-    int top = NO_EXP;
+    atf_block view = *b;
+    if (s->procs)
+        view.N = s->share.count, view.M = s->share.count * b->C;
+    return view;
+}
+
+/* Row exponents E[M]: each row's own (ATF_EQ_ROWS) or the largest (ATF_EQ_COMMON); a zero row
+ * keeps its r_m (then r ∉ range(A) unless r_m = 0), and A = 0 leaves everything as it is.
+ * Over processes each process finds those of the rows it holds (eh: its examples' H exponents)
+ * and the processes gather them (small integers: exact as doubles). -1: out of memory, on
+ * every process alike. */
+static int row_exponents(const atf_solver *s, const int *eh, atf_sv_eq_mode mode, int *E)
+{
+    const atf_problem *prob = s->prob;
+    int top = NO_EXP, M = prob->M, at = s->share.first * prob->C, rows = s->share.count * prob->C;
     if (mode == ATF_EQ_NONE) {
-        memset(E, 0, (size_t)prob->M * sizeof *E);
-        return;
+        memset(E, 0, (size_t)M * sizeof *E);
+        return 0;
     }
-    for (int m = 0; m < prob->M; m++) {
+    double *all = s->procs ? malloc((size_t)M * sizeof *all) : NULL;
+    if (atf_sv_max(s, s->procs && !all ? 1.0 : 0.0) != 0.0) {
+        free(all);
+        return -1;
+    }
+    for (int m = 0; m < rows; m++) {
         int e = NO_EXP;
         for (int l = 0; l < prob->nblocks; l++) {
-            int p = part_exponent(&prob->blocks[l], eh + (size_t)l * (size_t)prob->N, m);
+            atf_block view = held(s, &prob->blocks[l]);
+            int p = part_exponent(&view, eh + (size_t)l * (size_t)prob->N, m);
             if (p > e)
                 e = p;
         }
-        E[m] = e == NO_EXP ? 0 : e;
-        if (e > top)
-            top = e;
+        E[at + m] = e;
+        if (all)
+            all[at + m] = e == NO_EXP ? -INFINITY : (double)e;
+    }
+    if (all) {
+        atf_sv_gather(s, all, prob->C);
+        for (int m = 0; m < M; m++)
+            E[m] = isinf(all[m]) ? NO_EXP : (int)all[m];
+        free(all);
+    }
+    for (int m = 0; m < M; m++) {
+        if (E[m] > top)
+            top = E[m];
+        if (E[m] == NO_EXP)
+            E[m] = 0;
     }
     if (mode == ATF_EQ_COMMON)
-        for (int m = 0; m < prob->M; m++)
+        for (int m = 0; m < M; m++)
             E[m] = top == NO_EXP ? 0 : top;
+    return 0;
 }
 
 static void gamma_exponent_range(const atf_omega *w, int *lo, int *hi)
@@ -333,17 +367,6 @@ static void scale_gamma(atf_omega *w, int k, int cap)
         w->scale = fmin(w->scale, ldexp(1.0, EQ_GAMMA_EXP));
 }
 
-/* The examples of b this process holds, as a block of its own (b itself with one process):
- * over processes the mode is ATF_EQ_NONE (atf_sv_shards_init: newton and fista), whose row
- * exponents E are 0, so that only the rows held are looked at. */
-static atf_block held(const atf_solver *s, const atf_block *b)
-{
-    atf_block view = *b;
-    if (s->procs)
-        view.N = s->share.count, view.M = s->share.count * b->C;
-    return view;
-}
-
 atf_error atf_sv_equilibrate(atf_solver *s, char *err)
 {
     return atf_sv_equilibrate_mode(s, ATF_EQ_ROWS, err);
@@ -370,7 +393,8 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
         atf_block view = held(s, &prob->blocks[l]);
         h_exponents(s, &view, mode, eh + (size_t)l * (size_t)maxN);
     }
-    row_exponents(prob, eh, mode, E);
+    if (row_exponents(s, eh, mode, E) != 0)
+        goto nomem;
     s->eq_mode = mode;
     int cap = 0, K = scaled_r_exponent(prob->r, E, M);
     if (K == NO_EXP) /* r = 0: the variable unit from the warm start, if any */
@@ -391,7 +415,8 @@ atf_error atf_sv_equilibrate_mode(atf_solver *s, atf_sv_eq_mode mode, char *err)
         *o = *b;
         o->J = o->data = o->H = o->D = NULL;
         atf_block view = held(s, b);
-        if (scale_block(&view, eh + (size_t)l * (size_t)maxN, E, ne, o, &s->work_owns[l]) != 0)
+        if (scale_block(&view, eh + (size_t)l * (size_t)maxN, E + (size_t)s->share.first * prob->C,
+                        ne, o, &s->work_owns[l]) != 0)
             goto nomem;
         if (!homogeneous) {
             scale_gamma(&o->penalty.w1, k, cap);

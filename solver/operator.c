@@ -46,15 +46,13 @@ atf_error atf_sv_shards_init(atf_solver *s, char *err)
     }
     if (s->set.method == ATF_METHOD_BASELINE) {
         atf_errorf(err, "solver: the baseline by the M x M Gram (--method gram) needs every "
-                   "example in one process");
+                   "example in one process; over several processes use --method cg");
         return ATF_E_USAGE;
     }
-    /* Method cg is ready here, in baseline_cg.c and in cg_precond.c, but the row equilibration
-     * (equilibrate.c, ATF_EQ_ROWS) and the projection's residual (projection.c) do not yet read
-     * a shard: refused until they do (docs/solver.md §19, "The CG baseline over processes"). */
-    if (s->set.method != ATF_METHOD_NEWTON && s->set.method != ATF_METHOD_FISTA) {
+    if (s->set.method != ATF_METHOD_NEWTON && s->set.method != ATF_METHOD_FISTA &&
+        s->set.method != ATF_METHOD_CG) {
         atf_errorf(err, "solver: method %s%s does not run over several processes (newton and "
-                   "fista, with a loss, do)", atf_method_name(s->set.method),
+                   "fista with a loss, and the baseline by cg, do)", atf_method_name(s->set.method),
                    s->requested == ATF_METHOD_AUTO ? " (the choice of auto)" : "");
         return ATF_E_USAGE;
     }

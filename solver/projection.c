@@ -36,13 +36,18 @@ static double norm2(const double *x, size_t n)
     return n ? cblas_dnrm2((int)n, x, 1) : 0.0;
 }
 
-/* y = A v − r (r may be NULL). */
+/* y = A v − r (r may be NULL). Over processes (method cg, whose projection this is) through
+ * the products of operator.c, which gather the rows and sum the adjoint over the processes. */
 static void stacked_residual(atf_solver *s, const double *v, const double *r, double *y)
 {
     int M = s->prob->M;
-    memset(y, 0, (size_t)M * sizeof *y);
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_apply(&s->vars[l].op, v + s->vars[l].off, 1.0, y);
+    if (s->procs) {
+        atf_sv_apply(s, v, y);
+    } else {
+        memset(y, 0, (size_t)M * sizeof *y);
+        for (int l = 0; l < s->nvars; l++)
+            atf_block_apply(&s->vars[l].op, v + s->vars[l].off, 1.0, y);
+    }
     if (r)
         cblas_daxpy(M, -1.0, r, 1, y, 1);
 }
@@ -51,8 +56,21 @@ static void stacked_residual(atf_solver *s, const double *v, const double *r, do
 static void stacked_adjoint_sub(atf_solver *s, double *lambda, double *v)
 {
     cblas_dscal(s->prob->M, -1.0, lambda, 1);
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_adjoint(&s->vars[l].op, lambda, 1.0, v + s->vars[l].off);
+    if (!s->procs) {
+        for (int l = 0; l < s->nvars; l++)
+            atf_block_adjoint(&s->vars[l].op, lambda, 1.0, v + s->vars[l].off);
+        return;
+    }
+    double *g = malloc((s->n ? s->n : 1) * sizeof *g);
+    if (atf_sv_max(s, g ? 0.0 : 1.0) != 0.0) { /* NaN, as the products give out of memory */
+        for (size_t i = 0; i < s->n; i++)
+            v[i] = NAN;
+        free(g);
+        return;
+    }
+    atf_sv_adjoint(s, lambda, g);
+    cblas_daxpy((int)s->n, 1.0, g, 1, v, 1);
+    free(g);
 }
 
 /* λ = (AAᵀ)⁺ b. A non-finite b (a diverged iterate) gives λ = NaN without calling LAPACK or

@@ -109,8 +109,9 @@ static double lambda_error(atf_solver *s, atf_jac *jac, atf_test_rng *rng)
     double err = 0.0;
     for (size_t i = 0; i < n; i++)
         err += (back[i] - hs[i]) * (back[i] - hs[i]);
+    double rel = sqrt(err) / fmax(atf_sv_norm(hs, n), 1e-300);
     free(h), free(hs), free(lh), free(back);
-    return sqrt(err) / fmax(atf_sv_norm(hs, n), 1e-300);
+    return rel;
 }
 
 static void test_jacobian(void)

@@ -17,6 +17,7 @@
 
 #include "atf_problem.h"
 #include "atf_problem_rows.h"
+#include "atf_shard.h"
 #include "h5io.h"
 #include "problem_internal.h"
 
@@ -161,14 +162,6 @@ static atf_error copy_in_source(const h5io_reader *rd, void *ctx)
 }
 
 /* The values of the examples idx[0 … n−1], `per` of them per example. */
-static double *pick(const double *in, const int *idx, int n, int per)
-{
-    double *out = in ? malloc((size_t)n * per * sizeof *out) : NULL;
-    for (int j = 0; out && j < n; j++)
-        memcpy(out + (size_t)j * per, in + (size_t)idx[j] * per, (size_t)per * sizeof *out);
-    return out;
-}
-
 /* The copy without its rows: what atf_problem_select_examples gives, but blocks without
  * arrays (N, C, M the copy's), and the source's test split as read in test (its rows released:
  * the test split is copied whole from the file). */
@@ -177,19 +170,7 @@ static atf_error describe_copy(const atf_problem *head, const int *idx, int n, a
 {
     int C = head->C;
     atf_problem *p = atf_problem_new(n, C, head->nblocks);
-    int bad = !p;
-    if (!bad) {
-        free(p->r); /* atf_problem_new's zeroed r */
-        p->r = pick(head->r, idx, n, C);
-        p->y = pick(head->y, idx, n, C);
-        p->f0 = pick(head->f0, idx, n, C);
-        bad = !p->r || (head->y && !p->y) || (head->f0 && !p->f0);
-    }
-    if (!bad && head->labels) {
-        bad = !(p->labels = malloc(sizeof(int) * (size_t)n));
-        for (int j = 0; !bad && j < n; j++)
-            p->labels[j] = head->labels[idx[j]];
-    }
+    int bad = !p || atf_problem_pick_example_arrays(head, p, idx, n) != 0;
     if (bad) {
         atf_problem_free(p);
         atf_errorf(err, "copy examples: out of memory for %d of %d examples", n, head->N);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "atf_problem.h"
+#include "atf_shard.h"
 #include "problem_internal.h"
 
 /* Copy `width` doubles per unit for the units (examples, or example rows when per = C) of the
@@ -112,8 +113,8 @@ static atf_error check_selection(const atf_problem *prob, const int *idx, int n,
     return ATF_OK;
 }
 
-/* The per-example arrays: r, y, f0 (C per example) and labels (one per example). */
-static int select_examples_arrays(const atf_problem *prob, atf_problem *p, const int *idx, int n)
+int atf_problem_pick_example_arrays(const atf_problem *prob, atf_problem *p, const int *idx,
+                                    int n)
 {
     free(p->r); /* atf_problem_new's zeroed r */
     p->r = gather_rows(prob->r, idx, n, prob->C, 1);
@@ -153,7 +154,7 @@ atf_error atf_problem_select_examples(const atf_problem *prob, const int *idx, i
     if (e)
         return e;
     atf_problem *p = atf_problem_new(n, prob->C, prob->nblocks);
-    int bad = !p || select_examples_arrays(prob, p, idx, n);
+    int bad = !p || atf_problem_pick_example_arrays(prob, p, idx, n);
     for (int l = 0; !bad && l < prob->nblocks; l++)
         bad = select_block(&prob->blocks[l], &p->blocks[l], idx, n);
     if (bad) {

@@ -25,6 +25,7 @@
 #include "atf_data.h"
 #include "atf_features.h"
 #include "atf_penalty.h"
+#include "atf_shard.h"
 #include "internal/path_internal.h"
 
 /* ---- configuration ---- */
@@ -358,14 +359,6 @@ static atf_error ranks_sizes(path_state *s, int sizes[2], char *err)
 }
 
 /* The values of the examples idx[0 … n−1], `per` of them per example. */
-static double *pick(const double *in, const int *idx, int n, int per)
-{
-    double *out = in ? malloc((size_t)n * per * sizeof *out) : NULL;
-    for (int j = 0; out && j < n; j++)
-        memcpy(out + (size_t)j * per, in + (size_t)idx[j] * per, (size_t)per * sizeof *out);
-    return out;
-}
-
 /* A shard of the problem of the examples idx[0 … n−1] of the file (ascending: what
  * atf_problem_select_examples gives one process): its examples first … first + count − 1,
  * picked from `cover`, a shard of the file that holds their rows; the r, y, f0 and labels of
@@ -377,19 +370,8 @@ static atf_error select_shard(const path_state *s, const atf_problem *cover, con
     const atf_problem *src = s->prob;
     int C = src->C;
     atf_problem *p = atf_problem_new(n, C, src->nblocks);
-    int *local = malloc(sizeof(int) * (size_t)count), bad = !p || !local;
-    if (!bad) {
-        free(p->r); /* atf_problem_new's zeroed r */
-        p->r = pick(src->r, idx, n, C);
-        p->y = pick(src->y, idx, n, C);
-        p->f0 = pick(src->f0, idx, n, C);
-        bad = !p->r || (src->y && !p->y) || (src->f0 && !p->f0);
-    }
-    if (!bad && src->labels) {
-        bad = !(p->labels = malloc(sizeof(int) * (size_t)n));
-        for (int j = 0; !bad && j < n; j++)
-            p->labels[j] = src->labels[idx[j]];
-    }
+    int *local = malloc(sizeof(int) * (size_t)count);
+    int bad = !p || !local || atf_problem_pick_example_arrays(src, p, idx, n) != 0;
     for (int j = 0; !bad && j < count; j++)
         local[j] = idx[first + j] - cover->shard_first;
     for (int l = 0; !bad && l < src->nblocks; l++) {

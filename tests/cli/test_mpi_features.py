@@ -23,17 +23,13 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experiments"))
-from mpi_env import (ATF, ENV, MPIRUN, check, ended_badly, finish, leftovers, mpi, run,  # noqa: E402
-                     scratch)
+from mpi_env import (ATF, ENV, MPIRUN, check, ended_badly, fashion, finish, leftovers,  # noqa: E402
+                     mpi, path, run, scratch)
 
-FASHION = "/usr/share/datasets/fashion-mnist"
-assert os.path.isdir(FASHION), "dataset-fashion-mnist is not installed (scripts/setup.sh)"
+FASHION = fashion()
 # attributes that name the run rather than the content (the output's name is in the command)
 RUN_ATTRS = ("command", "fingerprint")
 
-
-def path(name):
-    return os.path.join(scratch, name)
 
 
 def atf_messages(stderr):

@@ -32,6 +32,18 @@ for k in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"):
 failures = []
 
 
+def path(*names):
+    """A file of this test's scratch directory."""
+    return os.path.join(scratch, *names)
+
+
+def fashion():
+    """The Fashion-MNIST directory that scripts/setup.sh installs."""
+    d = "/usr/share/datasets/fashion-mnist"
+    assert os.path.isdir(d), "dataset-fashion-mnist is not installed (scripts/setup.sh)"
+    return d
+
+
 def check(cond, what):
     if not cond:
         failures.append(what)

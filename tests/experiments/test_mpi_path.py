@@ -25,19 +25,16 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch, stop_job  # noqa: E402
+from mpi_env import (ATF, ENV, check, fashion, finish, leftovers, mpi, path, run,  # noqa: E402
+                     stop_job)
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-FASHION = "/usr/share/datasets/fashion-mnist"
-assert os.path.isdir(FASHION), "dataset-fashion-mnist is not installed (scripts/setup.sh)"
+FASHION = fashion()
 TIMING = ("seconds", "cpu_seconds", "setup_seconds")
 LAMBDAS = "8,2,0.5"
 
-
-def path(*names):
-    return os.path.join(scratch, *names)
 
 
 def table(out):

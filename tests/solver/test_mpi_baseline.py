@@ -23,17 +23,14 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "experiments"))
-from mpi_env import ATF, ENV, check, finish, leftovers, mpi, run, scratch  # noqa: E402
+from mpi_env import (ATF, ENV, check, fashion, finish, leftovers, mpi, path,  # noqa: E402
+                     run)
 
 sys.path.insert(0, HERE)
 import atf_testlib as T  # noqa: E402
 
-FASHION = "/usr/share/datasets/fashion-mnist"
-assert os.path.isdir(FASHION), "dataset-fashion-mnist is not installed (scripts/setup.sh)"
+FASHION = fashion()
 
-
-def path(name):
-    return os.path.join(scratch, name)
 
 
 def atf_messages(stderr):

@@ -19,14 +19,11 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experiments"))
-from mpi_env import ATF, ENV, check, ended_badly, finish, mpi, run, scratch  # noqa: E402
+from mpi_env import (ATF, ENV, check, ended_badly, fashion, finish, mpi, path,  # noqa: E402
+                     run)
 
-FASHION = "/usr/share/datasets/fashion-mnist"
-assert os.path.isdir(FASHION), "dataset-fashion-mnist is not installed (scripts/setup.sh)"
+FASHION = fashion()
 
-
-def path(name):
-    return os.path.join(scratch, name)
 
 
 def atf_messages(stderr):

@@ -68,4 +68,11 @@ void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int n
                        const double *const *X, double *const *G, double *const *Glo,
                        atf_curvature_fn *curv, void *ctx, double *y, double *work);
 
+/* The per-example arrays of p (from atf_problem_new(n, prob->C, …), whose zeroed r is
+ * replaced): r, y, f0 (C per example) and labels (one per example) of prob's examples
+ * idx[0 … n−1] — prob's whole arrays, which a shard keeps whole too. 0, or −1 out of memory
+ * (p then holds what was made, for atf_problem_free). */
+int atf_problem_pick_example_arrays(const atf_problem *prob, atf_problem *p, const int *idx,
+                                    int n);
+
 #endif

@@ -168,6 +168,23 @@ int atf_shard_count(int N); /* the number of chunks */
  * sizes) when size exceeds the number of chunks or rank is outside 0 … size − 1. */
 atf_error atf_shard_range(int N, int rank, int size, int *first, int *count, char *err);
 
+/* Processes that share the examples of one problem or one minibatch (`mpirun -np K atf solve`,
+ * `atf train`; the command implements this with MPI, the library knows nothing of it). Each process holds a shard of
+ * the problem (atf_problem_read_shard with atf_shard_range(N, rank, size)) and makes the same
+ * calls in the same order; both functions are collective. docs/solver.md, "Several processes". */
+typedef struct {
+    int rank, size;
+    /* pairs[2n]: n double-double values (hi, lo, hi, lo, …) replaced by their sum over the
+     * processes (atf_dd_add_dd), the same bits on every process. */
+    void (*sum_dd)(void *ctx, double *pairs, int64_t n);
+    /* x holds N examples' rows of `width` values; each process has filled those of its own
+     * examples (atf_shard_range); afterwards every process holds all of them. */
+    void (*gather)(void *ctx, double *x, int N, int width);
+    /* x[n] replaced by the elementwise maximum over the processes. */
+    void (*max)(void *ctx, double *x, int64_t n);
+    void *ctx;
+} atf_processes;
+
 /* Read a process's shard of a problem file: everything atf_problem_read reads and checks,
  * except that each factored block's H and D hold only the rows of examples first …
  * first + count − 1 (read as HDF5 hyperslabs: the whole H and D are never in memory) and the

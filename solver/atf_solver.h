@@ -59,22 +59,8 @@ atf_settings atf_settings_default(void);
  * continues the previous piece), in the thread that called atf_solver_init/atf_solver_solve. */
 typedef void (*atf_log_fn)(void *ctx, const char *text);
 
-/* Processes that share the examples of one problem (`mpirun -np K atf solve`; the command
- * implements this with MPI, the library knows nothing of it). Each process holds a shard of
- * the problem (atf_problem_read_shard with atf_shard_range(N, rank, size)) and makes the same
- * calls in the same order; both functions are collective. docs/solver.md, "Several processes". */
-typedef struct {
-    int rank, size;
-    /* pairs[2n]: n double-double values (hi, lo, hi, lo, …) replaced by their sum over the
-     * processes (atf_dd_add_dd), the same bits on every process. */
-    void (*sum_dd)(void *ctx, double *pairs, int64_t n);
-    /* x holds N examples' rows of `width` values; each process has filled those of its own
-     * examples (atf_shard_range); afterwards every process holds all of them. */
-    void (*gather)(void *ctx, double *x, int N, int width);
-    /* x[n] replaced by the elementwise maximum over the processes. */
-    void (*max)(void *ctx, double *x, int64_t n);
-    void *ctx;
-} atf_processes;
+/* atf_processes (the processes that share the examples of one problem) is defined in
+ * atf_problem.h, beside the cut of the examples into shards. */
 
 /* What a run is given besides its settings; every member optional (zero/NULL: none), nothing
  * owned; everything pointed to must outlive the solver. */

@@ -183,8 +183,11 @@ void atf_cli_blas_kernel(char **argv);
 void atf_cli_ranks_begin(int *argc, char ***argv);
 const atf_exp_ranks *atf_cli_ranks(void);
 int atf_cli_ranks_end(int code);
-/* This rank has reported a failure of its own (atf_cli_fail): atf_cli_ranks_end ends the job. */
+/* This rank has reported a failure of its own (atf_cli_fail): atf_cli_ranks_end ends the job
+ * (MPI_Abort) — unless atf_cli_ranks_alike says every rank met it (atf_cli_ranks_agree says so
+ * itself), when all end through MPI_Finalize with its code. */
 void atf_cli_ranks_failed(void);
+void atf_cli_ranks_alike(void);
 /* The ranks as the solver's processes (sums of double-double pairs reduced at rank 0 and
  * broadcast, rows gathered, maxima), NULL without several ranks; and bytes broadcast from rank 0
  * (nothing without several ranks). */
@@ -197,8 +200,7 @@ void atf_cli_ranks_recv(int peer, void *buf, size_t bytes);
 /* A failure agreed on: every rank calls it at the same point with its own error (ATF_OK for
  * none) and gets the largest code over the ranks, so that all leave at the same point with the
  * same code; *tell is 1 on the rank that tells it — the lowest rank that met that error (a
- * failure every rank meets alike is told by rank 0 alone). Without several ranks: e, *tell = 1.
- * (cmd_solve.c's agreed() does the same.) */
+ * failure every rank meets alike is told by rank 0 alone). Without several ranks: e, *tell = 1. */
 atf_error atf_cli_ranks_agree(atf_error e, int *tell);
 
 #endif

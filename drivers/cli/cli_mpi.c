@@ -11,6 +11,15 @@
 
 #include "atf_cli.h"
 
+/* The failure being reported was met by every rank (agreed, or alike by construction): the
+ * ranks end together and normally, with the failure's code. */
+static int alike;
+
+void atf_cli_ranks_alike(void)
+{
+    alike = 1;
+}
+
 #ifdef ATF_WITH_MPI
 #include <mpi.h>
 
@@ -178,7 +187,10 @@ int atf_cli_ranks_end(int code)
 {
     if (!started)
         return code;
-    if (ranks.size > 1 && failed) { /* this rank failed: the job ends with it */
+    /* This rank failed on its own: the others may be waiting in a collective, so the job ends
+     * with it. A failure every rank met ends through MPI_Finalize on every rank, since an
+     * abort racing the others' finalisation can leave mpirun crashed or hung. */
+    if (ranks.size > 1 && failed && !alike) {
         fflush(NULL);
         MPI_Abort(MPI_COMM_WORLD, code);
     }
@@ -245,5 +257,7 @@ atf_error atf_cli_ranks_agree(atf_error e, int *tell)
     int v = e ? (int)e * 65536 + (65535 - rk->rank) : 0;
     rk->max(rk->ctx, &v, 1);
     *tell = v && 65535 - v % 65536 == rk->rank;
+    if (v)
+        atf_cli_ranks_alike();
     return (atf_error)(v / 65536);
 }

@@ -249,23 +249,17 @@ static void report(const solve_args *a, const atf_result *res)
  * unchecked. A failure every rank meets alike is told by rank 0 alone; one a rank meets on its
  * own (its rows) by that rank, which ends the job (atf_cli_fail). */
 
-static int reporter; /* the rank that tells the failure agreed on */
-
-static atf_error agreed_max(const atf_exp_ranks *rk, int v)
-{
-    rk->max(rk->ctx, &v, 1);
-    reporter = v ? 65535 - v % 65536 : 0;
-    return (atf_error)(v / 65536);
-}
+static int teller = 1; /* this rank tells the failure agreed on (rank 0 when there is none) */
 
 /* The largest error code over the ranks, so that every rank leaves at the same point; the
  * lowest rank that met it is the one to tell it. */
 static atf_error agreed(atf_error e)
 {
     const atf_exp_ranks *rk = atf_cli_ranks();
-    if (!rk || !e)
-        return rk ? agreed_max(rk, 0) : e;
-    return agreed_max(rk, (int)e * 65536 + (65535 - rk->rank));
+    atf_error all = atf_cli_ranks_agree(e, &teller);
+    if (!all)
+        teller = !rk || rk->rank == 0;
+    return all;
 }
 
 static int rank(void)
@@ -330,15 +324,19 @@ static atf_error load(const char *cmd, const solve_args *a, atf_problem **prob,
         e = atf_cli_check_pair(cmd, *warm, a->warm, *prob, a->problem, err);
     if (!e && a->warm)
         e = atf_result_check(*warm, *prob, a->warm, a->problem, err);
-    return e;
+    return agreed(e);
 }
 
 /* A failure: told by the rank agreed on (rank 0 for one every rank meets alike: the solver's,
- * which all ranks meet at the same step), quiet elsewhere. */
-static int fail_alike(const char *cmd, atf_error e, char *msg)
+ * which all ranks meet at the same step), quiet elsewhere. Those of loading were agreed on
+ * (agreed()), so the ranks end together; a solver's failure ends the job from the rank that
+ * tells it, in case some rank did not meet it and waits in a collective. */
+static int fail_alike(const char *cmd, atf_error e, char *msg, int agreed_on)
 {
-    if (rank() != reporter)
+    if (!teller)
         msg[0] = '\0';
+    if (agreed_on)
+        atf_cli_ranks_alike();
     return atf_cli_fail(cmd, e, msg);
 }
 
@@ -351,7 +349,7 @@ static int run(const char *cmd, solve_args *a)
     int code = 0;
     atf_error e = load(cmd, a, &prob, &warm, err);
     if (e) {
-        code = fail_alike(cmd, e, err);
+        code = fail_alike(cmd, e, err, 1);
         goto done;
     }
     a->set.verbose = !a->quiet && rank() == 0; /* the iteration table on stderr */
@@ -361,12 +359,12 @@ static int run(const char *cmd, solve_args *a)
     if (e) {
         char msg[ATF_ERRLEN + 64];
         snprintf(msg, sizeof msg, "%s: %s", a->problem, err);
-        code = fail_alike(cmd, e, msg);
+        code = fail_alike(cmd, e, msg, 0);
         goto done;
     }
     e = atf_solver_solve(solver, &res, err);
     if (e) { /* a failure, not a status: nothing to write */
-        code = fail_alike(cmd, e, err);
+        code = fail_alike(cmd, e, err, 0);
         goto done;
     }
     if (rank() != 0) { /* rank 0 writes and reports; every rank has the same result */

@@ -167,6 +167,10 @@ int atf_shard_count(int N); /* the number of chunks */
 /* Examples [*first, *first + *count) of process rank of size. ATF_E_USAGE (message naming the
  * sizes) when size exceeds the number of chunks or rank is outside 0 … size − 1. */
 atf_error atf_shard_range(int N, int rank, int size, int *first, int *count, char *err);
+/* The same share without the check (0 ≤ rank < size assumed): with more processes than
+ * chunks, some get none (*count = 0) — a minibatch or a split scored over processes, where
+ * idle processes are allowed. */
+void atf_shard_share(int N, int rank, int size, int *first, int *count);
 
 /* Processes that share the examples of one problem or one minibatch (`mpirun -np K atf solve`,
  * `atf train`; the command implements this with MPI, the library knows nothing of it). Each process holds a shard of
@@ -178,7 +182,7 @@ typedef struct {
      * processes (atf_dd_add_dd), the same bits on every process. */
     void (*sum_dd)(void *ctx, double *pairs, int64_t n);
     /* x holds N examples' rows of `width` values; each process has filled those of its own
-     * examples (atf_shard_range); afterwards every process holds all of them. */
+     * examples (atf_shard_share); afterwards every process holds all of them. */
     void (*gather)(void *ctx, double *x, int N, int width);
     /* x[n] replaced by the elementwise maximum over the processes. */
     void (*max)(void *ctx, double *x, int64_t n);

@@ -20,6 +20,15 @@ int atf_shard_count(int N)
     return N < 1 ? 0 : (int)(((int64_t)N + c - 1) / c);
 }
 
+void atf_shard_share(int N, int rank, int size, int *first, int *count)
+{
+    int nch = atf_shard_count(N), c = atf_shard_chunk(N);
+    int64_t c0 = (int64_t)nch * rank / size, c1 = (int64_t)nch * (rank + 1) / size;
+    int64_t i0 = c0 * c < N ? c0 * c : N, i1 = c1 * c < N ? c1 * c : N;
+    *first = (int)i0;
+    *count = (int)(i1 - i0);
+}
+
 atf_error atf_shard_range(int N, int rank, int size, int *first, int *count, char *err)
 {
     int nch = atf_shard_count(N), c = atf_shard_chunk(N);
@@ -33,9 +42,6 @@ atf_error atf_shard_range(int N, int rank, int size, int *first, int *count, cha
                    "them (at most %d)", N, nch, c, size, nch);
         return ATF_E_USAGE;
     }
-    int64_t c0 = (int64_t)nch * rank / size, c1 = (int64_t)nch * (rank + 1) / size;
-    int64_t i0 = c0 * c, i1 = c1 * c < N ? c1 * c : N;
-    *first = (int)i0;
-    *count = (int)(i1 - i0);
+    atf_shard_share(N, rank, size, first, count);
     return ATF_OK;
 }

@@ -66,7 +66,7 @@ static void processes_gather(void *ctx, double *x, int N, int width)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     for (int r = 0; r < ranks.size; r++) {
-        atf_shard_range(N, r, ranks.size, &first, &count, NULL);
+        atf_shard_share(N, r, ranks.size, &first, &count); /* some may hold none */
         counts[r] = count * width;
         counts[ranks.size + r] = first * width;
     }

@@ -124,6 +124,9 @@ int atf_cli_status_exit_code(atf_status s);
 
 /* Print "atf CMD: message" on stderr and return the exit code of e. */
 int atf_cli_fail(const char *cmd, atf_error e, const char *msg);
+/* A failure every rank meets alike (the options, the data every rank reads): told once, by
+ * rank 0, and the ranks end together (atf_cli_ranks_alike). One process: atf_cli_fail. */
+int atf_cli_fail_alike(const char *cmd, atf_error e, const char *msg);
 
 /* Strict number parsing for option values; on failure write a message naming the option
  * (ATF_E_USAGE). */

@@ -150,6 +150,13 @@ int atf_cli_fail(const char *cmd, atf_error e, const char *msg)
                                       : atf_cli_exit_code(e);
 }
 
+int atf_cli_fail_alike(const char *cmd, atf_error e, const char *msg)
+{
+    const atf_exp_ranks *rk = atf_cli_ranks();
+    atf_cli_ranks_alike();
+    return atf_cli_fail(cmd, e, rk && rk->rank != 0 ? "" : msg);
+}
+
 atf_error atf_cli_int(const char *opt, const char *text, long lo, long hi, long *out, char *err)
 {
     char *end = NULL;

@@ -70,7 +70,7 @@ int atf_cmd_baseline(int argc, char **argv)
     atf_error e = check_options(argc, args, err);
     if (e) {
         free(args);
-        return atf_cli_fail("baseline", e, err);
+        return atf_cli_fail_alike("baseline", e, err);
     }
     /* atf solve --method=auto (cmd_solve.c reads gram|cg|auto for the command baseline; a
      * --method the user typed comes later and wins) with the arguments as typed (atf solve

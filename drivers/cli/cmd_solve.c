@@ -425,7 +425,7 @@ int atf_cmd_solve(int argc, char **argv)
     solve_args a;
     atf_error e = parse_args(argc, argv, &a, err);
     if (e)
-        return atf_cli_fail(cmd, e, err);
+        return atf_cli_fail_alike(cmd, e, err);
     memcpy(a.command, command, sizeof a.command);
     return run(cmd, &a);
 }

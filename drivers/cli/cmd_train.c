@@ -109,6 +109,14 @@ static void append_error(char *buf, size_t len, const char *name, double v)
         snprintf(buf + n, len - n, "  %s %.4f", name, v);
 }
 
+/* Under mpirun every rank trains the same model on its share of each minibatch (docs/tangent.md,
+ * "Training over processes"); rank 0 alone shows progress, writes and reports. */
+static int rank(void)
+{
+    const atf_exp_ranks *rk = atf_cli_ranks();
+    return rk ? rk->rank : 0;
+}
+
 /* Every epoch updates the progress line; progress.c decides what is written. */
 static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void *ctx_)
 {
@@ -128,10 +136,13 @@ static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void 
     }
     if (a->checkpoint_every > 0 && p->epoch % a->checkpoint_every == 0 && p->epoch < p->epochs) {
         char err[ATF_ERRLEN] = "";
-        atf_error e = atf_mlp_write(a->out, m->net, err);
-        if (e) {
+        int tell;
+        /* under ranks rank 0 writes, and every rank leaves training alike if that failed */
+        atf_error e = rank() == 0 ? atf_mlp_write(a->out, m->net, err) : ATF_OK;
+        if ((e = atf_cli_ranks_agree(e, &tell))) {
             atf_progress_break(&ctx->prog);
-            fprintf(stderr, "atf train: checkpoint: %s\n", err);
+            if (tell)
+                fprintf(stderr, "atf train: checkpoint: %s\n", err);
             return e;
         }
     }
@@ -435,6 +446,48 @@ static atf_error load(train_args *a, atf_task *task, atf_model **model, char *er
     return e;
 }
 
+/* The outputs are rank 0's to check; everything else every rank does alike. The comparison's
+ * files are read by rank 0 alone (the problem may be large). */
+static atf_error prepare(train_args *a, atf_task *task, atf_model **m, atf_result **b16,
+                         char *err)
+{
+    int lead = rank() == 0, tell;
+    atf_error e = lead ? atf_cli_check_output(a->out, err) : ATF_OK;
+    if (!e && lead && a->save_init)
+        e = atf_cli_check_output(a->save_init, err);
+    if (!e && lead && a->record)
+        e = atf_cli_check_output(a->record, err);
+    if (!e)
+        e = load(a, task, m, err);
+    if (!e)
+        e = atf_train_check(*m, &task->train, &task->test, &a->train, err);
+    if (!e && lead && a->b16_problem)
+        e = load_b16(a, *m, b16, err);
+    e = atf_cli_ranks_agree(e, &tell);
+    if (e && !tell)
+        err[0] = '\0';
+    return e;
+}
+
+/* Rank 0 writes; the other ranks learn whether that worked, so that all end alike. */
+static atf_error finish(const train_args *a, atf_model *m, const atf_task *task,
+                        const atf_train_report *r, atf_result *b16, char *err)
+{
+    atf_model_comparison cmp;
+    atf_error e = ATF_OK;
+    int tell;
+    if (rank() == 0 && b16)
+        e = atf_model_compare_result(m, b16, NULL, &cmp, err);
+    if (!e && rank() == 0)
+        e = write_outputs(a, m, task, r, err);
+    if (!e && rank() == 0)
+        report(a, r, a->b16_result ? &cmp : NULL);
+    e = atf_cli_ranks_agree(e, &tell);
+    if (e && !tell)
+        err[0] = '\0';
+    return e;
+}
+
 static int run(train_args *a)
 {
     char err[ATF_ERRLEN] = "";
@@ -444,29 +497,21 @@ static int run(train_args *a)
     int teacher = a->data.targets == ATF_TARGETS_TEACHER ||
                   a->data.targets == ATF_TARGETS_TEACHER_SIGN;
     if (teacher && !a->net.mlp_path[0] && a->net.seed == a->data.teacher_seed)
-        return atf_cli_fail("train", ATF_E_USAGE,
-                            "--seed equals --teacher-seed: the teacher must be an independent "
-                            "network");
-    atf_error e = atf_cli_check_output(a->out, err);
-    if (!e && a->save_init)
-        e = atf_cli_check_output(a->save_init, err);
-    if (!e && a->record)
-        e = atf_cli_check_output(a->record, err);
-    if (!e)
-        e = load(a, &task, &m, err);
-    if (!e)
-        e = atf_train_check(m, &task.train, &task.test, &a->train, err);
+        return atf_cli_fail_alike("train", ATF_E_USAGE,
+                                  "--seed equals --teacher-seed: the teacher must be an "
+                                  "independent network");
     atf_result *b16 = NULL;
-    if (!e && a->b16_problem)
-        e = load_b16(a, m, &b16, err);
+    atf_error e = prepare(a, &task, &m, &b16, err);
+    int quiet = a->quiet || rank() != 0;
     progress_ctx ctx = {a, {0}};
-    atf_progress_start(&ctx.prog, a->quiet ? NULL : stderr, a->train.epochs, 0);
+    atf_progress_start(&ctx.prog, quiet ? NULL : stderr, a->train.epochs, 0);
     a->train.progress = on_epoch;
     a->train.ctx = &ctx;
     a->train.interrupt = atf_cli_interrupt_flag();
+    a->train.processes = atf_cli_processes();
     atf_train_report r;
     memset(&r, 0, sizeof r);
-    if (!e && !a->quiet)
+    if (!e && !quiet)
         describe(a);
     if (!e) {
         e = atf_model_train(m, &task.train, &task.test, &a->train, &r, err);
@@ -475,20 +520,19 @@ static int run(train_args *a)
         else
             atf_progress_end(&ctx.prog);
     }
-    atf_model_comparison cmp;
-    if (!e && b16)
-        e = atf_model_compare_result(m, b16, NULL, &cmp, err);
+    if (!e)
+        e = finish(a, m, &task, &r, b16, err);
+    else if (rank() != 0) /* the library's failures are met by every rank alike */
+        err[0] = '\0';
     atf_result_free(b16);
-    if (!e)
-        e = write_outputs(a, m, &task, &r, err);
-    if (!e)
-        report(a, &r, a->b16_result ? &cmp : NULL);
     int interrupted = r.interrupted;
     atf_train_report_free(&r);
     atf_model_free(m);
     atf_task_free(&task);
-    if (e)
+    if (e) { /* agreed, or the library's, which every rank meets alike */
+        atf_cli_ranks_alike();
         return atf_cli_fail("train", e, err);
+    }
     return interrupted ? atf_cli_status_exit_code(ATF_STATUS_INTERRUPTED) : 0;
 }
 
@@ -510,6 +554,6 @@ int atf_cmd_train(int argc, char **argv)
     char err[ATF_ERRLEN] = "";
     atf_error e = parse_args(argc, argv, &a, err);
     if (e)
-        return atf_cli_fail("train", e, err);
+        return atf_cli_fail_alike("train", e, err);
     return run(&a);
 }

@@ -63,11 +63,11 @@ int main(int argc, char **argv)
 
 /* Under several MPI ranks, the commands that share their work: the row-wise experiments deal
  * their rows to the ranks; solve, baseline (cg), path and features spread the examples over
- * them. Any other command would run K times over the same outputs. */
+ * them, train every minibatch. Any other command would run K times over the same outputs. */
 static int shares_work(int argc, char **argv, int at)
 {
     static const char *const shared[] = {"baseline", "demo", "features", "path", "solve",
-                                         "sweep"};
+                                         "sweep", "train"};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         if (!strcmp(argv[at], shared[i]))
             return 1;
@@ -104,7 +104,7 @@ static int run(int argc, char **argv)
     if (rk && !shares_work(argc, argv, optind)) {
         if (rk->rank == 0)
             fprintf(stderr, "atf %s: runs as one process; under mpirun with %d ranks only solve, "
-                    "baseline, features, path, sweep, demo and experiment samples share "
+                    "baseline, features, path, train, sweep, demo and experiment samples share "
                     "their work (docs/solver.md, \"Several processes\")\n",
                     name, rk->size);
         return atf_cli_exit_code(ATF_E_USAGE); /* every rank: the job ends normally, code 2 */

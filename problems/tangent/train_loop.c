@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atf_shard.h"
 #include "atf_train.h"
 #include "atf_util.h"
 #include "train_internal.h"
@@ -118,10 +119,22 @@ static double model_error(int N, int C, const double *F, const atf_dataset *ds)
     return ds->Y && ds->C == C ? atf_prediction_error(N, C, F, ds->Y) : NAN;
 }
 
-/* Loss and error of m on ds, from the outputs of a cache of θ0's pass over ds (c) or from
- * the forward pass (c NULL). */
+/* This process's rows of an N-row split: all of them alone, its share of the split's chunks
+ * (atf_shard_share) among processes. */
+static void split_share(const atf_processes *pr, int N, int *first, int *count)
+{
+    if (pr)
+        atf_shard_share(N, pr->rank, pr->size, first, count);
+    else
+        *first = 0, *count = N;
+}
+
+/* Loss and error of m on ds, from the outputs of a cache of θ0's pass over this process's rows
+ * of ds (c) or from the forward pass (c NULL). Over processes each forms its rows and the rows
+ * are gathered: every process then scores the same outputs. */
 static atf_error evaluate_with(const atf_model *m, const atf_dataset *ds, model_eval_cache *c,
-                               atf_loss_kind loss, double *loss_value, double *error, char *err)
+                               const atf_processes *pr, atf_loss_kind loss, double *loss_value,
+                               double *error, char *err)
 {
     if (loss_value)
         *loss_value = NAN;
@@ -129,17 +142,24 @@ static atf_error evaluate_with(const atf_model *m, const atf_dataset *ds, model_
         *error = NAN;
     if (!ds || ds->N <= 0)
         return ATF_OK;
-    int C = m->theta0->arch.widths[m->theta0->arch.L];
+    int C = m->theta0->arch.widths[m->theta0->arch.L], first, count;
+    split_share(pr, ds->N, &first, &count);
     double *F = malloc((size_t)ds->N * C * sizeof *F);
-    if (!F) {
-        atf_errorf(err, "evaluate: out of memory for %d predictions", ds->N);
-        return ATF_E_NOMEM;
-    }
     atf_error e = ATF_OK;
-    if (c)
+    if (!F)
+        atf_errorf(err, "evaluate: out of memory for %d predictions", ds->N), e = ATF_E_NOMEM;
+    else if (c)
         model_eval_cached(m, c, F);
     else
-        e = atf_model_forward(m, ds->N, ds->X, F, err);
+        e = model_forward_rows(m, ds->N, first, count, ds->X, F, err);
+    if (pr) { /* every process leaves together, or every one scores the gathered rows */
+        double worst = e;
+        pr->max(pr->ctx, &worst, 1);
+        if (worst != 0.0 && !e)
+            atf_errorf(err, "evaluate: another process ran out of memory"), e = ATF_E_NOMEM;
+        if (!e)
+            pr->gather(pr->ctx, F, ds->N, C);
+    }
     int have_targets = loss == ATF_LOSS_XENT ? ds->labels != NULL : ds->Y && ds->C == C;
     if (!e && loss_value && have_targets)
         *loss_value = model_loss_of(loss, ds->N, C, F, ds->Y, ds->labels, NULL);
@@ -152,7 +172,7 @@ static atf_error evaluate_with(const atf_model *m, const atf_dataset *ds, model_
 atf_error atf_model_evaluate(const atf_model *m, const atf_dataset *ds, atf_loss_kind loss,
                              double *loss_value, double *error, char *err)
 {
-    return evaluate_with(m, ds, NULL, loss, loss_value, error, err);
+    return evaluate_with(m, ds, NULL, NULL, loss, loss_value, error, err);
 }
 
 /* ---- checks ---- */
@@ -342,7 +362,13 @@ typedef struct {
     model_work *work;
     optimizer_state opt;
     atf_rng rng;
-    model_eval_cache *val_cache, *test_cache; /* linear models: θ0's pass over the splits */
+    model_eval_cache *val_cache, *test_cache; /* linear models: θ0's pass over the splits
+                                                 (this process's rows of them) */
+    const atf_processes *procs;               /* NULL: one process */
+    /* a minibatch's gradient in chunks (minibatch_gradient): the trained arrays' gradients and
+     * the loss in double-double, hi and lo [ntrained + 1], and as pairs for the processes */
+    size_t ntrained;
+    double *dd_hi, *dd_lo, *pairs;
     atf_model *best;
     double best_error, best_loss;
     int best_epoch;
@@ -373,6 +399,32 @@ static void run_free(train_run *r)
     model_eval_cache_free(r->val_cache);
     model_eval_cache_free(r->test_cache);
     free(r->history);
+    free(r->dd_hi);
+    free(r->dd_lo);
+    free(r->pairs);
+}
+
+/* The double-double accumulators of a chunked minibatch gradient (one pass: none needed). */
+static int dd_alloc(train_run *r)
+{
+    r->ntrained = 0;
+    for (int k = 0; k < r->opt.nblocks; k++)
+        r->ntrained += r->opt.blocks[k].n;
+    size_t n = r->ntrained + 1;
+    r->dd_hi = malloc(n * sizeof *r->dd_hi);
+    r->dd_lo = malloc(n * sizeof *r->dd_lo);
+    r->pairs = r->procs ? malloc(2 * n * sizeof *r->pairs) : NULL;
+    return !r->dd_hi || !r->dd_lo || (r->procs && !r->pairs) ? -1 : 0;
+}
+
+/* The linear models' θ0 pass over this process's rows of a split (NULL: none kept). */
+static model_eval_cache *split_cache(const train_run *r, const atf_model *m,
+                                     const atf_dataset *ds)
+{
+    int first = 0, count = 0;
+    if (ds)
+        split_share(r->procs, ds->N, &first, &count);
+    return model_eval_cache_new(m, ds, first, count);
 }
 
 static atf_error run_init(train_run *r, atf_model *m, const atf_dataset *pool,
@@ -380,6 +432,7 @@ static atf_error run_init(train_run *r, atf_model *m, const atf_dataset *pool,
 {
     memset(r, 0, sizeof *r);
     r->s = s;
+    r->procs = s->processes && s->processes->size > 1 ? s->processes : NULL;
     r->pool = pool;
     r->test = test && test->N > 0 ? test : NULL;
     r->avail = pool->N - s->n_val;
@@ -395,7 +448,8 @@ static atf_error run_init(train_run *r, atf_model *m, const atf_dataset *pool,
     r->history = calloc((size_t)s->epochs, sizeof *r->history);
     r->work = model_work_new(m, B);
     int fail = !r->perm || !r->Xb || !r->Yb || !r->lb || !r->history || !r->work ||
-               model_grad_alloc(m, &r->grad) || optimizer_init(&r->opt, m, &r->grad, s);
+               model_grad_alloc(m, &r->grad) || optimizer_init(&r->opt, m, &r->grad, s) ||
+               dd_alloc(r);
     if (!fail && s->stopping != ATF_STOP_FINAL)
         fail = !(r->best = model_clone(m));
     if (fail) {
@@ -404,8 +458,8 @@ static atf_error run_init(train_run *r, atf_model *m, const atf_dataset *pool,
         return ATF_E_NOMEM;
     }
     /* optional (NULL: evaluate by the forward pass): the same numbers, less work per epoch */
-    r->val_cache = model_eval_cache_new(m, &r->val_view);
-    r->test_cache = model_eval_cache_new(m, r->test);
+    r->val_cache = split_cache(r, m, &r->val_view);
+    r->test_cache = split_cache(r, m, r->test);
     for (int i = 0; i < r->avail; i++)
         r->perm[i] = i;
     atf_rng_seed(&r->rng, s->seed);
@@ -413,13 +467,12 @@ static atf_error run_init(train_run *r, atf_model *m, const atf_dataset *pool,
     return ATF_OK;
 }
 
-/* One minibatch step on pool rows rows[0..nb). */
-static atf_error train_step(train_run *r, atf_model *m, const int *rows, int nb, double lr,
-                            double *loss, char *err)
+/* The pool rows rows[0 … n) into the batch arrays. */
+static void gather_batch(train_run *r, const int *rows, int n)
 {
     const atf_dataset *ds = r->pool;
     int D = ds->D, C = ds->C;
-    for (int k = 0; k < nb; k++) {
+    for (int k = 0; k < n; k++) {
         memcpy(r->Xb + (size_t)k * D, ds->X + (size_t)rows[k] * D, (size_t)D * sizeof(double));
         if (ds->Y)
             memcpy(r->Yb + (size_t)k * C, ds->Y + (size_t)rows[k] * C,
@@ -427,9 +480,81 @@ static atf_error train_step(train_run *r, atf_model *m, const int *rows, int nb,
         if (ds->labels)
             r->lb[k] = ds->labels[rows[k]];
     }
+}
+
+/* Loss and gradient (into r->grad) of rows[0 … n), part of a minibatch of nb rows. */
+static atf_error part_gradient(train_run *r, const atf_model *m, const int *rows, int n, int nb,
+                               double *loss, char *err)
+{
+    const atf_dataset *ds = r->pool;
+    gather_batch(r, rows, n);
+    return model_loss_grad_part(m, r->work, n, nb, r->Xb, ds->Y ? r->Yb : NULL,
+                                ds->labels ? r->lb : NULL, r->s->loss, loss, &r->grad, err);
+}
+
+/* The chunks' sums (dd_hi, dd_lo) as the trained arrays' gradients and the loss, after adding
+ * those of the other processes (pairs reduced at one and broadcast: the same bits everywhere). */
+static void dd_finish(train_run *r, double *loss)
+{
+    size_t n = r->ntrained + 1;
+    if (r->procs) {
+        for (size_t i = 0; i < n; i++) {
+            r->pairs[2 * i] = r->dd_hi[i];
+            r->pairs[2 * i + 1] = r->dd_lo[i];
+        }
+        r->procs->sum_dd(r->procs->ctx, r->pairs, (int64_t)n);
+        for (size_t i = 0; i < n; i++)
+            r->dd_hi[i] = r->pairs[2 * i];
+    }
+    size_t off = 0;
+    for (int k = 0; k < r->opt.nblocks; k++) {
+        memcpy(r->opt.blocks[k].g, r->dd_hi + off, r->opt.blocks[k].n * sizeof(double));
+        off += r->opt.blocks[k].n;
+    }
+    *loss = r->dd_hi[r->ntrained];
+}
+
+/* The loss and gradient of a minibatch of nb rows (docs/tangent.md, "Training over
+ * processes"). The batch is cut as a problem's examples are (atf_shard_chunk(nb), a cut that
+ * depends on nb only); each chunk's terms of the batch mean are formed by one pass and the
+ * chunks' are added in double-double; over processes each takes its share of the chunks and the
+ * pairs are summed over them, so that one process and any number give the same bits. A batch of
+ * one chunk (nb ≤ 32) in one process is the plain pass. */
+static atf_error minibatch_gradient(train_run *r, const atf_model *m, const int *rows, int nb,
+                                    double *loss, char *err)
+{
+    int chunk = atf_shard_chunk(nb), first, count;
+    if (!r->procs && nb <= chunk)
+        return part_gradient(r, m, rows, nb, nb, loss, err);
+    split_share(r->procs, nb, &first, &count);
+    size_t n = r->ntrained + 1;
+    memset(r->dd_hi, 0, n * sizeof *r->dd_hi);
+    memset(r->dd_lo, 0, n * sizeof *r->dd_lo);
+    atf_error e = ATF_OK;
+    for (int i = first; !e && i < first + count; i += chunk) {
+        int part = first + count - i < chunk ? first + count - i : chunk;
+        double value = NAN;
+        e = part_gradient(r, m, rows + i, part, nb, &value, err);
+        size_t off = 0;
+        for (int k = 0; !e && k < r->opt.nblocks; k++) {
+            atf_dd_add_vec(r->opt.blocks[k].n, r->dd_hi + off, r->dd_lo + off,
+                           r->opt.blocks[k].g);
+            off += r->opt.blocks[k].n;
+        }
+        if (!e)
+            atf_dd_add(&r->dd_hi[r->ntrained], &r->dd_lo[r->ntrained], value);
+    }
+    if (!e)
+        dd_finish(r, loss);
+    return e;
+}
+
+/* One minibatch step on pool rows rows[0..nb). */
+static atf_error train_step(train_run *r, atf_model *m, const int *rows, int nb, double lr,
+                            double *loss, char *err)
+{
     const atf_train_settings *s = r->s;
-    atf_error e = model_loss_grad(m, r->work, nb, r->Xb, ds->Y ? r->Yb : NULL,
-                                  ds->labels ? r->lb : NULL, s->loss, loss, &r->grad, err);
+    atf_error e = minibatch_gradient(r, m, rows, nb, loss, err);
     if (!e && s->use_penalty) {
         double pv;
         e = model_penalty(m, &s->penalty, s->penalty_weight, frozen_m1(s), frozen_m2(s), &pv,
@@ -438,6 +563,15 @@ static atf_error train_step(train_run *r, atf_model *m, const int *rows, int nb,
     if (!e)
         optimizer_step(&r->opt, s, lr);
     return e;
+}
+
+/* The interrupt flag, raised on any process: every one stops before the same batch. */
+static int interrupted(const train_run *r)
+{
+    double v = r->s->interrupt && *r->s->interrupt;
+    if (r->procs)
+        r->procs->max(r->procs->ctx, &v, 1);
+    return v != 0.0;
 }
 
 /* The epoch's rows: the fixed subset reshuffled, or a new n-subset of the pool. */
@@ -456,7 +590,7 @@ static atf_error run_epoch(train_run *r, atf_model *m, double lr, double *mean_l
     atf_error e = ATF_OK;
     epoch_rows(r);
     for (int start = 0; !e && start < r->n; start += B) {
-        if (s->interrupt && *s->interrupt) {
+        if (interrupted(r)) {
             *stopped = 1;
             return ATF_OK;
         }
@@ -479,10 +613,10 @@ static atf_error after_epoch(train_run *r, atf_model *m, int epoch, atf_train_ep
     int scored = s->eval_every <= 1 || epoch % s->eval_every == 0 || epoch == s->epochs;
     atf_error e = ATF_OK;
     if (scored)
-        e = evaluate_with(m, &r->val_view, r->val_cache, s->loss, &line->val_loss,
+        e = evaluate_with(m, &r->val_view, r->val_cache, r->procs, s->loss, &line->val_loss,
                           &line->val_error, err);
     if (scored && !e)
-        e = evaluate_with(m, r->test, r->test_cache, s->loss, &line->test_loss,
+        e = evaluate_with(m, r->test, r->test_cache, r->procs, s->loss, &line->test_loss,
                           &line->test_error, err);
     int L = m->theta0->arch.L;
     for (int l = 0; l < ATF_MAX_LAYERS; l++) {
@@ -523,12 +657,14 @@ static atf_error finish(train_run *r, atf_model *m, atf_train_report *rep, int e
     rep->n_train = r->n;
     rep->n_val = s->n_val;
     rep->n_pool = r->pool->N;
-    atf_error e = atf_model_evaluate(m, &r->train_view, s->loss, &rep->train_loss,
-                                     &rep->train_error, err);
+    atf_error e = evaluate_with(m, &r->train_view, NULL, r->procs, s->loss, &rep->train_loss,
+                                &rep->train_error, err);
     if (!e)
-        e = atf_model_evaluate(m, &r->val_view, s->loss, &rep->val_loss, &rep->val_error, err);
+        e = evaluate_with(m, &r->val_view, NULL, r->procs, s->loss, &rep->val_loss,
+                          &rep->val_error, err);
     if (!e)
-        e = atf_model_evaluate(m, r->test, s->loss, &rep->test_loss, &rep->test_error, err);
+        e = evaluate_with(m, r->test, NULL, r->procs, s->loss, &rep->test_loss,
+                          &rep->test_error, err);
     rep->history = r->history;
     r->history = NULL;
     return e;

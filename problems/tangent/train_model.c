@@ -438,9 +438,15 @@ static void factor_gradients(const atf_model *m, model_work *w, int l, model_gra
 double model_loss_of(atf_loss_kind loss, int n, int C, const double *F, const double *Y,
                      const int *labels, double *G)
 {
-    if (n <= 0)
+    return model_loss_of_part(loss, n, n, C, F, Y, labels, G);
+}
+
+double model_loss_of_part(atf_loss_kind loss, int n, int n_mean, int C, const double *F,
+                          const double *Y, const int *labels, double *G)
+{
+    if (n <= 0 || n_mean <= 0)
         return NAN;
-    atf_loss spec = {loss, loss == ATF_LOSS_XENT ? (double)n : 0.5 * (double)n * C};
+    atf_loss spec = {loss, loss == ATF_LOSS_XENT ? (double)n_mean : 0.5 * (double)n_mean * C};
     return atf_loss_value(&spec, n, C, F, Y, NULL, labels, G);
 }
 
@@ -465,13 +471,20 @@ atf_error model_loss_grad(const atf_model *m, model_work *w, int n, const double
                           const double *Y, const int *labels, atf_loss_kind loss, double *value,
                           model_grad *grad, char *err)
 {
+    return model_loss_grad_part(m, w, n, n, X, Y, labels, loss, value, grad, err);
+}
+
+atf_error model_loss_grad_part(const atf_model *m, model_work *w, int n, int n_mean,
+                               const double *X, const double *Y, const int *labels,
+                               atf_loss_kind loss, double *value, model_grad *grad, char *err)
+{
     if (n > w->nmax) {
         atf_errorf(err, "model: batch of %d rows but work space for %d", n, w->nmax);
         return ATF_E_USAGE;
     }
     int C = m->theta0->arch.widths[m->theta0->arch.L];
     const double *F = model_outputs(m, w, n, X, 1);
-    *value = model_loss_of(loss, n, C, F, Y, labels, grad ? w->GF : NULL);
+    *value = model_loss_of_part(loss, n, n_mean, C, F, Y, labels, grad ? w->GF : NULL);
     if (!grad)
         return ATF_OK;
     if (m->kind == ATF_MODEL_NETWORK) {
@@ -492,18 +505,29 @@ atf_error model_loss_grad(const atf_model *m, model_work *w, int n, const double
 
 atf_error atf_model_forward(const atf_model *m, int N, const double *X, double *F, char *err)
 {
-    const int chunk = 1024; /* bounded work space for large N */
+    return model_forward_rows(m, N, 0, N, X, F, err);
+}
+
+/* In the chunks of atf_shard_chunk(N) (problems/shard.c), a cut that depends on N only: every
+ * GEMM then has the same shape whichever process computes it, and whichever rows it shares
+ * with, so that the outputs are the same bits over any number of processes. */
+atf_error model_forward_rows(const atf_model *m, int N, int first, int count, const double *X,
+                             double *F, char *err)
+{
+    int chunk = atf_shard_chunk(N);
     int C = m->theta0->arch.widths[m->theta0->arch.L], D = m->theta0->arch.widths[0];
-    model_work *w = model_work_new(m, N < chunk ? N : chunk);
+    if (count <= 0)
+        return ATF_OK;
+    model_work *w = model_work_new(m, count < chunk ? count : chunk);
     if (!w) {
         atf_errorf(err, "model: out of memory for the forward pass");
         return ATF_E_NOMEM;
     }
     /* the factorised model's ΔW = M1 W M2 is formed once for all chunks */
     model_work_force_side(w, 0);
-    for (int i = 0; i < N; i += chunk) {
-        int n = N - i < chunk ? N - i : chunk;
-        const double *out = model_outputs(m, w, n, X + (size_t)i * D, i == 0);
+    for (int i = first; i < first + count; i += chunk) {
+        int n = first + count - i < chunk ? first + count - i : chunk;
+        const double *out = model_outputs(m, w, n, X + (size_t)i * D, i == first);
         memcpy(F + (size_t)i * C, out, (size_t)n * C * sizeof *F);
     }
     model_work_free(w);
@@ -513,15 +537,15 @@ atf_error atf_model_forward(const atf_model *m, int N, const double *X, double *
 /* ---- evaluation of a fixed split for the linear models ---- */
 
 /* θ0's pass over a split never changes, so the linear models keep its layer inputs, σ′ and
- * outputs per chunk and only push their change forward at every evaluation. */
+ * outputs per chunk and only push their change forward at every evaluation. The cache holds
+ * the rows first … first + N − 1 of the split, in its chunks (model_forward_rows). */
 struct model_eval_cache {
-    int N, nchunks, chunk;
+    int N, nchunks, chunk, first;
     const double *X;
     double *h[ATF_MAX_LAYERS], *d[ATF_MAX_LAYERS], *out; /* [N × width], whole split */
     model_work *w;
 };
 
-#define EVAL_CHUNK 1024
 #define EVAL_CACHE_MAX_BYTES (512.0 * 1024 * 1024)
 
 void model_eval_cache_free(model_eval_cache *c)
@@ -561,31 +585,34 @@ static void swap_pass(model_eval_cache *c, int L, int k, double **save_h, double
     }
 }
 
-model_eval_cache *model_eval_cache_new(const atf_model *m, const atf_dataset *ds)
+model_eval_cache *model_eval_cache_new(const atf_model *m, const atf_dataset *ds, int first,
+                                       int count)
 {
     const atf_arch *a = &m->theta0->arch;
     int L = a->L;
-    if (m->kind == ATF_MODEL_NETWORK || !ds || ds->N <= 0)
+    if (m->kind == ATF_MODEL_NETWORK || !ds || ds->N <= 0 || count <= 0)
         return NULL;
     double bytes = 0.0;
     for (int l = 1; l < L; l++)
-        bytes += 2.0 * ds->N * a->widths[l] * sizeof(double);
+        bytes += 2.0 * count * a->widths[l] * sizeof(double);
     if (bytes > EVAL_CACHE_MAX_BYTES)
         return NULL;
     model_eval_cache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->N = ds->N;
-    c->X = ds->X;
-    c->chunk = ds->N < EVAL_CHUNK ? ds->N : EVAL_CHUNK;
-    c->nchunks = (ds->N + c->chunk - 1) / c->chunk;
+    c->N = count;
+    c->first = first;
+    c->X = ds->X + (size_t)first * ds->D;
+    c->chunk = atf_shard_chunk(ds->N);
+    c->chunk = count < c->chunk ? count : c->chunk;
+    c->nchunks = (count + c->chunk - 1) / c->chunk;
     int fail = !(c->w = model_work_new(m, c->chunk));
     for (int l = 1; !fail && l < L; l++) {
-        fail |= !(c->h[l] = malloc((size_t)ds->N * a->widths[l] * sizeof(double)));
-        fail |= !(c->d[l] = malloc((size_t)ds->N * a->widths[l] * sizeof(double)));
+        fail |= !(c->h[l] = malloc((size_t)count * a->widths[l] * sizeof(double)));
+        fail |= !(c->d[l] = malloc((size_t)count * a->widths[l] * sizeof(double)));
     }
     if (!fail)
-        fail = !(c->out = malloc((size_t)ds->N * a->widths[L] * sizeof(double)));
+        fail = !(c->out = malloc((size_t)count * a->widths[L] * sizeof(double)));
     if (fail) {
         model_eval_cache_free(c);
         return NULL;
@@ -615,7 +642,8 @@ void model_eval_cached(const atf_model *m, model_eval_cache *c, double *F)
         swap_pass(c, L, k, save_h, save_d, &save_out, 0, a);
         tangent_forward(m, c->w, n, c->X + (size_t)k * c->chunk * a->widths[0]);
         swap_pass(c, L, k, save_h, save_d, &save_out, 1, a);
-        memcpy(F + (size_t)k * c->chunk * C, c->w->F, (size_t)n * C * sizeof *F);
+        memcpy(F + ((size_t)c->first + (size_t)k * c->chunk) * C, c->w->F,
+               (size_t)n * C * sizeof *F);
     }
 }
 

@@ -644,7 +644,7 @@ static void test_eval_cache(void)
         atf_model *m = NULL;
         atf_model_create((atf_model_kind)kind, net, &m, NULL);
         randomise(m, 0.4);
-        model_eval_cache *c = model_eval_cache_new(m, &ds);
+        model_eval_cache *c = model_eval_cache_new(m, &ds, 0, ds.N);
         double *F1 = malloc(sizeof(double) * 5000), *F2 = malloc(sizeof(double) * 5000);
         atf_model_forward(m, ds.N, ds.X, F1, NULL);
         if (c)

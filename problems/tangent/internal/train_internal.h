@@ -42,13 +42,26 @@ void model_work_force_side(model_work *w, int side);
 atf_error model_loss_grad(const atf_model *m, model_work *w, int n, const double *X,
                           const double *Y, const int *labels, atf_loss_kind loss, double *value,
                           model_grad *grad, char *err);
+/* The same for n rows that are part of a minibatch of n_mean: the loss and the gradient are
+ * those of the rows' terms of the batch's mean (they add up over the batch's parts). */
+atf_error model_loss_grad_part(const atf_model *m, model_work *w, int n, int n_mean,
+                               const double *X, const double *Y, const int *labels,
+                               atf_loss_kind loss, double *value, model_grad *grad, char *err);
 
-/* The linear models' θ0 pass over a fixed split, kept for repeated evaluation (NULL for the
- * network model, an empty split, a cache above 512 MiB or no memory: evaluate without one). */
+/* F rows first … first + count − 1 (placed at F + first·C) = the model's outputs on those rows
+ * of X [N × D], formed in the chunks of atf_shard_chunk(N) — atf_model_forward is the whole. */
+atf_error model_forward_rows(const atf_model *m, int N, int first, int count, const double *X,
+                             double *F, char *err);
+
+/* The linear models' θ0 pass over rows first … first + count − 1 of a fixed split, kept for
+ * repeated evaluation (NULL for the network model, no rows, a cache above 512 MiB or no memory:
+ * evaluate without one). */
 typedef struct model_eval_cache model_eval_cache;
-model_eval_cache *model_eval_cache_new(const atf_model *m, const atf_dataset *ds);
+model_eval_cache *model_eval_cache_new(const atf_model *m, const atf_dataset *ds, int first,
+                                       int count);
 void model_eval_cache_free(model_eval_cache *c);
-/* F [N × C] = the model's outputs on the cached split (the same numbers as atf_model_forward). */
+/* Those rows of F [N × C] = the model's outputs on the cached rows (the same numbers as
+ * model_forward_rows). */
 void model_eval_cached(const atf_model *m, model_eval_cache *c, double *F);
 
 /* Value of the explicit penalty μ Σ_ℓ (Σ ω1(s(M1)) + Σ ω2(s(M2)) + ‖W‖²) of the factorised
@@ -60,6 +73,9 @@ atf_error model_penalty(const atf_model *m, const atf_penalty *pen, double mu, i
  * with G, its gradient. */
 double model_loss_of(atf_loss_kind loss, int n, int C, const double *F, const double *Y,
                      const int *labels, double *G);
+/* The part of n rows in the mean over n_mean. */
+double model_loss_of_part(atf_loss_kind loss, int n, int n_mean, int C, const double *F,
+                          const double *Y, const int *labels, double *G);
 
 /* A deep copy of the trained state of src into dst (same kind and shapes). */
 void model_copy_state(atf_model *dst, const atf_model *src);

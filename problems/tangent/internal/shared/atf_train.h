@@ -38,6 +38,7 @@
 #include "atf_loss.h"
 #include "atf_mlp.h"
 #include "atf_penalty.h"
+#include "atf_problem.h"
 #include "atf_result.h"
 
 #ifdef __cplusplus
@@ -197,6 +198,11 @@ typedef struct {
     /* optional: when it becomes nonzero, training stops before the next batch and returns
      * ATF_OK with the model as it is (the report says so) */
     volatile sig_atomic_t *interrupt;
+    /* optional: processes that share every minibatch and every scored split (`mpirun -np K atf
+     * train`; docs/tangent.md, "Training over processes"): each forms its share of the chunks,
+     * and every process ends with the same bits as one process alone. Every process makes the
+     * same calls with the same data, settings and seed. NULL: one process. */
+    const atf_processes *processes;
 } atf_train_settings;
 
 atf_train_settings atf_train_default(void);

@@ -7,6 +7,9 @@ strong: one `atf solve` of a penalized problem at K = 1 and K = 2 ranks (one BLA
         reading the file included), the CPU seconds of all its processes, the solver's own
         seconds, passes and objective. The medians and the speed-up t(1)/t(2) of the medians.
         The objectives must agree bit for bit (they are printed to 17 digits).
+train:  (--train) one `atf train` at K = 1 and K = 2, interleaved the same way: every rank takes
+        its share of each minibatch's chunks and of the scored splits' rows; the medians, the
+        speed-up, and the JSON summary's losses, which must agree bit for bit.
 weak:   `atf experiment samples` with the rows (n, seed) growing with K: K × SEEDS seeds at K
         ranks, so that every rank has the same rows to do; the efficiency t(1)/t(K) is 1 when
         dealing rows costs nothing. Runs interleaved the same way.
@@ -18,7 +21,7 @@ Run with Debian's python3 (only the standard library):
 
 (--problem: any penalized problem file, e.g. `atf features --data fashion-mnist --split official
 --n-train 0 --n-test 10000 --widths 784,128,128,10 -o fm60000.h5`; --no-strong / --no-weak skip a
-part.) The table goes to -o and stdout. Benchmarks report; nothing here asserts a time."""
+part; --train adds the training part, --train-args its options.) The table goes to -o and stdout. Benchmarks report; nothing here asserts a time."""
 import argparse
 import json
 import os
@@ -65,6 +68,27 @@ def strong_run(a, k, env, out):
     return {"K": k, "wall": wall, "cpu": cpu, "solver": j.get("seconds"),
             "passes": j.get("operator_passes"), "objective": j.get("objective"),
             "status": j.get("status")}
+
+
+def train_run(a, k, env, out):
+    cmd = mpirun(k, [a.atf, "train", *a.train_args.split(), "-o", out, "--quiet", "--json"])
+    wall, cpu, text = timed(cmd, env)
+    j = json.loads(text.strip().splitlines()[-1])
+    return {"K": k, "wall": wall, "cpu": cpu,
+            "objective": (j.get("train_loss"), j.get("val_loss"), j.get("test_loss"))}
+
+
+def train_table(runs):
+    lines = ["| K | runs | wall s (median, min–max) | CPU s (median) |", "| --- | --- | --- | --- |"]
+    for k in (1, 2):
+        walls = [r["wall"] for r in runs if r["K"] == k]
+        lines.append(f"| {k} | {len(walls)} | {statistics.median(walls):.1f} ({min(walls):.1f}–"
+                     f"{max(walls):.1f}) | {med(runs, k, 'cpu'):.1f} |")
+    same = len({repr(r["objective"]) for r in runs}) == 1
+    lines += ["", f"Speed-up of the medians: wall {med(runs, 1, 'wall') / med(runs, 2, 'wall'):.2f}×;"
+              f" train, validation and test losses {'equal bit for bit' if same else 'DIFFER'} "
+              f"over all runs ({runs[0]['objective']!r})."]
+    return lines
 
 
 def weak_run(a, k, env, out):
@@ -124,6 +148,10 @@ def main():
     ap.add_argument("--runs", type=int, default=2, help="runs of each K (default 2)")
     ap.add_argument("--no-strong", action="store_true")
     ap.add_argument("--no-weak", action="store_true")
+    ap.add_argument("--train", action="store_true", help="also the strong scaling of atf train")
+    ap.add_argument("--train-args", default="--data fashion-mnist --split official --n-train "
+                    "20000 --n-test 10000 --widths 784,128,128,10 --loss xent --lr 0.05 "
+                    "--batch 256 --epochs 2")
     ap.add_argument("--weak-data", default="synthetic:d=20,r=2")
     ap.add_argument("--weak-ns", default="100,200")
     ap.add_argument("--seeds", type=int, default=2, help="seeds per rank (weak scaling)")
@@ -147,6 +175,15 @@ def main():
                     runs.append(r)
             lines += [f"## Strong scaling: atf solve {os.path.basename(a.problem)} --penalty "
                       f"{a.penalty} --loss {a.loss} --tol {a.tol:g}", ""] + strong_table(runs) + [""]
+        if a.train:
+            runs = []
+            for i in range(a.runs):
+                for k in (2, 1):
+                    r = train_run(a, k, env, os.path.join(tmp, f"train-{k}-{i}.h5"))
+                    print(f"train K={k} run {i + 1}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s",
+                          file=sys.stderr)
+                    runs.append(r)
+            lines += [f"## Strong scaling: atf train {a.train_args}", ""] + train_table(runs) + [""]
         if not a.no_weak:
             ks = [int(k) for k in a.weak_ks.split(",")]
             runs = []

@@ -1,5 +1,5 @@
-/* cmd_baseline.c — `atf baseline PROBLEM.h5 -o RESULT.h5 [--method gram|cg|auto] [--json]
- * [--quiet]` (docs/cli.md).
+/* cmd_baseline.c — `atf baseline PROBLEM.h5 -o RESULT.h5 [--method gram|cg|auto]
+ * [--max-iter N] [--no-reduce] [--json] [--quiet]` (docs/cli.md).
  *
  * The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), with its objective under the blocks'
  * own penalties, its certificates and factors, by the M × M Gram (gram: method baseline) or by
@@ -15,8 +15,8 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: atf baseline PROBLEM.h5 -o RESULT.h5 [--method gram|cg|auto] [--json]\n"
-            "                    [--quiet]\n"
+            "usage: atf baseline PROBLEM.h5 -o RESULT.h5 [--method gram|cg|auto]\n"
+            "                    [--max-iter N] [--no-reduce] [--json] [--quiet]\n"
             "\n"
             "NTK min-norm interpolant (Theorem 1): B = A^T (A A^T)^-1 r, the projection of 0\n"
             "onto the constraints, reported with its objective under the blocks' penalties,\n"
@@ -28,6 +28,9 @@ static void usage(FILE *out)
             "                 formed (relative constraint residual 1e-8); auto (default):\n"
             "                 gram when it fits in memory and M <= 10000, else cg (the\n"
             "                 reason is the result's method note)\n"
+            "  --max-iter N   cg: step limit (default 10000; exit 4 when reached)\n"
+            "  --no-reduce    no exact subspace reduction of factored blocks (needed for a\n"
+            "                 rank-deficient factor over several processes)\n"
             "  --json         one JSON line on stdout\n"
             "  --quiet        no progress or summary on stderr\n"
             "\n"
@@ -35,13 +38,15 @@ static void usage(FILE *out)
             "            written), 4 step limit (cg; last iterate written), 130 interrupted\n");
 }
 
-enum { OPT_JSON = ATF_CLI_OPT_FIRST, OPT_METHOD };
+enum { OPT_JSON = ATF_CLI_OPT_FIRST, OPT_METHOD, OPT_MAX_ITER, OPT_NO_REDUCE };
 
 /* The options a baseline accepts (a subset of atf solve's). */
 static const struct option options[] = {
     {"output", required_argument, NULL, 'o'},
     {"json", no_argument, NULL, OPT_JSON},
     {"method", required_argument, NULL, OPT_METHOD},
+    {"max-iter", required_argument, NULL, OPT_MAX_ITER},
+    {"no-reduce", no_argument, NULL, OPT_NO_REDUCE},
     {"quiet", no_argument, NULL, 'q'},
     ATF_CLI_HELP_OPTION,
     {NULL, 0, NULL, 0}};

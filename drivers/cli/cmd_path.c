@@ -14,7 +14,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: atf path PROBLEM.h5 --loss xent|squared --lambdas L1,L2,... -o DIR\n"
             "                [--validation-fraction F] [--seed S] [--penalty SPEC] [--tol EPS]\n"
-            "                [--max-iter N] [--method M] [--verbose] [--quiet] [--json]\n"
+            "                [--max-iter N] [--method M] [--no-reduce] [--verbose] [--quiet]\n"
+            "                [--json]\n"
             "\n"
             "Solve problem (16) with the loss squared:lambda=L or xent:lambda=L for every L of\n"
             "the list, from the largest to the smallest (in whatever order they are given),\n"
@@ -43,6 +44,8 @@ static void usage(FILE *out)
             "  --max-iter N           iteration limit per lambda (default 10000)\n"
             "  --method M             passed to the solver (default auto: it picks the method\n"
             "                         for the loss; see atf solve --help)\n"
+            "  --no-reduce            no exact subspace reduction of factored blocks (needed\n"
+            "                         for a rank-deficient factor over several processes)\n"
             "  --verbose              the solver's iteration table on stderr\n"
             "  --quiet                no progress on stderr\n"
             "  --json                 one JSON line on stdout: best lambda, its error and\n"
@@ -54,7 +57,7 @@ static void usage(FILE *out)
 
 enum {
     OPT_LOSS = ATF_CLI_OPT_FIRST, OPT_LAMBDAS, OPT_FRACTION, OPT_SEED, OPT_PENALTY, OPT_TOL,
-    OPT_MAX_ITER, OPT_METHOD, OPT_VERBOSE, OPT_QUIET, OPT_JSON
+    OPT_MAX_ITER, OPT_METHOD, OPT_NO_REDUCE, OPT_VERBOSE, OPT_QUIET, OPT_JSON
 };
 
 typedef struct {
@@ -128,6 +131,7 @@ static atf_error path_option(int c, const char *val, atf_path_config *cfg, path_
         cfg->max_iter = (int)v;
         break;
     case OPT_METHOD: return parse_method(val, &cfg->method, err);
+    case OPT_NO_REDUCE: cfg->reduce = 0; break;
     case OPT_VERBOSE: cfg->verbose = 1; break;
     case OPT_QUIET: fl->quiet = 1; break;
     case OPT_JSON: cfg->io.json = 1; break;
@@ -162,6 +166,7 @@ static atf_error parse_path(int argc, char **argv, atf_path_config *cfg, path_fl
         {"tol", required_argument, NULL, OPT_TOL},
         {"max-iter", required_argument, NULL, OPT_MAX_ITER},
         {"method", required_argument, NULL, OPT_METHOD},
+        {"no-reduce", no_argument, NULL, OPT_NO_REDUCE},
         {"verbose", no_argument, NULL, OPT_VERBOSE}, {"quiet", no_argument, NULL, OPT_QUIET},
         {"json", no_argument, NULL, OPT_JSON}, ATF_CLI_HELP_OPTION, {NULL, 0, NULL, 0}};
     const char *problem = NULL;

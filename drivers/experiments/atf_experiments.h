@@ -259,6 +259,8 @@ typedef struct {
     double tol;                           /* the solver's eps_rel (default 1e-6) */
     int max_iter;                         /* per λ (default 10000) */
     atf_method method;                    /* passed to the solver (default ATF_METHOD_AUTO) */
+    int reduce;                           /* the solver's exact subspace reduction (default 1;
+                                             0 for a rank-deficient factor over processes) */
     int verbose;                          /* the solver's iteration table on io.progress */
     char command[ATF_COMMANDLEN];         /* recorded in the result files ("": none) */
     atf_exp_io io;

@@ -47,6 +47,7 @@ void atf_path_defaults(atf_path_config *cfg)
     cfg->tol = 1e-6;
     cfg->max_iter = 10000;
     cfg->method = ATF_METHOD_AUTO;
+    cfg->reduce = 1;
 }
 
 atf_error atf_path_set_loss(atf_path_config *cfg, const char *name, char *err)
@@ -225,8 +226,10 @@ static void describe_penalty(const atf_problem *p, char *out, size_t len)
 static void describe_settings(path_state *s)
 {
     describe_penalty(s->prob, s->penalty, sizeof s->penalty);
-    snprintf(s->solver, sizeof s->solver, "method=%s,tol=%g,max_iter=%d",
-             atf_method_name(s->cfg->method), s->cfg->tol, s->cfg->max_iter);
+    /* reduce=0 only when asked, so that rows recorded before the option existed still match */
+    snprintf(s->solver, sizeof s->solver, "method=%s,tol=%g,max_iter=%d%s",
+             atf_method_name(s->cfg->method), s->cfg->tol, s->cfg->max_iter,
+             s->cfg->reduce ? "" : ",reduce=0");
 }
 
 /* Predictions need the targets and initial outputs (f0 + A vec B is scored against y);
@@ -724,6 +727,7 @@ static atf_settings path_settings(const path_state *s, double lambda)
     set.method = cfg->method; /* auto unless asked: the solver picks the method */
     set.eps_rel = cfg->tol;
     set.max_iter = cfg->max_iter;
+    set.reduce = cfg->reduce;
     set.verbose = cfg->verbose && cfg->io.progress;
     return set;
 }

@@ -274,6 +274,7 @@ def case_resume(scratch):
                 path_cmd(prob, out, "--tol", "1e-6", "--penalty", "zsq"),
                 path_cmd(prob, out, "--tol", "1e-6", "--validation-fraction", "0.2"),
                 path_cmd(prob, out, "--tol", "1e-7"),
+                path_cmd(prob, out, "--tol", "1e-6", "--no-reduce"),
                 path_cmd(other, out, "--tol", "1e-6")):
         p = run(cmd, expect=2)
         assert len(p.stderr.strip().splitlines()) == 1 and "another output directory" in \
@@ -300,6 +301,13 @@ def case_resume(scratch):
                 continue
             assert (math.isnan(x) and math.isnan(y)) or close(x, y, 1e-9), (k, a[k], b[k])
     no_leftovers(out)
+    # --no-reduce: recorded in the solver column; the same minimiser as the reduced solve
+    nr = os.path.join(scratch, "no-reduce")
+    run(path_cmd(prob, nr, "--tol", "1e-6", "--no-reduce", lambdas="8"))
+    (row,) = read_rows(os.path.join(nr, "path.csv"))
+    assert row["solver"].endswith(",reduce=0"), row["solver"]
+    assert not expected[0]["solver"].endswith("reduce=0"), expected[0]["solver"]
+    assert close(row["objective"], expected[0]["objective"], 1e-5), (row, expected[0])
 
 
 def case_bad(scratch):

@@ -1,6 +1,7 @@
 """`atf baseline --method gram|cg|auto` (docs/solver.md §9.1): the CG baseline agrees with the Gram
 baseline and with numpy's min-norm solution, auto picks the Gram on a small problem and says why,
-inconsistent data exit 3 with `infeasible` on both paths, a bad --method exits 2 with no output."""
+inconsistent data exit 3 with `infeasible` on both paths, a bad --method exits 2 with no output,
+--max-iter stops cg (exit 4) and --no-reduce gives the same interpolant."""
 import os
 import sys
 import unittest
@@ -91,6 +92,23 @@ class BaselineMethods(T.ScratchCase):
         code, usage, _ = T.run("baseline", "--help")
         self.assertEqual(code, 0)
         self.assertIn("--method M", usage)
+
+    def test_step_limit_and_no_reduce(self):
+        """--max-iter stops cg with exit 4 and the last iterate written; --no-reduce gives the
+        same interpolant as the reduced solve."""
+        code, js, err, out = self.baseline("--method", "cg", "--max-iter", "1")
+        self.assertEqual(code, 4, err)
+        self.assertEqual(js["status"], "max_iterations")
+        self.assertEqual(js["iterations"], 1)
+        self.assertIn("step limit 1", err)
+        self.assertTrue(os.path.exists(out))
+        code, js, err, out = self.baseline("--method", "cg", "--no-reduce")
+        self.assertEqual(code, 0, err)
+        x = T.stacked(T.read_result(out)[1], self.problem)
+        self.assertLess(np.linalg.norm(x - self.ref), 1e-6 * np.linalg.norm(self.ref))
+        code, _, err = T.run("baseline", self.pfile, "-o", self.path("x.h5"), "--max-iter", "x")
+        self.assertEqual(code, 2)
+        self.assertIn("--max-iter", err)
 
     def test_solve_takes_method_cg(self):
         code, js, err = T.solve_json("solve", self.pfile, "-o", self.path("s.h5"), "--method",

@@ -172,6 +172,49 @@ atf_error atf_shard_range(int N, int rank, int size, int *first, int *count, cha
  * idle processes are allowed. */
 void atf_shard_share(int N, int rank, int size, int *first, int *count);
 
+/* A dense symmetric M × M matrix spread over processes in ScaLAPACK's two-dimensional
+ * block-cyclic layout (docs/solver.md §19, "The Gram over processes"): square blocks of nb rows
+ * and columns, block (I, J) on grid row I mod nprow and grid column J mod npcol; process `rank`
+ * sits at grid row rank / npcol, column rank mod npcol (BLACS's row-major grid). The solver sets
+ * nb and allocates `a`; open fills the rest. */
+typedef struct {
+    int nb;                /* rows (and columns) per block */
+    int nprow, npcol;      /* the process grid */
+    int myrow, mycol;      /* this process's place in it */
+    int lrows, lcols;      /* the local rows and columns (ScaLAPACK's numroc) */
+    double *a;             /* the local part: lrows × lcols, column-major, leading dimension
+                              max(1, lrows) */
+    void *handle;          /* the implementation's (grid, descriptors, workspace) */
+} atf_dist_matrix;
+
+/* What the Gram method (admm) needs of processes: a distributed dense factorisation and the
+ * exchange of the rows that form its tiles. Every function is collective: every process calls
+ * it at the same point with the same sizes. Return values are this process's own; the solver
+ * agrees on them (atf_processes.max) before it acts on one. */
+typedef struct {
+    /* The layout of an M × M matrix in blocks of m->nb over all the processes (m's grid, place,
+     * local sizes and handle). 0, or nonzero when this process could not (out of memory). */
+    int (*open)(void *ctx, int M, atf_dist_matrix *m);
+    /* The lower Cholesky factor in place of the lower triangle, and the reciprocal condition
+     * number of the matrix in the 1-norm estimated from it (as LAPACK's dpocon). 0, or the
+     * factorisation's or the estimate's nonzero info. */
+    int (*cholesky)(void *ctx, atf_dist_matrix *m, double *rcond);
+    /* The eigenvalues into w[M] (ascending, on every process) and the eigenvectors in place of
+     * the matrix, whose lower triangle is given. 0, or nonzero (no memory, or no convergence). */
+    int (*eigen)(void *ctx, atf_dist_matrix *m, double *w);
+    /* x = G⁻¹ b after cholesky (winv NULL), or x = V diag(winv) Vᵀ b after eigen: b and x are
+     * M-vectors, whole on every process, x with the same bits on every process. */
+    void (*solve)(void *ctx, const atf_dist_matrix *m, const double *winv, const double *b,
+                  double *x);
+    void (*close)(void *ctx, atf_dist_matrix *m);
+    /* Rows of `width` doubles from every process to every process (MPI_Alltoallv; counts and
+     * displacements in rows): scount[q] rows from send + sdispl[q]·width to process q, and
+     * rcount[q] rows from process q into recv + rdispl[q]·width. */
+    void (*exchange)(void *ctx, int width, const double *send, const int *scount,
+                     const int *sdispl, double *recv, const int *rcount, const int *rdispl);
+    void *ctx;
+} atf_dist_gram;
+
 /* Processes that share the examples of one problem or one minibatch (`mpirun -np K atf solve`,
  * `atf train`; the command implements this with MPI, the library knows nothing of it). Each process holds a shard of
  * the problem (atf_problem_read_shard with atf_shard_range(N, rank, size)) and makes the same
@@ -187,6 +230,9 @@ typedef struct {
     /* x[n] replaced by the elementwise maximum over the processes. */
     void (*max)(void *ctx, double *x, int64_t n);
     void *ctx;
+    /* The distributed Gram of method admm (interpolation); NULL: the Gram methods are refused
+     * over several processes. */
+    const atf_dist_gram *gram;
 } atf_processes;
 
 /* Read a process's shard of a problem file: everything atf_problem_read reads and checks,

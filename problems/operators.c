@@ -402,10 +402,15 @@ void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int n
 {
     const int N = b[0]->N;
     double *T = work, *chunk_T = work + hess_products_size(nb, b, k);
-    for (int l = 0; l < nb; l++) { /* T_l = H_l [X_l^(1) … X_l^(k)]  (N × k·cols_l) */
+    /* T_l = H_l [X_l^(1) … X_l^(k)]  (N × k·cols_l), chunk by chunk: each GEMM then has the
+     * shape it has in one process, whichever process holds the chunk (a GEMM over a shard's
+     * rows could meet another of the BLAS's kernels, as the apply once did: docs/solver.md §19) */
+    for (int l = 0; l < nb; l++) {
         int kQ = k * b[l]->cols;
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, kQ, b[l]->rows, 1.0, b[l]->H,
-                    b[l]->rows, X[l], kQ, 0.0, T, kQ);
+        for (int t = 0; t < ncuts; t++)
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cuts[t + 1] - cuts[t], kQ,
+                        b[l]->rows, 1.0, b[l]->H + (size_t)cuts[t] * b[l]->rows, b[l]->rows,
+                        X[l], kQ, 0.0, T + (size_t)cuts[t] * kQ, kQ);
         T += (size_t)N * kQ;
     }
     hess_job job = {nb, b, k, first, work, curv, ctx, y};
@@ -442,6 +447,24 @@ static void gram_store(double *G, int M, int m, int mp, double beta, double v)
     }
 }
 
+/* S (r × w, row-major, leading dimension lds) = W ∘ (Xa Xbᵀ) for Xa (r × k) and Xb (w × k),
+ * row-major, where W[a][b] = HH[((ra + a)/C)·ldh + (cb + b)/C] (the examples' H Hᵀ, a row a of
+ * S being row ra + a of the examples HH's rows begin with, b likewise) or W = 1 when HH is NULL:
+ * the Gram's panels in one process and its tiles over processes (atf_factored_gram_tile). */
+static void hadamard_product(int r, int w, int k, const double *Xa, const double *Xb,
+                             const double *HH, int ldh, int C, int ra, int cb, double *S, int lds)
+{
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, w, k, 1.0, Xa, k, Xb, k, 0.0, S, lds);
+    if (!HH)
+        return;
+    for (int a = 0; a < r; a++) {
+        const double *h = HH + (size_t)((ra + a) / C) * ldh;
+        double *row = S + (size_t)a * lds;
+        for (int b = 0; b < w; b++)
+            row[b] *= h[(cb + b) / C];
+    }
+}
+
 /* G = beta·G + W ∘ (X Xᵀ) for X (M × k row-major), with W[m][m'] = HH[i][i'] (upper triangle of
  * the N × N matrix H Hᵀ, i = m / C) or W = 1 when HH is NULL. The upper triangle of X Xᵀ is
  * computed in row panels by GEMM and mirrored. Returns -1 if scratch is unavailable. */
@@ -455,20 +478,33 @@ static int gram_panels(const double *X, int M, int k, const double *HH, int N, i
     for (int m0 = 0; m0 < M; m0 += R) {
         int r = M - m0 < R ? M - m0 : R;
         int width = M - m0;
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, width, k, 1.0,
-                    X + (size_t)m0 * k, k, X + (size_t)m0 * k, k, 0.0, S, width);
-        for (int a = 0; a < r; a++) {
-            int m = m0 + a;
-            for (int mp = m; mp < M; mp++) {
-                double v = S[(size_t)a * width + (mp - m0)];
-                if (HH)
-                    v *= HH[(size_t)(m / C) * N + mp / C];
-                gram_store(G, M, m, mp, beta, v);
-            }
-        }
+        const double *HHp = HH ? HH + (size_t)(m0 / C) * N + m0 / C : NULL;
+        hadamard_product(r, width, k, X + (size_t)m0 * k, X + (size_t)m0 * k, HHp, N, C,
+                         m0 % C, m0 % C, S, width);
+        for (int a = 0; a < r; a++)
+            for (int mp = m0 + a; mp < M; mp++)
+                gram_store(G, M, m0 + a, mp, beta, S[(size_t)a * width + (mp - m0)]);
     }
     free(S);
     return 0;
+}
+
+int64_t atf_factored_gram_tile_work(int na, int nb, int C)
+{
+    return (int64_t)na * nb * (1 + (int64_t)C * C);
+}
+
+void atf_factored_gram_tile(int C, int P, int Q, int na, const double *Ha, const double *Da,
+                            int nb, const double *Hb, const double *Db, double *T, int ldt,
+                            double *work)
+{
+    double *HH = work, *S = work + (size_t)na * nb;
+    int w = nb * C;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, na, nb, P, 1.0, Ha, P, Hb, P, 0.0, HH,
+                nb);
+    hadamard_product(na * C, w, Q, Da, Db, HH, nb, C, 0, 0, S, w);
+    for (int a = 0; a < na * C; a++)
+        cblas_daxpy(w, 1.0, S + (size_t)a * w, 1, T + (size_t)a * ldt, 1);
 }
 
 static int sparse_gram(const atf_block *b, double beta, double *G)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Install what atf needs on Debian 12 (build tools, libraries, OpenMPI for the optional MPI
-# build, meson-python and venv/pip for `pip install .`, and the Python/data packages the tests
-# use as independent references).
+# Install what atf needs on Debian 12 (build tools, libraries, OpenMPI and ScaLAPACK for the
+# optional MPI build, meson-python and venv/pip for `pip install .`, and the Python/data
+# packages the tests use as independent references).
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -11,7 +11,7 @@ packages=(
   libplplot-dev plplot-driver-cairo libjansson-dev libxxhash-dev
   python3-numpy python3-scipy python3-h5py python3-cvxopt python3-torch
   python3-venv python3-pip python3-mesonpy
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin libscalapack-openmpi-dev
   dataset-fashion-mnist nodejs npm
 )
 

@@ -42,6 +42,8 @@ typedef struct {
     double pri, dual, eps_pri, eps_dual;
     int iter;
     double start;
+    int rows; /* the table's rows are due: some process is verbose (each row's constraint
+                 residual is a product, which every process must take part in) */
     /* stagnation guard: best merit max(pri/eps_pri, dual/eps_dual) per window of RHO_PERIOD */
     double window_best, previous_best;
     int window_start;
@@ -96,7 +98,8 @@ static void log_row(atf_solver *s, const admm_state *st)
     double cres = atf_sv_constraint_norm(s, st->z, s->work.r);
     if (s->rnorm > 0.0)
         cres /= s->rnorm;
-    atf_sv_log(s, "%8d %14.7e %10.3e %10.3e %10.3e %10.3e %9.3f\n", st->iter,
+    if (s->set.verbose)
+        atf_sv_log(s, "%8d %14.7e %10.3e %10.3e %10.3e %10.3e %9.3f\n", st->iter,
             atf_sv_unscale_objective(s, obj), atf_sv_unscale_primal(s, st->pri),
             atf_sv_unscale_dual(s, st->dual), cres, atf_sv_unscale_rho(s, st->rho),
             atf_now() - st->start);
@@ -298,7 +301,7 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
         if (!isfinite(st->pri) || !isfinite(st->dual))
             return ATF_STATUS_NUMERICAL_ERROR;
         int done = st->pri <= st->eps_pri && st->dual <= st->eps_dual;
-        if (set->verbose && (done || st->iter == 1 || st->iter % set->log_every == 0 ||
+        if (st->rows && (done || st->iter == 1 || st->iter % set->log_every == 0 ||
                              st->iter == set->max_iter))
             log_row(s, st);
         if (done)
@@ -339,8 +342,9 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     admm_state st = {.rho = s->rho0, .alpha = s->set.alpha, .start = atf_now(),
                      .window_best = INFINITY, .previous_best = INFINITY};
     st.z = malloc(bytes), st.u = malloc(bytes), st.w = malloc(bytes), st.zprev = malloc(bytes);
+    st.rows = atf_sv_max(s, s->set.verbose ? 1.0 : 0.0) != 0.0;
     atf_error e = ATF_OK;
-    if (!st.z || !st.u || !st.w || !st.zprev) {
+    if (atf_sv_max(s, st.z && st.u && st.w && st.zprev ? 0.0 : 1.0) != 0.0) {
         atf_errorf(err, "admm: out of memory for %zu variables", n);
         e = ATF_E_NOMEM;
         goto done;

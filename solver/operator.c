@@ -49,11 +49,16 @@ atf_error atf_sv_shards_init(atf_solver *s, char *err)
                    "example in one process; over several processes use --method cg");
         return ATF_E_USAGE;
     }
+    /* admm's Gram is spread over the processes when the command can factorise it there
+     * (atf_processes.gram: ScaLAPACK; gram_dist.c) */
+    int gram = s->set.method == ATF_METHOD_ADMM && pr->gram;
     if (s->set.method != ATF_METHOD_NEWTON && s->set.method != ATF_METHOD_FISTA &&
-        s->set.method != ATF_METHOD_CG) {
+        s->set.method != ATF_METHOD_CG && !gram) {
         atf_errorf(err, "solver: method %s%s does not run over several processes (newton and "
-                   "fista with a loss, and the baseline by cg, do)", atf_method_name(s->set.method),
-                   s->requested == ATF_METHOD_AUTO ? " (the choice of auto)" : "");
+                   "fista with a loss, %sthe baseline by cg%s, do)",
+                   atf_method_name(s->set.method),
+                   s->requested == ATF_METHOD_AUTO ? " (the choice of auto)" : "",
+                   pr->gram ? "" : "and ", pr->gram ? ", and admm" : "");
         return ATF_E_USAGE;
     }
     for (int l = 0; l < p->nblocks; l++)

@@ -9,7 +9,10 @@
  *  - if the Gram is singular or too ill-conditioned (dpotrf fails, or its condition estimate is
  *    below M·ε, or the full-rank paths cannot reproduce r), an eigendecomposition with a
  *    relative cutoff gives the pseudo-inverse; consistency of the constraints is then decided
- *    from the residual of the least-squares point Aᵀ(AAᵀ)⁺r. */
+ *    from the residual of the least-squares point Aᵀ(AAᵀ)⁺r.
+ * Over processes (method admm under mpirun) the dense Gram is spread over them in tiles and
+ * factorised by ScaLAPACK through the command's hooks (gram_dist.c), with the same rules for
+ * the Cholesky factor's acceptance and the eigenvalue cutoff, decided alike on every process. */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "solver_cg.h"
+#include "solver_gram.h"
 
 /* Relative LS residual that the full-rank paths must reach on r to be trusted (√ε): above it
  * the factorisation is not accurate enough and the rank-revealing path takes over. */
@@ -36,8 +40,8 @@ static double norm2(const double *x, size_t n)
     return n ? cblas_dnrm2((int)n, x, 1) : 0.0;
 }
 
-/* y = A v − r (r may be NULL). Over processes (method cg, whose projection this is) through
- * the products of operator.c, which gather the rows and sum the adjoint over the processes. */
+/* y = A v − r (r may be NULL). Over processes (methods cg and admm) through the products of
+ * operator.c, which gather the rows and sum the adjoint over the processes. */
 static void stacked_residual(atf_solver *s, const double *v, const double *r, double *y)
 {
     int M = s->prob->M;
@@ -81,6 +85,10 @@ static void gram_solve(atf_sv_proj *p, const double *b, double *lambda)
     if (!atf_sv_all_finite(b, (size_t)M)) {
         for (int i = 0; i < M; i++)
             lambda[i] = NAN;
+        return;
+    }
+    if (p->dist) { /* over processes (gram_dist.c) */
+        atf_sv_dgram_solve(p->dist, p->kind == ATF_PROJ_EIGEN ? p->winv : NULL, b, lambda);
         return;
     }
     switch (p->kind) {
@@ -140,7 +148,8 @@ double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r)
 
 /* ---- factorisations ---- */
 
-static atf_error dense_gram(atf_solver *s, char *err)
+/* The whole Gram Σ_ℓ A_ℓA_ℓᵀ in one process: p->gram (M × M). */
+static atf_error whole_gram(atf_solver *s, double **g, size_t *len, char *err)
 {
     int M = s->prob->M;
     atf_sv_proj *p = &s->proj;
@@ -150,30 +159,53 @@ static atf_error dense_gram(atf_solver *s, char *err)
         atf_errorf(err, "projection: out of memory for the %d × %d Gram matrix", M, M);
         return ATF_E_NOMEM;
     }
-    memset(p->gram, 0, (size_t)M * (size_t)M * sizeof *p->gram);
+    *g = p->gram;
+    *len = (size_t)M * (size_t)M;
+    memset(p->gram, 0, *len * sizeof *p->gram);
     for (int l = 0; l < s->nvars; l++)
         atf_block_gram(&s->vars[l].op, 1.0, p->gram);
-    for (size_t i = 0; i < (size_t)M * (size_t)M; i++)
-        if (!isfinite(p->gram[i])) {
-            atf_errorf(err, "projection: the Gram matrix AAᵀ has non-finite entries");
-            return ATF_E_NUMERICAL;
-        }
     return ATF_OK;
 }
 
-/* Cholesky of the dense Gram. Returns 1 if it succeeded and is well enough conditioned. */
-static int try_cholesky(atf_sv_proj *p)
+/* The dense Gram: whole in one process, this process's tiles over processes (gram_dist.c);
+ * non-finite entries are refused on every process alike. */
+static atf_error dense_gram(atf_solver *s, char *err)
+{
+    double *g = NULL;
+    size_t len = 0;
+    atf_error e = s->procs ? atf_sv_dgram_form(s, &g, &len, err) : whole_gram(s, &g, &len, err);
+    if (e != ATF_OK)
+        return e;
+    if (atf_sv_max(s, atf_sv_all_finite(g, len) ? 0.0 : 1.0) != 0.0) {
+        atf_errorf(err, "projection: the Gram matrix AAᵀ has non-finite entries");
+        return ATF_E_NUMERICAL;
+    }
+    return ATF_OK;
+}
+
+/* dpotrf and dpocon on the whole Gram: 0, or LAPACK's nonzero info. */
+static int whole_cholesky(atf_sv_proj *p, double *rcond)
 {
     int M = p->M;
     double anorm = LAPACKE_dlansy(LAPACK_COL_MAJOR, '1', 'L', M, p->gram, M);
-    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', M, p->gram, M) != 0)
-        return 0;
+    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', M, p->gram, M);
+    if (info == 0)
+        info = LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', M, p->gram, M, anorm, rcond);
+    return (int)info;
+}
+
+/* Cholesky of the dense Gram (in one process, or ScaLAPACK's over processes, decided alike on
+ * every one). Returns 1 if it succeeded and is well enough conditioned: its condition estimate
+ * above M·ε. */
+static int try_cholesky(atf_solver *s)
+{
+    atf_sv_proj *p = &s->proj;
     double rcond = 0.0;
-    if (LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', M, p->gram, M, anorm, &rcond) != 0)
+    if ((s->procs ? atf_sv_dgram_cholesky(s, &rcond) : whole_cholesky(p, &rcond)) != 0)
         return 0;
     p->kind = ATF_PROJ_CHOLESKY;
-    p->rank = M;
-    return rcond > (double)M * DBL_EPSILON;
+    p->rank = p->M;
+    return rcond > (double)p->M * DBL_EPSILON;
 }
 
 /* Consistency tolerance of the eigen path. For a consistent r = A x0 with x0 the min-norm
@@ -188,23 +220,11 @@ static double eigen_feas_tol(double cutoff, double kappa_kept, int ndrop)
     return fmin(FEAS_TOL_MAX, fmax(FEAS_TOL_MIN, tol));
 }
 
-static atf_error eigen_factor(atf_sv_proj *p, char *err)
+/* The pseudo-inverse's spectrum from the eigenvalues w (ascending), one process's or ScaLAPACK's:
+ * winv, the rank, the cutoff and the consistency tolerance. */
+static void eigen_rule(atf_sv_proj *p, const double *w)
 {
     int M = p->M;
-    double *w = malloc((size_t)M * sizeof *w);
-    if (!p->winv)
-        p->winv = malloc((size_t)M * sizeof *p->winv);
-    if (!w || !p->winv) {
-        free(w);
-        atf_errorf(err, "projection: out of memory for the eigendecomposition");
-        return ATF_E_NOMEM;
-    }
-    lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', M, p->gram, M, w);
-    if (info != 0) {
-        free(w);
-        atf_errorf(err, "projection: eigendecomposition of AAᵀ failed (info %d)", (int)info);
-        return ATF_E_NUMERICAL;
-    }
     /* dsyevd is backward stable: eigenvalues below about M·ε·λ_max cannot be told from 0. */
     double lmax = fmax(w[M - 1], 0.0);
     p->cutoff = (double)(M > 10 ? M : 10) * DBL_EPSILON;
@@ -218,24 +238,49 @@ static atf_error eigen_factor(atf_sv_proj *p, char *err)
             lmin_kept = fmin(lmin_kept, w[i]);
         }
     }
-    free(w);
     p->kind = ATF_PROJ_EIGEN;
     p->feas_tol = eigen_feas_tol(p->cutoff, lmax > 0.0 ? lmax / lmin_kept : 1.0, M - p->rank);
+}
+
+static atf_error whole_eigen(atf_sv_proj *p, double *w, char *err)
+{
+    lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', p->M, p->gram, p->M, w);
+    if (info != 0) {
+        atf_errorf(err, "projection: eigendecomposition of AAᵀ failed (info %d)", (int)info);
+        return ATF_E_NUMERICAL;
+    }
     return ATF_OK;
+}
+
+static atf_error eigen_factor(atf_solver *s, char *err)
+{
+    atf_sv_proj *p = &s->proj;
+    double *w = malloc((size_t)p->M * sizeof *w);
+    if (!p->winv)
+        p->winv = malloc((size_t)p->M * sizeof *p->winv);
+    if (atf_sv_max(s, w && p->winv ? 0.0 : 1.0) != 0.0) {
+        free(w);
+        atf_errorf(err, "projection: out of memory for the eigendecomposition");
+        return ATF_E_NOMEM;
+    }
+    atf_error e = s->procs ? atf_sv_dgram_eigen(s, w, err) : whole_eigen(p, w, err);
+    if (e == ATF_OK)
+        eigen_rule(p, w);
+    free(w);
+    return e;
 }
 
 static atf_error dense_setup(atf_solver *s, char *err)
 {
-    atf_sv_proj *p = &s->proj;
     atf_error e = dense_gram(s, err);
     if (e != ATF_OK)
         return e;
-    if (try_cholesky(p))
+    if (try_cholesky(s))
         return ATF_OK;
     e = dense_gram(s, err); /* dpotrf overwrote it */
     if (e != ATF_OK)
         return e;
-    return eigen_factor(p, err);
+    return eigen_factor(s, err);
 }
 
 static void cholmod_release(atf_sv_proj *p)
@@ -346,7 +391,7 @@ atf_error atf_sv_proj_setup(atf_solver *s, char *err)
     p->lambda = malloc((size_t)M * sizeof *p->lambda);
     p->t = malloc((size_t)M * sizeof *p->t);
     s->x_ls = malloc((s->n ? s->n : 1) * sizeof *s->x_ls);
-    if (!p->s || !p->lambda || !p->t || !s->x_ls) {
+    if (atf_sv_max(s, p->s && p->lambda && p->t && s->x_ls ? 0.0 : 1.0) != 0.0) {
         atf_errorf(err, "projection: out of memory (M = %d, n = %zu)", M, s->n);
         return ATF_E_NOMEM;
     }
@@ -373,7 +418,7 @@ atf_error atf_sv_proj_setup(atf_solver *s, char *err)
         if (p->kind == ATF_PROJ_CHOLESKY && ls > FULL_RANK_CHECK) {
             e = dense_gram(s, err);
             if (e == ATF_OK)
-                e = eigen_factor(p, err);
+                e = eigen_factor(s, err);
             if (e != ATF_OK)
                 return e;
             ls = least_squares_point(s);
@@ -393,6 +438,8 @@ void atf_sv_proj_free(atf_sv_proj *p)
     cholmod_release(p);
     atf_sv_cg_free(p->cg);
     p->cg = NULL;
+    atf_sv_dgram_free(p->dist);
+    p->dist = NULL;
     free(p->gram), free(p->winv), free(p->s), free(p->lambda), free(p->t);
     p->gram = p->winv = p->s = p->lambda = p->t = NULL;
 }

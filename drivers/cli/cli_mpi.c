@@ -24,6 +24,7 @@ void atf_cli_ranks_alike(void)
 #include <mpi.h>
 
 #include "atf_shard.h"
+#include "cli_gram.h"
 
 static atf_exp_ranks ranks;
 static atf_processes processes;
@@ -172,7 +173,7 @@ void atf_cli_ranks_begin(int *argc, char ***argv)
     MPI_Type_commit(&dd_type);
     MPI_Op_create(dd_add, 1, &dd_op);
     processes = (atf_processes){ranks.rank, ranks.size, processes_sum_dd, processes_gather,
-                                processes_max, NULL};
+                                processes_max, NULL, atf_cli_gram()}; /* admm's Gram: cli_gram.c */
     ranks.bcast = ranks_bcast; /* the path's (drivers/experiments/path.c) */
     ranks.gather = ranks_gather;
     ranks.processes = &processes;

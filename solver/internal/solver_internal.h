@@ -64,6 +64,8 @@ typedef struct {
     cholmod_dense *rhs, *sol, *ws_y, *ws_e;
     double beta;
     struct atf_sv_cg *cg;  /* ATF_PROJ_CG: the CG state and its preconditioner (solver_cg.h) */
+    struct atf_sv_dgram *dist; /* CHOLESKY and EIGEN over processes: the Gram's tiles, spread
+                                  (gram_dist.c, solver_gram.h); gram unused */
 } atf_sv_proj;
 
 typedef struct {

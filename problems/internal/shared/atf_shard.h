@@ -68,6 +68,16 @@ void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int n
                        const double *const *X, double *const *G, double *const *Glo,
                        atf_curvature_fn *curv, void *ctx, double *y, double *work);
 
+/* A tile of a factored block's Gram (H Hᵀ ⊗ 1_C 1_Cᵀ) ∘ (D Dᵀ), for a Gram spread over
+ * processes (solver/gram_dist.c): between the na examples of Ha (na × P) and Da (na·C × Q) and
+ * the nb examples of Hb, Db (row-major, whole examples), added to T: T[a·ldt + b] += the entry
+ * of rows a of Da and b of Db, for a < na·C, b < nb·C. The same Hadamard step as the whole
+ * Gram's panels (atf_factored_gram). work: atf_factored_gram_tile_work(na, nb, C) doubles. */
+int64_t atf_factored_gram_tile_work(int na, int nb, int C);
+void atf_factored_gram_tile(int C, int P, int Q, int na, const double *Ha, const double *Da,
+                            int nb, const double *Hb, const double *Db, double *T, int ldt,
+                            double *work);
+
 /* The per-example arrays of p (from atf_problem_new(n, prob->C, …), whose zeroed r is
  * replaced): r, y, f0 (C per example) and labels (one per example) of prob's examples
  * idx[0 … n−1] — prob's whole arrays, which a shard keeps whole too. 0, or −1 out of memory

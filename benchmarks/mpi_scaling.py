@@ -10,18 +10,23 @@ strong: one `atf solve` of a penalized problem at K = 1 and K = 2 ranks (one BLA
 train:  (--train) one `atf train` at K = 1 and K = 2, interleaved the same way: every rank takes
         its share of each minibatch's chunks and of the scored splits' rows; the medians, the
         speed-up, and the JSON summary's losses, which must agree bit for bit.
+gram:   (--gram PROBLEM) interpolation by admm at K = 1 and K = 2, the M × M Gram formed and
+        factorised in one process (LAPACK) or in ScaLAPACK's block-cyclic tiles over the ranks,
+        interleaved the same way: the medians of wall, CPU, set-up (the Gram formed and
+        factorised) and solver seconds, and how far the K = 2 blocks lie from the K = 1 blocks
+        (the factorisations add in different orders: not bit for bit; needs h5py).
 weak:   `atf experiment samples` with the rows (n, seed) growing with K: K × SEEDS seeds at K
         ranks, so that every rank has the same rows to do; the efficiency t(1)/t(K) is 1 when
         dealing rows costs nothing. Runs interleaved the same way.
 
-Run with Debian's python3 (only the standard library):
+Run with Debian's python3 (the standard library; the --gram part also h5py and numpy):
 
     /usr/bin/python3 benchmarks/mpi_scaling.py --atf build-mpi/drivers/atf \\
         --problem /work/scratch/fm60000.h5 --loss xent:lambda=600 --runs 2 -o /tmp/scaling.md
 
 (--problem: any penalized problem file, e.g. `atf features --data fashion-mnist --split official
 --n-train 0 --n-test 10000 --widths 784,128,128,10 -o fm60000.h5`; --no-strong / --no-weak skip a
-part; --train adds the training part, --train-args its options.) The table goes to -o and stdout. Benchmarks report; nothing here asserts a time."""
+part; --train adds the training part, --train-args its options; --gram PROBLEM the Gram part.) The table goes to -o and stdout. Benchmarks report; nothing here asserts a time."""
 import argparse
 import json
 import os
@@ -76,6 +81,45 @@ def train_run(a, k, env, out):
     j = json.loads(text.strip().splitlines()[-1])
     return {"K": k, "wall": wall, "cpu": cpu,
             "objective": (j.get("train_loss"), j.get("val_loss"), j.get("test_loss"))}
+
+
+def gram_run(a, k, env, out):
+    cmd = mpirun(k, [a.atf, "solve", a.gram, "-o", out, "--method", "admm", "--penalty",
+                     a.penalty, "--no-reduce", "--quiet", "--json"])
+    wall, cpu, text = timed(cmd, env)
+    j = json.loads(text.strip().splitlines()[-1])
+    return {"K": k, "wall": wall, "cpu": cpu, "solver": j.get("seconds"),
+            "setup": j.get("setup_seconds"), "iterations": j.get("iterations"),
+            "objective": j.get("objective"), "status": j.get("status"), "out": out}
+
+
+def blocks_apart(one, other):
+    """The largest relative difference of a block B between two result files."""
+    import h5py
+    import numpy as np
+    with h5py.File(one, "r") as f, h5py.File(other, "r") as g:
+        return max(float(np.max(np.abs(g["blocks"][n]["B"][...] - f["blocks"][n]["B"][...])) /
+                         np.max(np.abs(f["blocks"][n]["B"][...]))) for n in f["blocks"])
+
+
+def gram_table(runs):
+    lines = ["| K | runs | wall s (median, min–max) | CPU s (median) | set-up s: Gram formed and "
+             "factorised (median) | solver s (median) | iterations | status |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for k in (1, 2):
+        rk = [r for r in runs if r["K"] == k]
+        walls = [r["wall"] for r in rk]
+        lines.append(f"| {k} | {len(rk)} | {statistics.median(walls):.1f} ({min(walls):.1f}–"
+                     f"{max(walls):.1f}) | {med(runs, k, 'cpu'):.1f} | {med(runs, k, 'setup'):.1f}"
+                     f" | {med(runs, k, 'solver'):.1f} | {rk[0]['iterations']} | "
+                     f"{rk[0]['status']} |")
+    one = next(r for r in runs if r["K"] == 1)
+    apart = max(blocks_apart(one["out"], r["out"]) for r in runs if r["K"] == 2)
+    obj = max(abs(r["objective"] - one["objective"]) / abs(one["objective"]) for r in runs)
+    lines += ["", f"Speed-up of the medians: wall {med(runs, 1, 'wall') / med(runs, 2, 'wall'):.2f}"
+              f"×, set-up {med(runs, 1, 'setup') / med(runs, 2, 'setup'):.2f}×; K = 2 against "
+              f"K = 1: B within {apart:.2g}, objective within {obj:.2g} (relative)."]
+    return lines
 
 
 def train_table(runs):
@@ -152,6 +196,8 @@ def main():
     ap.add_argument("--train-args", default="--data fashion-mnist --split official --n-train "
                     "20000 --n-test 10000 --widths 784,128,128,10 --loss xent --lr 0.05 "
                     "--batch 256 --epochs 2")
+    ap.add_argument("--gram", metavar="PROBLEM",
+                    help="also interpolation by admm on this problem at K = 1 and 2")
     ap.add_argument("--weak-data", default="synthetic:d=20,r=2")
     ap.add_argument("--weak-ns", default="100,200")
     ap.add_argument("--seeds", type=int, default=2, help="seeds per rank (weak scaling)")
@@ -184,6 +230,16 @@ def main():
                           file=sys.stderr)
                     runs.append(r)
             lines += [f"## Strong scaling: atf train {a.train_args}", ""] + train_table(runs) + [""]
+        if a.gram:
+            runs = []
+            for i in range(a.runs):
+                for k in (2, 1):
+                    r = gram_run(a, k, env, os.path.join(tmp, f"gram-{k}-{i}.h5"))
+                    print(f"gram K={k} run {i + 1}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s,"
+                          f" set-up {r['setup']:.1f} s, {r['status']}", file=sys.stderr)
+                    runs.append(r)
+            lines += [f"## The Gram over processes: atf solve {os.path.basename(a.gram)} --method "
+                      f"admm --penalty {a.penalty} --no-reduce", ""] + gram_table(runs) + [""]
         if not a.no_weak:
             ks = [int(k) for k in a.weak_ks.split(",")]
             runs = []

@@ -233,6 +233,9 @@ typedef struct {
     /* The distributed Gram of method admm (interpolation); NULL: the Gram methods are refused
      * over several processes. */
     const atf_dist_gram *gram;
+    /* How many of the processes share this process's machine (its memory): method auto's
+     * estimate of whether their shares of the Gram fit. 0 is taken as size (one machine). */
+    int local;
 } atf_processes;
 
 /* Read a process's shard of a problem file: everything atf_problem_read reads and checks,

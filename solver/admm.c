@@ -31,6 +31,15 @@
 #define WARM_RANK_CUT 1e-7
 #define STALL_FLAT 1e-3 /* windows whose best merits agree to 0.1% are a cycle or a rest point */
 #define IN_LOOP_REFINE_CHOLMOD 2 /* refinement passes per projection for CHOLMOD (β bias) */
+/* ... and for the dense Gram when it is ill-conditioned: an unrefined projection carries the
+ * factorisation's rounding into every iterate, and one pass takes it to about ε. The answer
+ * then does not depend on how the Gram was factorised (LAPACK in one process, ScaLAPACK's tiles
+ * over K processes). Measured, one process against K = 2 unrefined: B apart by 2e-13 at
+ * condition 3.7e6 and by 4e-9 at 3.9e10 (about 5e-4·κ·ε); refined, 5e-15 and 5e-13. Below
+ * REFINE_KAPPA the difference stays under 1e-13 and the pass (one apply, one adjoint, one
+ * solve per iteration: up to 1.8x an iteration's time) is skipped. */
+#define IN_LOOP_REFINE_DENSE 1
+#define REFINE_KAPPA 1e6
 /* Weak convexity scan: ω̃' on a log grid of WEAK_GRID points over [WEAK_LO·V, WEAK_HI·V]. */
 #define WEAK_GRID 600
 #define WEAK_LO 1e-8
@@ -73,15 +82,24 @@ static const char *projection_name(atf_proj_kind k)
     return "?";
 }
 
+/* Refinement passes of the projections in the loop. */
+static int in_loop_refinement(const atf_solver *s)
+{
+    if (s->proj.kind == ATF_PROJ_CHOLMOD)
+        return IN_LOOP_REFINE_CHOLMOD;
+    return s->proj.kappa > REFINE_KAPPA ? IN_LOOP_REFINE_DENSE : 0;
+}
+
 static void log_header(const atf_solver *s)
 {
     atf_sv_log(s, "atf admm: %d blocks, %zu variables (%lld before reduction), %d constraints, "
                "structure %s\n",
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
-    atf_sv_log(s, "atf admm: projection by %s, rank %d; rho0 %.3e (floor %.3e), alpha %.2f, "
-               "eps_abs %.1e, eps_rel %.1e, max_iter %d\n",
-            projection_name(s->proj.kind), s->proj.rank, atf_sv_unscale_rho(s, s->rho0),
+    atf_sv_log(s, "atf admm: projection by %s, rank %d, condition %.1e (%d refinement "
+               "passes); rho0 %.3e (floor %.3e), alpha %.2f, eps_abs %.1e, eps_rel %.1e, "
+               "max_iter %d\n", projection_name(s->proj.kind), s->proj.rank, s->proj.kappa,
+            in_loop_refinement(s), atf_sv_unscale_rho(s, s->rho0),
             atf_sv_unscale_rho(s, s->rho_min), s->set.alpha, s->set.eps_abs, s->set.eps_rel,
             s->set.max_iter);
     atf_sv_log(s, "atf admm: equilibrated: %s, variables in units of 2^%d (docs/solver.md §7)\n",
@@ -188,7 +206,7 @@ static void initial_dual(atf_solver *s, admm_state *st)
             return;
         }
     memcpy(st->w, st->u, n * sizeof *st->w);
-    atf_sv_project(s, st->w, NULL, 0); /* w = G − P G */
+    atf_sv_project(s, st->w, NULL, in_loop_refinement(s)); /* w = G − P G */
     for (size_t i = 0; i < n; i++)
         st->u[i] = (st->u[i] - st->w[i]) / st->rho;
 }
@@ -205,7 +223,7 @@ static void iterate(atf_solver *s, admm_state *st, double *x)
 {
     size_t n = s->n;
     double alpha = st->alpha;
-    int refine = s->proj.kind == ATF_PROJ_CHOLMOD ? IN_LOOP_REFINE_CHOLMOD : 0;
+    int refine = in_loop_refinement(s);
     for (size_t i = 0; i < n; i++)
         x[i] = st->z[i] - st->u[i];
     project_timed(s, x, refine);

@@ -667,37 +667,61 @@ static double operator_bytes(const atf_problem *prob)
     return bytes;
 }
 
-int atf_sv_gram_fits(const atf_problem *prob, int max_m, char *why, size_t len)
+/* The bytes this machine needs for the Gram path: all of it in one process; over processes
+ * (shards) the Gram's tiles are spread evenly and each holds its examples' operator arrays, so
+ * a machine running `local` of the `size` processes needs local/size of the whole. */
+static double gram_bytes(const atf_problem *prob, const atf_processes *procs)
 {
-    double M = prob->M, gib = 1024.0 * 1024.0 * 1024.0;
-    /* the Gram, its workspace, and the equilibrated copy of the operator arrays */
-    double need = GRAM_BYTES_PER_ENTRY * M * M + GRAM_BYTES_FIXED + operator_bytes(prob);
+    double M = prob->M, share = 1.0, copies = 1.0;
+    if (procs) {
+        int local = procs->local > 0 && procs->local <= procs->size ? procs->local : procs->size;
+        share = (double)local / procs->size, copies = local;
+    }
+    /* the Gram and its workspace, the fixed part per process, and the equilibrated copy of the
+     * operator arrays (a shard's are its examples') */
+    return share * GRAM_BYTES_PER_ENTRY * M * M + copies * GRAM_BYTES_FIXED +
+           copies * operator_bytes(prob);
+}
+
+int atf_sv_gram_fits(const atf_problem *prob, const atf_processes *procs, int max_m, char *why,
+                     size_t len)
+{
+    procs = procs && procs->size > 1 ? procs : NULL;
+    if (procs && !procs->gram) {
+        if (why && len)
+            snprintf(why, len, "M = %d: the examples are spread over processes, and this build "
+                     "cannot spread the Gram", prob->M);
+        return 0;
+    }
+    double M = prob->M, gib = 1024.0 * 1024.0 * 1024.0, need = gram_bytes(prob, procs);
     long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     double avail = pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
-    int fits = need <= GRAM_MEMORY_FRACTION * avail;
-    int gram = fits && (max_m <= 0 || prob->M <= max_m);
+    double refuse = need <= GRAM_MEMORY_FRACTION * avail ? 0.0 : 1.0;
+    if (procs) /* every process must take the same method: one that does not fit decides */
+        procs->max(procs->ctx, &refuse, 1);
+    int fits = refuse == 0.0, gram = fits && (max_m <= 0 || prob->M <= max_m);
     if (!why || !len)
         return gram;
+    char where[96] = "";
+    if (procs)
+        snprintf(where, sizeof where, " on this machine (%d of %d processes)",
+                 procs->local > 0 ? procs->local : procs->size, procs->size);
     if (!fits)
-        snprintf(why, len, "M = %d: the Gram needs %.3g GiB (8.7 B x M^2), over %.0f%% of the "
-                 "%.3g GiB available", prob->M, need / gib, 100 * GRAM_MEMORY_FRACTION,
+        snprintf(why, len, "M = %d: the Gram needs %.3g GiB (8.7 B x M^2)%s, over %.0f%% of the "
+                 "%.3g GiB available", prob->M, need / gib, where, 100 * GRAM_MEMORY_FRACTION,
                  avail / gib);
     else if (!gram)
-        snprintf(why, len, "M = %d > %d: the Gram (%.3g GiB, %.2g flops) is slower than CG",
-                 prob->M, max_m, need / gib, M * M * M / 3.0);
+        snprintf(why, len, "M = %d > %d: the Gram (%.3g GiB%s, %.2g flops) is slower than CG",
+                 prob->M, max_m, need / gib, where, M * M * M / 3.0);
     else
-        snprintf(why, len, "M = %d: the Gram needs %.3g GiB of %.3g GiB available", prob->M,
-                 need / gib, avail / gib);
+        snprintf(why, len, "M = %d: the Gram needs %.3g GiB%s of %.3g GiB available", prob->M,
+                 need / gib, where, avail / gib);
     return gram;
 }
 
-atf_method atf_baseline_method(const atf_problem *prob, char *why, size_t len)
+atf_method atf_baseline_method(const atf_problem *prob, const atf_processes *procs, char *why,
+                               size_t len)
 {
-    if (prob->shard_count > 0 && prob->shard_count < prob->N) { /* a process's share */
-        if (why && len)
-            snprintf(why, len, "M = %d: the examples are spread over processes, and the Gram "
-                     "needs them all in one", prob->M);
-        return ATF_METHOD_CG;
-    }
-    return atf_sv_gram_fits(prob, GRAM_AUTO_MAX_M, why, len) ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
+    return atf_sv_gram_fits(prob, procs, GRAM_AUTO_MAX_M, why, len) ? ATF_METHOD_BASELINE
+                                                                     : ATF_METHOD_CG;
 }

@@ -44,21 +44,17 @@ atf_error atf_sv_shards_init(atf_solver *s, char *err)
                    first, first + count - 1);
         return ATF_E_USAGE;
     }
-    if (s->set.method == ATF_METHOD_BASELINE) {
-        atf_errorf(err, "solver: the baseline by the M x M Gram (--method gram) needs every "
-                   "example in one process; over several processes use --method cg");
-        return ATF_E_USAGE;
-    }
-    /* admm's Gram is spread over the processes when the command can factorise it there
-     * (atf_processes.gram: ScaLAPACK; gram_dist.c) */
-    int gram = s->set.method == ATF_METHOD_ADMM && pr->gram;
-    if (s->set.method != ATF_METHOD_NEWTON && s->set.method != ATF_METHOD_FISTA &&
-        s->set.method != ATF_METHOD_CG && !gram) {
+    /* The Gram methods (admm, the Gram baseline) run when the command can spread the Gram's
+     * factorisation over the processes (atf_processes.gram: ScaLAPACK; gram_dist.c); the
+     * matrix-free ones need only the products. */
+    atf_method m = s->set.method;
+    int gram = (m == ATF_METHOD_ADMM || m == ATF_METHOD_BASELINE) && pr->gram;
+    if (m != ATF_METHOD_NEWTON && m != ATF_METHOD_FISTA && m != ATF_METHOD_CG &&
+        m != ATF_METHOD_ALM && !gram) {
         atf_errorf(err, "solver: method %s%s does not run over several processes (newton and "
-                   "fista with a loss, %sthe baseline by cg%s, do)",
-                   atf_method_name(s->set.method),
+                   "fista with a loss, alm, the baseline by cg%s do)", atf_method_name(m),
                    s->requested == ATF_METHOD_AUTO ? " (the choice of auto)" : "",
-                   pr->gram ? "" : "and ", pr->gram ? ", and admm" : "");
+                   pr->gram ? ", admm and the Gram baseline" : "");
         return ATF_E_USAGE;
     }
     for (int l = 0; l < p->nblocks; l++)

@@ -205,6 +205,7 @@ static int try_cholesky(atf_solver *s)
         return 0;
     p->kind = ATF_PROJ_CHOLESKY;
     p->rank = p->M;
+    p->kappa = rcond > 0.0 ? 1.0 / rcond : INFINITY;
     return rcond > (double)p->M * DBL_EPSILON;
 }
 
@@ -239,7 +240,8 @@ static void eigen_rule(atf_sv_proj *p, const double *w)
         }
     }
     p->kind = ATF_PROJ_EIGEN;
-    p->feas_tol = eigen_feas_tol(p->cutoff, lmax > 0.0 ? lmax / lmin_kept : 1.0, M - p->rank);
+    p->kappa = lmax > 0.0 ? lmax / lmin_kept : 1.0;
+    p->feas_tol = eigen_feas_tol(p->cutoff, p->kappa, M - p->rank);
 }
 
 static atf_error whole_eigen(atf_sv_proj *p, double *w, char *err)

@@ -174,7 +174,7 @@ static void resolve_auto(atf_solver *s)
 {
     char why[200];
     if (s->set.baseline) {
-        s->set.method = atf_baseline_method(s->prob, why, sizeof why);
+        s->set.method = atf_baseline_method(s->prob, s->hooks.processes, why, sizeof why);
         snprintf(s->note, sizeof s->note, "auto: %s", why);
         return;
     }
@@ -183,7 +183,8 @@ static void resolve_auto(atf_solver *s)
         snprintf(s->note, sizeof s->note, "auto: a penalized loss: newton");
         return;
     }
-    int gram = atf_sv_gram_fits(s->prob, 0, why, sizeof why); /* ADMM: the Gram at any M */
+    /* ADMM: the Gram at any M */
+    int gram = atf_sv_gram_fits(s->prob, s->hooks.processes, 0, why, sizeof why);
     s->set.method = gram ? ATF_METHOD_ADMM : ATF_METHOD_ALM;
     snprintf(s->note, sizeof s->note, "auto: %s: %s", why, gram ? "admm" : "alm");
 }

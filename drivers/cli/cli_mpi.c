@@ -161,6 +161,19 @@ static int launched(void)
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 
+/* The ranks that share this one's memory (MPI's shared-memory split of the job). */
+static int ranks_on_this_machine(void)
+{
+    MPI_Comm node;
+    int local = ranks.size;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    return local;
+}
+
 void atf_cli_ranks_begin(int *argc, char ***argv)
 {
     if (!launched() || MPI_Init(argc, argv) != MPI_SUCCESS)
@@ -173,7 +186,8 @@ void atf_cli_ranks_begin(int *argc, char ***argv)
     MPI_Type_commit(&dd_type);
     MPI_Op_create(dd_add, 1, &dd_op);
     processes = (atf_processes){ranks.rank, ranks.size, processes_sum_dd, processes_gather,
-                                processes_max, NULL, atf_cli_gram()}; /* admm's Gram: cli_gram.c */
+                                processes_max, NULL, atf_cli_gram(), /* admm's Gram: cli_gram.c */
+                                ranks_on_this_machine()};
     ranks.bcast = ranks_bcast; /* the path's (drivers/experiments/path.c) */
     ranks.gather = ranks_gather;
     ranks.processes = &processes;

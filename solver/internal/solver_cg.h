@@ -135,10 +135,14 @@ const atf_cg_report *atf_sv_cg_last(const atf_solver *s);
 /* Whether a Gram path (the baseline's Cholesky, ADMM's projection) fits this problem: its peak
  * memory ≈ 8.7 bytes × M² (docs/solver.md §14.6) plus the operator arrays against 75% of the
  * available memory, and M ≤ max_m (the baseline's measured crossover with CG; ≤ 0: no bound);
- * why (len bytes) receives the reason with numbers. */
-int atf_sv_gram_fits(const atf_problem *prob, int max_m, char *why, size_t len);
+ * why (len bytes) receives the reason with numbers. procs (NULL: one process): the examples are
+ * spread over processes, each holding its share of the Gram (none without procs->gram); the
+ * processes sharing this machine must fit, and all agree (collective). */
+int atf_sv_gram_fits(const atf_problem *prob, const atf_processes *procs, int max_m, char *why,
+                     size_t len);
 /* The baseline's method under auto: ATF_METHOD_BASELINE (the M × M Gram, exact, any rank) when
  * atf_sv_gram_fits, else ATF_METHOD_CG (docs/solver.md §9.1); why as atf_sv_gram_fits. */
-atf_method atf_baseline_method(const atf_problem *prob, char *why, size_t len);
+atf_method atf_baseline_method(const atf_problem *prob, const atf_processes *procs, char *why,
+                               size_t len);
 
 #endif

@@ -54,6 +54,8 @@ typedef struct {
     double *winv;          /* eigen: 1/λ on the kept spectrum, 0 on the dropped one */
     int rank;              /* numerical rank of AAᵀ */
     double cutoff;         /* eigen: relative eigenvalue cutoff used */
+    double kappa;          /* dense: estimated condition number of AAᵀ (1/rcond, or the kept
+                              eigenvalues' ratio); 0 unknown */
     double feas_tol;       /* relative LS residual above which r ∉ range(A) */
     double *s, *lambda, *t; /* workspace [M] */
     /* CHOLMOD */

@@ -101,14 +101,19 @@ class ScratchCase(unittest.TestCase):
         return os.path.join(self.dir, name)
 
 
-def factored_problem(rng, N, C, shapes, penalty="sq", rank_H=None):
-    """Random factored problem with blocks W1.. of the given (rows, cols) shapes."""
+def factored_problem(rng, N, C, shapes, penalty="sq", rank_H=None, decay=False):
+    """Random factored problem with blocks W1.. of the given (rows, cols) shapes; decay: the
+    columns of H and D of decaying scale (0.7^j + 0.05 and 0.8^j + 0.1), a less well
+    conditioned operator."""
     blocks = []
     for j, (P, Q) in enumerate(shapes):
         H = rng.standard_normal((N, P))
         if rank_H is not None and rank_H < min(N, P):
             H = rng.standard_normal((N, rank_H)) @ rng.standard_normal((rank_H, P))
         D = rng.standard_normal((N * C, Q))
+        if decay:
+            H *= 0.7 ** np.arange(P) + 0.05
+            D *= 0.8 ** np.arange(Q) + 0.1
         blocks.append(Block(f"W{j + 1}", P, Q, penalty, "matrix", "factored", H, D))
     r = rng.standard_normal(N * C)
     return Problem(N, C, r, blocks)

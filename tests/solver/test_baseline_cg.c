@@ -436,20 +436,20 @@ static void test_auto_choice(void)
     const shape fac3[] = {{ATF_OP_FACTORED, 10, 6}, {ATF_OP_FACTORED, 6, 3}};
     atf_problem *p = make_problem(61, 20, 3, fac3, 2);
     char why[256] = "";
-    CHECK(atf_baseline_method(p, why, sizeof why) == ATF_METHOD_BASELINE && strstr(why, "M = 60"),
+    CHECK(atf_baseline_method(p, NULL, why, sizeof why) == ATF_METHOD_BASELINE && strstr(why, "M = 60"),
           "auto, M = 60: '%s'", why);
     atf_problem_free(p);
     /* M = 10⁶ rows (no operator data: only the sizes are read): 8.7 TB of Gram */
     atf_problem *big = atf_problem_new(100000, 10, 1);
     big->blocks[0].kind = ATF_OP_FACTORED;
     big->blocks[0].rows = 784, big->blocks[0].cols = 128;
-    CHECK(atf_baseline_method(big, why, sizeof why) == ATF_METHOD_CG && strstr(why, "GiB"),
+    CHECK(atf_baseline_method(big, NULL, why, sizeof why) == ATF_METHOD_CG && strstr(why, "GiB"),
           "auto, M = 1e6: '%s'", why);
     atf_problem_free(big);
     atf_problem *mid = atf_problem_new(2000, 10, 1); /* M = 20 000: fits, but past the crossover */
     mid->blocks[0].kind = ATF_OP_FACTORED;
     mid->blocks[0].rows = 784, mid->blocks[0].cols = 128;
-    CHECK(atf_baseline_method(mid, why, sizeof why) == ATF_METHOD_CG && strstr(why, "M = 20000"),
+    CHECK(atf_baseline_method(mid, NULL, why, sizeof why) == ATF_METHOD_CG && strstr(why, "M = 20000"),
           "auto, M = 20000: '%s'", why);
     atf_problem_free(mid);
 }

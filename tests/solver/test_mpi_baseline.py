@@ -5,11 +5,12 @@ same command in one process, for K = 1, 2 and 3: every block B and the objective
 asks for a relative difference of at most 1e-12 and reports whether they are bit for bit), with
 the default preconditioner (nystrom-block: several blocks of pivots) and block Jacobi
 (ATF_CG_PRECOND=jacobi), on a synthetic factored problem whose shares are small enough for
-OpenBLAS's small-matrix kernel; `atf solve --method cg` and `--method auto` give the same bits;
-on Fashion-MNIST features (rank-deficient H: `atf solve --method cg --no-reduce`) K = 3 against
-one process. `--method gram`, an interpolation method, a rank-deficient factor under `atf
-baseline` and a rank fed a bad shard (NaN in its rows only) each end the job with one message,
-exit 2, no output file and no process left.
+OpenBLAS's small-matrix kernel; `atf solve --method cg` gives the same bits; on Fashion-MNIST
+features (rank-deficient H: `atf solve --method cg --no-reduce`) K = 3 against one process. A
+method that does not run over processes (irls), a rank-deficient factor under `atf baseline` and
+a rank fed a bad shard (NaN in its rows only) each end the job with one message, exit 2, no
+output file and no process left. (The Gram baseline and `--method auto` over processes:
+test_mpi_gram.py.)
 
 usage: test_mpi_baseline.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
 import json
@@ -85,15 +86,8 @@ def refused(name, cmd, out, needle):
 # 3 outputs, 5 590 variables, columns of decaying scale. A share's GEMMs fall below OpenBLAS's
 # small-matrix threshold where the whole problem's do not, which the chunk-by-chunk products
 # must not notice.
-rng = np.random.default_rng(7)
-N, C = 600, 3
-shape_list = [(80, 50), (50, 30), (30, 3)]
-bl = []
-for j, (P, Q) in enumerate(shape_list):
-    H = rng.standard_normal((N, P)) * (0.7 ** np.arange(P) + 0.05)
-    D = rng.standard_normal((N * C, Q)) * (0.8 ** np.arange(Q) + 0.1)
-    bl.append(T.Block(f"W{j + 1}", P, Q, "sq", "matrix", "factored", H, D))
-syn = T.Problem(N, C, rng.standard_normal(N * C), bl).write(path("syn.h5"))
+syn = T.factored_problem(np.random.default_rng(7), 600, 3, [(80, 50), (50, 30), (30, 3)],
+                         decay=True).write(path("syn.h5"))
 
 for precond in ("default", "jacobi"):
     env = dict(ENV, ATF_CG_PRECOND=precond)
@@ -112,17 +106,10 @@ for precond in ("default", "jacobi"):
         check(js.get("status") == "solved", f"{precond} K={k}: {js}")
         compare(f"{precond} K={k}", one, out)
 
-# atf solve --method cg and --method auto (cg under ranks, saying why): the same bits
+# atf solve --method cg: the same bits
 out = path("solve_2.h5")
 run(mpi(2, ["solve", syn, "-o", out, "--method", "cg", "--quiet"]))
 compare("solve --method cg K=2", path("default_1.h5"), out)
-out = path("auto_3.h5")
-p = run(mpi(3, ["baseline", syn, "-o", out, "--quiet", "--json"]))
-js = one_json("auto K=3", p)
-check(js.get("method") == "cg" and "spread over processes" in js.get("method_note", ""),
-      f"auto K=3: cg with the reason in the note, got {js.get('method')} "
-      f"{js.get('method_note')!r}")
-compare("auto K=3", path("default_1.h5"), out)
 
 # Fashion-MNIST tangent features: 800 images of 3 classes, widths 784,32,32,3. Some pixels never
 # vary over these images, so H of W1 is not of full rank: under ranks atf baseline (which always
@@ -140,11 +127,8 @@ refused("rank-deficient baseline", mpi(2, ["baseline", fm, "-o", out, "--method"
                                            "--quiet"]), out, "--no-reduce")
 
 # what does not run over processes
-out = path("gram.h5")
-refused("gram", mpi(2, ["baseline", syn, "-o", out, "--method", "gram", "--quiet"]), out,
-        "--method cg")
 out = path("interp.h5")
-refused("solve alm", mpi(2, ["solve", syn, "-o", out, "--method", "alm", "--quiet"]), out,
+refused("solve irls", mpi(2, ["solve", syn, "-o", out, "--method", "irls", "--quiet"]), out,
         "does not run over several processes")
 
 # a bad shard: NaN in the last example's rows, which only the last rank reads

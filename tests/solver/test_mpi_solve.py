@@ -81,10 +81,10 @@ check(len(msgs) == 1 and "bad.h5" in msgs[0] and "W2" in msgs[0],
 check(not os.path.exists(path("bad_out.h5")), "bad shard: no output")
 
 # a method that does not run over processes, and a factor whose reduction needs all of it
-p = run(mpi(2, ["solve", prob, "-o", path("alm.h5"), "--quiet", "--method", "alm"]),
+p = run(mpi(2, ["solve", prob, "-o", path("irls.h5"), "--quiet", "--method", "irls"]),
         expect=2)
 msgs = atf_messages(p.stderr)
-check(len(msgs) == 1 and "alm" in msgs[0], f"alm: one message, got {msgs}")
+check(len(msgs) == 1 and "irls" in msgs[0], f"irls: one message, got {msgs}")
 deficient = path("deficient.h5")
 shutil.copy(prob, deficient)
 with h5py.File(deficient, "r+") as h:

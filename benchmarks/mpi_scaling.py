@@ -182,6 +182,20 @@ def weak_table(runs, ks):
     return lines
 
 
+def interleaved(part, run, a, env, tmp):
+    """a.runs runs of run(a, K, env, out) for K = 2, 1, 2, 1, …, each said on stderr."""
+    runs = []
+    for i in range(a.runs):
+        for k in (2, 1):
+            r = run(a, k, env, os.path.join(tmp, f"{part}-{k}-{i}.h5"))
+            extra = "".join(f", {key} {r[key]:.1f} s" for key in ("solver", "setup")
+                            if r.get(key) is not None)
+            print(f"{part} K={k} run {i + 1}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s"
+                  f"{extra}{', ' + r['status'] if r.get('status') else ''}", file=sys.stderr)
+            runs.append(r)
+    return runs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--atf", required=True, help="an atf built with -Dmpi=enabled")
@@ -212,32 +226,14 @@ def main():
         if not a.no_strong:
             if not a.problem:
                 sys.exit("mpi_scaling: --problem is needed for the strong-scaling part")
-            runs = []
-            for i in range(a.runs):
-                for k in (2, 1):
-                    r = strong_run(a, k, env, os.path.join(tmp, f"strong-{k}-{i}.h5"))
-                    print(f"strong K={k} run {i + 1}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f}"
-                          f" s, solver {r['solver']:.1f} s, {r['status']}", file=sys.stderr)
-                    runs.append(r)
+            runs = interleaved("strong", strong_run, a, env, tmp)
             lines += [f"## Strong scaling: atf solve {os.path.basename(a.problem)} --penalty "
                       f"{a.penalty} --loss {a.loss} --tol {a.tol:g}", ""] + strong_table(runs) + [""]
         if a.train:
-            runs = []
-            for i in range(a.runs):
-                for k in (2, 1):
-                    r = train_run(a, k, env, os.path.join(tmp, f"train-{k}-{i}.h5"))
-                    print(f"train K={k} run {i + 1}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s",
-                          file=sys.stderr)
-                    runs.append(r)
+            runs = interleaved("train", train_run, a, env, tmp)
             lines += [f"## Strong scaling: atf train {a.train_args}", ""] + train_table(runs) + [""]
         if a.gram:
-            runs = []
-            for i in range(a.runs):
-                for k in (2, 1):
-                    r = gram_run(a, k, env, os.path.join(tmp, f"gram-{k}-{i}.h5"))
-                    print(f"gram K={k} run {i + 1}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s,"
-                          f" set-up {r['setup']:.1f} s, {r['status']}", file=sys.stderr)
-                    runs.append(r)
+            runs = interleaved("gram", gram_run, a, env, tmp)
             lines += [f"## The Gram over processes: atf solve {os.path.basename(a.gram)} --method "
                       f"admm --penalty {a.penalty} --no-reduce", ""] + gram_table(runs) + [""]
         if not a.no_weak:

@@ -101,6 +101,28 @@ def stop_job(job, out, part, how):
     check(not leftovers(out), f"{how}: processes left: {leftovers(out)}")
 
 
+def kill_a_rank(argv, out, ranks, after, what):
+    """Start atf argv under mpirun with `ranks` ranks (its own process group), kill the last rank
+    `after` seconds after all have started, and check that the job then ends badly
+    (ended_badly: no `out`, no process left)."""
+    proc = subprocess.Popen(mpi(ranks, argv), env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    victim = None
+    for _ in range(600):  # up to a minute: a loaded machine starts ranks slowly
+        time.sleep(0.1)
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "atf"], capture_output=True,
+                              text=True).stdout.split()
+        if len(kids) == ranks:
+            victim = int(sorted(kids)[-1])
+            break
+    check(victim is not None, f"{what}: the ranks started")
+    if victim:
+        time.sleep(after)
+        check(proc.poll() is None, f"{what}: the job ended before the kill")
+        os.kill(victim, signal.SIGKILL)
+    ended_badly(proc, out, what)
+
+
 def ended_badly(proc, out, what):
     """After one of its ranks was killed, the job `proc` (started in its own process group) must
     end by itself (killed whole if it hangs), fail, write no `out` and leave no process."""

@@ -17,17 +17,14 @@ Against the same command in one process, for K = 1, 2 and 3:
 usage: test_mpi_gram.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 
 import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "experiments"))
-from mpi_env import (ATF, ENV, check, ended_badly, fashion, finish, mpi, path,  # noqa: E402
+from mpi_env import (ATF, check, fashion, finish, kill_a_rank, mpi, path,  # noqa: E402
                      run)
 
 sys.path.insert(0, HERE)
@@ -130,23 +127,7 @@ against_one("fashion-admm", fm, ["solve", "--method", "admm", "--penalty", "sq",
 big = T.factored_problem(np.random.default_rng(3), 2500, 3, [(300, 100), (100, 40), (40, 3)])
 big.write(path("big.h5"))
 killed_out = path("killed.h5")
-proc = subprocess.Popen(mpi(2, ["solve", path("big.h5"), "-o", killed_out, "--quiet",
-                                "--method", "admm"]),
-                        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                        start_new_session=True)
-victim = None
-for _ in range(600):  # up to a minute: a loaded machine starts ranks slowly
-    time.sleep(0.1)
-    kids = subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "atf"], capture_output=True,
-                          text=True).stdout.split()
-    if len(kids) == 2:
-        victim = int(sorted(kids)[-1])
-        break
-check(victim is not None, "killed rank: the ranks started")
-if victim:
-    time.sleep(0.8)  # the Gram's tiles take seconds here
-    check(proc.poll() is None, "killed rank: the job ended before the kill")
-    os.kill(victim, signal.SIGKILL)
-ended_badly(proc, killed_out, "killed rank")
+kill_a_rank(["solve", path("big.h5"), "-o", killed_out, "--quiet", "--method", "admm"],
+            killed_out, 2, 0.8, "killed rank")  # the Gram's tiles take seconds here
 
 finish("test_mpi_gram")

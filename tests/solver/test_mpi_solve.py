@@ -10,16 +10,13 @@ the usual exit code, no output file and no process left.
 usage: test_mpi_solve.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 
 import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experiments"))
-from mpi_env import (ATF, ENV, check, ended_badly, fashion, finish, mpi, path,  # noqa: E402
+from mpi_env import (ATF, check, fashion, finish, kill_a_rank, mpi, path,  # noqa: E402
                      run)
 
 FASHION = fashion()
@@ -98,23 +95,8 @@ run(mpi(2, ["solve", deficient, "-o", path("def.h5"), "--no-reduce", "--quiet",
 
 # a rank killed mid-solve: the job ends, nothing written, no atf left
 killed_out = path("killed.h5")
-proc = subprocess.Popen(mpi(2, ["solve", prob, "-o", killed_out, "--quiet", "--loss",
-                                "xent:lambda=0.5", "--penalty", "sq", "--method", "fista",
-                                "--tol", "1e-14", "--max-iter", "100000"]),
-                        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                        start_new_session=True)
-victim = None
-for _ in range(600):  # up to a minute: a loaded machine starts ranks slowly
-    time.sleep(0.1)
-    kids = subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "atf"], capture_output=True,
-                          text=True).stdout.split()
-    if len(kids) == 2:
-        victim = int(sorted(kids)[-1])
-        break
-check(victim is not None, "killed rank: the ranks started")
-if victim:
-    time.sleep(1.0)
-    os.kill(victim, signal.SIGKILL)
-ended_badly(proc, killed_out, "killed rank")
+kill_a_rank(["solve", prob, "-o", killed_out, "--quiet", "--loss", "xent:lambda=0.5", "--penalty",
+             "sq", "--method", "fista", "--tol", "1e-14", "--max-iter", "100000"], killed_out, 2,
+            1.0, "killed rank")
 
 finish("test_mpi_solve")

@@ -284,7 +284,7 @@ static atf_error parse_args(int argc, char **argv, train_args *a, char *err)
 static atf_error protocol_sizes(train_args *a, const atf_task *task, char *err)
 {
     int pool = task->train.N;
-    int n = a->n_train_given ? a->data.n_train : pool;
+    int n = a->n_train_given && a->data.n_train > 0 ? a->data.n_train : pool; /* 0: all */
     int val = a->val >= 0 ? a->val
               : a->train.stopping == ATF_STOP_BEST_VAL ? (n / 10 > 1 ? n / 10 : 1) : 0;
     if (n > pool) {

@@ -949,9 +949,11 @@ static atf_error path_table(path_state *s, atf_exp_outcome *outcome, atf_path_be
         return e;
     if (s->store) {
         atf_path_best_of(s, best);
-        atf_path_figure(s, best);
+        e = atf_path_figure(s, best, err);
         outcome->rows = atf_rowstore_count(s->store);
     }
+    if ((e = agree(s, e, err))) /* a figure rank 0 could not write fails every rank */
+        return e;
     outcome->new_rows = s->ran;
     if (!s->ranks) /* alone, a stop during the figure counts too */
         s->stopped |= atf_exp_stopped(&s->cfg->io);

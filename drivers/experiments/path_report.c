@@ -189,14 +189,20 @@ static int path_panels(const path_points *pts, const atf_path_best *best, path_p
     return np;
 }
 
-void atf_path_figure(const path_state *s, const atf_path_best *best)
+/* OUT/path.{svg,png}: written atomically and checked like the tables, so a figure that could
+ * not be written whole fails the run. */
+atf_error atf_path_figure(const path_state *s, const atf_path_best *best, char *err)
 {
     static path_plot pp;
     path_points pts;
     atf_plot_panel panels[2];
-    char base[1100], err[ATF_ERRLEN];
-    if (atf_rowstore_count(s->store) < 1 || points_of(s->store, &pts))
-        return;
+    char base[1100];
+    if (atf_rowstore_count(s->store) < 1)
+        return ATF_OK;
+    if (points_of(s->store, &pts)) {
+        atf_errorf(err, "%s: out of memory for the figure", s->cfg->out);
+        return ATF_E_NOMEM;
+    }
     snprintf(pp.best_label, sizeof pp.best_label, "best λ = %s", best->key);
     int np = path_panels(&pts, best, &pp, panels);
     const char *file = strrchr(s->cfg->problem, '/');
@@ -204,10 +210,11 @@ void atf_path_figure(const path_state *s, const atf_path_best *best)
     snprintf(pp.title, sizeof pp.title, "atf path on %.100s: %s loss, penalty %.60s; best λ by "
              "%s", file, atf_loss_name(s->cfg->loss), s->penalty, best->criterion);
     atf_plot_figure fig = {pp.title, np, 1, np == 1 ? 900 : 1400, 620, np, panels, 0};
-    if (np && !atf_exp_path(base, sizeof base, s->cfg->out, "path", err) &&
-        atf_plot_save(&fig, base, err))
-        atf_exp_log(&s->cfg->io, "path: warning: %s\n", err);
+    atf_error e = np ? atf_exp_path(base, sizeof base, s->cfg->out, "path", err) : ATF_OK;
+    if (np && !e)
+        e = atf_plot_save(&fig, base, err);
     points_free(&pts);
+    return e;
 }
 
 /* ---- the report ---- */

@@ -706,14 +706,33 @@ static void render(const atf_plot_figure *fig, const char *device, const char *p
     plend();
 }
 
-static int nonempty_file(const char *path)
+/* Whether the rendered file is whole: PLplot does not report a failed write (a full disk, the
+ * file-size limit: it goes on and leaves a cut file), so the file's end is checked — an SVG
+ * closes its root element, a PNG ends with the IEND chunk after its signature. */
+static int complete_figure(const char *path, const char *ext)
 {
+    static const unsigned char png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    static const unsigned char png_end[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60,
+                                              0x82};
+    unsigned char head[8] = {0}, tail[64];
     FILE *f = fopen(path, "rb");
     if (!f)
         return 0;
-    int ok = fseek(f, 0, SEEK_END) == 0 && ftell(f) > 0;
+    size_t nh = fread(head, 1, sizeof head, f);
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    long from = size > (long)sizeof tail ? size - (long)sizeof tail : 0;
+    size_t nt = size > 0 && fseek(f, from, SEEK_SET) == 0 ? fread(tail, 1, sizeof tail, f) : 0;
+    int read_ok = !ferror(f);
     fclose(f);
-    return ok;
+    if (!read_ok || size <= 0 || nt != (size_t)(size - from))
+        return 0;
+    if (!strcmp(ext, "png"))
+        return nh == sizeof head && !memcmp(head, png_sig, sizeof png_sig) &&
+               nt >= sizeof png_end && !memcmp(tail + nt - sizeof png_end, png_end,
+                                               sizeof png_end);
+    while (nt > 0 && (tail[nt - 1] == '\n' || tail[nt - 1] == ' ' || tail[nt - 1] == '\r'))
+        nt--;
+    return nt >= 6 && !memcmp(tail + nt - 6, "</svg>", 6);
 }
 
 int atf_plot_png_available(void)
@@ -749,9 +768,10 @@ static atf_error render_to(const atf_plot_figure *fig, const char *device, const
     if (e)
         return e;
     render(fig, device, af.tmp);
-    if (!nonempty_file(af.tmp)) {
+    if (!complete_figure(af.tmp, ext)) {
         atf_atomic_abort(&af);
-        atf_errorf(err, "%s: could not write the figure (PLplot device %s)", final, device);
+        atf_errorf(err, "%s: could not write the figure (PLplot device %s: the file is missing "
+                   "or cut short; a full disk or a file-size limit?)", final, device);
         return ATF_E_IO;
     }
     return atf_atomic_commit(&af, err);

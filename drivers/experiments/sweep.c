@@ -460,22 +460,24 @@ static int sweep_panels(const atf_rowstore *st, const atf_sweep_config *cfg, swe
     return np;
 }
 
-/* OUT/sweep.{svg,png} from every recorded row; a failure is a warning on the log (the rows
- * are the record). */
-static void sweep_figure(const atf_rowstore *st, const atf_sweep_config *cfg)
+/* OUT/sweep.{svg,png} from every recorded row, written atomically and checked like the
+ * tables: a figure that could not be written whole fails the run. */
+static atf_error sweep_figure(const atf_rowstore *st, const atf_sweep_config *cfg, char *err)
 {
     static sweep_plot sp;
     atf_plot_panel panels[3];
     int np = sweep_panels(st, cfg, &sp, panels);
-    char title[256], base[1100], err[ATF_ERRLEN];
-    if (!np || atf_exp_path(base, sizeof base, cfg->out, "sweep", err))
-        return;
+    char title[256], base[1100];
+    if (!np)
+        return ATF_OK;
+    atf_error e = atf_exp_path(base, sizeof base, cfg->out, "sweep", err);
+    if (e)
+        return e;
     const char *file = strrchr(cfg->problem, '/') ? strrchr(cfg->problem, '/') + 1 : cfg->problem;
     snprintf(title, sizeof title, "atf sweep on %.120s%s: %s against the penalty scale", file,
              cfg->center ? " (centered)" : "", sp.use_test ? "test error" : "effective rank");
     atf_plot_figure fig = {title, np, 1, np == 1 ? 950 : 720 * np, 620, np, panels, 0};
-    if (atf_plot_save(&fig, base, err))
-        atf_exp_log(&cfg->io, "sweep: warning: %s\n", err);
+    return atf_plot_save(&fig, base, err);
 }
 
 /* ---- the runs ---- */
@@ -743,7 +745,9 @@ static atf_error sweep_table(sweep_state *s, const exp_grid *g, const char *csv,
         atf_errorf(err, "interrupted: %d rows recorded in %.300s; re-run the same command to "
                    "resume", outcome->rows, csv);
     }
-    sweep_figure(s->sh.store, s->cfg);
+    e = sweep_figure(s->sh.store, s->cfg, err);
+    if (e)
+        return e;
     if (outcome->status == ATF_STATUS_SOLVED)
         report(s, outcome->new_rows, csv, jsonl);
     return ATF_OK;

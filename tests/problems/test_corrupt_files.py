@@ -9,7 +9,9 @@
    the check (atf-h5check) is enforced.
 2. Failed writes: with the file-size limit hit (RLIMIT_FSIZE, SIGXFSZ ignored or not) every
    writing command exits 1 with one line naming the output, keeps the old output and leaves no
-   temporary. Unwritable outputs are refused with exit 2 before any work, by every command.
+   temporary; the experiment commands' figures (sweep, samples, path) likewise, with no figure,
+   temporary or lock left. Unwritable outputs are refused with exit 2 before any work, by every
+   command.
 3. Outputs on failure: a numerical breakdown (exit 1) writes nothing and keeps the old output.
 
 Usage: test_corrupt_files.py SCRATCH_DIR   (the atf binary comes from the ATF variable)
@@ -222,6 +224,39 @@ class FailedWrites(unittest.TestCase):
                     with open(path, "rb") as f:
                         self.assertEqual(f.read(), old, "the old output was not kept")
                     self.assertEqual([f for f in os.listdir(SCRATCH) if ".tmp." in f], [])
+
+    def test_figures_at_the_file_size_limit(self):
+        """The experiment commands' figures are written atomically and checked like their
+        tables: a figure cut at the file-size limit (PLplot does not report the failed write)
+        fails the run with exit 1 and one line naming it, leaves no figure, temporary or lock;
+        the same command without the limit then draws it (nothing to re-run)."""
+        run(["features", "--data", "synthetic:d=6,r=2", "--n-train", "40", "--n-test", "60",
+             "--widths", "6,10,10,1", "-o", "fig_prob.h5"])
+        commands = [  # the tables and results stay below 30 000 bytes, the SVG figures do not
+            (["sweep", "fig_prob.h5", "--out", "D", "--families", "sq", "--scales", "1e-2,1",
+              "--structures", "layer", "--quiet"], "sweep"),
+            (["experiment", "samples", "--ns", "20,40", "--seeds", "1", "--n-test", "30",
+              "--hidden", "8", "--models", "ntk,p16", "--out", "D"], "samples"),
+            (["path", "fig_prob.h5", "--loss", "squared", "--lambdas", "1,10", "-o", "D",
+              "--quiet"], "path"),
+        ]
+        for args, name in commands:
+            for ignore in (True, False):
+                with self.subTest(cmd=" ".join(args[:2]), sigxfsz_ignored=ignore):
+                    out = f"fig_{name}_{int(ignore)}"
+                    argv = [out if a == "D" else a for a in args]
+                    p = run(argv, preexec_fn=fsize_limit(30000, ignore))
+                    self.assertEqual(p.returncode, 1, p.stderr)
+                    lines = [l for l in error_lines(p.stderr) if l.startswith("atf ")]
+                    self.assertEqual(len(lines), 1, p.stderr)  # (besides the progress lines)
+                    self.assertIn(f"{out}/{name}.svg: could not write the figure", lines[0])
+                    left = os.listdir(os.path.join(SCRATCH, out))
+                    self.assertEqual([f for f in left if f.endswith((".svg", ".png"))
+                                      or ".tmp." in f or f.endswith(".lock")], [], left)
+                    p = run(argv)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    with open(os.path.join(SCRATCH, out, f"{name}.svg")) as f:
+                        self.assertTrue(f.read().rstrip().endswith("</svg>"))
 
     def test_unwritable_outputs(self):
         """Refused with exit 2 before any work: the input is missing too, yet the message is

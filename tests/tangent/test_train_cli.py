@@ -268,6 +268,10 @@ def test_protocol(tmp):
             assert js["n_val"] == n_val and js["n_train"] == 60 - n_val, js
             print(f"ok  {model} {' '.join(map(str, extra))}: kept epoch {js['selected_epoch']}"
                   f" of {js['epochs_run']}")
+    # --n-train 0 means every example of the training split, as for atf features (the later
+    # --n-train replaces train()'s 60): 150 examples less 30 test ones
+    _, js = train(tmp, data, "all.h5", "--n-train", 0)
+    assert js["n_pool"] == 120 and js["n_train"] + js["n_val"] == 120 and js["n_val"] == 12, js
 
 
 def test_bad(tmp):

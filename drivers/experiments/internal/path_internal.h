@@ -59,7 +59,7 @@ void atf_path_best_of(const path_state *s, atf_path_best *best);
 
 /* OUT/path.{svg,png}: error and cross-entropy against λ, the best λ marked. A failure is a
  * warning on io.log (the rows are the record). */
-void atf_path_figure(const path_state *s, const atf_path_best *best);
+atf_error atf_path_figure(const path_state *s, const atf_path_best *best, char *err);
 
 /* A Markdown table of the rows (descending λ) and the best λ on io.report, or one JSON line. */
 void atf_path_report(const path_state *s, const atf_path_best *best);

@@ -87,6 +87,16 @@ static atf_error parse_init(const char *text, int *init, char *err)
     return ATF_OK;
 }
 
+/* A count ≥ 0. */
+static atf_error parse_count(const char *opt, const char *text, int *out, char *err)
+{
+    long v;
+    atf_error e = atf_cli_int(opt, text, 0, 100000000, &v, err);
+    if (!e)
+        *out = (int)v;
+    return e;
+}
+
 static atf_error parse_positive(const char *opt, const char *text, double *out, char *err)
 {
     atf_error e = atf_cli_double(opt, text, out, err);
@@ -118,7 +128,8 @@ enum {
     OPT_JSON = ATF_CLI_OPT_FIRST, OPT_OUT, OPT_PENALTY, OPT_FROM, OPT_TO, OPT_NUM, OPT_T,
     OPT_NO_MLP, OPT_CENTER, OPT_NS, OPT_SEEDS, OPT_SEED_LIST, OPT_INIT, OPT_HIDDEN, OPT_SCALES,
     OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_PATH_POINTS, OPT_LOSS,
-    OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS
+    OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS, OPT_XENT_LAMBDAS, OPT_XENT_PENALTIES,
+    OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES
 };
 
 static atf_error penalties_option(int c, const char *val, atf_penalties_config *cfg, char *err)
@@ -199,6 +210,8 @@ static void samples_usage(FILE *out)
             "          [--init he|torch|lecun] [--activation SPEC] [--bias[=LAYERS]]\n"
             "          [--models LIST]\n"
             "          [--penalty SPEC] [--loss SPEC] [--xent-lambda L] [--scales LIST]\n"
+            "          [--xent-lambdas LIST] [--xent-penalties LIST] [--interpolate-max-n N]\n"
+            "          [--align-examples N]\n"
             "          [--auto-fraction Q] [--structure layer|diagonal|full] [--tol EPS]\n"
             "          [--max-iter N] [--sgd-loss squared|xent] [--optimizer sgd|adam] [--lr LR]\n"
             "          [--momentum MU] [--lr-schedule cosine|constant] [--epochs E] [--batch B]\n"
@@ -216,6 +229,9 @@ static void samples_usage(FILE *out)
             "                       p16             problem (16) solved exactly with PENALTY\n"
             "                                       and LOSS (adaptive features)\n"
             "                       p16-xent        problem (16) with loss xent:lambda=L\n"
+            "                       ntk-xent        the linearised network's regularised\n"
+            "                                       cross-entropy optimum (p16-xent with the\n"
+            "                                       fixed penalty)\n"
             "                       ntk-sgd         linearised network trained by SGD/Adam\n"
             "                       factorized-sgd  factorised linearisation M1 W M2, SGD/Adam\n"
             "                       network         the network trained by SGD/Adam\n"
@@ -236,7 +252,20 @@ static void samples_usage(FILE *out)
             "                     sqrt(gamma) = Q x the largest singular value of the NTK solution\n"
             "  --loss SPEC        p16's loss: interpolate (default), squared:lambda=L or\n"
             "                     xent:lambda=L (method auto; see atf solve --help)\n"
-            "  --xent-lambda L    p16-xent's lambda (default 1)\n"
+            "  --xent-lambda L    p16-xent's and ntk-xent's lambda (default 1)\n"
+            "  --xent-lambdas LIST  instead, a lambda path for p16-xent and ntk-xent: fit the\n"
+            "                     first n - v examples for every lambda (largest first, warm\n"
+            "                     starts) and keep the lowest cross-entropy on the last v of\n"
+            "                     the n (v: --val, else n/10); rows record lambda and the\n"
+            "                     validation scores\n"
+            "  --xent-penalties LIST  p16-xent's penalties, ';'-separated, a model each\n"
+            "                     (default: as p16)\n"
+            "  --interpolate-max-n N|auto  ntk and interpolating p16 only for n <= N (auto:\n"
+            "                     where n x outputs <= the network's parameters); other n get\n"
+            "                     rows with status skipped (default: every n)\n"
+            "  --align-examples N  the network's row also records, per layer, the alignment\n"
+            "                     of its final NTK with K0 and with the first p16-xent model's\n"
+            "                     adapted kernel (eq. 7) on the first N test examples\n"
             "  --scales LIST      the scale axis: run problem (16) once per value (numbers or\n"
             "                     auto), each a model of its own, e.g. --penalty zsq\n"
             "                     --scales 1e-4,1e-3,1e-2,1e-1,1,auto (at most 8)\n"
@@ -261,6 +290,16 @@ static void samples_usage(FILE *out)
             "                     fixed sampling the n examples are its first n, so both\n"
             "                     samplings are scored on the same test examples\n"
             "  --no-mlp           the default models without the network\n");
+}
+
+/* --interpolate-max-n: a count, or auto (−1: where n × outputs ≤ the network's parameters). */
+static atf_error parse_interpolate_max_n(const char *val, int *out, char *err)
+{
+    if (!strcmp(val, "auto")) {
+        *out = -1;
+        return ATF_OK;
+    }
+    return parse_count("--interpolate-max-n", val, out, err);
 }
 
 /* Options that set a sampling or model setting of the samples experiment. */
@@ -307,6 +346,10 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
     case OPT_OUT: snprintf(cfg->out, sizeof cfg->out, "%s", val); return ATF_OK;
     case OPT_MODELS: return atf_samples_parse_models(val, &cfg->models, err);
     case OPT_XENT_LAMBDA: return parse_positive("--xent-lambda", val, &cfg->xent_lambda, err);
+    case OPT_XENT_LAMBDAS: return atf_samples_set_xent_lambdas(cfg, val, err);
+    case OPT_XENT_PENALTIES: return atf_samples_set_xent_penalties(cfg, val, err);
+    case OPT_INTERPOLATE_MAX_N: return parse_interpolate_max_n(val, &cfg->interpolate_max_n, err);
+    case OPT_ALIGN_EXAMPLES: return parse_count("--align-examples", val, &cfg->align_examples, err);
     case 'h': return ATF_OK;
     }
     if (c >= ATF_CLI_OPT_OPTIMIZER) {
@@ -384,6 +427,10 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"tol", required_argument, NULL, OPT_TOL}, {"max-iter", required_argument, NULL, OPT_MAX_ITER},
         {"models", required_argument, NULL, OPT_MODELS},
         {"xent-lambda", required_argument, NULL, OPT_XENT_LAMBDA},
+        {"xent-lambdas", required_argument, NULL, OPT_XENT_LAMBDAS},
+        {"xent-penalties", required_argument, NULL, OPT_XENT_PENALTIES},
+        {"interpolate-max-n", required_argument, NULL, OPT_INTERPOLATE_MAX_N},
+        {"align-examples", required_argument, NULL, OPT_ALIGN_EXAMPLES},
         {"sgd-loss", required_argument, NULL, ATF_CLI_OPT_TRAIN_LOSS}, ATF_CLI_TRAIN_OPTIONS,
         {"center", no_argument, NULL, OPT_CENTER}, {"no-mlp", no_argument, NULL, OPT_NO_MLP},
         {"out", required_argument, NULL, OPT_OUT}, {"json", no_argument, NULL, OPT_JSON},

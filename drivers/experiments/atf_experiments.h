@@ -88,11 +88,16 @@ typedef struct {
  *   p16             problem (16) solved exactly (one model per penalty variant: the penalty, or one
  *                   per scale of the scale axis; interpolation, or the loss of `loss`)
  *   p16-xent        problem (16) with the penalized cross-entropy loss xent:lambda=xent_lambda
+ *                   (one model per xent_penalties entry, else per penalty variant), or with λ
+ *                   chosen by a path on validation rows (xent_lambdas)
+ *   ntk-xent        the linearised network's regularised cross-entropy optimum: p16-xent with
+ *                   the `fixed` penalty (exists at every n, unlike the interpolant)
  *   factorized-sgd  the factorised linearisation M1 W M2 trained by gradient descent
  *   network         the network itself trained by gradient descent
  * Rows in OUT/samples.csv (resumable), summary OUT/samples_summary.csv, figure
  * OUT/samples.{svg,png}. */
 enum { ATF_SAMPLES_MAXN = 16, ATF_SAMPLES_MAXSEEDS = 16, ATF_SAMPLES_MAXPEN = 8 };
+enum { ATF_PATH_MAXLAMBDAS = 64 }; /* λ of a path (atf_path_config, and the samples' path) */
 
 typedef enum {
     ATF_SAMPLES_NTK = 1 << 0,
@@ -100,7 +105,8 @@ typedef enum {
     ATF_SAMPLES_P16 = 1 << 2,
     ATF_SAMPLES_P16_XENT = 1 << 3,
     ATF_SAMPLES_FACTORIZED_SGD = 1 << 4,
-    ATF_SAMPLES_NETWORK = 1 << 5
+    ATF_SAMPLES_NETWORK = 1 << 5,
+    ATF_SAMPLES_NTK_XENT = 1 << 6
 } atf_samples_model;
 
 /* A comma list of the names above into a set of ATF_SAMPLES_* flags (ATF_E_USAGE naming
@@ -129,6 +135,22 @@ typedef struct {
                                        used only when models = 0 */
     unsigned models;                /* ATF_SAMPLES_* flags; 0: ntk, p16 and (train_mlp) network */
     double xent_lambda;             /* p16-xent's λ (default 1) */
+    double xent_lambdas[ATF_PATH_MAXLAMBDAS]; /* nxent_lambdas > 0: the cross-entropy models    */
+    int nxent_lambdas;                        /* (p16-xent, ntk-xent) fit the first n − v
+                                                 examples for every λ of this list, largest
+                                                 first, each warm-started from the last, and keep
+                                                 the λ of the lowest cross-entropy on the v
+                                                 validation examples (the SGD models' v, the last
+                                                 of the n) */
+    char xent_penalties[ATF_SAMPLES_MAXPEN][128]; /* p16-xent's penalties, a model each (none: */
+    int nxent_penalties;                          /* the penalty variants, as p16)             */
+    int interpolate_max_n;          /* ntk and interpolating p16 run only for n ≤ this (0: no
+                                       bound; -1: where n·C ≤ the network's parameter count);
+                                       a larger n gets rows with status `skipped` */
+    int align_examples;             /* > 0: the network's row also records, per layer, the
+                                       alignment of its final NTK with K0 and with the first
+                                       p16-xent model's adapted kernel (eq. 7), on the first
+                                       align_examples test examples */
     int center;                     /* f0 := 0 in the linear models (r = y) */
     atf_train_settings train;       /* the models trained by gradient descent (ntk-sgd,
                                        factorized-sgd, network) with their protocol; lr ≤ 0:
@@ -146,6 +168,11 @@ typedef struct {
 } atf_samples_config;
 
 void atf_samples_defaults(atf_samples_config *cfg);
+/* The λ path of the cross-entropy models from a comma list of distinct λ > 0, and p16-xent's
+ * penalties from a ';' list of specs (scale=auto allowed); ATF_E_USAGE naming "xent-lambdas"
+ * or "xent-penalties" for a bad list. */
+atf_error atf_samples_set_xent_lambdas(atf_samples_config *cfg, const char *list, char *err);
+atf_error atf_samples_set_xent_penalties(atf_samples_config *cfg, const char *list, char *err);
 /* The scale axis from a comma list of positive numbers and "auto" (ATF_E_USAGE naming
  * "scales" for a bad list). */
 atf_error atf_samples_set_scales(atf_samples_config *cfg, const char *list, char *err);
@@ -245,8 +272,6 @@ atf_error atf_sweep_run(const atf_sweep_config *cfg, atf_exp_outcome *outcome, c
  * OUT/lambda-<row>.h5; the figure OUT/path.{svg,png}; the best λ: minimal validation (or test)
  * cross-entropy for xent, minimal error for squared (docs/experiments.md). With validation the
  * fitted examples (with the test split) are also written, OUT/fit.h5: the result files' problem. */
-enum { ATF_PATH_MAXLAMBDAS = 64 };
-
 typedef struct {
     char problem[1024];
     char out[1024];

@@ -24,6 +24,7 @@ static const struct {
     const char *label; /* legend */
 } MODELS[] = {
     {"ntk", ATF_SAMPLES_NTK, KIND_NTK, "NTK min-norm (fixed features)"},
+    {"ntk-xent", ATF_SAMPLES_NTK_XENT, KIND_NTK_XENT, "NTK, cross-entropy (fixed features)"},
     {"p16", ATF_SAMPLES_P16, KIND_P16, "problem (16) (adaptive)"},
     {"p16-xent", ATF_SAMPLES_P16_XENT, KIND_P16_XENT, "problem (16), cross-entropy"},
     {"ntk-sgd", ATF_SAMPLES_NTK_SGD, KIND_NTK_SGD, "linearised network, SGD"},
@@ -44,8 +45,9 @@ atf_error atf_samples_parse_models(const char *list, unsigned *models, char *err
         while (k < NMODELS && strcmp(items[i], MODELS[k].name))
             k++;
         if (k == NMODELS || (*models & MODELS[k].flag)) {
-            atf_errorf(err, "models: '%s' is %s (ntk, ntk-sgd, p16, p16-xent, factorized-sgd, "
-                       "network)", items[i], k == NMODELS ? "not a model" : "listed twice");
+            atf_errorf(err, "models: '%s' is %s (ntk, ntk-xent, ntk-sgd, p16, p16-xent, "
+                       "factorized-sgd, network)", items[i],
+                       k == NMODELS ? "not a model" : "listed twice");
             e = ATF_E_USAGE;
         } else {
             *models |= MODELS[k].flag;
@@ -59,23 +61,25 @@ static int samples_is_sgd(method_kind k)
     return k == KIND_NTK_SGD || k == KIND_FACTORIZED_SGD || k == KIND_NETWORK;
 }
 
-/* One method per problem (16) variant of a kind ("p16" or "p16:SPEC" with several). */
+/* One method per problem (16) variant of a kind ("p16" or "p16:SPEC" with several; p16-xent's
+ * own variants when given). */
 static int list_variants(const samples_plan *pl, int model, method *m)
 {
-    int many = pl->nvariants > 1;
-    for (int v = 0; v < pl->nvariants; v++) {
-        m[v] = (method){MODELS[model].kind, pl->variants[v], "", ""};
-        if (!many) {
+    int xent = MODELS[model].kind == KIND_P16_XENT;
+    int nv = xent ? pl->nxent_variants : pl->nvariants;
+    const char (*variants)[128] = xent ? pl->xent_variants : pl->variants;
+    for (int v = 0; v < nv; v++) {
+        m[v] = (method){MODELS[model].kind, variants[v], "", "", v == 0};
+        if (nv == 1) {
             snprintf(m[v].name, sizeof m[v].name, "%s", MODELS[model].name);
             snprintf(m[v].label, sizeof m[v].label, "%s", MODELS[model].label);
         } else {
-            snprintf(m[v].name, sizeof m[v].name, "%s:%.120s", MODELS[model].name,
-                     pl->variants[v]);
-            snprintf(m[v].label, sizeof m[v].label, "(16)%s %.120s",
-                     MODELS[model].kind == KIND_P16_XENT ? " xent" : "", pl->variants[v]);
+            snprintf(m[v].name, sizeof m[v].name, "%s:%.120s", MODELS[model].name, variants[v]);
+            snprintf(m[v].label, sizeof m[v].label, "(16)%s %.120s", xent ? " xent" : "",
+                     variants[v]);
         }
     }
-    return pl->nvariants;
+    return nv;
 }
 
 /* The methods in the order they run: the linear models first (the SGD models compare with
@@ -89,7 +93,7 @@ static int samples_list_methods(const samples_plan *pl, method *m)
         if (MODELS[k].kind == KIND_P16 || MODELS[k].kind == KIND_P16_XENT) {
             n += list_variants(pl, k, m + n);
         } else {
-            m[n] = (method){MODELS[k].kind, NULL, "", ""};
+            m[n] = (method){MODELS[k].kind, NULL, "", "", 1};
             snprintf(m[n].name, sizeof m[n].name, "%s", MODELS[k].name);
             snprintf(m[n].label, sizeof m[n].label, "%s", MODELS[k].label);
             n++;
@@ -147,6 +151,34 @@ atf_error atf_samples_set_scales(atf_samples_config *cfg, const char *list, char
     return e;
 }
 
+atf_error atf_samples_set_xent_lambdas(atf_samples_config *cfg, const char *list, char *err)
+{
+    return atf_exp_parse_lambdas("xent-lambdas", list, cfg->xent_lambdas, &cfg->nxent_lambdas,
+                                 err);
+}
+
+atf_error atf_samples_set_xent_penalties(atf_samples_config *cfg, const char *list, char *err)
+{
+    int n = 0;
+    const char *at = list;
+    while (at) {
+        const char *end = strchr(at, ';');
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        if (n == ATF_SAMPLES_MAXPEN || len == 0 || len >= sizeof cfg->xent_penalties[0]) {
+            atf_errorf(err, "xent-penalties: %s", n == ATF_SAMPLES_MAXPEN ? "more than 8 penalties"
+                       : len ? "a penalty spec is too long" : "an empty penalty spec");
+            return ATF_E_USAGE;
+        }
+        snprintf(cfg->xent_penalties[n], sizeof cfg->xent_penalties[n], "%.*s", (int)len, at);
+        if (atf_check_auto_spec(cfg->xent_penalties[n], err))
+            return ATF_E_USAGE;
+        n++;
+        at = end ? end + 1 : NULL;
+    }
+    cfg->nxent_penalties = n;
+    return ATF_OK;
+}
+
 /* The penalties to run: the penalty itself, or one per scale (the scale axis), each set
  * through the parsed penalty (atf_penalty_with_scale) with the scale's text kept as given: it
  * names the model in the rows ("adaptive:zsq:scale=1e-3"), so the keys of recorded tables stay. */
@@ -170,11 +202,41 @@ static atf_error build_variants(const atf_samples_config *cfg, samples_plan *pl,
     for (int v = 0; v < pl->nvariants; v++)
         if (atf_check_auto_spec(pl->variants[v], err))
             return ATF_E_USAGE;
+    pl->nxent_variants = cfg->nxent_penalties > 0 ? cfg->nxent_penalties : pl->nvariants;
+    for (int v = 0; v < pl->nxent_variants; v++)
+        memcpy(pl->xent_variants[v], cfg->nxent_penalties > 0 ? cfg->xent_penalties[v]
+                                                               : pl->variants[v], 128);
     return ATF_OK;
+}
+
+/* The λ grid as the rows record it, largest first ("-": no path). */
+static void describe_path(const atf_samples_config *cfg, char *out, size_t len)
+{
+    double l[ATF_PATH_MAXLAMBDAS];
+    int n = cfg->nxent_lambdas;
+    memcpy(l, cfg->xent_lambdas, sizeof(double) * (size_t)n);
+    snprintf(out, len, "-");
+    for (int i = 0; i < n; i++) {
+        int top = i;
+        for (int j = i + 1; j < n; j++)
+            top = l[j] > l[top] ? j : top;
+        double t = l[i];
+        l[i] = l[top], l[top] = t;
+        char key[32];
+        atf_path_key(l[i], key, sizeof key);
+        size_t at = i ? strlen(out) : 0;
+        if (at < len)
+            snprintf(out + at, len - at, "%s%s", i ? "," : "", key);
+    }
 }
 
 static atf_error check_sizes(const atf_samples_config *cfg, char *err)
 {
+    if (cfg->align_examples < 0 || cfg->interpolate_max_n < -1) {
+        atf_errorf(err, "samples: the alignment examples and the largest interpolating n must "
+                   "not be negative");
+        return ATF_E_USAGE;
+    }
     if (cfg->nn < 1 || cfg->nn > ATF_SAMPLES_MAXN || cfg->nseeds < 1 ||
         cfg->nseeds > ATF_SAMPLES_MAXSEEDS || cfg->nscales > ATF_SAMPLES_MAXPEN) {
         atf_errorf(err, "samples: 1..%d sizes, 1..%d seeds and at most %d scales",
@@ -238,6 +300,8 @@ static atf_error make_plan(const atf_samples_config *cfg, samples_plan *pl, char
         e = build_variants(cfg, pl, err);
     if (!e)
         resolve_defaults(&pl->cfg);
+    pl->extended = cfg->nxent_lambdas > 0 || cfg->align_examples > 0;
+    describe_path(cfg, pl->lambda_path, sizeof pl->lambda_path);
     return e;
 }
 
@@ -322,20 +386,48 @@ static int samples_recorded(const samples_state *s, int n, uint64_t seed, const 
     return in_store(s->store, n, seed, method);
 }
 
-/* What a point needs: the tangent problem for the linear models, the baseline for the NTK and
- * for scale=auto penalties. */
-static int needs_problem(const samples_plan *pl)
+/* What a point needs. The cross-entropy models (p16-xent, ntk-xent) with a λ path fit the first
+ * n − v examples (pt->pfit); every other linear model fits the n examples (pt->prob): the NTK
+ * and interpolating problem (16) only where the point interpolates. The baseline: for the NTK,
+ * and for the scale of scale=auto penalties. */
+static int has_xent_models(const samples_plan *pl)
 {
-    return (pl->cfg.models & (ATF_SAMPLES_NTK | ATF_SAMPLES_P16 | ATF_SAMPLES_P16_XENT)) != 0;
+    return (pl->cfg.models & (ATF_SAMPLES_P16_XENT | ATF_SAMPLES_NTK_XENT)) != 0;
 }
 
-static int needs_baseline(const samples_plan *pl)
+static int interpolating_p16(const samples_plan *pl)
+{
+    return (pl->cfg.models & ATF_SAMPLES_P16) && pl->cfg.loss.kind == ATF_LOSS_INTERPOLATE;
+}
+
+static int needs_problem(const samples_plan *pl, int interpolate)
+{
+    const atf_samples_config *cfg = &pl->cfg;
+    int xent_whole = has_xent_models(pl) && cfg->nxent_lambdas == 0;
+    int p16_loss = (cfg->models & ATF_SAMPLES_P16) && cfg->loss.kind != ATF_LOSS_INTERPOLATE;
+    int interp = (cfg->models & ATF_SAMPLES_NTK) || interpolating_p16(pl);
+    return xent_whole || p16_loss || (interp && interpolate);
+}
+
+static int needs_baseline(const samples_plan *pl, int interpolate)
 {
     int auto_scale = 0;
     for (int v = 0; v < pl->nvariants; v++)
-        auto_scale |= strstr(pl->variants[v], "scale=auto") != NULL;
-    return (pl->cfg.models & ATF_SAMPLES_NTK) ||
-           (auto_scale && (pl->cfg.models & (ATF_SAMPLES_P16 | ATF_SAMPLES_P16_XENT)));
+        auto_scale |= (pl->cfg.models & ATF_SAMPLES_P16) &&
+                      strstr(pl->variants[v], "scale=auto") != NULL;
+    for (int v = 0; v < pl->nxent_variants; v++)
+        auto_scale |= (pl->cfg.models & ATF_SAMPLES_P16_XENT) &&
+                      strstr(pl->xent_variants[v], "scale=auto") != NULL;
+    return interpolate && ((pl->cfg.models & ATF_SAMPLES_NTK) || auto_scale);
+}
+
+/* Whether the interpolating models run at n: n·C within the network's parameters (bound −1),
+ * n within the bound (> 0), or always (0). */
+static int interpolates(const atf_samples_config *cfg, int n, int C, int64_t params)
+{
+    if (cfg->interpolate_max_n > 0)
+        return n <= cfg->interpolate_max_n;
+    return cfg->interpolate_max_n == 0 || (int64_t)n * C <= params;
 }
 
 /* The task of a point: n examples, or with resampling or a given pool the whole pool (n_pool
@@ -360,7 +452,47 @@ static atf_error load_task(const samples_plan *pl, point *pt, atf_arch *arch, ch
     return e;
 }
 
-/* Task, θ0, tangent problem and NTK baseline of one (n, seed), as far as the models need them. */
+/* The problems of the λ path: the first n − v examples with the last v as their test split
+ * (scored as validation), and the test examples as a problem of their own when pt->prob does
+ * not carry them. */
+static atf_error path_problems(const samples_plan *pl, point *pt, char *err)
+{
+    atf_error e = ATF_OK;
+    if (pl->cfg.nxent_lambdas > 0 && has_xent_models(pl)) {
+        if (pt->n_val < 1 || pt->n_val >= pt->n) {
+            atf_errorf(err, "samples: the lambda path at n = %d needs validation examples "
+                       "(%d) and examples to fit", pt->n, pt->n_val);
+            return ATF_E_USAGE;
+        }
+        atf_task view = pt->fit;
+        view.train.N = pt->n - pt->n_val;
+        view.test = pt->fit.train; /* the rows n − v … n − 1 of the n */
+        view.test.N = pt->n_val;
+        view.test.X += (size_t)(pt->n - pt->n_val) * view.test.D;
+        view.test.Y += (size_t)(pt->n - pt->n_val) * view.test.C;
+        if (view.test.labels)
+            view.test.labels += pt->n - pt->n_val;
+        e = atf_tangent_problem(pt->m0, &view, "sq", &pt->pfit, err);
+    }
+    if (!e && pt->prob)
+        pt->test = pt->prob->test;
+    else if (!e && pt->task.test.N > 0) {
+        e = atf_tangent_problem_examples(pt->m0, &pt->task.test,
+                                         atf_shard_chunk(pt->task.test.N), "sq", "test split",
+                                         &pt->owned_test, err);
+        pt->test = pt->owned_test;
+    }
+    if (!e && pt->test && pl->cfg.center)
+        atf_problem_center(pt->owned_test ? pt->owned_test : pt->prob->test);
+    if (!e && pt->pfit && pl->cfg.center) {
+        atf_problem_center(pt->pfit);
+        atf_problem_center(pt->pfit->test);
+    }
+    return e;
+}
+
+/* Task, θ0, tangent problems and NTK baseline of one (n, seed), as far as the models need
+ * them. */
 static atf_error build_point(samples_state *s, point *pt, char *err)
 {
     const samples_plan *pl = s->plan;
@@ -371,14 +503,20 @@ static atf_error build_point(samples_state *s, point *pt, char *err)
         e = atf_arch_fit_task(&arch, &pt->task, err);
     if (!e)
         e = atf_mlp_create(&arch, pt->seed, &pt->m0, err);
-    if (!e && needs_problem(pl))
+    if (e)
+        return e;
+    pt->interpolate = interpolates(&pl->cfg, pt->n, pt->task.train.C, atf_mlp_nparams(pt->m0));
+    pt->n_val = samples_validation_rows(&pl->cfg.train, pt->n);
+    if (needs_problem(pl, pt->interpolate))
         e = atf_tangent_problem(pt->m0, &pt->fit, "sq", &pt->prob, err);
     if (!e && pt->prob && pl->cfg.center) {
         atf_problem_center(pt->prob);
         atf_problem_center(pt->prob->test);
     }
+    if (!e)
+        e = path_problems(pl, pt, err);
     double t0 = atf_now();
-    if (!e && needs_baseline(pl))
+    if (!e && needs_baseline(pl, pt->interpolate))
         e = atf_baseline(pt->prob, &pt->base, err);
     pt->base_seconds = atf_now() - t0;
     return e;
@@ -390,17 +528,56 @@ static void free_point(point *pt)
     atf_result_free(pt->p16[1]);
     atf_result_free(pt->base);
     atf_problem_free(pt->prob);
+    atf_problem_free(pt->pfit);
+    atf_problem_free(pt->owned_test);
     atf_mlp_free(pt->m0);
     atf_task_free(&pt->task);
+}
+
+/* The first method of a kind (NULL: none in the plan). */
+static const method *first_of(const method *ms, int nm, method_kind kind)
+{
+    for (int k = 0; k < nm; k++)
+        if (ms[k].kind == kind)
+            return &ms[k];
+    return NULL;
+}
+
+/* The solutions the models still to run compare with: problem (16)'s of the SGD models' loss
+ * for their cosine, the first p16-xent's for the network's alignment. */
+static atf_error needed_solutions(samples_state *s, point *pt, const method *ms, int nm,
+                                  char *err)
+{
+    const atf_samples_config *cfg = &s->plan->cfg;
+    int linear_sgd = 0, network = 0;
+    for (int k = 0; k < nm; k++)
+        if (!samples_recorded(s, pt->n, pt->seed, ms[k].name)) {
+            linear_sgd |= ms[k].kind == KIND_NTK_SGD || ms[k].kind == KIND_FACTORIZED_SGD;
+            network |= ms[k].kind == KIND_NETWORK && cfg->align_examples > 0;
+        }
+    int xent = cfg->train.loss == ATF_LOSS_XENT;
+    const method *cmp = first_of(ms, nm, xent ? KIND_P16_XENT : KIND_P16);
+    const method *align = first_of(ms, nm, KIND_P16_XENT);
+    atf_error e = ATF_OK;
+    if (linear_sgd && cmp && (xent || pt->interpolate || cfg->loss.kind != ATF_LOSS_INTERPOLATE))
+        e = samples_need_p16(s, pt, cmp, err);
+    if (!e && network && align)
+        e = samples_need_p16(s, pt, align, err);
+    return e;
 }
 
 /* The models of one (n, seed) not yet recorded, in the order of the plan. */
 static atf_error run_models(samples_state *s, point *pt, const method *ms, int nm, char *err)
 {
     atf_error e = ATF_OK;
+    int compared = 0;
     for (int k = 0; k < nm && !e && !atf_exp_stopped(s->io); k++) {
         if (samples_recorded(s, pt->n, pt->seed, ms[k].name))
             continue;
+        if (samples_is_sgd(ms[k].kind) && !compared++)
+            e = needed_solutions(s, pt, ms, nm, err);
+        if (e)
+            break;
         if (ms[k].kind == KIND_NTK)
             e = samples_record_ntk(s, pt, err);
         else if (samples_is_sgd(ms[k].kind))
@@ -487,7 +664,7 @@ static int collect(const atf_samples_config *cfg, const atf_rowstore *st, int n,
 static int shows_xent(const samples_plan *pl)
 {
     const atf_samples_config *cfg = &pl->cfg;
-    return (cfg->models & ATF_SAMPLES_P16_XENT) ||
+    return (cfg->models & (ATF_SAMPLES_P16_XENT | ATF_SAMPLES_NTK_XENT)) ||
            ((cfg->models & (ATF_SAMPLES_NTK_SGD | ATF_SAMPLES_FACTORIZED_SGD |
                             ATF_SAMPLES_NETWORK)) && cfg->train.loss == ATF_LOSS_XENT);
 }
@@ -676,8 +853,11 @@ static void expected_labels(const samples_plan *pl, const char *method, char *lo
     trainer[0] = protocol[0] = '\0';
     if (!strcmp(method, "ntk")) {
         snprintf(loss, len, "interpolate");
-    } else if (!strncmp(method, "p16-xent", 8)) {
-        atf_loss_format(&xent, loss, len);
+    } else if (!strncmp(method, "p16-xent", 8) || !strcmp(method, "ntk-xent")) {
+        if (cfg->nxent_lambdas > 0)
+            loss[0] = '\0'; /* λ is the path's choice: the path is checked (lambda_path) */
+        else
+            atf_loss_format(&xent, loss, len);
     } else if (!strncmp(method, "p16", 3) || !strncmp(method, "adaptive", 8)) {
         atf_loss_format(&cfg->loss, loss, len);
     } else {
@@ -695,15 +875,20 @@ static atf_error check_table(const samples_plan *pl, const atf_rowstore *st, con
 {
     for (int i = 0; i < atf_rowstore_count(st); i++) {
         const atf_row *row = atf_rowstore_row(st, i);
-        const char *method = atf_row_get(row, "method"), *got[3];
-        char want[3][160];
+        const char *method = atf_row_get(row, "method"), *got[4];
+        char want[4][ATF_ROW_VALUELEN];
         if (!method)
             continue;
         expected_labels(pl, method, want[0], want[1], want[2], sizeof want[0]);
-        const char *what[3] = {"loss", "trainer", "protocol"};
-        for (int k = 0; k < 3; k++) {
+        /* the cross-entropy models' λ path (a table written without one has no such column) */
+        int xent = !strncmp(method, "p16-xent", 8) || !strcmp(method, "ntk-xent");
+        snprintf(want[3], sizeof want[3], "%s", xent ? pl->lambda_path : "");
+        const char *what[4] = {"loss", "trainer", "protocol", "lambda_path"};
+        for (int k = 0; k < 4; k++) {
             got[k] = atf_row_get(row, what[k]);
-            if (!got[k] || !want[k][0] || !strcmp(got[k], "-"))
+            if (k == 3 && !got[k] && xent && pl->cfg.nxent_lambdas > 0)
+                got[k] = "-"; /* written without the path's columns */
+            if (!got[k] || !want[k][0] || (k < 3 && !strcmp(got[k], "-")))
                 continue;
             /* the protocol's validation count depends on n: its prefix must match */
             int differs = k == 2 ? strncmp(got[k], want[k], strlen(want[k]))

@@ -62,7 +62,7 @@ atf_error atf_path_set_loss(atf_path_config *cfg, const char *name, char *err)
 }
 
 /* λ must be distinct as keys too: two numbers with one text would share a row. */
-static atf_error distinct_keys(const double *v, int n, char *err)
+static atf_error distinct_keys(const char *what, const double *v, int n, char *err)
 {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++) {
@@ -70,30 +70,36 @@ static atf_error distinct_keys(const double *v, int n, char *err)
             atf_path_key(v[i], a, sizeof a);
             atf_path_key(v[j], b, sizeof b);
             if (!strcmp(a, b)) {
-                atf_errorf(err, "lambdas: %s is given twice", a);
+                atf_errorf(err, "%s: %s is given twice", what, a);
                 return ATF_E_USAGE;
             }
         }
     return ATF_OK;
 }
 
-atf_error atf_path_set_lambdas(atf_path_config *cfg, const char *list, char *err)
+atf_error atf_exp_parse_lambdas(const char *what, const char *list, double *v, int *n,
+                                char *err)
 {
-    double v[ATF_PATH_MAXLAMBDAS];
-    int n = 0;
-    atf_error e = atf_parse_doubles(list, v, ATF_PATH_MAXLAMBDAS, &n, "lambdas", err);
-    for (int i = 0; !e && i < n; i++)
-        if (!(v[i] > 0)) {
-            atf_errorf(err, "lambdas: %g is not > 0", v[i]);
+    double w[ATF_PATH_MAXLAMBDAS];
+    int k = 0;
+    atf_error e = atf_parse_doubles(list, w, ATF_PATH_MAXLAMBDAS, &k, what, err);
+    for (int i = 0; !e && i < k; i++)
+        if (!(w[i] > 0)) {
+            atf_errorf(err, "%s: %g is not > 0", what, w[i]);
             e = ATF_E_USAGE;
         }
     if (!e)
-        e = distinct_keys(v, n, err);
+        e = distinct_keys(what, w, k, err);
     if (!e) {
-        memcpy(cfg->lambdas, v, sizeof(double) * (size_t)n);
-        cfg->nlambdas = n;
+        memcpy(v, w, sizeof(double) * (size_t)k);
+        *n = k;
     }
     return e;
+}
+
+atf_error atf_path_set_lambdas(atf_path_config *cfg, const char *list, char *err)
+{
+    return atf_exp_parse_lambdas("lambdas", list, cfg->lambdas, &cfg->nlambdas, err);
 }
 
 atf_error atf_path_check(const atf_path_config *cfg, char *err)
@@ -122,7 +128,7 @@ atf_error atf_path_check(const atf_path_config *cfg, char *err)
         }
     if (cfg->penalty[0] && atf_penalty_parse(cfg->penalty, &pen, err))
         return ATF_E_USAGE;
-    return distinct_keys(cfg->lambdas, cfg->nlambdas, err);
+    return distinct_keys("lambdas", cfg->lambdas, cfg->nlambdas, err);
 }
 
 /* ---- the problem and its splits ---- */

@@ -4,12 +4,16 @@
  * configured protocol. Every row has the same columns (samples_base_row); a model leaves the
  * ones that do not apply to it at "-" or NaN. This file also holds the rows themselves (key,
  * columns, append, progress line): experiment_samples.c calls into it, never the other way. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "atf_kernel.h"
 #include "atf_penalty.h"
+#include "atf_shard.h"
 #include "internal/samples_internal.h"
 
 /* ---- rows ---- */
@@ -19,8 +23,8 @@ void samples_row_key(char *key, size_t len, int n, uint64_t seed, const char *me
     snprintf(key, len, "n=%d|seed=%llu|%s", n, (unsigned long long)seed, method);
 }
 
-void samples_base_row(atf_row *row, int n, uint64_t seed, const char *method,
-                      const char *penalty)
+void samples_base_row(const samples_plan *pl, atf_row *row, int n, uint64_t seed,
+                      const char *method, const char *penalty)
 {
     char key[256];
     samples_row_key(key, sizeof key, n, seed, method);
@@ -45,6 +49,17 @@ void samples_base_row(atf_row *row, int n, uint64_t seed, const char *method,
     atf_row_num(row, "cos_p16", NAN);        /* cosine of B with problem (16)'s solution */
     atf_row_num(row, "omega_balanced", NAN); /* factorised model: Σ ω̃(σ(B)), balanced */
     atf_row_num(row, "drift", NAN);          /* factorised model: conservation drift */
+    if (!pl->extended)
+        return;
+    atf_row_num(row, "lambda", NAN);          /* the λ kept by the path */
+    atf_row_str(row, "lambda_path", "-");     /* the path's λ grid */
+    atf_row_num(row, "val_error", NAN);       /* on the validation rows: the kept λ or epoch */
+    atf_row_num(row, "val_xent", NAN);
+    atf_row_str(row, "path_val_xent", "-");   /* "λ:cross-entropy;…" over the path */
+    atf_row_num(row, "align_k0_all", NAN);    /* the network: its final NTK against K0 and */
+    atf_row_num(row, "align_adapted_all", NAN); /* against the adapted kernel, all layers,  */
+    atf_row_str(row, "align_k0", "-");        /* and per layer "a1;a2;…"                    */
+    atf_row_str(row, "align_adapted", "-");
 }
 
 atf_error samples_append(samples_state *s, const atf_row *row, char *err)
@@ -72,71 +87,283 @@ static void score_fields(atf_row *row, const atf_test_metrics *tm)
 
 /* ---- the linear models: NTK baseline and problem (16) ---- */
 
-static atf_error record_solution(samples_state *s, const point *pt, const atf_result *res,
-                                 const char *method, const char *penalty, double secs, char *err)
+/* A row's numbers of a solution: its status, the test metrics, the solver's figures. */
+static atf_error solution_fields(const point *pt, const atf_result *res, double secs,
+                                 atf_row *row, char *err)
 {
     atf_test_metrics tm;
-    atf_error e = atf_result_test_metrics(pt->prob, res, &tm, err);
+    atf_error e = atf_result_metrics_on(pt->test, res, &tm, err);
     if (e)
         return e;
+    atf_row_str(row, "loss", res->loss[0] ? res->loss : "interpolate");
+    atf_row_str(row, "status", atf_status_name(res->info.status));
+    score_fields(row, &tm);
+    atf_row_num(row, "train_residual", res->info.constraint_residual);
+    atf_row_int(row, "iterations", res->info.iterations);
+    atf_row_num(row, "objective", res->info.objective);
+    atf_row_num(row, "stationarity", res->info.stationarity);
+    atf_row_num(row, "seconds", secs);
+    return ATF_OK;
+}
+
+/* The row of an interpolating model where the point does not interpolate (n·C above the
+ * network's parameters, or above --interpolate-max-n): status `skipped`, no numbers. */
+static atf_error record_skipped(samples_state *s, const point *pt, const char *method,
+                                char *err)
+{
     atf_row row;
-    samples_base_row(&row, pt->n, pt->seed, method, penalty);
-    atf_row_str(&row, "loss", res->loss[0] ? res->loss : "interpolate");
-    atf_row_str(&row, "status", atf_status_name(res->info.status));
-    score_fields(&row, &tm);
-    atf_row_num(&row, "train_residual", res->info.constraint_residual);
-    atf_row_int(&row, "iterations", res->info.iterations);
-    atf_row_num(&row, "objective", res->info.objective);
-    atf_row_num(&row, "stationarity", res->info.stationarity);
-    atf_row_num(&row, "seconds", secs);
+    samples_base_row(s->plan, &row, pt->n, pt->seed, method, "-");
+    atf_row_str(&row, "loss", "interpolate");
+    atf_row_str(&row, "status", "skipped");
     return samples_append(s, &row, err);
 }
 
 atf_error samples_record_ntk(samples_state *s, const point *pt, char *err)
 {
-    return record_solution(s, pt, pt->base, "ntk", "-", pt->base_seconds, err);
+    if (!pt->interpolate)
+        return record_skipped(s, pt, "ntk", err);
+    atf_row row;
+    samples_base_row(s->plan, &row, pt->n, pt->seed, "ntk", "-");
+    atf_error e = solution_fields(pt, pt->base, pt->base_seconds, &row, err);
+    return e ? e : samples_append(s, &row, err);
 }
 
-/* The loss of a problem (16) model: the configuration's (p16) or cross-entropy (p16-xent). */
-static atf_loss p16_loss(const atf_samples_config *cfg, method_kind kind)
+/* The cross-entropy models: p16-xent and ntk-xent (p16-xent with the `fixed` penalty). */
+static int is_xent(method_kind k)
+{
+    return k == KIND_P16_XENT || k == KIND_NTK_XENT;
+}
+
+/* The loss of a problem (16) model: the configuration's (p16) or cross-entropy at λ. */
+static atf_loss p16_loss(const atf_samples_config *cfg, method_kind kind, double lambda)
 {
     if (kind == KIND_P16)
         return cfg->loss;
-    return (atf_loss){ATF_LOSS_XENT, cfg->xent_lambda};
+    return (atf_loss){ATF_LOSS_XENT, lambda};
+}
+
+/* The penalty a model is solved with: ntk-xent's `fixed`, else its variant with scale=auto
+ * resolved from the NTK interpolant. */
+static atf_error model_penalty(const samples_state *s, const point *pt, const method *m,
+                               char *spec, size_t len, char *err)
+{
+    if (m->kind == KIND_NTK_XENT) {
+        snprintf(spec, len, "fixed");
+        return ATF_OK;
+    }
+    double vmax = pt->base ? atf_result_max_singular(pt->base) : NAN;
+    return atf_resolve_auto_scale(m->spec, vmax, s->plan->cfg.auto_fraction, spec, len, NULL,
+                                  err);
+}
+
+static atf_error solve_one(samples_state *s, atf_problem *prob, const method *m, double lambda,
+                           const atf_result *warm, atf_result **res, char *err)
+{
+    const atf_samples_config *cfg = &s->plan->cfg;
+    atf_settings set = atf_settings_default();
+    set.structure = cfg->structure;
+    set.loss = p16_loss(cfg, m->kind, lambda); /* the method: auto, resolved by the solver */
+    set.max_iter = cfg->max_iter;
+    set.eps_rel = cfg->tol;
+    atf_hooks hooks = {.interrupt = s->io->interrupt, .warm = warm};
+    *res = NULL;
+    return atf_solve(prob, &set, &hooks, res, err);
+}
+
+/* DIR/solutions/n=N_seed=S_METHOD.h5 (the method's characters other than letters, digits and
+ * "+-.=" as "_"): the solution a later model of the point compares with. */
+static atf_error solution_path(const samples_state *s, const point *pt, const char *method,
+                               char *path, size_t len, char *err)
+{
+    char name[300];
+    int k = snprintf(name, sizeof name, "solutions/n=%d_seed=%llu_", pt->n,
+                     (unsigned long long)pt->seed);
+    for (const char *c = method; *c && k < (int)sizeof name - 4; c++)
+        name[k++] = (char)(isalnum((unsigned char)*c) || strchr("+-.=", *c) ? *c : '_');
+    snprintf(name + k, sizeof name - (size_t)k, ".h5");
+    return atf_exp_path(path, len, s->plan->cfg.out, name, err);
+}
+
+static atf_error write_solution(const samples_state *s, const point *pt, const method *m,
+                                const atf_result *res, char *err)
+{
+    char path[1400], dir[1100];
+    atf_error e = atf_exp_path(dir, sizeof dir, s->plan->cfg.out, "solutions", err);
+    if (!e)
+        e = atf_mkdir_p(dir, err);
+    if (!e)
+        e = solution_path(s, pt, m->name, path, sizeof path, err);
+    return e ? e : atf_result_write(path, res, err);
+}
+
+/* The λ of the path from the largest down (each solve starts from the last one's answer). */
+static int path_lambdas(const atf_samples_config *cfg, double *l)
+{
+    int n = cfg->nxent_lambdas;
+    memcpy(l, cfg->xent_lambdas, sizeof(double) * (size_t)n);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && l[j] > l[j - 1]; j--) {
+            double t = l[j];
+            l[j] = l[j - 1], l[j - 1] = t;
+        }
+    return n;
+}
+
+typedef struct {
+    double lambda;            /* the kept λ */
+    atf_test_metrics val;     /* its validation scores */
+    char scores[ATF_ROW_VALUELEN]; /* "λ:cross-entropy;…" */
+} path_choice;
+
+/* The λ path of a cross-entropy model on the first n − v examples: every λ solved (largest
+ * first, warm-started), scored on the v validation examples; *best the solution of the lowest
+ * validation cross-entropy (ties: the larger λ, met first). An interrupted solve leaves *best
+ * NULL (nothing is recorded; a re-run solves the path again, the same way). */
+static atf_error run_path(samples_state *s, point *pt, const method *m, atf_result **best,
+                          path_choice *pc, char *err)
+{
+    double l[ATF_PATH_MAXLAMBDAS];
+    int nl = path_lambdas(&s->plan->cfg, l), len = 0, stopped = 0;
+    atf_result *last = NULL;
+    double best_xent = INFINITY;
+    *best = NULL;
+    pc->scores[0] = '\0';
+    atf_error e = ATF_OK;
+    for (int i = 0; i < nl && !e && !stopped; i++) {
+        char key[32], detail[64];
+        atf_path_key(l[i], key, sizeof key);
+        snprintf(detail, sizeof detail, " lambda %s (%d of %d)", key, i + 1, nl);
+        samples_show(s, pt, m->name, detail);
+        atf_result *res = NULL;
+        e = solve_one(s, pt->pfit, m, l[i], last, &res, err);
+        if (!e && res->info.status == ATF_STATUS_INTERRUPTED) {
+            stopped = 1;
+            atf_result_free(res);
+            break;
+        }
+        atf_test_metrics v = {NAN, NAN, NAN};
+        if (!e)
+            e = atf_result_test_metrics(pt->pfit, res, &v, err); /* its /test: validation */
+        if (!e && len < (int)sizeof pc->scores)
+            len += snprintf(pc->scores + len, sizeof pc->scores - (size_t)len, "%s%s:%.4g",
+                            i ? ";" : "", key, v.xent);
+        /* ownership: res becomes the last (the next warm start) and may become the best */
+        atf_result *prev = last;
+        last = res;
+        if (!e && v.xent < best_xent) {
+            best_xent = v.xent;
+            pc->lambda = l[i], pc->val = v;
+            if (*best && *best != prev)
+                atf_result_free(*best);
+            *best = res;
+        }
+        if (prev && prev != *best)
+            atf_result_free(prev);
+    }
+    if (last != *best)
+        atf_result_free(last);
+    if (e || stopped) { /* no row: a re-run solves the same path again, the same way */
+        atf_result_free(*best);
+        *best = NULL;
+        return e;
+    }
+    if (!*best) {
+        atf_errorf(err, "%s: n=%d seed=%llu: no lambda of the path gave a finite validation "
+                   "cross-entropy", m->name, pt->n, (unsigned long long)pt->seed);
+        return ATF_E_NUMERICAL;
+    }
+    return ATF_OK;
+}
+
+/* One solve of the model: on the n examples at the configured λ, or its λ path. *res NULL:
+ * interrupted. */
+static atf_error solve_model(samples_state *s, point *pt, const method *m, atf_result **res,
+                             path_choice *pc, char *err)
+{
+    char spec[256];
+    atf_problem *prob = is_xent(m->kind) && s->plan->cfg.nxent_lambdas > 0 ? pt->pfit : pt->prob;
+    atf_error e = model_penalty(s, pt, m, spec, sizeof spec, err);
+    if (!e)
+        e = atf_problem_set_penalty(prob, spec, err);
+    if (e)
+        return e;
+    if (prob == pt->pfit)
+        return run_path(s, pt, m, res, pc, err);
+    samples_show(s, pt, m->name, "");
+    e = solve_one(s, prob, m, s->plan->cfg.xent_lambda, NULL, res, err);
+    if (*res && (*res)->info.status == ATF_STATUS_INTERRUPTED) {
+        atf_result_free(*res); /* not recorded: a re-run solves it again */
+        *res = NULL;
+    }
+    return e;
+}
+
+/* The row of a solved model (any status is a result worth a row: an iteration limit too). */
+static atf_error record_model(samples_state *s, const point *pt, const method *m,
+                              const atf_result *res, const path_choice *pc, double secs,
+                              char *err)
+{
+    const atf_samples_config *cfg = &s->plan->cfg;
+    atf_row row;
+    samples_base_row(s->plan, &row, pt->n, pt->seed, m->name, res->blocks[0].penalty_spec);
+    atf_error e = solution_fields(pt, res, secs, &row, err);
+    if (e || !(is_xent(m->kind) && cfg->nxent_lambdas > 0))
+        return e ? e : samples_append(s, &row, err);
+    atf_row_num(&row, "lambda", pc->lambda);
+    atf_row_str(&row, "lambda_path", s->plan->lambda_path);
+    atf_row_num(&row, "val_error", pc->val.error);
+    atf_row_num(&row, "val_xent", pc->val.xent);
+    atf_row_str(&row, "path_val_xent", pc->scores);
+    return samples_append(s, &row, err);
+}
+
+/* Which solution of the point a model's answer is kept as: the first variant of problem (16)
+ * and of p16-xent (the SGD models' cosine, the network's alignment), whichever model this run
+ * happens to solve first; NULL for the others, which nothing compares with. */
+static atf_result **kept_slot(point *pt, const method *m)
+{
+    if (!m->first || (m->kind != KIND_P16 && m->kind != KIND_P16_XENT))
+        return NULL;
+    return &pt->p16[m->kind == KIND_P16_XENT];
 }
 
 atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *err)
 {
-    const atf_samples_config *cfg = &s->plan->cfg;
-    char spec[256];
-    double vmax = pt->base ? atf_result_max_singular(pt->base) : NAN;
-    atf_error e = atf_resolve_auto_scale(m->spec, vmax, cfg->auto_fraction, spec, sizeof spec,
-                                         NULL, err);
-    if (!e)
-        e = atf_problem_set_penalty(pt->prob, spec, err);
-    if (e)
-        return e;
-    samples_show(s, pt, m->kind == KIND_P16 ? "problem (16) " : "problem (16) xent ", m->spec);
-    atf_settings set = atf_settings_default();
-    set.structure = cfg->structure;
-    set.loss = p16_loss(cfg, m->kind); /* the method: auto, resolved by the solver */
-    set.max_iter = cfg->max_iter;
-    set.eps_rel = cfg->tol;
-    atf_hooks hooks = {.interrupt = s->io->interrupt};
+    if (m->kind == KIND_P16 && s->plan->cfg.loss.kind == ATF_LOSS_INTERPOLATE && !pt->interpolate)
+        return record_skipped(s, pt, m->name, err);
     atf_result *res = NULL;
+    path_choice pc = {NAN, {NAN, NAN, NAN}, ""};
     double t0 = atf_now();
-    e = atf_solve(pt->prob, &set, &hooks, &res, err);
+    atf_error e = solve_model(s, pt, m, &res, &pc, err);
     double secs = atf_now() - t0;
-    if (res && res->info.status == ATF_STATUS_INTERRUPTED)
-        e = ATF_OK; /* not recorded: a re-run solves it again */
-    else if (res) /* any status is a result worth a row (an iteration limit included) */
-        e = record_solution(s, pt, res, m->name, spec, secs, err);
-    atf_result **keep = &pt->p16[m->kind == KIND_P16_XENT];
-    if (!e && res && !*keep && res->info.status != ATF_STATUS_INTERRUPTED) {
-        *keep = res; /* the first solution of its kind stays for the SGD models' cosine */
+    atf_result **keep = kept_slot(pt, m);
+    int kept = !e && res && keep && !*keep;
+    if (kept) /* written before the row: a row's solution is always there for a re-run */
+        e = write_solution(s, pt, m, res, err);
+    if (!e && res)
+        e = record_model(s, pt, m, res, &pc, secs, err);
+    if (!e && kept) {
+        *keep = res;
         res = NULL;
     }
     atf_result_free(res);
+    return e;
+}
+
+atf_error samples_need_p16(samples_state *s, point *pt, const method *m, char *err)
+{
+    atf_result **keep = kept_slot(pt, m);
+    if (!keep || *keep)
+        return ATF_OK;
+    char path[1400];
+    atf_error e = solution_path(s, pt, m->name, path, sizeof path, err);
+    if (!e && access(path, F_OK) == 0)
+        return atf_result_read(path, keep, err);
+    if (e)
+        return e;
+    /* a table from before the solution files: solve it again, the same way */
+    path_choice pc;
+    e = solve_model(s, pt, m, keep, &pc, err);
     return e;
 }
 
@@ -160,6 +387,12 @@ static int validation_rows(const atf_train_settings *t, int n)
     if (t->n_val > 0 || t->stopping != ATF_STOP_BEST_VAL)
         return t->n_val;
     return n / 10 > 1 ? n / 10 : 1;
+}
+
+int samples_validation_rows(const atf_train_settings *t, int n)
+{
+    int v = validation_rows(t, n);
+    return v > 0 ? v : n / 10 > 1 ? n / 10 : 1;
 }
 
 typedef struct {
@@ -218,6 +451,128 @@ static atf_train_settings sgd_settings(const atf_samples_config *cfg, const poin
     return ts;
 }
 
+/* ---- the network's kernels: its final NTK against K0 and the adapted kernel ---- */
+
+typedef struct {
+    int M, nb, L;
+    size_t mm;
+    double *Kt_blocks;            /* [nb × M × M] the trained network's NTK, per block */
+    double *K[3];                 /* [M × M] a layer's (or all layers') kernel: final, K0,
+                                     adapted */
+    double *all[3];               /* [M × M] the same over all layers */
+    double *block;                /* [M × M] one block's K0 or adapted kernel */
+} align_work;
+
+static void align_free(align_work *w)
+{
+    free(w->Kt_blocks), free(w->block);
+    for (int k = 0; k < 3; k++)
+        free(w->K[k]), free(w->all[k]);
+}
+
+static atf_error align_alloc(align_work *w, int M, int nb, char *err)
+{
+    memset(w, 0, sizeof *w);
+    w->M = M, w->nb = nb, w->mm = (size_t)M * M;
+    w->Kt_blocks = calloc((size_t)nb * w->mm, sizeof(double));
+    w->block = malloc(w->mm * sizeof(double));
+    int ok = w->Kt_blocks && w->block;
+    for (int k = 0; k < 3; k++) {
+        w->K[k] = malloc(w->mm * sizeof(double));
+        w->all[k] = calloc(w->mm, sizeof(double));
+        ok = ok && w->K[k] && w->all[k];
+    }
+    if (ok)
+        return ATF_OK;
+    atf_errorf(err, "alignment: out of memory for %d x %d kernels", M, M);
+    return ATF_E_NOMEM;
+}
+
+static void add_to(size_t n, double *dst, const double *src)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+/* The layer (1-based) a block belongs to, by its name: W3 and b3 are layer 3. */
+static int block_layer(const atf_block *b)
+{
+    return atoi(b->name + 1);
+}
+
+/* Layer l's kernels (the blocks of layer l summed) into w->K, and added to w->all. */
+static atf_error layer_kernels(align_work *w, const atf_problem *ap, const atf_result *b16,
+                               int l, char *err)
+{
+    for (int k = 0; k < 3; k++)
+        memset(w->K[k], 0, w->mm * sizeof(double));
+    atf_error e = ATF_OK;
+    for (int b = 0; b < ap->nblocks && !e; b++) {
+        if (block_layer(&ap->blocks[b]) != l)
+            continue;
+        add_to(w->mm, w->K[0], w->Kt_blocks + (size_t)b * w->mm);
+        e = atf_kernel_ntk_block(&ap->blocks[b], w->K[1], err);
+        if (!e && b16) {
+            memset(w->block, 0, w->mm * sizeof(double));
+            e = atf_kernel_adapted_block(&ap->blocks[b], &b16->blocks[b], w->block, err);
+            add_to(w->mm, w->K[2], w->block);
+        }
+    }
+    for (int k = 0; k < 3 && !e; k++)
+        add_to(w->mm, w->all[k], w->K[k]);
+    return e;
+}
+
+static void append_value(char *buf, size_t len, double v)
+{
+    size_t n = strlen(buf);
+    if (n < len)
+        snprintf(buf + n, len - n, "%s%.4f", n ? ";" : "", v);
+}
+
+/* The alignments (cosines, docs/math.md §6) of the trained network's NTK with K0 and with the
+ * adapted kernel (eq. 7) of the first p16-xent solution, per layer and over all layers, on
+ * the first align_examples test examples: columns align_k0[_all], align_adapted[_all]. */
+static atf_error alignment_fields(samples_state *s, const point *pt, const atf_mlp *net,
+                                  atf_row *row, char *err)
+{
+    atf_dataset ds = pt->task.test;
+    ds.N = s->plan->cfg.align_examples < ds.N ? s->plan->cfg.align_examples : ds.N;
+    if (ds.N < 1)
+        return ATF_OK;
+    atf_result *b16 = pt->p16[1];
+    atf_problem *ap = NULL;
+    align_work w;
+    memset(&w, 0, sizeof w);
+    atf_error e = atf_tangent_problem_examples(pt->m0, &ds, atf_shard_chunk(ds.N), "sq",
+                                               "alignment", &ap, err);
+    if (!e)
+        e = align_alloc(&w, ap->M, ap->nblocks, err);
+    if (!e && b16 && atf_kernel_factors_missing(&b16->blocks[0]))
+        e = atf_result_factors(b16, ap, err);
+    if (!e)
+        e = atf_kernel_mlp(net, ds.N, ds.X, w.all[0], w.Kt_blocks, err);
+    if (!e)
+        memset(w.all[0], 0, w.mm * sizeof(double)); /* summed again layer by layer below */
+    char k0[ATF_ROW_VALUELEN] = "", adapted[ATF_ROW_VALUELEN] = "";
+    for (int l = 1; !e && l <= pt->m0->arch.L; l++) {
+        e = layer_kernels(&w, ap, b16, l, err);
+        append_value(k0, sizeof k0, atf_kernel_cosine(w.M, w.K[0], w.K[1]));
+        append_value(adapted, sizeof adapted,
+                     b16 ? atf_kernel_cosine(w.M, w.K[0], w.K[2]) : NAN);
+    }
+    if (!e) {
+        atf_row_str(row, "align_k0", k0);
+        atf_row_str(row, "align_adapted", adapted);
+        atf_row_num(row, "align_k0_all", atf_kernel_cosine(w.M, w.all[0], w.all[1]));
+        atf_row_num(row, "align_adapted_all",
+                    b16 ? atf_kernel_cosine(w.M, w.all[0], w.all[2]) : NAN);
+    }
+    align_free(&w);
+    atf_problem_free(ap);
+    return e;
+}
+
 static atf_error sgd_row(samples_state *s, const point *pt, const method *m,
                          const atf_model *model, const atf_train_settings *ts,
                          const atf_train_report *rep, double secs, char *err)
@@ -237,7 +592,7 @@ static atf_error sgd_row(samples_state *s, const point *pt, const method *m,
         return e;
     atf_row row;
     char text[128];
-    samples_base_row(&row, pt->n, pt->seed, m->name, "-");
+    samples_base_row(s->plan, &row, pt->n, pt->seed, m->name, "-");
     atf_row_str(&row, "loss", atf_loss_name(ts->loss));
     atf_row_str(&row, "status", isfinite(rep->train_loss) ? "trained" : "diverged");
     score_fields(&row, &tm);
@@ -257,6 +612,12 @@ static atf_error sgd_row(samples_state *s, const point *pt, const method *m,
         atf_row_num(&row, "cos_p16", cmp.cosine_all_bias);
     if (!e && m->kind == KIND_FACTORIZED_SGD)
         e = factor_fields(&row, model, err);
+    if (!e && s->plan->extended) {
+        atf_row_num(&row, "val_error", rep->val_error);
+        atf_row_num(&row, "val_xent", ts->loss == ATF_LOSS_XENT ? rep->val_loss : NAN);
+    }
+    if (!e && m->kind == KIND_NETWORK && s->plan->cfg.align_examples > 0)
+        e = alignment_fields(s, pt, model->net, &row, err);
     return e ? e : samples_append(s, &row, err);
 }
 

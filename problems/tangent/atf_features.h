@@ -130,6 +130,10 @@ atf_test_metrics atf_prediction_metrics(int N, int C, const double *F, const dou
  * atf_predict_result, without keeping the predictions. */
 atf_error atf_result_test_metrics(const atf_problem *prob, const atf_result *res,
                                   atf_test_metrics *out, char *err);
+/* The same numbers for the examples of a problem of their own (its training rows; e.g. a
+ * validation split formed with atf_tangent_problem_examples); NaN for no example. */
+atf_error atf_result_metrics_on(const atf_problem *examples, const atf_result *res,
+                                atf_test_metrics *out, char *err);
 
 #ifdef __cplusplus
 }

@@ -193,17 +193,29 @@ atf_error atf_predictions_write(const char *path, const atf_predictions *pr, cha
     return h5io_write_file(path, put_predictions, pr, err);
 }
 
-atf_error atf_result_test_metrics(const atf_problem *prob, const atf_result *res,
-                                  atf_test_metrics *out, char *err)
+static atf_error split_metrics(const atf_problem *split, const char *where,
+                               const atf_result *res, atf_test_metrics *out, char *err)
 {
     *out = (atf_test_metrics){NAN, NAN, NAN};
-    if (!prob->test || prob->test->N <= 0)
+    if (!split || split->N <= 0)
         return ATF_OK;
     atf_split_eval s;
     memset(&s, 0, sizeof s);
-    atf_error e = predict_split(prob->test, res, "problem", "/test", &s, err);
+    atf_error e = predict_split(split, res, "problem", where, &s, err);
     if (!e)
         *out = test_metrics_of(&s, s.N, s.C, s.f, s.labels);
     split_free(&s);
     return e;
+}
+
+atf_error atf_result_test_metrics(const atf_problem *prob, const atf_result *res,
+                                  atf_test_metrics *out, char *err)
+{
+    return split_metrics(prob->test, "/test", res, out, err);
+}
+
+atf_error atf_result_metrics_on(const atf_problem *examples, const atf_result *res,
+                                atf_test_metrics *out, char *err)
+{
+    return split_metrics(examples, "", res, out, err);
 }

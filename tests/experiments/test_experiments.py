@@ -384,6 +384,100 @@ def case_samples_models(scratch):
          "--pool", "10", "--out", os.path.join(scratch, "s3")], expect=2)
 
 
+def table_without_seconds(path):
+    """A samples table's rows, each without its wall time (the one column a re-run changes)."""
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in read_rows(path)]
+
+
+def case_samples_path(scratch):
+    """The λ path of the cross-entropy models, ntk-xent, p16-xent's own penalties, skipped
+    interpolation, the network's kernel alignment; and resume: the table of a run interrupted
+    between any two rows (with or without the solution file of the next row's model, which is
+    written just before its row) is completed to the uninterrupted table bit for bit but the
+    wall times, cosines and alignments included (they compare with a solution of an earlier
+    row); and a real Ctrl-C at every row count."""
+    data = os.path.join(scratch, "three.h5")
+    labelled_data(data, n=160)
+    args = ["experiment", "samples", "--data", data, "--ns", "20,60", "--seeds", "1",
+            "--n-test", "40", "--hidden", "12", "--bias", "--models",
+            "ntk,ntk-xent,p16,p16-xent,ntk-sgd,factorized-sgd,network",
+            "--penalty", "balanced+balanced", "--xent-penalties", "balanced+balanced;sq:scale=0.1",
+            "--xent-lambdas", "0.1,1,10", "--interpolate-max-n", "auto", "--align-examples", "20",
+            "--sgd-loss", "xent", "--epochs", "4", "--batch", "10", "--lr", "0.05"]
+    ref = os.path.join(scratch, "ref")
+    run(args + ["--out", ref])
+    rows = read_rows(os.path.join(ref, "samples.csv"))
+    assert len(rows) == 2 * 8, len(rows)
+    for r in rows:
+        n, m = int(r["n"]), r["method"]
+        interp = n * 3 <= 5 * 12 + 12 + 12 * 3 + 3  # M within the 111 parameters of 5-12-3
+        if m in ("ntk", "p16"):
+            assert r["status"] == ("solved" if interp else "skipped"), r
+        if m in ("ntk-xent", "p16-xent:balanced+balanced", "p16-xent:sq:scale=0.1"):
+            assert r["lambda_path"] == "10,1,0.1" and float(r["lambda"]) in (0.1, 1, 10), r
+            assert r["loss"] == "xent:lambda=" + r["lambda"], r
+            scores = dict(x.split(":") for x in r["path_val_xent"].split(";"))
+            assert set(scores) == {"10", "1", "0.1"}, r
+            assert float(scores[r["lambda"]]) == min(map(float, scores.values())), r
+            assert math.isclose(float(r["val_xent"]), float(scores[r["lambda"]]), rel_tol=1e-3)
+            assert r["penalty"] == ("fixed" if m == "ntk-xent" else m.split(":", 1)[1]), r
+        if m in ("ntk-sgd", "factorized-sgd"):
+            assert -1 <= float(r["cos_p16"]) <= 1, r
+        if m == "network":
+            for col in ("align_k0", "align_adapted"):
+                per_layer = [float(x) for x in r[col].split(";")]
+                assert len(per_layer) == 2 and all(-1 <= x <= 1 for x in per_layer), r
+            assert 0 < float(r["align_k0_all"]) <= 1 and 0 < float(r["align_adapted_all"]) <= 1
+    expected = table_without_seconds(os.path.join(ref, "samples.csv"))
+    solutions = sorted(os.listdir(os.path.join(ref, "solutions")))
+    assert solutions == ["n=20_seed=1_p16-xent_balanced+balanced.h5", "n=20_seed=1_p16.h5",
+                         "n=60_seed=1_p16-xent_balanced+balanced.h5"], solutions
+
+    def solution_of(row):
+        name = f"n={row['n']}_seed=1_{row['method'].replace(':', '_')}.h5"
+        return name if name in solutions else None
+
+    lines = open(os.path.join(ref, "samples.csv")).read().splitlines(keepends=True)
+    jsonl = open(os.path.join(ref, "samples.jsonl")).read().splitlines(keepends=True)
+    for k in range(1, len(rows)):
+        for with_next in (False, True):
+            out = os.path.join(scratch, f"cut{k}{'n' if with_next else ''}")
+            os.makedirs(os.path.join(out, "solutions"))
+            with open(os.path.join(out, "samples.csv"), "w") as f:
+                f.writelines(lines[:k + 1])
+            with open(os.path.join(out, "samples.jsonl"), "w") as f:
+                f.writelines(jsonl[:k])
+            keep = [solution_of(r) for r in rows[:k + 1 if with_next else k]]
+            for name in filter(None, keep):
+                shutil.copy(os.path.join(ref, "solutions", name), os.path.join(out, "solutions"))
+            run(args + ["--out", out])
+            got = table_without_seconds(os.path.join(out, "samples.csv"))
+            assert got == expected, f"resumed after row {k}: the table differs: " + str(
+                [(a["key"], {c: (a[c], b[c]) for c in a if a[c] != b[c]})
+                 for a, b in zip(got, expected) if a != b][:3])
+    # a real Ctrl-C once the table has k rows, then the same command: the same table
+    for k in range(1, len(rows), 3):
+        out = os.path.join(scratch, f"sigint{k}")
+        proc = subprocess.Popen([ATF] + args + ["--out", out], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        table = os.path.join(out, "samples.csv")
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if os.path.exists(table) and len(open(table).read().splitlines()) >= k + 1:
+                break
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        assert proc.returncode in (0, 130), proc.returncode
+        run(args + ["--out", out])
+        assert table_without_seconds(table) == expected, f"Ctrl-C after {k} rows"
+    # another λ grid on the same table is refused
+    other = list(args)
+    other[other.index("--xent-lambdas") + 1] = "1,10"
+    p = run(other + ["--out", ref], expect=2)
+    assert "lambda_path" in p.stderr, p.stderr
+
+
 def case_demo(scratch):
     outs = []
     for k in range(2):
@@ -446,7 +540,7 @@ def case_alignment(scratch):
 
 CASES = {"penalties": case_penalties, "sweep": case_sweep, "resume": case_resume,
          "samples": case_samples, "samples_models": case_samples_models, "demo": case_demo,
-         "alignment": case_alignment}
+         "alignment": case_alignment, "samples_path": case_samples_path}
 
 if __name__ == "__main__":
     case, scratch = sys.argv[1], sys.argv[2]

@@ -15,6 +15,14 @@ enum { ATF_EXP_NAMELEN = 32 };
 atf_error atf_exp_split_names(const char *what, const char *text, char items[][ATF_EXP_NAMELEN],
                               int max, int *n, char *err);
 
+/* λ as a path table's key and as written in loss specs: the shortest text that reads back as
+ * exactly λ (atf_loss_format's rule; path.c). */
+void atf_path_key(double lambda, char *key, size_t len);
+/* A comma list of at most ATF_PATH_MAXLAMBDAS distinct finite λ > 0 (distinct also as the
+ * path's row keys, atf_path_key) into v[*n]; ATF_E_USAGE naming `what` otherwise. */
+atf_error atf_exp_parse_lambdas(const char *what, const char *list, double *v, int *n,
+                                char *err);
+
 /* 1 when the run was asked to stop. */
 int atf_exp_stopped(const atf_exp_io *io);
 

@@ -47,10 +47,6 @@ typedef struct {
     double t0;               /* start of the run */
 } path_state;
 
-/* λ as the table's key and as written in loss specs: the shortest text that reads back as
- * exactly λ (atf_loss_format's rule). */
-void atf_path_key(double lambda, char *key, size_t len);
-
 /* The column a path is judged by: "val_" or "test_" + "xent" (xent) or "error" (squared). */
 void atf_path_criterion_column(const path_state *s, char *col, size_t len);
 

@@ -15,7 +15,8 @@
  * are read as "p16[:SPEC]" and "network". */
 enum { SAMPLES_MAXMETHODS = 2 * ATF_SAMPLES_MAXPEN + 4 };
 typedef enum {
-    KIND_NTK, KIND_P16, KIND_P16_XENT, KIND_NTK_SGD, KIND_FACTORIZED_SGD, KIND_NETWORK
+    KIND_NTK, KIND_P16, KIND_P16_XENT, KIND_NTK_SGD, KIND_FACTORIZED_SGD, KIND_NETWORK,
+    KIND_NTK_XENT
 } method_kind;
 
 typedef struct {
@@ -23,6 +24,8 @@ typedef struct {
     const char *spec;     /* penalty variant (problem (16) only) */
     char name[160];       /* row key part and summary name */
     char label[192];      /* figure legend */
+    int first;            /* the first variant of its kind: its solution is the one later
+                             models compare with */
 } method;
 
 /* The configuration with the data-dependent defaults resolved and the penalty variants built. */
@@ -30,6 +33,12 @@ typedef struct {
     atf_samples_config cfg; /* cfg.models resolved (never 0) */
     char variants[ATF_SAMPLES_MAXPEN][128];
     int nvariants;
+    char xent_variants[ATF_SAMPLES_MAXPEN][128]; /* p16-xent's: cfg.xent_penalties, else the */
+    int nxent_variants;                          /* variants                                */
+    /* the rows have the columns of the λ path and the kernel alignment (a λ path or an
+     * alignment is configured; tables written without them keep their columns) */
+    int extended;
+    char lambda_path[ATF_ROW_VALUELEN]; /* the λ grid as the rows record it ("-": none) */
 } samples_plan;
 
 typedef struct {
@@ -53,29 +62,49 @@ typedef struct {
     atf_task task;
     atf_task fit;          /* view of task with train.N = n (shares task's arrays) */
     atf_mlp *m0;
-    atf_problem *prob;     /* NULL when no linear model is solved */
+    int interpolate;       /* the interpolating models run at this n (else `skipped` rows) */
+    int n_val;             /* validation rows: the last n_val of the n (the SGD models' and
+                              the λ path's) */
+    atf_problem *prob;     /* the n examples' problem with the test split; NULL when no model
+                              solves on all n */
+    atf_problem *pfit;     /* with a λ path: the first n − n_val examples' problem, its test
+                              split the validation examples; else NULL */
+    const atf_problem *test; /* the test examples as a problem (prob's /test, or owned_test) */
+    atf_problem *owned_test;
     atf_result *base;      /* NULL unless the NTK or scale=auto needs it */
     double base_seconds;
-    atf_result *p16[2];    /* the first exact and cross-entropy problem (16) solutions of this
-                              run (kept for the cosine with the SGD models; may be NULL) */
+    atf_result *p16[2];    /* the first exact and cross-entropy problem (16) solutions (kept for
+                              the SGD models' cosine and the network's alignment; loaded from
+                              their files, or solved again, when a resumed run needs them) */
 } point;
 
 /* ---- samples_models.c: rows ---- */
 /* "n=N|seed=S|METHOD": the key of a row. */
 void samples_row_key(char *key, size_t len, int n, uint64_t seed, const char *method);
-/* A row with the columns every row has, filled with "-" / NaN; the runners set theirs. */
-void samples_base_row(atf_row *row, int n, uint64_t seed, const char *method,
-                      const char *penalty);
+/* A row with the columns every row has, filled with "-" / NaN; the runners set theirs. With
+ * plan->extended also the λ path's and the alignment's columns. */
+void samples_base_row(const samples_plan *pl, atf_row *row, int n, uint64_t seed,
+                      const char *method, const char *penalty);
 /* Append a row and advance the progress line by one run. */
 atf_error samples_append(samples_state *s, const atf_row *row, char *err);
 /* The progress line "n=N seed=S: WHAT DETAIL" (throttled by progress.c: call it freely). */
 void samples_show(samples_state *s, const point *pt, const char *what, const char *detail);
 
+/* The validation rows of a point (the last of its n): the SGD models' (--val, or n/10 with
+ * best-val stopping), or n/10 (at least 1) when they have none — the λ path needs some. */
+int samples_validation_rows(const atf_train_settings *t, int n);
+
 /* ---- samples_models.c: the models ---- */
 /* The NTK baseline's row (pt->base). */
 atf_error samples_record_ntk(samples_state *s, const point *pt, char *err);
-/* Problem (16) (exact or cross-entropy) of one variant. */
+/* Problem (16) (exact or cross-entropy, with or without the λ path) of one variant, or the
+ * cross-entropy optimum of the linearised network (ntk-xent); a `skipped` row for an
+ * interpolating model where the point does not interpolate. */
 atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *err);
+/* pt->p16[xent] — the solution of m, the first method of its kind — when a later model of this
+ * point needs it and this run has not solved it: read from the solution file the run that
+ * recorded its row wrote, or solved again (no row). */
+atf_error samples_need_p16(samples_state *s, point *pt, const method *m, char *err);
 /* "sgd:lr=0.01,batch=50,epochs=100,constant": how a model was trained (rows' trainer column). */
 void samples_trainer_label(const atf_train_settings *t, char *buf, size_t len);
 /* A model trained by gradient descent from θ0 with the configuration's protocol. */

@@ -142,6 +142,9 @@ typedef struct {
                                                  the λ of the lowest cross-entropy on the v
                                                  validation examples (the SGD models' v, the last
                                                  of the n) */
+    int xent_lambdas_per_example;             /* the path's λ are per fitted example: λ =
+                                                 value × (n − v), so that the loss is the mean
+                                                 cross-entropy / value at every n */
     char xent_penalties[ATF_SAMPLES_MAXPEN][128]; /* p16-xent's penalties, a model each (none: */
     int nxent_penalties;                          /* the penalty variants, as p16)             */
     int interpolate_max_n;          /* ntk and interpolating p16 run only for n ≤ this (0: no

@@ -215,7 +215,7 @@ static void describe_path(const atf_samples_config *cfg, char *out, size_t len)
     double l[ATF_PATH_MAXLAMBDAS];
     int n = cfg->nxent_lambdas;
     memcpy(l, cfg->xent_lambdas, sizeof(double) * (size_t)n);
-    snprintf(out, len, "-");
+    snprintf(out, len, n && cfg->xent_lambdas_per_example ? "per-example:" : n ? "" : "-");
     for (int i = 0; i < n; i++) {
         int top = i;
         for (int j = i + 1; j < n; j++)
@@ -224,7 +224,7 @@ static void describe_path(const atf_samples_config *cfg, char *out, size_t len)
         l[i] = l[top], l[top] = t;
         char key[32];
         atf_path_key(l[i], key, sizeof key);
-        size_t at = i ? strlen(out) : 0;
+        size_t at = strlen(out);
         if (at < len)
             snprintf(out + at, len - at, "%s%s", i ? "," : "", key);
     }

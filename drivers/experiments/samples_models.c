@@ -196,11 +196,13 @@ static atf_error write_solution(const samples_state *s, const point *pt, const m
     return e ? e : atf_result_write(path, res, err);
 }
 
-/* The λ of the path from the largest down (each solve starts from the last one's answer). */
-static int path_lambdas(const atf_samples_config *cfg, double *l)
+/* The λ of the path from the largest down (each solve starts from the last one's answer); per
+ * example, the values times the fitted examples. */
+static int path_lambdas(const atf_samples_config *cfg, int fitted, double *l)
 {
     int n = cfg->nxent_lambdas;
-    memcpy(l, cfg->xent_lambdas, sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        l[i] = cfg->xent_lambdas[i] * (cfg->xent_lambdas_per_example ? fitted : 1);
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && l[j] > l[j - 1]; j--) {
             double t = l[j];
@@ -223,7 +225,7 @@ static atf_error run_path(samples_state *s, point *pt, const method *m, atf_resu
                           path_choice *pc, char *err)
 {
     double l[ATF_PATH_MAXLAMBDAS];
-    int nl = path_lambdas(&s->plan->cfg, l), len = 0, stopped = 0;
+    int nl = path_lambdas(&s->plan->cfg, pt->n - pt->n_val, l), len = 0, stopped = 0;
     atf_result *last = NULL;
     double best_xent = INFINITY;
     *best = NULL;

@@ -471,6 +471,15 @@ def case_samples_path(scratch):
         assert proc.returncode in (0, 130), proc.returncode
         run(args + ["--out", out])
         assert table_without_seconds(table) == expected, f"Ctrl-C after {k} rows"
+    # per example: λ = value × (n − v), v = n/10 validation rows
+    out = os.path.join(scratch, "per_example")
+    run(["experiment", "samples", "--data", data, "--ns", "40", "--seeds", "1", "--n-test", "40",
+         "--hidden", "12", "--models", "ntk-xent", "--xent-lambdas", "0.01,0.1",
+         "--xent-lambdas-per-example", "--out", out])
+    (r,) = read_rows(os.path.join(out, "samples.csv"))
+    assert r["lambda_path"] == "per-example:0.1,0.01", r
+    assert float(r["lambda"]) in (0.1 * 36, 0.01 * 36), r
+    assert set(x.split(":")[0] for x in r["path_val_xent"].split(";")) == {"3.6", "0.36"}, r
     # another λ grid on the same table is refused
     other = list(args)
     other[other.index("--xent-lambdas") + 1] = "1,10"

@@ -129,7 +129,7 @@ enum {
     OPT_NO_MLP, OPT_CENTER, OPT_NS, OPT_SEEDS, OPT_SEED_LIST, OPT_INIT, OPT_HIDDEN, OPT_SCALES,
     OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_PATH_POINTS, OPT_LOSS,
     OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS, OPT_XENT_LAMBDAS, OPT_XENT_PENALTIES,
-    OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE
+    OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE, OPT_THRESHOLDS
 };
 
 static atf_error penalties_option(int c, const char *val, atf_penalties_config *cfg, char *err)
@@ -211,7 +211,7 @@ static void samples_usage(FILE *out)
             "          [--models LIST]\n"
             "          [--penalty SPEC] [--loss SPEC] [--xent-lambda L] [--scales LIST]\n"
             "          [--xent-lambdas LIST [--xent-lambdas-per-example]] [--xent-penalties LIST]\n"
-            "          [--interpolate-max-n N] [--align-examples N]\n"
+            "          [--interpolate-max-n N] [--align-examples N] [--error-thresholds LIST]\n"
             "          [--auto-fraction Q] [--structure layer|diagonal|full] [--tol EPS]\n"
             "          [--max-iter N] [--sgd-loss squared|xent] [--optimizer sgd|adam] [--lr LR]\n"
             "          [--momentum MU] [--lr-schedule cosine|constant] [--epochs E] [--batch B]\n"
@@ -268,6 +268,11 @@ static void samples_usage(FILE *out)
             "  --align-examples N  the network's row also records, per layer, the alignment\n"
             "                     of its final NTK with K0 and with the first p16-xent model's\n"
             "                     adapted kernel (eq. 7) on the first N test examples\n"
+            "  --error-thresholds LIST  test-error levels: the n at which each model reaches\n"
+            "                     them (interpolated in log n, per seed and of the mean\n"
+            "                     curve) and the ratios fixed / adaptive, in\n"
+            "                     DIR/samples_complexity.csv, samples_ratios.csv and\n"
+            "                     samples_complexity.{svg,png}\n"
             "  --scales LIST      the scale axis: run problem (16) once per value (numbers or\n"
             "                     auto), each a model of its own, e.g. --penalty zsq\n"
             "                     --scales 1e-4,1e-3,1e-2,1e-1,1,auto (at most 8)\n"
@@ -350,6 +355,7 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
     case OPT_XENT_LAMBDA: return parse_positive("--xent-lambda", val, &cfg->xent_lambda, err);
     case OPT_XENT_LAMBDAS: return atf_samples_set_xent_lambdas(cfg, val, err);
     case OPT_PER_EXAMPLE: cfg->xent_lambdas_per_example = 1; return ATF_OK;
+    case OPT_THRESHOLDS: return atf_samples_set_thresholds(cfg, val, err);
     case OPT_XENT_PENALTIES: return atf_samples_set_xent_penalties(cfg, val, err);
     case OPT_INTERPOLATE_MAX_N: return parse_interpolate_max_n(val, &cfg->interpolate_max_n, err);
     case OPT_ALIGN_EXAMPLES: return parse_count("--align-examples", val, &cfg->align_examples, err);
@@ -432,6 +438,7 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"xent-lambda", required_argument, NULL, OPT_XENT_LAMBDA},
         {"xent-lambdas", required_argument, NULL, OPT_XENT_LAMBDAS},
         {"xent-lambdas-per-example", no_argument, NULL, OPT_PER_EXAMPLE},
+        {"error-thresholds", required_argument, NULL, OPT_THRESHOLDS},
         {"xent-penalties", required_argument, NULL, OPT_XENT_PENALTIES},
         {"interpolate-max-n", required_argument, NULL, OPT_INTERPOLATE_MAX_N},
         {"align-examples", required_argument, NULL, OPT_ALIGN_EXAMPLES},

@@ -98,6 +98,7 @@ typedef struct {
  * OUT/samples.{svg,png}. */
 enum { ATF_SAMPLES_MAXN = 16, ATF_SAMPLES_MAXSEEDS = 16, ATF_SAMPLES_MAXPEN = 8 };
 enum { ATF_PATH_MAXLAMBDAS = 64 }; /* λ of a path (atf_path_config, and the samples' path) */
+enum { ATF_SAMPLES_MAXTHRESHOLDS = 8 };
 
 typedef enum {
     ATF_SAMPLES_NTK = 1 << 0,
@@ -150,6 +151,9 @@ typedef struct {
     int interpolate_max_n;          /* ntk and interpolating p16 run only for n ≤ this (0: no
                                        bound; -1: where n·C ≤ the network's parameter count);
                                        a larger n gets rows with status `skipped` */
+    double thresholds[ATF_SAMPLES_MAXTHRESHOLDS]; /* test-error levels: the n at which each */
+    int nthresholds;                /* model reaches them, and the ratios fixed / adaptive
+                                       (OUT/samples_complexity.csv, samples_ratios.csv) */
     int align_examples;             /* > 0: the network's row also records, per layer, the
                                        alignment of its final NTK with K0 and with the first
                                        p16-xent model's adapted kernel (eq. 7), on the first
@@ -176,6 +180,9 @@ void atf_samples_defaults(atf_samples_config *cfg);
  * or "xent-penalties" for a bad list. */
 atf_error atf_samples_set_xent_lambdas(atf_samples_config *cfg, const char *list, char *err);
 atf_error atf_samples_set_xent_penalties(atf_samples_config *cfg, const char *list, char *err);
+/* The sample-complexity levels from a comma list of test errors in (0, 1) (ATF_E_USAGE naming
+ * "error-thresholds"). */
+atf_error atf_samples_set_thresholds(atf_samples_config *cfg, const char *list, char *err);
 /* The scale axis from a comma list of positive numbers and "auto" (ATF_E_USAGE naming
  * "scales" for a bad list). */
 atf_error atf_samples_set_scales(atf_samples_config *cfg, const char *list, char *err);

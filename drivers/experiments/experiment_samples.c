@@ -151,6 +151,24 @@ atf_error atf_samples_set_scales(atf_samples_config *cfg, const char *list, char
     return e;
 }
 
+atf_error atf_samples_set_thresholds(atf_samples_config *cfg, const char *list, char *err)
+{
+    double v[ATF_SAMPLES_MAXTHRESHOLDS];
+    int n = 0;
+    atf_error e = atf_parse_doubles(list, v, ATF_SAMPLES_MAXTHRESHOLDS, &n, "error-thresholds",
+                                    err);
+    for (int i = 0; !e && i < n; i++)
+        if (!(v[i] > 0 && v[i] < 1)) {
+            atf_errorf(err, "error-thresholds: %g is not in (0, 1)", v[i]);
+            e = ATF_E_USAGE;
+        }
+    if (!e) {
+        memcpy(cfg->thresholds, v, sizeof(double) * (size_t)n);
+        cfg->nthresholds = n;
+    }
+    return e;
+}
+
 atf_error atf_samples_set_xent_lambdas(atf_samples_config *cfg, const char *list, char *err)
 {
     return atf_exp_parse_lambdas("xent-lambdas", list, cfg->xent_lambdas, &cfg->nxent_lambdas,
@@ -617,7 +635,7 @@ static const char *const MET_COLUMN[NMET] = {"test_error", "test_rel_mse", "test
                                              "selected_epoch", "seconds", NULL};
 
 typedef struct {
-    int nm;
+    int nm, nn;                /* the methods; the sizes: the grid's and those of recorded rows */
     method m[SAMPLES_MAXMETHODS];
     double mean[ATF_SAMPLES_MAXN][SAMPLES_MAXMETHODS][NMET];
     double sd[ATF_SAMPLES_MAXN][SAMPLES_MAXMETHODS][NMET];
@@ -642,21 +660,52 @@ static double row_metric(const atf_row *row, int k)
     return k == MET_EPOCH && v < 0 ? NAN : v; /* −1: not a model trained by gradient descent */
 }
 
-/* The metrics of the recorded rows of one (n, method), over seeds: v[metric][run]. */
-static int collect(const atf_samples_config *cfg, const atf_rowstore *st, int n,
-                   const char *method, double v[NMET][ATF_SAMPLES_MAXSEEDS])
+/* The metrics of the recorded rows of one (n, method), whatever their seed (the runs of
+ * another grid on the same table count too): v[metric][run]. A `skipped` row has none. */
+static int collect(const atf_rowstore *st, int n, const char *method,
+                   double v[NMET][ATF_SAMPLES_MAXSEEDS])
 {
     int c = 0;
-    for (int s = 0; s < cfg->nseeds; s++)
-        for (int r = 0; r < atf_rowstore_count(st) && c < ATF_SAMPLES_MAXSEEDS; r++) {
-            const atf_row *row = atf_rowstore_row(st, r);
-            if (!key_matches(atf_row_get(row, "key"), n, cfg->seeds[s], method))
-                continue;
-            for (int k = 0; k < NMET; k++)
-                v[k][c] = row_metric(row, k);
-            c++;
-        }
+    for (int r = 0; r < atf_rowstore_count(st) && c < ATF_SAMPLES_MAXSEEDS; r++) {
+        const atf_row *row = atf_rowstore_row(st, r);
+        const char *status = atf_row_get(row, "status");
+        if (atf_row_getnum(row, "n") != n || (status && !strcmp(status, "skipped")) ||
+            !key_matches(atf_row_get(row, "key"), n, (uint64_t)atf_row_getnum(row, "seed"),
+                         method))
+            continue;
+        for (int k = 0; k < NMET; k++)
+            v[k][c] = row_metric(row, k);
+        c++;
+    }
     return c;
+}
+
+/* The sizes summarised, ascending: the grid's and those of the plan's models' recorded rows
+ * (one table may hold several runs' grids, e.g. more seeds at the smaller n). */
+static int summary_sizes(const atf_samples_config *cfg, const atf_rowstore *st,
+                         const method *ms, int nm, double *n)
+{
+    int nn = 0;
+    for (int i = 0; i < cfg->nn; i++)
+        n[nn++] = cfg->ns[i];
+    for (int r = 0; r < atf_rowstore_count(st) && nn < ATF_SAMPLES_MAXN; r++) {
+        const atf_row *row = atf_rowstore_row(st, r);
+        const char *method = atf_row_get(row, "method");
+        double x = atf_row_getnum(row, "n");
+        int known = 0, ours = 0;
+        for (int i = 0; i < nn; i++)
+            known |= n[i] == x;
+        for (int k = 0; method && k < nm; k++)
+            ours |= !strcmp(ms[k].name, method);
+        if (!known && ours && x >= 2)
+            n[nn++] = x;
+    }
+    for (int i = 1; i < nn; i++)
+        for (int j = i; j > 0 && n[j] < n[j - 1]; j--) {
+            double t = n[j];
+            n[j] = n[j - 1], n[j - 1] = t;
+        }
+    return nn;
 }
 
 /* The second panel shows the test cross-entropy when some model is trained by or solved with
@@ -674,12 +723,12 @@ static void summarize(const samples_plan *pl, const atf_rowstore *st, summary *s
     const atf_samples_config *cfg = &pl->cfg;
     memset(sm, 0, sizeof *sm);
     sm->nm = samples_list_methods(pl, sm->m);
+    sm->nn = summary_sizes(cfg, st, sm->m, sm->nm, sm->n);
     int any_xent = 0;
-    for (int i = 0; i < cfg->nn; i++) {
-        sm->n[i] = cfg->ns[i];
+    for (int i = 0; i < sm->nn; i++) {
         for (int k = 0; k < sm->nm; k++) {
             double v[NMET][ATF_SAMPLES_MAXSEEDS];
-            int c = collect(cfg, st, cfg->ns[i], sm->m[k].name, v);
+            int c = collect(st, (int)sm->n[i], sm->m[k].name, v);
             sm->count[i][k] = c;
             for (int j = 0; j < NMET; j++)
                 atf_mean_std(v[j], c, &sm->mean[i][k][j], &sm->sd[i][k][j]);
@@ -694,7 +743,7 @@ static void summarize(const samples_plan *pl, const atf_rowstore *st, summary *s
 static atf_error write_summary(const atf_samples_config *cfg, const summary *sm, char *err)
 {
     /* a line: the method (≤ 159 characters, ≤ 320 quoted), 9 numbers, separators */
-    char *text = malloc(256 + (size_t)cfg->nn * sm->nm * 560), path[1100];
+    char *text = malloc(256 + (size_t)sm->nn * sm->nm * 560), path[1100];
     if (!text) {
         atf_errorf(err, "out of memory");
         return ATF_E_NOMEM;
@@ -702,13 +751,13 @@ static atf_error write_summary(const atf_samples_config *cfg, const summary *sm,
     int len = sprintf(text, "n,method,runs,test_error_mean,test_error_std,test_rel_mse_mean,"
                             "test_rel_mse_std,test_xent_mean,test_xent_std,"
                             "selected_epoch_mean,seconds_mean\n");
-    for (int i = 0; i < cfg->nn; i++)
+    for (int i = 0; i < sm->nn; i++)
         for (int k = 0; k < sm->nm; k++) {
             char method[2 * sizeof sm->m[k].name + 3];
             const double *mu = sm->mean[i][k], *sd = sm->sd[i][k];
             atf_csv_field(sm->m[k].name, method, sizeof method);
             len += sprintf(text + len, "%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g\n",
-                           cfg->ns[i], method, sm->count[i][k], mu[MET_ERROR], sd[MET_ERROR],
+                           (int)sm->n[i], method, sm->count[i][k], mu[MET_ERROR], sd[MET_ERROR],
                            mu[MET_MSE], sd[MET_MSE], mu[MET_XENT], sd[MET_XENT],
                            mu[MET_EPOCH], mu[MET_SECONDS]);
         }
@@ -739,7 +788,10 @@ static void print_table(const summary *sm, int nn, FILE *f)
                 int j = pass ? second : MET_ERROR;
                 fprintf(f, " %.4f ± %.4f |", sm->mean[i][k][j], sm->sd[i][k][j]);
             }
-        fprintf(f, " %d |\n", sm->count[i][0]);
+        int seeds = 0; /* the most runs of a model at this n (a skipped model has none) */
+        for (int k = 0; k < sm->nm; k++)
+            seeds = sm->count[i][k] > seeds ? sm->count[i][k] : seeds;
+        fprintf(f, " %d |\n", seeds);
     }
 }
 
@@ -748,7 +800,7 @@ static void print_json(const atf_samples_config *cfg, const summary *sm, int row
 {
     atf_row sum;
     char path[1200];
-    int last = cfg->nn - 1;
+    int last = sm->nn - 1;
     atf_row_clear(&sum);
     atf_row_str(&sum, "status", "done");
     atf_row_int(&sum, "rows", rows);
@@ -758,7 +810,7 @@ static void print_json(const atf_samples_config *cfg, const summary *sm, int row
     atf_row_str(&sum, "summary", path);
     snprintf(path, sizeof path, "%s/samples.svg", cfg->out);
     atf_row_str(&sum, "figure", path);
-    atf_row_int(&sum, "largest_n", cfg->ns[last]);
+    atf_row_int(&sum, "largest_n", (long)sm->n[last]);
     for (int k = 0; k < sm->nm; k++) {
         char name[ATF_ROW_NAMELEN];
         snprintf(name, sizeof name, "%.38s_error", sm->m[k].name);
@@ -812,7 +864,7 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
                                 char *err)
 {
     static series_data d;
-    fill_series_data(sm, cfg->nn, &d);
+    fill_series_data(sm, sm->nn, &d);
     atf_plot_panel panels[2];
     memset(panels, 0, sizeof panels);
     int labelled = strncmp(cfg->data.source, "synthetic", 9) != 0;
@@ -828,10 +880,10 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
                                .logy = 1, .legend = ATF_LEGEND_AUTO};
         for (int k = 0; k < sm->nm && k < ATF_PLOT_MAXSERIES; k++)
             pl->series[pl->nseries++] = (atf_plot_series){
-                sm->m[k].label, sm->n, d.mean[p][k], d.sd[p][k], cfg->nn, k % 8, k / 8,
+                sm->m[k].label, sm->n, d.mean[p][k], d.sd[p][k], sm->nn, k % 8, k / 8,
                 1 + k % 5, 0};
     }
-    gamma_notes(sm, cfg->nn, &d, &panels[0]);
+    gamma_notes(sm, sm->nn, &d, &panels[0]);
     /* many models (the scale axis): panels stacked, full width, so the legend fits */
     atf_plot_figure fig = {cfg->title, stacked ? 1 : 2, stacked ? 2 : 1, stacked ? 1300 : 1500,
                            stacked ? 1250 : 620, 2, panels, 0};
@@ -960,7 +1012,11 @@ static atf_error finish(const samples_state *s, char *err)
     if (s->io->report && s->io->json)
         print_json(cfg, &sm, atf_rowstore_count(s->store), s->io->report);
     else if (s->io->report)
-        print_table(&sm, cfg->nn, s->io->report);
+        print_table(&sm, sm.nn, s->io->report);
+    e = samples_report(s->plan, s->store, sm.m, sm.nm, sm.n, sm.nn,
+                       s->io->json ? NULL : s->io->report, err);
+    if (e)
+        return e;
     atf_exp_note(s->io, "rows in %s/samples.csv, summary in %s/samples_summary.csv, figure "
                 "%s/samples.svg\n", cfg->out, cfg->out, cfg->out);
     return ATF_OK;

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-enum { ATF_PLOT_MAXSERIES = 12, ATF_PLOT_MAXNOTES = 16 };
+enum { ATF_PLOT_MAXSERIES = 24, ATF_PLOT_MAXNOTES = 16 };
 
 /* A text next to one data point (e.g. what a point's x value was resolved from). */
 typedef struct {

@@ -201,8 +201,12 @@ static atf_error write_solution(const samples_state *s, const point *pt, const m
 static int path_lambdas(const atf_samples_config *cfg, int fitted, double *l)
 {
     int n = cfg->nxent_lambdas;
-    for (int i = 0; i < n; i++)
-        l[i] = cfg->xent_lambdas[i] * (cfg->xent_lambdas_per_example ? fitted : 1);
+    for (int i = 0; i < n; i++) { /* 14 digits: 1e-4 × 1800 is 0.18, not 0.18000000000000002 */
+        char text[32];
+        snprintf(text, sizeof text, "%.14g",
+                 cfg->xent_lambdas[i] * (cfg->xent_lambdas_per_example ? fitted : 1));
+        l[i] = strtod(text, NULL);
+    }
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && l[j] > l[j - 1]; j--) {
             double t = l[j];

@@ -471,6 +471,32 @@ def case_samples_path(scratch):
         assert proc.returncode in (0, 130), proc.returncode
         run(args + ["--out", out])
         assert table_without_seconds(table) == expected, f"Ctrl-C after {k} rows"
+    # the report of the same table: sample complexity (against a recomputation from the rows)
+    # and the network's alignments
+    run(args + ["--error-thresholds", "0.35,0.2", "--out", ref])
+    comp = read_rows(os.path.join(ref, "samples_complexity.csv"))
+    for c in comp:
+        mine = [r for r in rows if r["method"] == c["method"] and r["status"] != "skipped"]
+        ns = sorted({int(r["n"]) for r in mine})
+        err = [float(next(r["test_error"] for r in mine if int(r["n"]) == n)) for n in ns]
+        tau, want = float(c["threshold"]), float("nan")
+        for i, e in enumerate(err):
+            if e <= tau:
+                want = ns[0] if i == 0 else math.exp(
+                    math.log(ns[i - 1]) + (err[i - 1] - tau) / (err[i - 1] - e) *
+                    (math.log(ns[i]) - math.log(ns[i - 1])))
+                break
+        got = float(c["n_star_mean_curve"])
+        assert (math.isnan(want) and math.isnan(got)) or math.isclose(got, want, rel_tol=1e-5), c
+        assert c["mean_curve"] == ("below" if err and err[0] <= tau else
+                                   "not reached" if math.isnan(want) else "interpolated"), c
+    ratios = read_rows(os.path.join(ref, "samples_ratios.csv"))
+    assert {(r["fixed"], r["adaptive"]) for r in ratios} >= {("ntk-xent", "network"),
+                                                             ("ntk-sgd", "factorized-sgd")}
+    align = read_rows(os.path.join(ref, "samples_alignment.csv"))
+    assert [a["layer"] for a in align] == ["1", "2", "all"] * 2, align
+    for base in ("samples_complexity", "samples_alignment"):
+        check_figure(os.path.join(ref, base))
     # per example: λ = value × (n − v), v = n/10 validation rows
     out = os.path.join(scratch, "per_example")
     run(["experiment", "samples", "--data", data, "--ns", "40", "--seeds", "1", "--n-test", "40",

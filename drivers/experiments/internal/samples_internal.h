@@ -110,4 +110,11 @@ void samples_trainer_label(const atf_train_settings *t, char *buf, size_t len);
 /* A model trained by gradient descent from θ0 with the configuration's protocol. */
 atf_error samples_run_sgd(samples_state *s, point *pt, const method *m, char *err);
 
+/* ---- samples_report.c ---- */
+/* The sample complexity (with error thresholds) and the network's kernel alignments (with an
+ * alignment) from every recorded row of the methods ms at the sizes ns: their CSV files and
+ * figures in OUT, and (unless JSON is asked for) a Markdown table on report (may be NULL). */
+atf_error samples_report(const samples_plan *pl, const atf_rowstore *st, const method *ms,
+                         int nm, const double *ns, int nn, FILE *report, char *err);
+
 #endif

@@ -129,7 +129,7 @@ enum {
     OPT_NO_MLP, OPT_CENTER, OPT_NS, OPT_SEEDS, OPT_SEED_LIST, OPT_INIT, OPT_HIDDEN, OPT_SCALES,
     OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_PATH_POINTS, OPT_LOSS,
     OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS, OPT_XENT_LAMBDAS, OPT_XENT_PENALTIES,
-    OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE, OPT_THRESHOLDS
+    OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE, OPT_THRESHOLDS, OPT_PATIENCE_PATH
 };
 
 static atf_error penalties_option(int c, const char *val, atf_penalties_config *cfg, char *err)
@@ -210,8 +210,9 @@ static void samples_usage(FILE *out)
             "          [--init he|torch|lecun] [--activation SPEC] [--bias[=LAYERS]]\n"
             "          [--models LIST]\n"
             "          [--penalty SPEC] [--loss SPEC] [--xent-lambda L] [--scales LIST]\n"
-            "          [--xent-lambdas LIST [--xent-lambdas-per-example]] [--xent-penalties LIST]\n"
-            "          [--interpolate-max-n N] [--align-examples N] [--error-thresholds LIST]\n"
+            "          [--xent-lambdas LIST [--xent-lambdas-per-example] [--xent-path-patience K]]\n"
+            "          [--xent-penalties LIST] [--interpolate-max-n N] [--align-examples N]\n"
+            "          [--error-thresholds LIST]\n"
             "          [--auto-fraction Q] [--structure layer|diagonal|full] [--tol EPS]\n"
             "          [--max-iter N] [--sgd-loss squared|xent] [--optimizer sgd|adam] [--lr LR]\n"
             "          [--momentum MU] [--lr-schedule cosine|constant] [--epochs E] [--batch B]\n"
@@ -260,6 +261,8 @@ static void samples_usage(FILE *out)
             "                     validation scores\n"
             "  --xent-lambdas-per-example  the path's values are per fitted example: lambda\n"
             "                     = value x (n - v), the loss the mean cross-entropy / value\n"
+            "  --xent-path-patience K  the path stops once K lambda in a row have done worse\n"
+            "                     on validation than the best (default 0: every lambda)\n"
             "  --xent-penalties LIST  p16-xent's penalties, ';'-separated, a model each\n"
             "                     (default: as p16)\n"
             "  --interpolate-max-n N|auto  ntk and interpolating p16 only for n <= N (auto:\n"
@@ -356,6 +359,8 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
     case OPT_XENT_LAMBDAS: return atf_samples_set_xent_lambdas(cfg, val, err);
     case OPT_PER_EXAMPLE: cfg->xent_lambdas_per_example = 1; return ATF_OK;
     case OPT_THRESHOLDS: return atf_samples_set_thresholds(cfg, val, err);
+    case OPT_PATIENCE_PATH:
+        return parse_count("--xent-path-patience", val, &cfg->xent_path_patience, err);
     case OPT_XENT_PENALTIES: return atf_samples_set_xent_penalties(cfg, val, err);
     case OPT_INTERPOLATE_MAX_N: return parse_interpolate_max_n(val, &cfg->interpolate_max_n, err);
     case OPT_ALIGN_EXAMPLES: return parse_count("--align-examples", val, &cfg->align_examples, err);
@@ -439,6 +444,7 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"xent-lambdas", required_argument, NULL, OPT_XENT_LAMBDAS},
         {"xent-lambdas-per-example", no_argument, NULL, OPT_PER_EXAMPLE},
         {"error-thresholds", required_argument, NULL, OPT_THRESHOLDS},
+        {"xent-path-patience", required_argument, NULL, OPT_PATIENCE_PATH},
         {"xent-penalties", required_argument, NULL, OPT_XENT_PENALTIES},
         {"interpolate-max-n", required_argument, NULL, OPT_INTERPOLATE_MAX_N},
         {"align-examples", required_argument, NULL, OPT_ALIGN_EXAMPLES},

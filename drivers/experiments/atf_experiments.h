@@ -143,6 +143,10 @@ typedef struct {
                                                  the λ of the lowest cross-entropy on the v
                                                  validation examples (the SGD models' v, the last
                                                  of the n) */
+    int xent_path_patience;                   /* > 0: the path stops once this many λ in a
+                                                 row have had a higher validation cross-entropy
+                                                 than the best (the smaller λ, the costlier
+                                                 the solve); 0: every λ */
     int xent_lambdas_per_example;             /* the path's λ are per fitted example: λ =
                                                  value × (n − v), so that the loss is the mean
                                                  cross-entropy / value at every n */

@@ -246,6 +246,9 @@ static void describe_path(const atf_samples_config *cfg, char *out, size_t len)
         if (at < len)
             snprintf(out + at, len - at, "%s%s", i ? "," : "", key);
     }
+    size_t at = strlen(out);
+    if (n && cfg->xent_path_patience > 0 && at < len)
+        snprintf(out + at, len - at, ";patience=%d", cfg->xent_path_patience);
 }
 
 static atf_error check_sizes(const atf_samples_config *cfg, char *err)

@@ -230,12 +230,13 @@ static atf_error run_path(samples_state *s, point *pt, const method *m, atf_resu
 {
     double l[ATF_PATH_MAXLAMBDAS];
     int nl = path_lambdas(&s->plan->cfg, pt->n - pt->n_val, l), len = 0, stopped = 0;
+    int patience = s->plan->cfg.xent_path_patience, worse = 0;
     atf_result *last = NULL;
     double best_xent = INFINITY;
     *best = NULL;
     pc->scores[0] = '\0';
     atf_error e = ATF_OK;
-    for (int i = 0; i < nl && !e && !stopped; i++) {
+    for (int i = 0; i < nl && !e && !stopped && !(patience > 0 && worse >= patience); i++) {
         char key[32], detail[64];
         atf_path_key(l[i], key, sizeof key);
         snprintf(detail, sizeof detail, " lambda %s (%d of %d)", key, i + 1, nl);
@@ -256,6 +257,7 @@ static atf_error run_path(samples_state *s, point *pt, const method *m, atf_resu
         /* ownership: res becomes the last (the next warm start) and may become the best */
         atf_result *prev = last;
         last = res;
+        worse = !e && v.xent < best_xent ? 0 : worse + 1;
         if (!e && v.xent < best_xent) {
             best_xent = v.xent;
             pc->lambda = l[i], pc->val = v;

@@ -506,6 +506,17 @@ def case_samples_path(scratch):
     assert r["lambda_path"] == "per-example:0.1,0.01", r
     assert float(r["lambda"]) in (0.1 * 36, 0.01 * 36), r
     assert set(x.split(":")[0] for x in r["path_val_xent"].split(";")) == {"3.6", "0.36"}, r
+    # path patience 1: the path stops at the first λ that does worse than the best
+    out = os.path.join(scratch, "patience")
+    run(["experiment", "samples", "--data", data, "--ns", "60", "--seeds", "1", "--n-test", "40",
+         "--hidden", "12", "--models", "ntk-xent", "--xent-lambdas", "1e-5,1e-4,1e-3,1e-2,0.1,1",
+         "--xent-lambdas-per-example", "--xent-path-patience", "1", "--out", out])
+    (r,) = read_rows(os.path.join(out, "samples.csv"))
+    assert r["lambda_path"].endswith(";patience=1"), r
+    scores = [float(x.split(":")[1]) for x in r["path_val_xent"].split(";")]
+    best = scores.index(min(scores))
+    assert len(scores) - 1 - best == (1 if len(scores) < 6 else len(scores) - 1 - best), scores
+    assert all(scores[i + 1] < scores[i] for i in range(best)), scores
     # another λ grid on the same table is refused
     other = list(args)
     other[other.index("--xent-lambdas") + 1] = "1,10"

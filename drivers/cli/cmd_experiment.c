@@ -129,7 +129,8 @@ enum {
     OPT_NO_MLP, OPT_CENTER, OPT_NS, OPT_SEEDS, OPT_SEED_LIST, OPT_INIT, OPT_HIDDEN, OPT_SCALES,
     OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_PATH_POINTS, OPT_LOSS,
     OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS, OPT_XENT_LAMBDAS, OPT_XENT_PENALTIES,
-    OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE, OPT_THRESHOLDS, OPT_PATIENCE_PATH
+    OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE, OPT_THRESHOLDS, OPT_PATIENCE_PATH,
+    OPT_REPORT_ONLY
 };
 
 static atf_error penalties_option(int c, const char *val, atf_penalties_config *cfg, char *err)
@@ -212,7 +213,7 @@ static void samples_usage(FILE *out)
             "          [--penalty SPEC] [--loss SPEC] [--xent-lambda L] [--scales LIST]\n"
             "          [--xent-lambdas LIST [--xent-lambdas-per-example] [--xent-path-patience K]]\n"
             "          [--xent-penalties LIST] [--interpolate-max-n N] [--align-examples N]\n"
-            "          [--error-thresholds LIST]\n"
+            "          [--error-thresholds LIST] [--report-only]\n"
             "          [--auto-fraction Q] [--structure layer|diagonal|full] [--tol EPS]\n"
             "          [--max-iter N] [--sgd-loss squared|xent] [--optimizer sgd|adam] [--lr LR]\n"
             "          [--momentum MU] [--lr-schedule cosine|constant] [--epochs E] [--batch B]\n"
@@ -276,6 +277,8 @@ static void samples_usage(FILE *out)
             "                     curve) and the ratios fixed / adaptive, in\n"
             "                     DIR/samples_complexity.csv, samples_ratios.csv and\n"
             "                     samples_complexity.{svg,png}\n"
+            "  --report-only      run nothing: the summary, figures and reports of the rows\n"
+            "                     recorded in DIR (the listed models, every n recorded)\n"
             "  --scales LIST      the scale axis: run problem (16) once per value (numbers or\n"
             "                     auto), each a model of its own, e.g. --penalty zsq\n"
             "                     --scales 1e-4,1e-3,1e-2,1e-1,1,auto (at most 8)\n"
@@ -359,6 +362,7 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
     case OPT_XENT_LAMBDAS: return atf_samples_set_xent_lambdas(cfg, val, err);
     case OPT_PER_EXAMPLE: cfg->xent_lambdas_per_example = 1; return ATF_OK;
     case OPT_THRESHOLDS: return atf_samples_set_thresholds(cfg, val, err);
+    case OPT_REPORT_ONLY: cfg->report_only = 1; return ATF_OK;
     case OPT_PATIENCE_PATH:
         return parse_count("--xent-path-patience", val, &cfg->xent_path_patience, err);
     case OPT_XENT_PENALTIES: return atf_samples_set_xent_penalties(cfg, val, err);
@@ -444,6 +448,7 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"xent-lambdas", required_argument, NULL, OPT_XENT_LAMBDAS},
         {"xent-lambdas-per-example", no_argument, NULL, OPT_PER_EXAMPLE},
         {"error-thresholds", required_argument, NULL, OPT_THRESHOLDS},
+        {"report-only", no_argument, NULL, OPT_REPORT_ONLY},
         {"xent-path-patience", required_argument, NULL, OPT_PATIENCE_PATH},
         {"xent-penalties", required_argument, NULL, OPT_XENT_PENALTIES},
         {"interpolate-max-n", required_argument, NULL, OPT_INTERPOLATE_MAX_N},

@@ -158,6 +158,8 @@ typedef struct {
     double thresholds[ATF_SAMPLES_MAXTHRESHOLDS]; /* test-error levels: the n at which each */
     int nthresholds;                /* model reaches them, and the ratios fixed / adaptive
                                        (OUT/samples_complexity.csv, samples_ratios.csv) */
+    int report_only;                /* run nothing: the summary, figures and reports of the
+                                       rows recorded (of the plan's models, at any n) */
     int align_examples;             /* > 0: the network's row also records, per layer, the
                                        alignment of its final NTK with K0 and with the first
                                        p16-xent model's adapted kernel (eq. 7), on the first

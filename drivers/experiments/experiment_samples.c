@@ -923,8 +923,18 @@ static void expected_labels(const samples_plan *pl, const char *method, char *lo
     }
 }
 
+static int in_grid(const atf_samples_config *cfg, double n)
+{
+    for (int i = 0; i < cfg->nn; i++)
+        if (cfg->ns[i] == n)
+            return 1;
+    return 0;
+}
+
 /* A table resumed must have been written by the same models: ATF_E_USAGE naming the table, the
- * row and both labels otherwise. */
+ * row and both labels otherwise. Only the rows of this grid's sizes are this run's to check:
+ * one table may gather runs of other sizes with other settings (a smaller batch at the
+ * smallest n, another epoch cap at the largest), each row saying what it did. */
 static atf_error check_table(const samples_plan *pl, const atf_rowstore *st, const char *table,
                              char *err)
 {
@@ -932,8 +942,10 @@ static atf_error check_table(const samples_plan *pl, const atf_rowstore *st, con
         const atf_row *row = atf_rowstore_row(st, i);
         const char *method = atf_row_get(row, "method"), *got[4];
         char want[4][ATF_ROW_VALUELEN];
-        if (!method)
+        if (!method || (!pl->cfg.report_only && !in_grid(&pl->cfg, atf_row_getnum(row, "n"))))
             continue;
+        if (pl->cfg.report_only)
+            continue; /* nothing runs: nothing to mix */
         expected_labels(pl, method, want[0], want[1], want[2], sizeof want[0]);
         /* the cross-entropy models' λ path (a table written without one has no such column) */
         int xent = !strncmp(method, "p16-xent", 8) || !strcmp(method, "ntk-xent");
@@ -1081,7 +1093,7 @@ atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *out
     atf_progress prog;
     samples_state s = {.plan = &plan, .io = &config->io, .store = sh.store, .out = sh.out,
                        .done = sh.done, .prog = &prog, .status = ATF_STATUS_SOLVED};
-    if (!e)
+    if (!e && !plan.cfg.report_only)
         e = run_grid(&s, err);
     int stopped = atf_exp_stopped(s.io);
     if (!e) {

@@ -497,6 +497,20 @@ def case_samples_path(scratch):
     assert [a["layer"] for a in align] == ["1", "2", "all"] * 2, align
     for base in ("samples_complexity", "samples_alignment"):
         check_figure(os.path.join(ref, base))
+    # another size with another trainer joins the table (only this grid's rows are checked
+    # against this run's settings); --report-only then summarises every size, running nothing
+    more = list(args)
+    more[more.index("--ns") + 1] = "100"
+    more[more.index("--epochs") + 1] = "3"
+    more[more.index("--models") + 1] = "ntk-xent,network"
+    run(more + ["--out", ref])
+    before = open(os.path.join(ref, "samples.csv")).read()
+    run(args + ["--report-only", "--out", ref])
+    assert open(os.path.join(ref, "samples.csv")).read() == before
+    summary = read_rows(os.path.join(ref, "samples_summary.csv"))
+    assert sorted({int(r["n"]) for r in summary}) == [20, 60, 100], summary
+    assert [r["runs"] for r in summary if r["n"] == "100" and r["method"] == "network"] == ["1"]
+    assert [r["runs"] for r in summary if r["n"] == "100" and r["method"] == "ntk-sgd"] == ["0"]
     # per example: λ = value × (n − v), v = n/10 validation rows
     out = os.path.join(scratch, "per_example")
     run(["experiment", "samples", "--data", data, "--ns", "40", "--seeds", "1", "--n-test", "40",

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The full-scale Fashion-MNIST study of docs/results.md §7: fixed against adaptive tangent
+# features against the network, on the official split with all 10 000 test images.
+#
+#   bash scripts/fashion_scale.sh STEP      (STEP: one of the steps below, or `list`)
+#
+# Every step is one `atf experiment samples` command into results/fashion-scale/ (resumable:
+# run it again after an interruption and it completes its table, bit for bit, apart from the wall
+# times); `report` rebuilds the summaries and figures from every row recorded. Runs with
+# OPENBLAS_NUM_THREADS=1 from build-results/ (a release build made here when missing). Steps
+# that share a table may run at the same time only if they write different directories.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OPENBLAS_NUM_THREADS=1
+[[ -x build-results/drivers/atf ]] || bash scripts/build.sh build-results --buildtype=release
+atf=build-results/drivers/atf
+out=results/fashion-scale
+
+# The authors' network and optimiser (784-128-128-128-128-10, biases, LeCun-normal, x/255; SGD
+# lr 0.01, momentum 0.9, cross-entropy); up to 1000 epochs with patience 20.
+data=(--data fashion-mnist --split official --n-test 10000)
+net=(--hidden 128,128,128,128 --bias --init lecun --no-standardize)
+sgd=(--sgd-loss xent --optimizer sgd --lr 0.01 --lr-schedule constant --momentum 0.9
+     --epochs 1000 --patience 20)
+# Problem (16): the lambda path of every cross-entropy model (per fitted example, largest
+# first, stopped at the first lambda that does worse on the validation rows), certified solves.
+exact=(--penalty balanced+balanced --tol 1e-6 --interpolate-max-n auto
+       --xent-lambdas 0.1,0.03,0.01,0.003,0.001,0.0003,0.0001 --xent-lambdas-per-example
+       --xent-path-patience 1)
+report=(--align-examples 200 --error-thresholds 0.25,0.18,0.14)
+fair=(--sampling fixed --stop best-val)
+authors=(--resample-each-epoch --pool all --stop test-selected)
+models="ntk,ntk-xent,p16,p16-xent,ntk-sgd,factorized-sgd,network"
+# p16-xent's second family, chosen on the validation rows of the pilot step (docs/results.md §7)
+second="${ATF_SECOND_FAMILY:-}"
+xent_pens="balanced+balanced${second:+;$second}"
+
+step=${1:-list}
+case "$step" in
+  pilot)  # five families of p16-xent at n = 500, seeds 1-3: validation cross-entropy only
+    $atf experiment samples "${data[@]}" "${net[@]}" "${exact[@]}" --ns 500 --seeds 3 \
+      --models p16-xent --xent-penalties "balanced+balanced;sq;logsq;zsq:scale=0.01;pow:p=1.5" \
+      --out $out/pilot ;;
+  fair-125)
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
+      "${fair[@]}" --ns 125 --seeds 5 --batch 25 --models $models \
+      --xent-penalties "$xent_pens" --out $out/fair ;;
+  fair-small)
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
+      "${fair[@]}" --ns 500,2000,8000 --seeds 5 --batch 50 --models $models \
+      --xent-penalties "$xent_pens" --out $out/fair ;;
+  fair-large)
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
+      "${fair[@]}" --ns 30000,60000 --seeds 3 --batch 50 --models $models \
+      --xent-penalties "$xent_pens" --out $out/fair ;;
+  authors-125)
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${report[@]}" "${authors[@]}" \
+      --ns 125 --seeds 5 --batch 25 --models ntk-sgd,factorized-sgd,network --out $out/authors ;;
+  authors-small)
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${report[@]}" "${authors[@]}" \
+      --ns 500,2000,8000 --seeds 5 --batch 50 --models ntk-sgd,factorized-sgd,network \
+      --out $out/authors ;;
+  report)
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
+      "${fair[@]}" --ns 125 --seeds 5 --batch 50 --models $models \
+      --xent-penalties "$xent_pens" --report-only --out $out/fair
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${report[@]}" "${authors[@]}" \
+      --ns 125 --seeds 5 --batch 50 --models ntk-sgd,factorized-sgd,network --report-only \
+      --out $out/authors ;;
+  list|*)
+    echo "steps: pilot fair-125 fair-small fair-large authors-125 authors-small report" >&2
+    [[ "$step" == list ]] ;;
+esac

@@ -626,6 +626,12 @@ static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
         s->status = pt.base->info.status;
     else if (!e)
         e = run_models(s, &pt, ms, nm, err);
+    int complete = !e && !atf_exp_stopped(s->io);
+    for (int k = 0; k < nm && complete; k++)
+        complete = samples_recorded(s, n, seed, ms[k].name);
+    for (int k = 0; k < nm && complete; k++) /* the point is done: its solutions are not needed */
+        if (ms[k].first && (ms[k].kind == KIND_P16 || ms[k].kind == KIND_P16_XENT))
+            samples_drop_solution(s, &pt, &ms[k]);
     free_point(&pt);
     return atf_exp_stopped(s->io) ? ATF_OK : e; /* what failed because of the stop is no error */
 }

@@ -358,6 +358,13 @@ atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *er
     return e;
 }
 
+void samples_drop_solution(const samples_state *s, const point *pt, const method *m)
+{
+    char path[1400], err[ATF_ERRLEN];
+    if (!solution_path(s, pt, m->name, path, sizeof path, err))
+        remove(path); /* absent already, or never written: nothing to do */
+}
+
 atf_error samples_need_p16(samples_state *s, point *pt, const method *m, char *err)
 {
     atf_result **keep = kept_slot(pt, m);

@@ -105,6 +105,9 @@ atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *er
  * point needs it and this run has not solved it: read from the solution file the run that
  * recorded its row wrote, or solved again (no row). */
 atf_error samples_need_p16(samples_state *s, point *pt, const method *m, char *err);
+/* Remove m's solution file of the point (once every model of the point has its row, nothing
+ * reads it again; a model added to the plan later solves it again). */
+void samples_drop_solution(const samples_state *s, const point *pt, const method *m);
 /* "sgd:lr=0.01,batch=50,epochs=100,constant": how a model was trained (rows' trainer column). */
 void samples_trainer_label(const atf_train_settings *t, char *buf, size_t len);
 /* A model trained by gradient descent from θ0 with the configuration's protocol. */

@@ -627,22 +627,22 @@ static void residual_panels(const residual_curves *c, atf_plot_panel *panels)
     panels[0] = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = "targets against y",
                                  .xlabel = "teacher target y", .ylabel = "target",
                                  .legend = ATF_LEGEND_AUTO, .nseries = 3};
-    panels[0].series[0] = (atf_plot_series){"sign(y)", c->x, c->sgn, NULL, N, 2, 0, 0, 0};
-    panels[0].series[1] = (atf_plot_series){"y", c->x, c->ys, NULL, N, 6, 2, 0, 0};
-    panels[0].series[2] = (atf_plot_series){rlabel, c->x, c->res, NULL, N, 1, 1, 0, 0};
+    panels[0].series[0] = (atf_plot_series){"sign(y)", c->x, c->sgn, NULL, N, 2, 0, 0, 0, 0};
+    panels[0].series[1] = (atf_plot_series){"y", c->x, c->ys, NULL, N, 6, 2, 0, 0, 0};
+    panels[0].series[2] = (atf_plot_series){rlabel, c->x, c->res, NULL, N, 1, 1, 0, 0, 0};
     panels[1] = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = "relative growth of K(x,x)",
                                  .xlabel = "teacher target y",
                                  .ylabel = "K(x,x) / K0(x,x), mean 1",
                                  .legend = ATF_LEGEND_AUTO, .nseries = 2};
     panels[1].series[0] =
-        (atf_plot_series){"network K̄ (path average)", c->x, c->dr, NULL, N, 4, 0, 2, 1};
-    panels[1].series[1] = (atf_plot_series){"problem (16), eq. 7", c->x, c->dp, NULL, N, 0, 0, 1, 1};
+        (atf_plot_series){"network K̄ (path average)", c->x, c->dr, NULL, N, 4, 0, 2, 1, 0};
+    panels[1].series[1] = (atf_plot_series){"problem (16), eq. 7", c->x, c->dp, NULL, N, 0, 0, 1, 1, 0};
     panels[2] = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = rowtitle,
                                  .xlabel = "teacher target y", .ylabel = "K(x*, x), max 1",
                                  .legend = ATF_LEGEND_TOP_LEFT, .nseries = 2, .fixed_y = 1,
                                  .ymin = c->lowest - 0.05, .ymax = 1.5};
-    panels[2].series[0] = (atf_plot_series){"network K̄", c->x, c->rr, NULL, N, 4, 0, 2, 1};
-    panels[2].series[1] = (atf_plot_series){"problem (16)", c->x, c->rp, NULL, N, 0, 0, 1, 1};
+    panels[2].series[0] = (atf_plot_series){"network K̄", c->x, c->rr, NULL, N, 4, 0, 2, 1, 0};
+    panels[2].series[1] = (atf_plot_series){"problem (16)", c->x, c->rp, NULL, N, 0, 0, 1, 1, 0};
 }
 
 static atf_error residual_figure(const align_args *a, const target_run *ts, const int *idx,

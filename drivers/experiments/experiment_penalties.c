@@ -154,7 +154,7 @@ static void fill_panel(atf_plot_panel *pl, const pen_tables *t, int p)
     for (int k = 0; k <= t->ns; k++)
         pl->series[pl->nseries++] = (atf_plot_series){
             k < t->ns ? t->specs[k] : (p == 2 ? "v/(1+2t)  (v²)" : "v²"), x,
-            ybase + (size_t)k * m, NULL, m, k < t->ns ? k : 6, k < t->ns ? 0 : 1, 0, 0};
+            ybase + (size_t)k * m, NULL, m, k < t->ns ? k : 6, k < t->ns ? 0 : 1, 0, 0, 0};
     if (p == 0) { /* clip the quadratic so the sub-quadratic curves stay readable */
         double top = 0;
         for (int k = 0; k < t->ns; k++)

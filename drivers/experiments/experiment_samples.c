@@ -878,10 +878,10 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
     memset(panels, 0, sizeof panels);
     int labelled = strncmp(cfg->data.source, "synthetic", 9) != 0;
     const char *ylab[2] = {"test error", sm->xent ? "test cross-entropy" : "relative test MSE"};
-    const char *titles[2] = {labelled ? "test classification error (mean ± std over seeds)"
-                                      : "sign error of the regression (mean ± std)",
-                             sm->xent ? "mean test cross-entropy (mean ± std over seeds)"
-                                      : "test MSE / Var(y) (mean ± std over seeds)"};
+    const char *titles[2] = {labelled ? "test classification error (mean, band ± std over seeds)"
+                                      : "sign error of the regression (mean, band ± std)",
+                             sm->xent ? "mean test cross-entropy (mean, band ± std over seeds)"
+                                      : "test MSE / Var(y) (mean, band ± std over seeds)"};
     for (int p = 0; p < 2; p++) {
         atf_plot_panel *pl = &panels[p];
         *pl = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = titles[p],
@@ -890,7 +890,7 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
         for (int k = 0; k < sm->nm && k < ATF_PLOT_MAXSERIES; k++)
             pl->series[pl->nseries++] = (atf_plot_series){
                 sm->m[k].label, sm->n, d.mean[p][k], d.sd[p][k], sm->nn, k % 8, k / 8,
-                1 + k % 5, 0};
+                1 + k % 5, 0, 1}; /* the seeds' spread as a band */
     }
     gamma_notes(sm, sm->nn, &d, &panels[0]);
     /* many models (the scale axis): panels stacked, full width, so the legend fits */

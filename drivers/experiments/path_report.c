@@ -141,7 +141,7 @@ static void fill_panel(atf_plot_panel *p, const path_points *pts, int offset, pa
         if (!any_finite(v, pts->n))
             continue;
         p->series[p->nseries++] = (atf_plot_series){names[k], pts->lambda, v, NULL, pts->n,
-                                                    colours[k], dashes[k], marks[k], 0};
+                                                    colours[k], dashes[k], marks[k], 0, 0};
         for (int i = 0; i < pts->n; i++)
             if (isfinite(v[i]))
                 hi = fmax(hi, v[i]);
@@ -156,7 +156,7 @@ static void fill_panel(atf_plot_panel *p, const path_points *pts, int offset, pa
     pp->best_y[pi][0] = p->ymin;
     pp->best_y[pi][1] = 1.05 * hi;
     p->series[p->nseries++] = (atf_plot_series){pp->best_label, pp->best_x[pi], pp->best_y[pi],
-                                                NULL, 2, 6, 1, 0, 0};
+                                                NULL, 2, 6, 1, 0, 0, 0};
 }
 
 /* Both panels share the λ axis: the same range, whatever data each has. */

@@ -26,18 +26,20 @@ static const int palette[8][3] = {
     {0, 0, 0},      /* black */
     {140, 86, 75},  /* brown (Okabe–Ito's yellow is too pale on white) */
 };
-enum { COL_BG = 0, COL_FG = 1, COL_GRID = 10, COL_SERIES0 = 2 };
+enum { COL_BG = 0, COL_FG = 1, COL_GRID = 10, COL_SERIES0 = 2, COL_BAND0 = 16 };
 
 /* Hershey glyphs for markers: circle, cross, square, triangle, plus. */
 static const char *const markers[] = {"", "#(840)", "#(846)", "#(841)", "#(842)", "#(845)"};
 
 static void setup_colours(void)
 {
-    plscmap0n(16);
+    plscmap0n(24);
     plscol0(COL_BG, 255, 255, 255);
     plscol0(COL_FG, 0, 0, 0);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++) {
         plscol0(COL_SERIES0 + i, palette[i][0], palette[i][1], palette[i][2]);
+        plscol0a(COL_BAND0 + i, palette[i][0], palette[i][1], palette[i][2], 0.16);
+    }
     plscol0(COL_GRID, 200, 200, 200);
 }
 
@@ -141,6 +143,19 @@ static void draw_series(const atf_plot_panel *p, const atf_plot_series *s)
         hi[k] = axis_value(h, p->logy);
         k++;
     }
+    if (s->band && s->yerr && k > 1) { /* the spread as a shaded band under the line */
+        size_t len = sizeof(double) * 2 * (size_t)k;
+        double *px = malloc(len), *py = malloc(len);
+        if (px && py) {
+            for (int i = 0; i < k; i++) {
+                px[i] = x[i], py[i] = hi[i];
+                px[2 * k - 1 - i] = x[i], py[2 * k - 1 - i] = lo[i];
+            }
+            plcol0(COL_BAND0 + (s->color & 7));
+            plfill(2 * k, px, py);
+        }
+        free(px), free(py);
+    }
     plcol0(COL_SERIES0 + (s->color & 7));
     plwidth(2.0);
     pllsty(s->dashed == 1 ? 3 : s->dashed == 2 ? 2 : 1);
@@ -148,7 +163,7 @@ static void draw_series(const atf_plot_panel *p, const atf_plot_series *s)
         plline(k, x, y);
     pllsty(1);
     plwidth(1.5);
-    if (s->yerr && k > 0)
+    if (s->yerr && k > 0 && !(s->band && k > 1))
         plerry(k, x, lo, hi);
     if (s->marker > 0 && s->marker <= 5 && k > 0) {
         PLFLT def, ht;

@@ -32,6 +32,8 @@ typedef struct {
     int dashed;         /* 0 solid line, 1 dashed, 2 dotted */
     int marker;         /* 0 none, else a marker: 1 circle, 2 cross, 3 square, 4 triangle, 5 plus */
     int no_line;        /* 1: markers only */
+    int band;           /* 1: yerr drawn as a shaded band (the series' colour, translucent)
+                           instead of error bars */
 } atf_plot_series;
 
 typedef enum { ATF_PANEL_LINES = 0, ATF_PANEL_HEATMAP } atf_panel_kind;

@@ -311,9 +311,9 @@ static atf_error complexity_figure(const atf_samples_config *cfg, const grid_val
         if (!nl && !np)
             continue;
         panel.series[panel.nseries++] = (atf_plot_series){ms[k].label, x[k], y[k], NULL, nl,
-                                                          k % 8, k / 8, 1 + k % 5, 0};
+                                                          k % 8, k / 8, 1 + k % 5, 0, 0};
         panel.series[panel.nseries++] = (atf_plot_series){NULL, xs[k], ys[k], NULL, np, k % 8,
-                                                          0, 1 + k % 5, 1};
+                                                          0, 1 + k % 5, 1, 0};
     }
     if (!panel.nseries)
         return ATF_OK;
@@ -378,9 +378,9 @@ static atf_error alignment_figure(const atf_samples_config *cfg, const alignment
                               .legend = at ? ATF_LEGEND_NONE : ATF_LEGEND_AUTO,
                               .fixed_y = 1, .ymin = 0.0, .ymax = 1.0};
         p->series[p->nseries++] = (atf_plot_series){"K0", ns, a->k0[at],
-                                                    a->k0sd[at], nn, 0, 1, 1, 0};
+                                                    a->k0sd[at], nn, 0, 1, 1, 0, 1};
         p->series[p->nseries++] = (atf_plot_series){"adapted (eq. 7)", ns,
-                                                    a->ad[at], a->adsd[at], nn, 1, 0, 3, 0};
+                                                    a->ad[at], a->adsd[at], nn, 1, 0, 3, 0, 1};
     }
     int cols = np > 3 ? 3 : np, rows = (np + cols - 1) / cols;
     atf_plot_figure fig = {"Cosine of the trained network's final NTK with K0 and with problem "

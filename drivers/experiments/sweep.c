@@ -375,7 +375,7 @@ static int series_of(sweep_plot *sp, atf_plot_panel *p, int pi, const atf_row *r
         return -1;
     snprintf(sp->labels[pi][k], 48, "%s", label);
     p->series[k] = (atf_plot_series){sp->labels[pi][k], sp->xs[pi][k], sp->ys[pi][k], NULL, 0,
-                                     k % 8, k / 8, 1 + k % 5, 0};
+                                     k % 8, k / 8, 1 + k % 5, 0, 0};
     p->nseries++;
     return k;
 }
@@ -428,7 +428,7 @@ static void add_baseline(sweep_plot *sp, atf_plot_panel *p, int pi, double base_
     sp->xs[pi][k][0] = lo, sp->xs[pi][k][1] = hi;
     sp->ys[pi][k][0] = sp->ys[pi][k][1] = base_y;
     p->series[k] = (atf_plot_series){"NTK baseline", sp->xs[pi][k], sp->ys[pi][k], NULL, 2, 6, 1,
-                                     0, 0};
+                                     0, 0, 0};
     p->nseries++;
 }
 

@@ -649,6 +649,7 @@ typedef struct {
     double mean[ATF_SAMPLES_MAXN][SAMPLES_MAXMETHODS][NMET];
     double sd[ATF_SAMPLES_MAXN][SAMPLES_MAXMETHODS][NMET];
     int count[ATF_SAMPLES_MAXN][SAMPLES_MAXMETHODS];
+    char statuses[ATF_SAMPLES_MAXN][SAMPLES_MAXMETHODS][64]; /* e.g. "solved 4; max_iterations 1" */
     double n[ATF_SAMPLES_MAXN];
     int xent; /* the second metric shown is the test cross-entropy (else the relative MSE) */
 } summary;
@@ -687,6 +688,35 @@ static int collect(const atf_rowstore *st, int n, const char *method,
         c++;
     }
     return c;
+}
+
+/* "status k; …" over the recorded rows of one (n, method), skipped ones included. */
+static void count_statuses(const atf_rowstore *st, int n, const char *method, char *out,
+                           size_t len)
+{
+    char names[8][32];
+    int counts[8], kinds = 0;
+    for (int r = 0; r < atf_rowstore_count(st); r++) {
+        const atf_row *row = atf_rowstore_row(st, r);
+        const char *status = atf_row_get(row, "status");
+        if (!status || atf_row_getnum(row, "n") != n ||
+            !key_matches(atf_row_get(row, "key"), n, (uint64_t)atf_row_getnum(row, "seed"),
+                         method))
+            continue;
+        int k = 0;
+        while (k < kinds && strcmp(names[k], status))
+            k++;
+        if (k == kinds && kinds < 8) {
+            snprintf(names[kinds], sizeof names[kinds], "%s", status);
+            counts[kinds++] = 0;
+        }
+        counts[k < 8 ? k : 7]++;
+    }
+    out[0] = '\0';
+    for (int k = 0; k < kinds; k++) {
+        size_t at = strlen(out);
+        snprintf(out + at, len - at, "%s%s %d", k ? "; " : "", names[k], counts[k]);
+    }
 }
 
 /* The sizes summarised, ascending: the grid's and those of the plan's models' recorded rows
@@ -739,6 +769,8 @@ static void summarize(const samples_plan *pl, const atf_rowstore *st, summary *s
             double v[NMET][ATF_SAMPLES_MAXSEEDS];
             int c = collect(st, (int)sm->n[i], sm->m[k].name, v);
             sm->count[i][k] = c;
+            count_statuses(st, (int)sm->n[i], sm->m[k].name, sm->statuses[i][k],
+                           sizeof sm->statuses[i][k]);
             for (int j = 0; j < NMET; j++)
                 atf_mean_std(v[j], c, &sm->mean[i][k][j], &sm->sd[i][k][j]);
             if (!sm->m[k].spec || !strstr(sm->m[k].spec, "scale=auto"))
@@ -752,23 +784,26 @@ static void summarize(const samples_plan *pl, const atf_rowstore *st, summary *s
 static atf_error write_summary(const atf_samples_config *cfg, const summary *sm, char *err)
 {
     /* a line: the method (≤ 159 characters, ≤ 320 quoted), 9 numbers, separators */
-    char *text = malloc(256 + (size_t)sm->nn * sm->nm * 560), path[1100];
+    char *text = malloc(256 + (size_t)sm->nn * sm->nm * 720), path[1100];
     if (!text) {
         atf_errorf(err, "out of memory");
         return ATF_E_NOMEM;
     }
     int len = sprintf(text, "n,method,runs,test_error_mean,test_error_std,test_rel_mse_mean,"
                             "test_rel_mse_std,test_xent_mean,test_xent_std,"
-                            "selected_epoch_mean,seconds_mean\n");
+                            "selected_epoch_mean,seconds_mean,statuses\n");
     for (int i = 0; i < sm->nn; i++)
         for (int k = 0; k < sm->nm; k++) {
             char method[2 * sizeof sm->m[k].name + 3];
             const double *mu = sm->mean[i][k], *sd = sm->sd[i][k];
             atf_csv_field(sm->m[k].name, method, sizeof method);
-            len += sprintf(text + len, "%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g\n",
+            char statuses[2 * sizeof sm->statuses[i][k] + 3];
+            atf_csv_field(sm->statuses[i][k][0] ? sm->statuses[i][k] : "-", statuses,
+                          sizeof statuses);
+            len += sprintf(text + len, "%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%s\n",
                            (int)sm->n[i], method, sm->count[i][k], mu[MET_ERROR], sd[MET_ERROR],
                            mu[MET_MSE], sd[MET_MSE], mu[MET_XENT], sd[MET_XENT],
-                           mu[MET_EPOCH], mu[MET_SECONDS]);
+                           mu[MET_EPOCH], mu[MET_SECONDS], statuses);
         }
     atf_error e = atf_exp_path(path, sizeof path, cfg->out, "samples_summary.csv", err);
     if (!e)

@@ -505,6 +505,11 @@ def case_samples_path(scratch):
     assert open(os.path.join(ref, "samples.csv")).read() == before
     summary = read_rows(os.path.join(ref, "samples_summary.csv"))
     assert sorted({int(r["n"]) for r in summary}) == [20, 60, 100], summary
+    # every status counted, skipped rows included (n = 60 does not interpolate)
+    assert [r["statuses"] for r in summary if r["n"] == "60" and r["method"] == "ntk"] == \
+        ["skipped 1"], summary
+    assert [r["statuses"] for r in summary if r["n"] == "20" and r["method"] == "network"] == \
+        ["trained 1"], summary
     assert [r["runs"] for r in summary if r["n"] == "100" and r["method"] == "network"] == ["1"]
     assert [r["runs"] for r in summary if r["n"] == "100" and r["method"] == "ntk-sgd"] == ["0"]
     # per example: λ = value × (n − v), v = n/10 validation rows

@@ -48,7 +48,15 @@ case "$step" in
       --xent-penalties "$xent_pens" --out $out/fair ;;
   fair-small)
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
-      "${fair[@]}" --ns 500,2000,8000 --seeds 5 --batch 50 --models $models \
+      "${fair[@]}" --ns 500,2000 --seeds 5 --batch 50 --models $models \
+      --xent-penalties "$xent_pens" --out $out/fair ;;
+  fair-8000)  # every model but the two interpolants (their own step: fair-8000-interp)
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
+      "${fair[@]}" --ns 8000 --seeds 5 --batch 50 --models ntk-xent,p16-xent,ntk-sgd,factorized-sgd,network \
+      --xent-penalties "$xent_pens" --out $out/fair ;;
+  fair-8000-interp)  # M = 80 000: the NTK interpolant by CG and problem (16) interpolation
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
+      "${fair[@]}" --ns 8000 --seeds 5 --batch 50 --models ntk,p16 \
       --xent-penalties "$xent_pens" --out $out/fair ;;
   fair-large)
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
@@ -69,6 +77,6 @@ case "$step" in
       --ns 125 --seeds 5 --batch 50 --models ntk-sgd,factorized-sgd,network --report-only \
       --out $out/authors ;;
   list|*)
-    echo "steps: pilot fair-125 fair-small fair-large authors-125 authors-small report" >&2
+    echo "steps: pilot fair-125 fair-small fair-8000 fair-8000-interp fair-large authors-125 authors-small report" >&2
     [[ "$step" == list ]] ;;
 esac

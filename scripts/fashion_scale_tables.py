@@ -107,11 +107,22 @@ def complexity_table(protocol):
     return table(["model"] + [f"error ≤ {t}" for t in ths], out)
 
 
+def ratio_interval(r):
+    """The mean curves' ratio: exact, a bound ('≥', '≤'), or None (open)."""
+    lo, hi = num(r["ratio_mean_lo"]), num(r["ratio_mean_hi"])
+    if math.isnan(lo) or (lo == 0 and math.isinf(hi)):
+        return None
+    if lo == hi:
+        return f"{lo:.2f}"
+    return f"≥ {lo:.2f}" if math.isinf(hi) else f"≤ {hi:.2f}" if lo == 0 else \
+        f"{lo:.2f} – {hi:.2f}"
+
+
 def ratio_table(protocol):
     rows = [r for r in read(protocol, "samples_ratios.csv")
-            if not math.isnan(num(r["ratio_mean_curves"])) or r["seeds_both"] not in ("0", "")]
+            if ratio_interval(r) or r["seeds_both"] not in ("0", "")]
     if not rows:
-        return "(no pair of models reached a level at sizes recorded so far)"
+        return "(no pair of models has a bounded ratio at the sizes recorded so far)"
     out = []
     for r in rows:
         seeds = "–"
@@ -119,7 +130,7 @@ def ratio_table(protocol):
             seeds = (f"{num(r['ratio_geomean_seeds']):.2f} [{num(r['ratio_min']):.2f}, "
                      f"{num(r['ratio_max']):.2f}] ({r['seeds_both']})")
         out.append([SHORT.get(r["fixed"], r["fixed"]), SHORT.get(r["adaptive"], r["adaptive"]),
-                    r["threshold"], f"{num(r['ratio_mean_curves']):.2f}", seeds])
+                    r["threshold"], ratio_interval(r) or "–", seeds])
     return table(["fixed", "adaptive", "level", "n*_fixed / n*_adaptive (mean curves)",
                   "per seed: geometric mean [range] (seeds)"], out)
 

@@ -118,6 +118,7 @@ static crossing first_crossing(const double *n, const double *e, int nn, double 
 
 typedef struct {
     crossing mean;          /* of the mean curve */
+    double nmax;            /* the largest n of the mean curve (NaN: none) */
     crossing seed[MAXS];
     int seeds, reached;     /* seeds with a curve, and those that reach τ */
     double geomean, lo, hi; /* over the seeds that reach τ */
@@ -128,6 +129,7 @@ static complexity complexity_of(const grid_values *g, int k, double tau)
     complexity c;
     memset(&c, 0, sizeof c);
     double mean[MAXN];
+    c.nmax = NAN;
     for (int i = 0; i < g->nn; i++) {
         double s = 0.0;
         int cnt = 0;
@@ -135,6 +137,8 @@ static complexity complexity_of(const grid_values *g, int k, double tau)
             if (isfinite(g->v[k][j][i]))
                 s += g->v[k][j][i], cnt++;
         mean[i] = cnt ? s / cnt : NAN;
+        if (cnt)
+            c.nmax = isfinite(c.nmax) ? fmax(c.nmax, g->n[i]) : g->n[i];
     }
     c.mean = first_crossing(g->n, mean, g->nn, tau);
     double logsum = 0.0;
@@ -254,12 +258,40 @@ static double ratio_of(const crossing *a, const crossing *b)
     return !a->below && !b->below && isfinite(a->n) && isfinite(b->n) ? a->n / b->n : NAN;
 }
 
+/* Where the mean curve's n* lies: [n, n] when interpolated, (0, smallest n] when already
+ * under the level there, (largest n, ∞) when not reached; empty (NaN) without a curve. */
+static void n_star_interval(const complexity *c, double *lo, double *hi)
+{
+    if (c->mean.below)
+        *lo = 0.0, *hi = c->mean.n;
+    else if (isfinite(c->mean.n))
+        *lo = *hi = c->mean.n;
+    else
+        *lo = c->nmax, *hi = isfinite(c->nmax) ? INFINITY : NAN;
+}
+
+/* The interval of n*_fixed / n*_adaptive of the mean curves: a bound where one of them is
+ * censored (a model not reaching the level within the sizes run is at least that much slower:
+ * the measured form of "an order of magnitude" when only one of the two gets there). */
+static void ratio_interval(const complexity *cf, const complexity *ca, double *lo, double *hi)
+{
+    double flo, fhi, alo, ahi;
+    n_star_interval(cf, &flo, &fhi);
+    n_star_interval(ca, &alo, &ahi);
+    if (isnan(flo) || isnan(alo)) {
+        *lo = *hi = NAN;
+        return;
+    }
+    *lo = ahi > 0 && isfinite(ahi) ? flo / ahi : 0.0;
+    *hi = alo > 0 ? fhi / alo : INFINITY;
+}
+
 static atf_error ratio_table(const atf_samples_config *cfg, const grid_values *g,
                              const method *ms, char *err)
 {
     text_buf b = {malloc(4096), 0, 4096};
     put(&b, "fixed,adaptive,threshold,ratio_mean_curves,seeds_both,ratio_geomean_seeds,"
-            "ratio_min,ratio_max\n");
+            "ratio_min,ratio_max,ratio_mean_lo,ratio_mean_hi\n");
     for (int f = 0; f < g->nm; f++)
         for (int a = 0; a < g->nm && is_fixed(ms[f].kind); a++) {
             if (!is_adaptive(ms[a].kind))
@@ -277,12 +309,93 @@ static atf_error ratio_table(const atf_samples_config *cfg, const grid_values *g
                 char fn[2 * sizeof ms[f].name + 3], an[2 * sizeof ms[a].name + 3];
                 method_field(&ms[f], fn, sizeof fn);
                 method_field(&ms[a], an, sizeof an);
-                put(&b, "%s,%s,%g,%.6g,%d,%.6g,%.6g,%.6g\n", fn, an, cfg->thresholds[t],
-                    ratio_of(&cf.mean, &ca.mean), both, both ? exp(logsum / both) : NAN,
-                    both ? lo : NAN, both ? hi : NAN);
+                double rlo, rhi;
+                ratio_interval(&cf, &ca, &rlo, &rhi);
+                put(&b, "%s,%s,%g,%.6g,%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", fn, an,
+                    cfg->thresholds[t], ratio_of(&cf.mean, &ca.mean), both,
+                    both ? exp(logsum / both) : NAN, both ? lo : NAN, both ? hi : NAN, rlo, rhi);
             }
         }
     return write_text(cfg, "samples_ratios.csv", &b, err);
+}
+
+/* The fixed-feature model the figure measures every adaptive one against: ntk-xent (it
+ * exists at every n), else ntk-sgd, else ntk; −1 without one. */
+static int reference_fixed(const grid_values *g, const method *ms)
+{
+    static const method_kind order[] = {KIND_NTK_XENT, KIND_NTK_SGD, KIND_NTK};
+    for (size_t o = 0; o < sizeof order / sizeof order[0]; o++)
+        for (int k = 0; k < g->nm; k++)
+            if (ms[k].kind == order[o])
+                return k;
+    return -1;
+}
+
+/* The ratio panel: n*_fixed / n*_adaptive of the mean curves against the level, for every
+ * adaptive model against the reference fixed one and for the authors' pair (ntk-sgd,
+ * factorized-sgd); a line where both reach the level, a triangle up (down) where only the
+ * adaptive (fixed) one does within the sizes run — a lower (upper) bound. Returns whether
+ * there is anything to draw. */
+static int ratio_panel(const atf_samples_config *cfg, const grid_values *g, const method *ms,
+                       atf_plot_panel *p)
+{
+    enum { MAXPAIRS = 8, NT = ATF_SAMPLES_MAXTHRESHOLDS };
+    static char labels[MAXPAIRS][2 * sizeof ms->name + 4];
+    static double x[MAXPAIRS][3][NT], y[MAXPAIRS][3][NT], refx[2], refy[2][2];
+    int ref = reference_fixed(g, ms), sgd = -1, fact = -1, np = 0;
+    double top = 0.0, bottom = 1.0;
+    for (int k = 0; k < g->nm; k++)
+        sgd = ms[k].kind == KIND_NTK_SGD ? k : sgd,
+        fact = ms[k].kind == KIND_FACTORIZED_SGD ? k : fact;
+    int pairs[MAXPAIRS][2];
+    for (int a = 0; ref >= 0 && a < g->nm && np < MAXPAIRS; a++)
+        if (is_adaptive(ms[a].kind))
+            pairs[np][0] = ref, pairs[np++][1] = a;
+    if (sgd >= 0 && fact >= 0 && sgd != ref && np < MAXPAIRS)
+        pairs[np][0] = sgd, pairs[np++][1] = fact;
+    *p = (atf_plot_panel){.kind = ATF_PANEL_LINES,
+                          .title = "n fixed / n adaptive (triangle: at least, cross: at most)",
+                          .xlabel = "test error level", .ylabel = "ratio of the n needed",
+                          .logy = 1, .legend = ATF_LEGEND_AUTO};
+    int drawn = 0;
+    for (int q = 0; q < np && p->nseries + 3 <= ATF_PLOT_MAXSERIES - 2; q++) {
+        int f = pairs[q][0], a = pairs[q][1], cnt[3] = {0, 0, 0};
+        for (int t = 0; t < cfg->nthresholds; t++) {
+            complexity cf = complexity_of(g, f, cfg->thresholds[t]);
+            complexity ca = complexity_of(g, a, cfg->thresholds[t]);
+            double lo, hi;
+            ratio_interval(&cf, &ca, &lo, &hi);
+            int kind = lo == hi ? 0 : isinf(hi) && lo > 0 ? 1 : lo == 0 && isfinite(hi) ? 2 : -1;
+            if (kind >= 0 && isfinite(kind == 2 ? hi : lo))
+                x[q][kind][cnt[kind]] = cfg->thresholds[t],
+                y[q][kind][cnt[kind]++] = kind == 2 ? hi : lo;
+        }
+        snprintf(labels[q], sizeof labels[q], "%s / %s", ms[f].name, ms[a].name);
+        int color = a % 8, marker[3] = {1, 4, 2};
+        for (int kind = 0; kind < 3; kind++)
+            if (cnt[kind])
+                p->series[p->nseries++] = (atf_plot_series){
+                    kind == 0 || (!cnt[0] && kind == 1) || (!cnt[0] && !cnt[1]) ? labels[q]
+                                                                                 : NULL,
+                    x[q][kind], y[q][kind], NULL, cnt[kind], color, kind == 2, marker[kind],
+                    kind > 0, 0};
+        drawn += cnt[0] + cnt[1] + cnt[2];
+        for (int kind = 0; kind < 3; kind++)
+            for (int t = 0; t < cnt[kind]; t++)
+                top = fmax(top, y[q][kind][t]), bottom = fmin(bottom, y[q][kind][t]);
+    }
+    p->fixed_y = 1, p->ymin = fmin(0.3, bottom / 2), p->ymax = fmax(100.0, 4 * top);
+    if (!drawn)
+        return 0;
+    refx[0] = cfg->thresholds[0], refx[1] = cfg->thresholds[0];
+    for (int t = 1; t < cfg->nthresholds; t++)
+        refx[0] = fmin(refx[0], cfg->thresholds[t]), refx[1] = fmax(refx[1], cfg->thresholds[t]);
+    refy[0][0] = refy[0][1] = 1.0, refy[1][0] = refy[1][1] = 10.0;
+    p->series[p->nseries++] = (atf_plot_series){"1 (the same n)", refx, refy[0], NULL, 2, 7, 2,
+                                                0, 0, 0};
+    p->series[p->nseries++] = (atf_plot_series){"10 (an order of magnitude)", refx, refy[1],
+                                                NULL, 2, 7, 1, 0, 0, 0};
+    return 1;
 }
 
 /* n* against the error level: a line per model from its mean curve, a marker per seed. */
@@ -317,8 +430,11 @@ static atf_error complexity_figure(const atf_samples_config *cfg, const grid_val
     }
     if (!panel.nseries)
         return ATF_OK;
+    static atf_plot_panel panels[2];
+    panels[0] = panel;
+    int np = 1 + ratio_panel(cfg, g, ms, &panels[1]);
     atf_plot_figure fig = {"Sample complexity: the n at which each model reaches a test error",
-                           1, 1, 1100, 700, 1, &panel, 0};
+                           np, 1, np == 1 ? 1100 : 1700, 700, np, panels, 0};
     char base[1100];
     atf_error e = atf_exp_path(base, sizeof base, cfg->out, "samples_complexity", err);
     return e ? e : atf_plot_save(&fig, base, err);

@@ -489,6 +489,25 @@ def case_samples_path(scratch):
     ratios = read_rows(os.path.join(ref, "samples_ratios.csv"))
     assert {(r["fixed"], r["adaptive"]) for r in ratios} >= {("ntk-xent", "network"),
                                                              ("ntk-sgd", "factorized-sgd")}
+
+    # the interval of the mean curves' ratio: exact where both cross, a bound where one is
+    # short of the level within the sizes run (its n* beyond the largest n), open otherwise
+    def n_star_interval(method, tau):
+        c = next(c for c in comp if c["method"] == method and float(c["threshold"]) == tau)
+        largest = max(int(r["n"]) for r in rows if r["method"] == method and
+                      r["status"] != "skipped")
+        n = float(c["n_star_mean_curve"])
+        return {"below": (0.0, n), "interpolated": (n, n),
+                "not reached": (largest, math.inf)}[c["mean_curve"]]
+    bounded = 0
+    for r in ratios:
+        (flo, fhi), (alo, ahi) = (n_star_interval(r[k], float(r["threshold"]))
+                                  for k in ("fixed", "adaptive"))
+        want = (flo / ahi if 0 < ahi < math.inf else 0.0, fhi / alo if alo > 0 else math.inf)
+        got = (float(r["ratio_mean_lo"]), float(r["ratio_mean_hi"]))
+        assert all(math.isclose(g, w, rel_tol=1e-5) or g == w for g, w in zip(got, want)), r
+        bounded += 0 < got[0] < got[1] or got[0] < got[1] < math.inf
+    assert bounded, "no censored ratio in the reference table: the bounds are untested"
     align = read_rows(os.path.join(ref, "samples_alignment.csv"))
     assert [a["layer"] for a in align] == ["1", "2", "all"] * 2, align
     for base in ("samples_complexity", "samples_alignment"):

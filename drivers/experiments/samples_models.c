@@ -215,6 +215,48 @@ static int path_lambdas(const atf_samples_config *cfg, int fitted, double *l)
     return n;
 }
 
+/* DIR/solutions/n=N_seed=S_METHOD_lambda=KEY.h5: one solved λ of a path whose row is not
+ * recorded yet — a path interrupted between its λ resumes after the last one solved. */
+static atf_error path_step_path(const samples_state *s, const point *pt, const method *m,
+                                const char *key, char *path, size_t len, char *err)
+{
+    char name[sizeof m->name + 48];
+    snprintf(name, sizeof name, "%s_lambda=%s", m->name, key);
+    return solution_path(s, pt, name, path, len, err);
+}
+
+/* The path's solution at λ: read back when an earlier run solved it, else solved (from the
+ * last λ's answer) and written before it is used, so that what follows is the same either way. */
+static atf_error path_step(samples_state *s, point *pt, const method *m, double lambda,
+                           const char *key, const atf_result *warm, atf_result **res, char *err)
+{
+    char path[1400], dir[1100];
+    atf_error e = path_step_path(s, pt, m, key, path, sizeof path, err);
+    if (!e && access(path, F_OK) == 0)
+        return atf_result_read(path, res, err);
+    if (!e)
+        e = solve_one(s, pt->pfit, m, lambda, warm, res, err);
+    if (e || (*res)->info.status == ATF_STATUS_INTERRUPTED)
+        return e;
+    e = atf_exp_path(dir, sizeof dir, s->plan->cfg.out, "solutions", err);
+    if (!e)
+        e = atf_mkdir_p(dir, err);
+    return e ? e : atf_result_write(path, *res, err);
+}
+
+/* Once the row is recorded nothing reads the path's solutions again. */
+static void drop_path_steps(const samples_state *s, const point *pt, const method *m)
+{
+    double l[ATF_PATH_MAXLAMBDAS];
+    int nl = path_lambdas(&s->plan->cfg, pt->n - pt->n_val, l);
+    for (int i = 0; i < nl; i++) {
+        char key[32], path[1400], err[ATF_ERRLEN];
+        atf_path_key(l[i], key, sizeof key);
+        if (!path_step_path(s, pt, m, key, path, sizeof path, err))
+            remove(path); /* absent already, or never solved: nothing to do */
+    }
+}
+
 typedef struct {
     double lambda;            /* the kept λ */
     atf_test_metrics val;     /* its validation scores */
@@ -224,7 +266,7 @@ typedef struct {
 /* The λ path of a cross-entropy model on the first n − v examples: every λ solved (largest
  * first, warm-started), scored on the v validation examples; *best the solution of the lowest
  * validation cross-entropy (ties: the larger λ, met first). An interrupted solve leaves *best
- * NULL (nothing is recorded; a re-run solves the path again, the same way). */
+ * NULL (nothing is recorded; a re-run reads back the λ solved, path_step, and goes on). */
 static atf_error run_path(samples_state *s, point *pt, const method *m, atf_result **best,
                           path_choice *pc, char *err)
 {
@@ -242,7 +284,7 @@ static atf_error run_path(samples_state *s, point *pt, const method *m, atf_resu
         snprintf(detail, sizeof detail, " lambda %s (%d of %d)", key, i + 1, nl);
         samples_show(s, pt, m->name, detail);
         atf_result *res = NULL;
-        e = solve_one(s, pt->pfit, m, l[i], last, &res, err);
+        e = path_step(s, pt, m, l[i], key, last, &res, err);
         if (!e && res->info.status == ATF_STATUS_INTERRUPTED) {
             stopped = 1;
             atf_result_free(res);
@@ -350,6 +392,8 @@ atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *er
         e = write_solution(s, pt, m, res, err);
     if (!e && res)
         e = record_model(s, pt, m, res, &pc, secs, err);
+    if (!e && res && pt->pfit && is_xent(m->kind) && s->plan->cfg.nxent_lambdas > 0)
+        drop_path_steps(s, pt, m);
     if (!e && kept) {
         *keep = res;
         res = NULL;
@@ -379,6 +423,8 @@ atf_error samples_need_p16(samples_state *s, point *pt, const method *m, char *e
     /* a table from before the solution files: solve it again, the same way */
     path_choice pc;
     e = solve_model(s, pt, m, keep, &pc, err);
+    if (!e && *keep && pt->pfit && is_xent(m->kind) && s->plan->cfg.nxent_lambdas > 0)
+        drop_path_steps(s, pt, m);
     return e;
 }
 

@@ -558,6 +558,48 @@ def case_samples_path(scratch):
     assert "lambda_path" in p.stderr, p.stderr
 
 
+def case_samples_path_resume(scratch):
+    """A λ path interrupted between two of its λ resumes after the last one solved (its
+    solution read back from OUT/solutions/…_lambda=KEY.h5) and gives the uninterrupted table bit
+    for bit; the files are gone once the row is recorded."""
+    data = os.path.join(scratch, "hard.h5")
+    labelled_data(data, n=700, d=5)
+    args = ["experiment", "samples", "--data", data, "--ns", "600", "--seeds", "1",
+            "--n-test", "100", "--hidden", "48,48", "--bias", "--models", "ntk-xent,p16-xent",
+            "--xent-penalties", "balanced+balanced", "--xent-lambdas", "0.1,0.01,0.001,0.0001",
+            "--xent-lambdas-per-example"]
+
+    def steps(out):
+        sol = os.path.join(out, "solutions")
+        return [f for f in os.listdir(sol) if "_lambda=" in f] if os.path.isdir(sol) else []
+    ref = os.path.join(scratch, "path_ref")
+    run(args + ["--out", ref])
+    expected = table_without_seconds(os.path.join(ref, "samples.csv"))
+    assert len(expected) == 2 and steps(ref) == [], (expected, steps(ref))
+    read_back = 0
+    for j in range(1, 7):  # a Ctrl-C once the j-th λ of the run is solved
+        out = os.path.join(scratch, f"path_sigint{j}")
+        proc = subprocess.Popen([ATF] + args + ["--out", out], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        seen = set()
+        while time.time() < deadline and proc.poll() is None:
+            seen.update(steps(out))
+            if len(seen) >= j:
+                break
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        assert proc.returncode in (0, 130), proc.returncode
+        left = steps(out)
+        read_back += bool(left)
+        run(args + ["--out", out])
+        assert table_without_seconds(os.path.join(out, "samples.csv")) == expected, \
+            f"Ctrl-C after {j} λ ({left} left): the table differs"
+        assert steps(out) == [], steps(out)
+    assert read_back, "no interrupted path left a solved λ to read back"
+
+
 def case_demo(scratch):
     outs = []
     for k in range(2):
@@ -620,7 +662,8 @@ def case_alignment(scratch):
 
 CASES = {"penalties": case_penalties, "sweep": case_sweep, "resume": case_resume,
          "samples": case_samples, "samples_models": case_samples_models, "demo": case_demo,
-         "alignment": case_alignment, "samples_path": case_samples_path}
+         "alignment": case_alignment, "samples_path": case_samples_path,
+         "samples_path_resume": case_samples_path_resume}
 
 if __name__ == "__main__":
     case, scratch = sys.argv[1], sys.argv[2]

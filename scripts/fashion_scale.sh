@@ -6,7 +6,8 @@
 #
 # Every step is one `atf experiment samples` command into results/fashion-scale/ (resumable:
 # run it again after an interruption and it completes its table, bit for bit, apart from the wall
-# times); `report` rebuilds the summaries and figures from every row recorded. Runs with
+# times); `report` rebuilds the summaries and figures from every row recorded (after `merge`
+# has appended the rows of fair-large, which runs beside the smaller sizes in its own directory). Runs with
 # OPENBLAS_NUM_THREADS=1 from build-results/ (a release build made here when missing). Steps
 # that share a table may run at the same time only if they write different directories.
 set -euo pipefail
@@ -61,7 +62,37 @@ case "$step" in
   fair-large)
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
       "${fair[@]}" --ns 30000,60000 --seeds 3 --batch 50 --models $models \
-      --xent-penalties "$xent_pens" --out $out/fair ;;
+      --xent-penalties "$xent_pens" --out $out/fair-large ;;
+  merge)  # fair-large's rows join the fair table (a table has one writer at a time, so the
+          # large sizes run beside the small ones in a directory of their own); then `report`
+    /usr/bin/python3 - "$out/fair-large" "$out/fair" <<'PY'
+import csv, fcntl, os, sys
+src, dst = sys.argv[1:]
+for d in (src, dst):  # no run may be writing either table
+    fd = os.open(os.path.join(d, "samples.csv.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        sys.exit(f"merge: {d}/samples.csv is being written by a run; try again when it ends")
+def rows(d):
+    with open(os.path.join(d, "samples.csv"), newline="") as f:
+        lines = f.read().splitlines(keepends=True)
+    with open(os.path.join(d, "samples.jsonl")) as f:
+        jsonl = f.read().splitlines(keepends=True)
+    keys = [r["key"] for r in csv.DictReader(lines)]
+    if len(keys) != len(jsonl):
+        sys.exit(f"merge: {d}: {len(keys)} CSV rows but {len(jsonl)} JSON lines")
+    return lines, jsonl, keys
+(sl, sj, sk), (dl, dj, dk) = rows(src), rows(dst)
+if sl[0] != dl[0]:
+    sys.exit(f"merge: {src}/samples.csv and {dst}/samples.csv have different columns")
+new = [i for i, k in enumerate(sk) if k not in set(dk)]
+for name, add in (("samples.csv", [sl[1 + i] for i in new]), ("samples.jsonl", [sj[i] for i in new])):
+    with open(os.path.join(dst, name), "a") as f:
+        f.writelines(add)
+print(f"merge: {len(new)} rows of {src} appended to {dst} ({len(sk) - len(new)} there already)")
+PY
+    ;;
   authors-125)
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${report[@]}" "${authors[@]}" \
       --ns 125 --seeds 5 --batch 25 --models ntk-sgd,factorized-sgd,network --out $out/authors ;;
@@ -77,6 +108,6 @@ case "$step" in
       --ns 125 --seeds 5 --batch 50 --models ntk-sgd,factorized-sgd,network --report-only \
       --out $out/authors ;;
   list|*)
-    echo "steps: pilot fair-125 fair-small fair-8000 fair-8000-interp fair-large authors-125 authors-small report" >&2
+    echo "steps: pilot fair-125 fair-small fair-8000 fair-8000-interp fair-large merge authors-125 authors-small report" >&2
     [[ "$step" == list ]] ;;
 esac

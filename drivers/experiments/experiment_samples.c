@@ -922,10 +922,14 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
         *pl = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = titles[p],
                                .xlabel = "training examples n", .ylabel = ylab[p], .logx = 1,
                                .logy = 1, .legend = ATF_LEGEND_AUTO};
-        for (int k = 0; k < sm->nm && k < ATF_PLOT_MAXSERIES; k++)
+        for (int k = 0; k < sm->nm && k < ATF_PLOT_MAXSERIES; k++) {
+            /* fixed features dashed, adaptive ones and the network solid: the comparison */
+            method_kind kd = sm->m[k].kind;
+            int fixed = kd == KIND_NTK || kd == KIND_NTK_XENT || kd == KIND_NTK_SGD;
             pl->series[pl->nseries++] = (atf_plot_series){
-                sm->m[k].label, sm->n, d.mean[p][k], d.sd[p][k], sm->nn, k % 8, k / 8,
-                1 + k % 5, 0, 1}; /* the seeds' spread as a band */
+                sm->m[k].label, sm->n, d.mean[p][k], d.sd[p][k], sm->nn, k % 8,
+                fixed ? 1 : k / 8 ? 2 : 0, 1 + k % 5, 0, 1}; /* the seeds' spread as a band */
+        }
     }
     gamma_notes(sm, sm->nn, &d, &panels[0]);
     /* many models (the scale axis): panels stacked, full width, so the legend fits */

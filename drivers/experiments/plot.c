@@ -374,16 +374,17 @@ static double nice_step(double raw);
 enum { MAXTICKS = 40 };
 
 /* The values labelled on a short log axis [lo, hi] (log10 units): 1-2-5 multiples (1..9 within
- * a decade, 1-3 beyond one and a half decades, where "500" and "1000" would run into each
+ * 0.6 of a decade, 1-2-3-5 within one, 1-3 beyond one and a half decades, where "500" and "1000" would run into each
  * other); when fewer than two of those fall inside (a range like 1.05 .. 1.6), evenly spaced
  * round values instead. Returns their number. */
 static int log_tick_values(double lo, double hi, double *vals)
 {
-    static const double steps13[] = {1, 3}, steps125[] = {1, 2, 5},
+    static const double steps13[] = {1, 3}, steps125[] = {1, 2, 5}, steps1235[] = {1, 2, 3, 5},
                         steps19[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     double span = hi - lo;
-    const double *steps = span < 0.6 ? steps19 : span < 1.5 ? steps125 : steps13;
-    int nsteps = span < 0.6 ? 9 : span < 1.5 ? 3 : 2, n = 0;
+    const double *steps = span < 0.6 ? steps19 : span < 1.0 ? steps1235
+                        : span < 1.5 ? steps125 : steps13;
+    int nsteps = span < 0.6 ? 9 : span < 1.0 ? 4 : span < 1.5 ? 3 : 2, n = 0;
     for (int k = (int)floor(lo) - 1; k <= (int)ceil(hi) && n < MAXTICKS; k++)
         for (int j = 0; j < nsteps && n < MAXTICKS; j++) {
             double v = steps[j] * pow(10.0, k), w = log10(v);

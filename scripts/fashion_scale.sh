@@ -26,7 +26,7 @@ sgd=(--sgd-loss xent --optimizer sgd --lr 0.01 --lr-schedule constant --momentum
 # Problem (16): the lambda path of every cross-entropy model (per fitted example, largest
 # first, stopped at the first lambda that does worse on the validation rows), certified solves.
 # From n = 8 000 on the grid goes two values further down: ntk-xent chose its smallest value
-# in 3 of the 15 runs at n <= 2 000 and at n = 30 000 (docs/results.md §7).
+# in several runs at n <= 2 000 and at n = 30 000 (docs/results.md §7).
 lambdas=0.1,0.03,0.01,0.003,0.001,0.0003,0.0001
 [[ "${1-}" == fair-8000* || "${1-}" == fair-large ]] && lambdas=$lambdas,0.00003,0.00001
 exact=(--penalty balanced+balanced --tol 1e-6 --interpolate-max-n auto

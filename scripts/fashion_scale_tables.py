@@ -190,6 +190,8 @@ def alignment_table(protocol):
         return ""
     out = []
     for r in rows:
+        if r["seeds"] == "0":
+            continue
         adapted = "–" if math.isnan(num(r["adapted_mean"])) else \
             f"{num(r['adapted_mean']):.3f} ± {num(r['adapted_std']):.3f}"
         out.append([r["n"], r["layer"], r["seeds"],
@@ -205,10 +207,10 @@ def wall_table():
             cells = []
             total = 0.0
             for m in ORDER:
-                rs = g.get((n, m), [])
+                rs = [r for r in g.get((n, m), []) if r["status"] != "skipped"]
                 if not rs:
                     continue
-                s = sum(num(r["seconds"]) for r in rs)
+                s = sum(x for x in (num(r["seconds"]) for r in rs) if not math.isnan(x))
                 total += s
                 cells.append(f"{SHORT.get(m, m)} {s / 60:.0f}")
             seeds = len({r["seed"] for rs in (g.get((n, m), []) for m in ORDER) for r in rs})

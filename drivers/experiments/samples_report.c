@@ -353,8 +353,10 @@ static int ratio_panel(const atf_samples_config *cfg, const grid_values *g, cons
             pairs[np][0] = ref, pairs[np++][1] = a;
     if (sgd >= 0 && fact >= 0 && sgd != ref && np < MAXPAIRS)
         pairs[np][0] = sgd, pairs[np++][1] = fact;
-    *p = (atf_plot_panel){.kind = ATF_PANEL_LINES,
-                          .title = "n fixed / n adaptive (triangle: at least, cross: at most)",
+    static char title[sizeof ms->name + 96];
+    snprintf(title, sizeof title, "n of %s / n of each model (triangle: at least, cross: at "
+             "most)", ref >= 0 ? ms[ref].name : "-");
+    *p = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = title,
                           .xlabel = "test error level", .ylabel = "ratio of the n needed",
                           .logy = 1, .legend = ATF_LEGEND_AUTO};
     int drawn = 0;
@@ -370,8 +372,12 @@ static int ratio_panel(const atf_samples_config *cfg, const grid_values *g, cons
                 x[q][kind][cnt[kind]] = cfg->thresholds[t],
                 y[q][kind][cnt[kind]++] = kind == 2 ? hi : lo;
         }
-        snprintf(labels[q], sizeof labels[q], "%s / %s", ms[f].name, ms[a].name);
-        int color = a % 8, marker[3] = {1, 4, 2};
+        if (f == ref)
+            snprintf(labels[q], sizeof labels[q], "%s", ms[a].name);
+        else
+            snprintf(labels[q], sizeof labels[q], "%s / %s", ms[f].name, ms[a].name);
+        /* the colour of the adaptive model; the authors' pair (against ntk-sgd) squares */
+        int color = a % 8, marker[3] = {f == ref ? 1 : 3, 4, 2};
         for (int kind = 0; kind < 3; kind++)
             if (cnt[kind])
                 p->series[p->nseries++] = (atf_plot_series){
@@ -384,7 +390,8 @@ static int ratio_panel(const atf_samples_config *cfg, const grid_values *g, cons
             for (int t = 0; t < cnt[kind]; t++)
                 top = fmax(top, y[q][kind][t]), bottom = fmin(bottom, y[q][kind][t]);
     }
-    p->fixed_y = 1, p->ymin = fmin(0.3, bottom / 2), p->ymax = fmax(100.0, 4 * top);
+    /* a decade above 10 and the data for the legend, so that it covers neither */
+    p->fixed_y = 1, p->ymin = fmin(0.1, bottom / 2), p->ymax = fmax(2000.0, 40 * top);
     if (!drawn)
         return 0;
     refx[0] = cfg->thresholds[0], refx[1] = cfg->thresholds[0];
@@ -433,8 +440,9 @@ static atf_error complexity_figure(const atf_samples_config *cfg, const grid_val
     static atf_plot_panel panels[2];
     panels[0] = panel;
     int np = 1 + ratio_panel(cfg, g, ms, &panels[1]);
+    /* stacked, full width: the legends of eight models and seven pairs fit beside the data */
     atf_plot_figure fig = {"Sample complexity: the n at which each model reaches a test error",
-                           np, 1, np == 1 ? 1100 : 1700, 700, np, panels, 0};
+                           1, np, 1300, 40 + 620 * np, np, panels, 0};
     char base[1100];
     atf_error e = atf_exp_path(base, sizeof base, cfg->out, "samples_complexity", err);
     return e ? e : atf_plot_save(&fig, base, err);

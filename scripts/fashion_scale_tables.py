@@ -73,7 +73,8 @@ def summary_table(protocol, label, column):
                 continue
             line.append(f"{num(r[column + '_mean']):.3f} ± {num(r[column + '_std']):.3f} "
                         f"({r['runs']})")
-        rows.append(line)
+        if any(c != "–" for c in line[1:]):  # sizes with skipped rows only are left out
+            rows.append(line)
     return f"{label} ({protocol}):\n\n" + table(["n"] + [SHORT.get(m, m) for m in ms], rows)
 
 
@@ -81,7 +82,9 @@ def status_table():
     lines = []
     for protocol, _ in PROTOCOLS:
         for r in read(protocol, "samples_summary.csv"):
-            lines.append([protocol, r["n"], SHORT.get(r["method"], r["method"]), r["statuses"]])
+            if r["statuses"] not in ("", "-"):
+                lines.append([protocol, r["n"], SHORT.get(r["method"], r["method"]),
+                              r["statuses"]])
     return table(["protocol", "n", "model", "statuses"], lines)
 
 
@@ -214,6 +217,8 @@ def wall_table():
                 total += s
                 cells.append(f"{SHORT.get(m, m)} {s / 60:.0f}")
             seeds = len({r["seed"] for rs in (g.get((n, m), []) for m in ORDER) for r in rs})
+            if not cells:
+                continue
             out.append([protocol, f"{n}", f"{seeds}", f"{total / 60:.0f}", ", ".join(cells)])
     return table(["protocol", "n", "seeds", "rows' minutes", "per model (minutes, all seeds)"],
                  out)

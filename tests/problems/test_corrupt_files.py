@@ -173,13 +173,12 @@ class CorruptFiles(unittest.TestCase):
                  "--widths", "64,32,1", "-o", "large.h5"])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertGreater(os.path.getsize(os.path.join(SCRATCH, "large.h5")), 300000)
-        t0 = time.monotonic()
+        # (no wall time is asserted: the message says the limit stopped the check, and run()'s
+        # timeout catches a hang)
         p = run(["solve", "large.h5", "-o", "never.h5"], env={"ATF_H5_CHECK_SECONDS": "1e-6"})
-        elapsed = time.monotonic() - t0
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertEqual(p.stderr, "atf solve: large.h5: refused: reading it did not finish "
                          "within 1e-06 s (a corrupt file can hang libhdf5)\n")
-        self.assertLess(elapsed, 30.0)
         self.assertFalse(os.path.exists(os.path.join(SCRATCH, "never.h5")))
         # the same file with the default limit is read
         p = run(["baseline", "large.h5", "-o", "once.h5", "--quiet"])
@@ -284,14 +283,12 @@ class FailedWrites(unittest.TestCase):
         ]
         for args in cases:
             with self.subTest(cmd=" ".join(args)):
-                t0 = time.monotonic()
                 p = run(args, timeout=60)
                 self.assertEqual(p.returncode, 2, p.stderr)
                 self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
                 self.assertNotIn("missing", p.stderr)
                 self.assertTrue("nodir" in p.stderr or "plainfile" in p.stderr
                                 or "directory" in p.stderr, p.stderr)
-                self.assertLess(time.monotonic() - t0, 20.0)
         self.assertFalse(os.path.exists(os.path.join(SCRATCH, "W.h5")))
 
 

@@ -71,8 +71,8 @@ def summary_table(protocol, label, column):
             if not r or r["runs"] == "0" or math.isnan(num(r[column + "_mean"])):
                 line.append("–")
                 continue
-            line.append(f"{num(r[column + '_mean']):.3f} ± {num(r[column + '_std']):.3f} "
-                        f"({r['runs']})")
+            spread = f" ± {num(r[column + '_std']):.3f}" if r["runs"] != "1" else ""
+            line.append(f"{num(r[column + '_mean']):.3f}{spread} ({r['runs']})")
         if any(c != "–" for c in line[1:]):  # sizes with skipped rows only are left out
             rows.append(line)
     return f"{label} ({protocol}):\n\n" + table(["n"] + [SHORT.get(m, m) for m in ms], rows)

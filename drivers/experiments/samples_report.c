@@ -438,8 +438,14 @@ static atf_error complexity_figure(const atf_samples_config *cfg, const grid_val
     if (!panel.nseries)
         return ATF_OK;
     static atf_plot_panel panels[2];
+    double lo = cfg->thresholds[0], hi = cfg->thresholds[0];
+    for (int t = 1; t < cfg->nthresholds; t++)
+        lo = fmin(lo, cfg->thresholds[t]), hi = fmax(hi, cfg->thresholds[t]);
+    double pad = 0.05 * (hi - lo) + 1e-3;
+    panel.fixed_x = 1, panel.xmin = lo - pad, panel.xmax = hi + pad; /* both panels: the levels */
     panels[0] = panel;
     int np = 1 + ratio_panel(cfg, g, ms, &panels[1]);
+    panels[1].fixed_x = 1, panels[1].xmin = panel.xmin, panels[1].xmax = panel.xmax;
     /* stacked, full width: the legends of eight models and seven pairs fit beside the data */
     atf_plot_figure fig = {"Sample complexity: the n at which each model reaches a test error",
                            1, np, 1300, 40 + 620 * np, np, panels, 0};

@@ -100,7 +100,8 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, const atf_
                     atf_result **out, char *err);
 
 /* NTK min-norm baseline (Theorem 1): B = Aᵀ(AAᵀ)⁻¹ r, reported with its objective under the
- * blocks' own penalties, its factors, and its certificates. Returns as atf_solve: ATF_OK with
+ * blocks' own penalties, its factors, and its certificates — by the M × M Gram where it fits the
+ * available memory, else by preconditioned CG (method cg). Returns as atf_solve: ATF_OK with
  * status solved, or infeasible when r is not in the range of A. */
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
 /* ---- reporting (formatting only: the library never prints) ---- */

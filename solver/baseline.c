@@ -5,10 +5,15 @@
  * with its objective, certificates and Theorem 2 factors. Factored blocks are reduced as for
  * ADMM: the min-norm point lies in range(Aᵀ), inside the reduced subspace, so it is unchanged. */
 #include "solver_internal.h"
+#include "internal/solver_cg.h"
 
+/* The Gram wherever it fits the memory (as always: the same bits at every size it served),
+ * and preconditioned CG where it does not (M = 80 000 needs 51 GB), instead of failing there. */
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err)
 {
     atf_settings set = atf_settings_default();
-    set.method = ATF_METHOD_BASELINE;
+    char why[200];
+    set.method = atf_sv_gram_fits(prob, NULL, 0, why, sizeof why) ? ATF_METHOD_BASELINE
+                                                                  : ATF_METHOD_CG;
     return atf_solve(prob, &set, NULL, out, err);
 }

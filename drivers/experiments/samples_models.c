@@ -134,6 +134,12 @@ static int is_xent(method_kind k)
     return k == KIND_P16_XENT || k == KIND_NTK_XENT;
 }
 
+/* Whether the model's λ comes from the path on the fitted examples (else one λ on all n). */
+static int on_path(const atf_samples_config *cfg, const method *m)
+{
+    return is_xent(m->kind) && cfg->nxent_lambdas > 0;
+}
+
 /* The loss of a problem (16) model: the configuration's (p16) or cross-entropy at λ. */
 static atf_loss p16_loss(const atf_samples_config *cfg, method_kind kind, double lambda)
 {
@@ -184,7 +190,8 @@ static atf_error solution_path(const samples_state *s, const point *pt, const ch
     return atf_exp_path(path, len, s->plan->cfg.out, name, err);
 }
 
-static atf_error write_solution(const samples_state *s, const point *pt, const method *m,
+/* Writes res as DIR/solutions/n=N_seed=S_NAME.h5 (the directory made when missing). */
+static atf_error write_solution(const samples_state *s, const point *pt, const char *name,
                                 const atf_result *res, char *err)
 {
     char path[1400], dir[1100];
@@ -192,7 +199,7 @@ static atf_error write_solution(const samples_state *s, const point *pt, const m
     if (!e)
         e = atf_mkdir_p(dir, err);
     if (!e)
-        e = solution_path(s, pt, m->name, path, sizeof path, err);
+        e = solution_path(s, pt, name, path, sizeof path, err);
     return e ? e : atf_result_write(path, res, err);
 }
 
@@ -215,14 +222,12 @@ static int path_lambdas(const atf_samples_config *cfg, int fitted, double *l)
     return n;
 }
 
-/* DIR/solutions/n=N_seed=S_METHOD_lambda=KEY.h5: one solved λ of a path whose row is not
- * recorded yet — a path interrupted between its λ resumes after the last one solved. */
-static atf_error path_step_path(const samples_state *s, const point *pt, const method *m,
-                                const char *key, char *path, size_t len, char *err)
+/* The name of one solved λ of a path whose row is not recorded yet, for solution_path
+ * (DIR/solutions/n=N_seed=S_METHOD_lambda=KEY.h5): a path interrupted between its λ resumes
+ * after the last one solved. */
+static void step_name(const method *m, const char *key, char *name, size_t len)
 {
-    char name[sizeof m->name + 48];
-    snprintf(name, sizeof name, "%s_lambda=%s", m->name, key);
-    return solution_path(s, pt, name, path, len, err);
+    snprintf(name, len, "%s_lambda=%s", m->name, key);
 }
 
 /* The path's solution at λ: read back when an earlier run solved it, else solved (from the
@@ -230,18 +235,24 @@ static atf_error path_step_path(const samples_state *s, const point *pt, const m
 static atf_error path_step(samples_state *s, point *pt, const method *m, double lambda,
                            const char *key, const atf_result *warm, atf_result **res, char *err)
 {
-    char path[1400], dir[1100];
-    atf_error e = path_step_path(s, pt, m, key, path, sizeof path, err);
+    char path[1400], name[sizeof m->name + 48];
+    step_name(m, key, name, sizeof name);
+    atf_error e = solution_path(s, pt, name, path, sizeof path, err);
     if (!e && access(path, F_OK) == 0)
         return atf_result_read(path, res, err);
     if (!e)
         e = solve_one(s, pt->pfit, m, lambda, warm, res, err);
     if (e || (*res)->info.status == ATF_STATUS_INTERRUPTED)
         return e;
-    e = atf_exp_path(dir, sizeof dir, s->plan->cfg.out, "solutions", err);
-    if (!e)
-        e = atf_mkdir_p(dir, err);
-    return e ? e : atf_result_write(path, *res, err);
+    return write_solution(s, pt, name, *res, err);
+}
+
+/* Removes DIR/solutions/n=N_seed=S_NAME.h5 (absent already, or never written: nothing to do). */
+static void remove_solution(const samples_state *s, const point *pt, const char *name)
+{
+    char path[1400], err[ATF_ERRLEN];
+    if (!solution_path(s, pt, name, path, sizeof path, err))
+        remove(path);
 }
 
 /* Once the row is recorded nothing reads the path's solutions again. */
@@ -250,10 +261,10 @@ static void drop_path_steps(const samples_state *s, const point *pt, const metho
     double l[ATF_PATH_MAXLAMBDAS];
     int nl = path_lambdas(&s->plan->cfg, pt->n - pt->n_val, l);
     for (int i = 0; i < nl; i++) {
-        char key[32], path[1400], err[ATF_ERRLEN];
+        char key[32], name[sizeof m->name + 48];
         atf_path_key(l[i], key, sizeof key);
-        if (!path_step_path(s, pt, m, key, path, sizeof path, err))
-            remove(path); /* absent already, or never solved: nothing to do */
+        step_name(m, key, name, sizeof name);
+        remove_solution(s, pt, name);
     }
 }
 
@@ -331,7 +342,7 @@ static atf_error solve_model(samples_state *s, point *pt, const method *m, atf_r
                              path_choice *pc, char *err)
 {
     char spec[256];
-    atf_problem *prob = is_xent(m->kind) && s->plan->cfg.nxent_lambdas > 0 ? pt->pfit : pt->prob;
+    atf_problem *prob = on_path(&s->plan->cfg, m) ? pt->pfit : pt->prob;
     atf_error e = model_penalty(s, pt, m, spec, sizeof spec, err);
     if (!e)
         e = atf_problem_set_penalty(prob, spec, err);
@@ -357,7 +368,7 @@ static atf_error record_model(samples_state *s, const point *pt, const method *m
     atf_row row;
     samples_base_row(s->plan, &row, pt->n, pt->seed, m->name, res->blocks[0].penalty_spec);
     atf_error e = solution_fields(pt, res, secs, &row, err);
-    if (e || !(is_xent(m->kind) && cfg->nxent_lambdas > 0))
+    if (e || !on_path(cfg, m))
         return e ? e : samples_append(s, &row, err);
     atf_row_num(&row, "lambda", pc->lambda);
     atf_row_str(&row, "lambda_path", s->plan->lambda_path);
@@ -389,10 +400,10 @@ atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *er
     atf_result **keep = kept_slot(pt, m);
     int kept = !e && res && keep && !*keep;
     if (kept) /* written before the row: a row's solution is always there for a re-run */
-        e = write_solution(s, pt, m, res, err);
+        e = write_solution(s, pt, m->name, res, err);
     if (!e && res)
         e = record_model(s, pt, m, res, &pc, secs, err);
-    if (!e && res && pt->pfit && is_xent(m->kind) && s->plan->cfg.nxent_lambdas > 0)
+    if (!e && res && on_path(&s->plan->cfg, m))
         drop_path_steps(s, pt, m);
     if (!e && kept) {
         *keep = res;
@@ -404,9 +415,7 @@ atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *er
 
 void samples_drop_solution(const samples_state *s, const point *pt, const method *m)
 {
-    char path[1400], err[ATF_ERRLEN];
-    if (!solution_path(s, pt, m->name, path, sizeof path, err))
-        remove(path); /* absent already, or never written: nothing to do */
+    remove_solution(s, pt, m->name);
 }
 
 atf_error samples_need_p16(samples_state *s, point *pt, const method *m, char *err)
@@ -423,7 +432,7 @@ atf_error samples_need_p16(samples_state *s, point *pt, const method *m, char *e
     /* a table from before the solution files: solve it again, the same way */
     path_choice pc;
     e = solve_model(s, pt, m, keep, &pc, err);
-    if (!e && *keep && pt->pfit && is_xent(m->kind) && s->plan->cfg.nxent_lambdas > 0)
+    if (!e && *keep && on_path(&s->plan->cfg, m))
         drop_path_steps(s, pt, m);
     return e;
 }

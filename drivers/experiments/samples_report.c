@@ -331,11 +331,19 @@ static int reference_fixed(const grid_values *g, const method *ms)
     return -1;
 }
 
+/* The smallest and largest error level: the x range both complexity panels share. */
+static void level_range(const atf_samples_config *cfg, double *lo, double *hi)
+{
+    *lo = *hi = cfg->thresholds[0];
+    for (int t = 1; t < cfg->nthresholds; t++)
+        *lo = fmin(*lo, cfg->thresholds[t]), *hi = fmax(*hi, cfg->thresholds[t]);
+}
+
 /* The ratio panel: n*_fixed / n*_adaptive of the mean curves against the level, for every
  * adaptive model against the reference fixed one and for the authors' pair (ntk-sgd,
- * factorized-sgd); a line where both reach the level, a triangle up (down) where only the
- * adaptive (fixed) one does within the sizes run — a lower (upper) bound. Returns whether
- * there is anything to draw. */
+ * factorized-sgd); a circle or square where both reach the level, a triangle where only the
+ * adaptive one does within the sizes run (a lower bound), a cross where only the fixed one
+ * does (an upper bound). Returns whether there is anything to draw. */
 static int ratio_panel(const atf_samples_config *cfg, const grid_values *g, const method *ms,
                        atf_plot_panel *p)
 {
@@ -394,9 +402,7 @@ static int ratio_panel(const atf_samples_config *cfg, const grid_values *g, cons
     p->fixed_y = 1, p->ymin = fmin(0.1, bottom / 2), p->ymax = fmax(2000.0, 40 * top);
     if (!drawn)
         return 0;
-    refx[0] = cfg->thresholds[0], refx[1] = cfg->thresholds[0];
-    for (int t = 1; t < cfg->nthresholds; t++)
-        refx[0] = fmin(refx[0], cfg->thresholds[t]), refx[1] = fmax(refx[1], cfg->thresholds[t]);
+    level_range(cfg, &refx[0], &refx[1]);
     refy[0][0] = refy[0][1] = 1.0, refy[1][0] = refy[1][1] = 10.0;
     p->series[p->nseries++] = (atf_plot_series){"1 (the same n)", refx, refy[0], NULL, 2, 7, 2,
                                                 0, 0, 0};
@@ -438,9 +444,8 @@ static atf_error complexity_figure(const atf_samples_config *cfg, const grid_val
     if (!panel.nseries)
         return ATF_OK;
     static atf_plot_panel panels[2];
-    double lo = cfg->thresholds[0], hi = cfg->thresholds[0];
-    for (int t = 1; t < cfg->nthresholds; t++)
-        lo = fmin(lo, cfg->thresholds[t]), hi = fmax(hi, cfg->thresholds[t]);
+    double lo, hi;
+    level_range(cfg, &lo, &hi);
     double pad = 0.05 * (hi - lo) + 1e-3;
     panel.fixed_x = 1, panel.xmin = lo - pad, panel.xmax = hi + pad; /* both panels: the levels */
     panels[0] = panel;

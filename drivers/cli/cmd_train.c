@@ -131,7 +131,7 @@ static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void 
         if (a->train.stopping != ATF_STOP_FINAL)
             snprintf(what + strlen(what), sizeof what - strlen(what), "  best %d",
                      p->best_epoch);
-        ctx->prog.done = p->epoch;
+        atf_progress_set_done(&ctx->prog, p->epoch);
         atf_progress_show(&ctx->prog, what);
     }
     if (a->checkpoint_every > 0 && p->epoch % a->checkpoint_every == 0 && p->epoch < p->epochs) {
@@ -519,6 +519,8 @@ static int run(train_args *a)
             atf_progress_break(&ctx.prog); /* the state reached, before the message */
         else
             atf_progress_end(&ctx.prog);
+    } else {
+        atf_progress_break(&ctx.prog);
     }
     if (!e)
         e = finish(a, m, &task, &r, b16, err);

@@ -20,6 +20,7 @@
 #ifndef ATF_EXPERIMENTS_H
 #define ATF_EXPERIMENTS_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -384,8 +385,14 @@ atf_error atf_check_auto_spec(const char *spec, char *err);
  * off a terminal (a log file, a pipe) a line is written only when ATF_PROGRESS_LOG_INTERVAL
  * seconds have passed since the last one, plus the first, the one that reaches done == total
  * and the final one (atf_progress_end, or atf_progress_break after an interruption), whatever
- * the rate of the updates. An update not written is kept and written by end/break. */
+ * the rate of the updates. An update not written is kept, and a ticker thread writes it once
+ * its interval has passed, so that a long step that makes no further update (one λ of a path
+ * solved for 20 minutes) is named while it runs; on a terminal the ticker also redraws the line
+ * every ATF_PROGRESS_TTY_REFRESH seconds, so that the elapsed time moves. Every
+ * atf_progress_start is matched by atf_progress_end or atf_progress_break (which stop the
+ * ticker) before the atf_progress goes out of scope; updates may follow a break. */
 #define ATF_PROGRESS_TTY_INTERVAL 0.1
+#define ATF_PROGRESS_TTY_REFRESH 1.0
 #define ATF_PROGRESS_LOG_INTERVAL 5.0
 typedef struct {
     int total, done, skipped;
@@ -398,11 +405,17 @@ typedef struct {
     int pending;      /* an update not written yet (its text in what) */
     int final_shown;  /* the line with done == total was written */
     char what[256];   /* the last update's text */
+    pthread_mutex_t mu;   /* guards all of the above once the ticker runs */
+    pthread_cond_t wake;  /* an update was kept back, or the ticker must stop */
+    pthread_t ticker;
+    int ticking, closing; /* the ticker runs; it is asked to stop */
 } atf_progress;
 
 void atf_progress_start(atf_progress *p, FILE *to, int total, int skipped);
 void atf_progress_show(atf_progress *p, const char *what);
 void atf_progress_step(atf_progress *p);
+/* Sets the runs done (e.g. the epoch reached); the next update shows it. */
+void atf_progress_set_done(atf_progress *p, int done);
 /* The final line ("done", unless the line at done == total is already written); on a terminal
  * it stays. */
 void atf_progress_end(atf_progress *p);

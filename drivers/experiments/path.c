@@ -931,8 +931,7 @@ static atf_error run_all(path_state *s, char *err)
         }
     }
     int stop = stopped(s); /* every rank leaves the loop at the same point */
-    if (e || stop)
-        atf_progress_break(&prog);
+    atf_progress_break(&prog); /* the update kept back, if any; and the ticker stops */
     return stop ? ATF_OK : e;
 }
 

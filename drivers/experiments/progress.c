@@ -1,6 +1,8 @@
 /* progress.c — the progress line of long runs, and the small run-time helpers every
  * experiment shares (timer, stop flag, log, output paths). */
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,6 +90,12 @@ void atf_progress_start(atf_progress *p, FILE *to, int total, int skipped)
     p->t0 = atf_now();
     p->to = to;
     p->tty = to && isatty(fileno(to));
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the clock of atf_now */
+    pthread_cond_init(&p->wake, &ca);
+    pthread_condattr_destroy(&ca);
     if (to && skipped > 0)
         fprintf(to, "resuming: %d of %d runs already recorded\n", skipped, total);
 }
@@ -118,10 +126,76 @@ static void emit(atf_progress *p, double now)
         p->final_shown = 1;
 }
 
+static void emit(atf_progress *p, double now);
+
+/* Is a line due from the ticker at `now`? Off a terminal the update kept back, once the log's
+ * interval has passed; on a terminal also a redraw of the open line (elapsed time, ETA). */
+static double ticker_due(const atf_progress *p)
+{
+    if (p->tty)
+        return p->pending ? p->last + ATF_PROGRESS_TTY_INTERVAL
+                          : p->open ? p->last + ATF_PROGRESS_TTY_REFRESH : INFINITY;
+    return p->pending ? p->last + ATF_PROGRESS_LOG_INTERVAL : INFINITY;
+}
+
+static void *tick(void *arg)
+{
+    atf_progress *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->closing) {
+        double now = atf_now(), due = ticker_due(p);
+        if (now >= due) {
+            emit(p, now);
+            continue;
+        }
+        if (isinf(due)) {
+            pthread_cond_wait(&p->wake, &p->mu);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        double at = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec + (due - now);
+        ts.tv_sec = (time_t)at;
+        ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&p->wake, &p->mu, &ts);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Starts the ticker (lock held) with every signal blocked in it: SIGINT stays with the thread
+ * that polls the stop flag. Without a thread (creation failed) updates wait for the next call,
+ * as before. */
+static void start_ticker(atf_progress *p)
+{
+    if (p->ticking || p->closing)
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    p->ticking = pthread_create(&p->ticker, NULL, tick, p) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Stops and joins the ticker; returns with the lock held. */
+static void stop_ticker(atf_progress *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int running = p->ticking;
+    p->closing = 1;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    if (running)
+        pthread_join(p->ticker, NULL);
+    pthread_mutex_lock(&p->mu);
+    p->ticking = p->closing = 0;
+}
+
 void atf_progress_show(atf_progress *p, const char *what)
 {
     if (!p->to)
         return;
+    pthread_mutex_lock(&p->mu);
     snprintf(p->what, sizeof p->what, "%s", what ? what : "");
     double now = atf_now();
     double interval = p->tty ? ATF_PROGRESS_TTY_INTERVAL : ATF_PROGRESS_LOG_INTERVAL;
@@ -130,30 +204,28 @@ void atf_progress_show(atf_progress *p, const char *what)
         emit(p, now);
     else
         p->pending = 1;
+    start_ticker(p);
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->mu);
 }
 
 void atf_progress_step(atf_progress *p)
 {
+    pthread_mutex_lock(&p->mu);
     p->done++;
+    pthread_mutex_unlock(&p->mu);
 }
 
-void atf_progress_end(atf_progress *p)
+void atf_progress_set_done(atf_progress *p, int done)
 {
-    if (!p->to)
-        return;
-    if (!p->final_shown) {
-        snprintf(p->what, sizeof p->what, "done");
-        emit(p, atf_now());
-    } else if (p->pending) {
-        emit(p, atf_now());
-    }
-    atf_progress_break(p);
+    pthread_mutex_lock(&p->mu);
+    p->done = done;
+    pthread_mutex_unlock(&p->mu);
 }
 
-void atf_progress_break(atf_progress *p)
+/* atf_progress_break's work, ticker stopped and lock held. */
+static void break_line(atf_progress *p)
 {
-    if (!p->to)
-        return;
     if (p->pending)
         emit(p, atf_now());
     if (p->open) {
@@ -161,4 +233,26 @@ void atf_progress_break(atf_progress *p)
         fflush(p->to);
         p->open = 0;
     }
+}
+
+void atf_progress_end(atf_progress *p)
+{
+    if (!p->to)
+        return;
+    stop_ticker(p);
+    if (!p->final_shown) {
+        snprintf(p->what, sizeof p->what, "done");
+        emit(p, atf_now());
+    }
+    break_line(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void atf_progress_break(atf_progress *p)
+{
+    if (!p->to)
+        return;
+    stop_ticker(p);
+    break_line(p);
+    pthread_mutex_unlock(&p->mu);
 }

@@ -1,11 +1,13 @@
 /* test_helpers.c — unit tests of the experiments library (linked, not compiled in): the resumable row store
  * (quoting, reopen, torn last line, JSON lines rebuilt from the CSV, refused duplicates and
- * column changes), effective rank, scale=auto resolution and test metrics. */
+ * column changes), effective rank, scale=auto resolution, test metrics, and the progress line's
+ * ticker (an update kept back is written while nothing else happens). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atf_experiments.h"
@@ -205,6 +207,41 @@ static void test_metrics(void)
     CHECK(mean == 1.5 && fabs(sd - sqrt(0.5)) < 1e-15);
 }
 
+/* Off a terminal the second of two quick updates is kept back; the ticker must write it after
+ * ATF_PROGRESS_LOG_INTERVAL seconds although no call follows (a long silent step), and end
+ * writes the final line. Waits up to 60 s for it (never asserts a time). */
+static void test_progress_ticker(const char *dir)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/progress.txt", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    atf_progress p;
+    atf_progress_start(&p, f, 2, 0);
+    atf_progress_show(&p, "first step");
+    atf_progress_step(&p);
+    atf_progress_show(&p, "second step"); /* within the interval: kept back */
+    char *text = NULL;
+    int seen = 0;
+    for (int i = 0; i < 600 && !seen; i++) {
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
+        free(text);
+        text = slurp(path);
+        seen = text && strstr(text, "second step") != NULL;
+    }
+    CHECK(seen);
+    atf_progress_end(&p);
+    fclose(f);
+    free(text);
+    text = slurp(path);
+    CHECK(text && strstr(text, "0/2") && strstr(text, "first step") && strstr(text, "1/2") &&
+          strstr(text, "done"));
+    CHECK(text && !strchr(text, '\r'));
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : ".";
@@ -218,6 +255,7 @@ int main(int argc, char **argv)
     test_auto_scale();
     test_with_scale();
     test_metrics();
+    test_progress_ticker(dir);
     if (failures)
         fprintf(stderr, "%d checks failed\n", failures);
     return failures ? 1 : 0;

@@ -14,12 +14,15 @@
  *  - the step limit and the interrupt flag give honest statuses; r = 0 gives B = 0;
  *  - reproducible (same seed, same B bit for bit), another seed gives the same B to 1e-8;
  *  - a second solve on the same solver, and the projection through CG (ATF_PROJ_CG);
- *  - atf_baseline_method (auto): the Gram for small M, CG when the Gram does not fit. */
+ *  - atf_baseline_method (auto): the Gram for small M, CG when the Gram does not fit;
+ *  - atf_baseline, the library call, where the Gram does not fit this machine's available memory
+ *    (M chosen from it): CG, solved, interpolating — not an out-of-memory error. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atf_solver.h"
 #include "atf_test.h"
@@ -454,6 +457,44 @@ static void test_auto_choice(void)
     atf_problem_free(mid);
 }
 
+/* M rows whose Gram (8.7 bytes × M²) is 1.3 times the 75 % of the available memory that
+ * atf_baseline may give it (solver/baseline_cg.c), so that it must take CG. One factored
+ * block with 1.5 M parameters (well conditioned, random). Skipped, saying so, where the
+ * memory makes that problem itself too large for a test (M > 80 000). */
+static void test_baseline_fallback(void)
+{
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    double avail = pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
+    int C = 10, M = (int)ceil(sqrt(1.3 * 0.75 * avail / 8.7) / C) * C, N = M / C;
+    if (M > 80000 || M <= 0) {
+        printf("test_baseline_fallback: skipped: %.3g GiB available would need M = %d\n",
+               avail / (1024.0 * 1024.0 * 1024.0), M);
+        return;
+    }
+    int side = (int)ceil(sqrt(1.5 * M));
+    const shape one[] = {{ATF_OP_FACTORED, side, side}};
+    atf_problem *p = make_problem(71, N, C, one, 1);
+    char why[256] = "", err[ATF_ERRLEN] = "";
+    CHECK(atf_baseline_method(p, NULL, why, sizeof why) == ATF_METHOD_CG && strstr(why, "GiB"),
+          "fallback, M = %d: auto chose the Gram: '%s'", M, why);
+    atf_result *res = NULL;
+    atf_error e = atf_baseline(p, &res, err);
+    CHECK(e == ATF_OK && res, "fallback, M = %d: atf_baseline failed: %s", M, err);
+    if (res) {
+        printf("test_baseline_fallback: M = %d, %.3g GiB available: %s, %s, %d steps, "
+               "constraint residual %.2e\n", M, avail / (1024.0 * 1024.0 * 1024.0),
+               atf_method_name(res->info.method), atf_status_name(res->info.status),
+               res->info.iterations, res->info.constraint_residual);
+        CHECK(res->info.method == ATF_METHOD_CG && res->info.status == ATF_STATUS_SOLVED &&
+                  res->info.constraint_residual <= 1e-8,
+              "fallback, M = %d: method %s, status %s, constraint residual %.3e", M,
+              atf_method_name(res->info.method), atf_status_name(res->info.status),
+              res->info.constraint_residual);
+        atf_result_free(res);
+    }
+    atf_problem_free(p);
+}
+
 int main(void)
 {
     test_against_gram();
@@ -465,5 +506,6 @@ int main(void)
     test_reproducible();
     test_solver_reuse();
     test_auto_choice();
+    test_baseline_fallback();
     return atf_test_finish("test_baseline_cg");
 }

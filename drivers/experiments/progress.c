@@ -126,10 +126,9 @@ static void emit(atf_progress *p, double now)
         p->final_shown = 1;
 }
 
-static void emit(atf_progress *p, double now);
-
-/* Is a line due from the ticker at `now`? Off a terminal the update kept back, once the log's
- * interval has passed; on a terminal also a redraw of the open line (elapsed time, ETA). */
+/* When the ticker's next line is due (INFINITY: none until an update): off a terminal the
+ * update kept back, once the log's interval has passed; on a terminal also a redraw of the open
+ * line every ATF_PROGRESS_TTY_REFRESH (elapsed time, ETA). */
 static double ticker_due(const atf_progress *p)
 {
     if (p->tty)

@@ -75,17 +75,24 @@ case "$step" in
       --xent-penalties "$xent_pens" --out $out/fair-large ;;
   merge)  # the rows of fair-large and fair-2000-p16 join the fair table (a table has one writer
           # at a time, so these run beside the others in directories of their own): a key the
-          # fair table has already is replaced by the source's row, a new key is appended; then
-          # `report`
+          # fair table has already is replaced by the source's row, a new key is appended (a
+          # source still being written is skipped, saying so); then `report`
     /usr/bin/python3 - "$out/fair" "$out/fair-large" "$out/fair-2000-p16" <<'PY'
 import csv, fcntl, os, sys
 dst, srcs = sys.argv[1], [d for d in sys.argv[2:] if os.path.exists(os.path.join(d, "samples.csv"))]
-for d in [dst] + srcs:  # no run may be writing any of the tables
+def free(d):  # no run is writing the table (its lock is then held until this ends)
     fd = os.open(os.path.join(d, "samples.csv.lock"), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
     except OSError:
-        sys.exit(f"merge: {d}/samples.csv is being written by a run; try again when it ends")
+        return False
+if not free(dst):
+    sys.exit(f"merge: {dst}/samples.csv is being written by a run; try again when it ends")
+busy = [d for d in srcs if not free(d)]
+for d in busy:  # what it merged before stays; the rest waits for the next merge
+    print(f"merge: {d}: skipped, a run is writing it; merge again when it ends")
+srcs = [d for d in srcs if d not in busy]
 def rows(d):
     with open(os.path.join(d, "samples.csv"), newline="") as f:
         lines = f.read().splitlines(keepends=True)

@@ -10,7 +10,9 @@
 # has brought in the rows of fair-large and fair-2000-p16, which run beside the others in
 # directories of their own). Runs with
 # OPENBLAS_NUM_THREADS=1 from build-results/ (a release build made here when missing). Steps
-# that share a table may run at the same time only if they write different directories.
+# that share a table may run at the same time only if they write different directories. Do not
+# edit this file while a step runs: bash reads it as it goes, and the running step reads the
+# edited text when its command ends (seen: a syntax error after fair-2000-p16 had finished).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OPENBLAS_NUM_THREADS=1

@@ -387,7 +387,7 @@ atf_error atf_check_auto_spec(const char *spec, char *err);
  * and the final one (atf_progress_end, or atf_progress_break after an interruption), whatever
  * the rate of the updates. An update not written is kept, and a ticker thread writes it once
  * its interval has passed, so that a long step that makes no further update (one λ of a path
- * solved for 20 minutes) is named while it runs; on a terminal the ticker also redraws the line
+ * solved for an hour) is named while it runs; on a terminal the ticker also redraws the line
  * every ATF_PROGRESS_TTY_REFRESH seconds, so that the elapsed time moves. Every
  * atf_progress_start is matched by atf_progress_end or atf_progress_break (which stop the
  * ticker) before the atf_progress goes out of scope; updates may follow a break. */

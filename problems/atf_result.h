@@ -156,6 +156,25 @@ atf_error atf_result_factors(atf_result *res, const atf_problem *prob, char *err
 atf_error atf_result_write(const char *path, const atf_result *res, char *err);
 atf_error atf_result_read(const char *path, atf_result **out, char *err);
 
+/* A solver's state in the middle of a long solve (method newton, docs/solver.md §15), kept so
+ * that the solve can go on after an interruption: the solver hands it to hooks.checkpoint and
+ * takes it back as hooks.resume (atf_solver.h). The state is opaque outside the solver; key
+ * names what it belongs to (the method, the problem's fingerprint, the loss, the penalties and
+ * the settings that shape the iterates), and a solver resumes only a state of its own key. */
+#define ATF_CHECKPOINT_KEYLEN 1024
+typedef struct {
+    char key[ATF_CHECKPOINT_KEYLEN];
+    int64_t len;  /* doubles in data */
+    double *data; /* owned by whoever filled it (atf_checkpoint_read: the caller, freed by
+                     atf_checkpoint_free) */
+} atf_checkpoint;
+
+/* Checkpoint files (docs/formats.md "Checkpoints"): atomic write; the reader checks the format,
+ * the version and that every number of the state is finite. */
+atf_error atf_checkpoint_write(const char *path, const atf_checkpoint *cp, char *err);
+atf_error atf_checkpoint_read(const char *path, atf_checkpoint *cp, char *err);
+void atf_checkpoint_free(atf_checkpoint *cp);
+
 /* Whether a result was computed from this problem, by fingerprint: ATF_OK when they agree;
  * ATF_E_INPUT naming both files when they differ; ATF_OK with a one-line note (what is missing)
  * when the result records no problem fingerprint (an earlier atf wrote it). note (ATF_ERRLEN

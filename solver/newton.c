@@ -84,6 +84,7 @@ typedef struct {
     int *support;         /* [vars] the support of x̄ (atf_sv_prox_support) */
     double start;
     int power_iterations;
+    double last_checkpoint; /* atf_now() at the start, the resume or the last checkpoint */
 } newton_state;
 
 static atf_error alloc_state(newton_state *st, size_t n, int M, int nvars)
@@ -413,6 +414,9 @@ struct atf_newton {
     int started;
     double weight; /* the augmented Lagrangian's loss weight when the point's values were last
                       computed (0 before the first atf_newton_set_weight) */
+    int checkpointing;   /* hooks.checkpoint is called (atf_sv_newton, one process) */
+    int checkpoint_failed;
+    char key[ATF_CHECKPOINT_KEYLEN]; /* of this solve's checkpoints (checkpoint_key) */
 };
 
 atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out, char *err)
@@ -487,6 +491,131 @@ void atf_newton_set_weight(atf_solver *s, atf_newton *nw, double weight, const d
         st->z[i] = st->x[i] + (st->z[i] - st->x[i]) / ratio;
 }
 
+/* ---- checkpoints (hooks.checkpoint, hooks.resume) -------------------------------------------
+ * At the top of a Newton step the state is the pair z, x = prox(z) with its step t, the values
+ * F, penalty and loss at x, the regularisation's σ and the counters: everything else a step
+ * uses is recomputed from them (A'x, the gradient, the residual, the prox's Jacobian) except
+ * the Nyström sketch, which is rebuilt every NYSTROM_PERIOD steps from the point of the step.
+ * A checkpoint is therefore taken only where the next step rebuilds the sketch (or there is
+ * none): the resumed solve, which starts without one, then builds it at the same step from the
+ * same point, and everything after is the same, bit for bit. */
+enum { CP_MAGIC, CP_VERSION, CP_N, CP_T, CP_SIGMA, CP_ALPHA, CP_F, CP_PEN, CP_LOSS, CP_ITER,
+       CP_CG_TOTAL, CP_CG_LAST, CP_FALLBACKS, CP_IN_A_ROW, CP_BACKTRACKS, CP_NEGATIVE,
+       CP_POWER, CP_PASSES, CP_SKETCH_PASSES, CP_ELAPSED, CP_HEADER };
+#define CP_MAGIC_VALUE 5.0412e7 /* "ATF Newton state", any fixed value that is not a count */
+#define CP_VERSION_VALUE 1.0
+
+static size_t checkpoint_len(const atf_solver *s)
+{
+    return CP_HEADER + 2 * s->n;
+}
+
+/* Whether the next step rebuilds the sketch (refresh_preconditioner's rule) and the interval
+ * has passed. */
+static int checkpoint_due(const atf_solver *s, const atf_newton *nw)
+{
+    const newton_state *st = &nw->st;
+    int rebuilds = st->ny.k < 1 || !st->ny.ready ||
+                   (nw->pl.loss.kind == ATF_LOSS_XENT && st->ny_age + 1 >= NYSTROM_PERIOD);
+    return rebuilds && atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds;
+}
+
+static int save_checkpoint(atf_solver *s, atf_newton *nw)
+{
+    newton_state *st = &nw->st;
+    size_t n = s->n;
+    atf_checkpoint cp = {.len = (int64_t)checkpoint_len(s)};
+    memcpy(cp.key, nw->key, sizeof cp.key);
+    cp.data = malloc((size_t)cp.len * sizeof *cp.data);
+    if (!cp.data)
+        return -1;
+    double *h = cp.data;
+    h[CP_MAGIC] = CP_MAGIC_VALUE, h[CP_VERSION] = CP_VERSION_VALUE, h[CP_N] = (double)n;
+    h[CP_T] = st->t, h[CP_SIGMA] = st->sigma, h[CP_ALPHA] = st->alpha;
+    h[CP_F] = st->F, h[CP_PEN] = st->pen, h[CP_LOSS] = st->loss;
+    h[CP_ITER] = st->iter, h[CP_CG_TOTAL] = st->cg_total, h[CP_CG_LAST] = st->cg_last;
+    h[CP_FALLBACKS] = st->fallbacks, h[CP_IN_A_ROW] = st->in_a_row;
+    h[CP_BACKTRACKS] = st->backtracks, h[CP_NEGATIVE] = st->negative_curvature;
+    h[CP_POWER] = st->power_iterations, h[CP_PASSES] = (double)s->passes;
+    h[CP_SKETCH_PASSES] = st->ny.passes, h[CP_ELAPSED] = atf_now() - st->start;
+    memcpy(h + CP_HEADER, st->z, n * sizeof *h);
+    memcpy(h + CP_HEADER + n, st->x, n * sizeof *h);
+    int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
+    free(cp.data);
+    st->last_checkpoint = atf_now();
+    if (r == 0 && s->set.verbose)
+        atf_sv_log(s, "atf newton: checkpoint kept at step %d\n", st->iter);
+    return r == 0 ? 0 : -1;
+}
+
+/* What a checkpoint belongs to: the method and its state's version, the problem's content, the
+ * loss, every block's penalty and the settings that shape the iterates. */
+static atf_error checkpoint_key(atf_solver *s, const atf_loss *loss, char *key, char *err)
+{
+    char fp[ATF_FINGERPRINT_LEN], spec[ATF_LOSS_SPECLEN];
+    snprintf(fp, sizeof fp, "%s", s->prob->fingerprint);
+    if (!fp[0] && atf_problem_fingerprint(s->prob, fp) != ATF_OK) {
+        atf_errorf(err, "newton: checkpoint: cannot fingerprint the problem");
+        return ATF_E_USAGE;
+    }
+    atf_loss_format(loss, spec, sizeof spec);
+    int k = snprintf(key, ATF_CHECKPOINT_KEYLEN,
+                     "newton state 1; problem %s; loss %s; structure %s; reduce %d; "
+                     "newton_rank %d; eps_rel %.17g; variables %zu; penalties", fp, spec,
+                     atf_structure_name(s->set.structure), s->set.reduce, s->set.newton_rank,
+                     s->set.eps_rel, s->n);
+    for (int b = 0; b < s->prob->nblocks && k < ATF_CHECKPOINT_KEYLEN; b++)
+        k += snprintf(key + k, ATF_CHECKPOINT_KEYLEN - (size_t)k, " %s",
+                      s->prob->blocks[b].penalty_spec);
+    if (k >= ATF_CHECKPOINT_KEYLEN) {
+        atf_errorf(err, "newton: checkpoint: the solve's description is longer than %d bytes "
+                        "(too many blocks)", ATF_CHECKPOINT_KEYLEN - 1);
+        return ATF_E_USAGE;
+    }
+    return ATF_OK;
+}
+
+/* The state of a checkpoint in place of start(): the point's values as accept() computes them. */
+static atf_error resume(atf_solver *s, atf_newton *nw, const atf_checkpoint *cp, char *err)
+{
+    newton_state *st = &nw->st;
+    size_t n = s->n;
+    const double *h = cp->data;
+    if (strcmp(cp->key, nw->key) != 0) {
+        atf_errorf(err, "newton: the checkpoint is another solve's (it is for \"%.300s\"; this "
+                        "solve is \"%.300s\")", cp->key, nw->key);
+        return ATF_E_INPUT;
+    }
+    if ((size_t)cp->len != checkpoint_len(s) || h[CP_MAGIC] != CP_MAGIC_VALUE ||
+        h[CP_VERSION] != CP_VERSION_VALUE || h[CP_N] != (double)n || !(h[CP_T] > 0.0) ||
+        !(h[CP_ITER] >= 0.0 && h[CP_ITER] <= s->set.max_iter)) {
+        atf_errorf(err, "newton: the checkpoint's state is not a Newton state of %zu variables "
+                        "(%lld numbers, or its header is damaged)", n, (long long)cp->len);
+        return ATF_E_INPUT;
+    }
+    st->t = h[CP_T], st->sigma = h[CP_SIGMA], st->alpha = h[CP_ALPHA];
+    st->F = h[CP_F], st->pen = h[CP_PEN], st->loss = h[CP_LOSS];
+    st->iter = (int)h[CP_ITER], st->cg_total = (int)h[CP_CG_TOTAL];
+    st->cg_last = (int)h[CP_CG_LAST], st->fallbacks = (int)h[CP_FALLBACKS];
+    st->in_a_row = (int)h[CP_IN_A_ROW], st->backtracks = (int)h[CP_BACKTRACKS];
+    st->negative_curvature = (int)h[CP_NEGATIVE], st->power_iterations = (int)h[CP_POWER];
+    st->ny.passes = h[CP_SKETCH_PASSES];
+    st->ny.ready = 0, st->ny_age = 0; /* rebuilt by the next step, as it was then */
+    memcpy(st->z, h + CP_HEADER, n * sizeof *st->z);
+    memcpy(st->x, h + CP_HEADER + n, n * sizeof *st->x);
+    atf_sv_apply(s, st->x, st->zx);
+    atf_pg_loss_eval(&nw->pl, st->zx, st->u);
+    atf_sv_adjoint(s, st->u, st->g);
+    s->passes = (long)h[CP_PASSES];
+    st->start = atf_now() - h[CP_ELAPSED];
+    st->last_checkpoint = atf_now();
+    nw->started = 1;
+    if (s->set.verbose)
+        atf_sv_log(s, "atf newton: resumed from a checkpoint at step %d (%.0f s into the "
+                      "solve)\n", st->iter, h[CP_ELAPSED]);
+    return ATF_OK;
+}
+
 atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, double eps,
                           int max_iter, int verbose, int *gave_up)
 {
@@ -494,7 +623,7 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
     atf_pg_loss *pl = &nw->pl;
     *gave_up = 0;
     if (!nw->started) {
-        st->start = atf_now();
+        st->start = st->last_checkpoint = atf_now();
         if (start(s, pl, st, x0) != ATF_OK)
             return ATF_STATUS_NUMERICAL_ERROR;
         nw->started = 1;
@@ -517,6 +646,10 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
         if (st->in_a_row >= NEWTON_GIVE_UP) {
             *gave_up = 1;
             break;
+        }
+        if (nw->checkpointing && checkpoint_due(s, nw) && save_checkpoint(s, nw) != 0) {
+            nw->checkpoint_failed = 1;
+            return ATF_STATUS_INTERRUPTED;
         }
         if (newton_step(s, pl, &nw->jac, st) != 0)
             status = ATF_STATUS_NUMERICAL_ERROR;
@@ -583,8 +716,23 @@ atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, do
     memset(info, 0, sizeof *info);
     newton_state *st = &nw->st;
     atf_pg_loss *pl = &nw->pl;
-    atf_status status = atf_newton_run(s, nw, x, s->set.eps_rel, s->set.max_iter,
+    int single = !s->hooks.processes;
+    nw->checkpointing = single && s->hooks.checkpoint;
+    if ((nw->checkpointing || s->hooks.resume) &&
+        ((e = checkpoint_key(s, loss, nw->key, err)) ||
+         (s->hooks.resume && (e = resume(s, nw, s->hooks.resume, err))))) {
+        atf_newton_free(nw);
+        return e;
+    }
+    if (nw->started && s->set.verbose) /* resumed: atf_newton_run does not start it */
+        log_header(s, loss, st);
+    atf_status status = atf_newton_run(s, nw, x, s->set.eps_rel, s->set.max_iter - st->iter,
                                        s->set.verbose, gave_up);
+    if (nw->checkpoint_failed) {
+        atf_errorf(err, "newton: the checkpoint at step %d could not be kept", st->iter);
+        atf_newton_free(nw);
+        return ATF_E_IO;
+    }
     if (!nw->started || (status == ATF_STATUS_NUMERICAL_ERROR &&
                          !atf_sv_all_finite(st->x, s->n))) {
         memset(st->x, 0, s->n * sizeof *st->x); /* never hand out NaN: B = 0, i.e. f = f0 */

@@ -76,6 +76,29 @@ static atf_error check_method_loss(const atf_settings *set, const atf_hooks *hoo
     return ATF_E_USAGE;
 }
 
+/* Checkpoints: a state to resume and a nonnegative interval; not over processes (every rank
+ * would hold part of the state). */
+static atf_error check_checkpoint_hooks(const atf_hooks *hooks, char *err)
+{
+    if (!hooks)
+        return ATF_OK;
+    if (hooks->checkpoint && !(hooks->checkpoint_seconds >= 0.0)) {
+        atf_errorf(err, "hooks: checkpoint_seconds = %g, must be zero or more",
+                   hooks->checkpoint_seconds);
+        return ATF_E_USAGE;
+    }
+    if (hooks->resume && (hooks->resume->len < 1 || !hooks->resume->data)) {
+        atf_errorf(err, "hooks: the checkpoint to resume holds no state");
+        return ATF_E_USAGE;
+    }
+    if (hooks->resume && hooks->processes) {
+        atf_errorf(err, "hooks: a checkpoint cannot be resumed over processes (one process "
+                        "only)");
+        return ATF_E_USAGE;
+    }
+    return ATF_OK;
+}
+
 atf_error atf_sv_settings_check(const atf_settings *set, const atf_hooks *hooks, char *err)
 {
     if (set->baseline && set->method != ATF_METHOD_AUTO && set->method != ATF_METHOD_BASELINE &&
@@ -119,7 +142,7 @@ atf_error atf_sv_settings_check(const atf_settings *set, const atf_hooks *hooks,
         atf_errorf(err, "settings: log_every = %d, must be at least 1", set->log_every);
         return ATF_E_USAGE;
     }
-    return ATF_OK;
+    return check_checkpoint_hooks(hooks, err);
 }
 
 void atf_sv_log(const atf_solver *s, const char *fmt, ...)

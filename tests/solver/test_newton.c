@@ -10,13 +10,18 @@
  * iteration table's objective column) with statuses that match their certificates; data
  * scaled by 1e±150 (with λ and γ scaled so that the problem is the same) give the same status
  * and the correspondingly scaled solution; the augmented Lagrangian (solver/alm.c) reaches Gram
- * ADMM's interpolation optimum (objective 1e-8) on the same convex cases. */
+ * ADMM's interpolation optimum (objective 1e-8) on the same convex cases; checkpoints
+ * (hooks.checkpoint / hooks.resume): a solve resumed from any state it handed out ends with the
+ * uninterrupted solve's B, counts and certificates bit for bit (with and without the sketch, a
+ * nonconvex penalty, both losses), another solve's or a damaged state is refused, a checkpoint
+ * the caller cannot keep is an error, and the file round trip. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "solver_fixtures.h"
 #include "solver_newton.h"
@@ -440,6 +445,148 @@ static void test_nonconvex(void)
         }
 }
 
+/* ---- checkpoints: a resumed solve is the uninterrupted one, bit for bit ----------------------- */
+
+#define MAX_STATES 64
+
+typedef struct {
+    int count, fail_at; /* fail_at ≥ 0: the callback refuses its fail_at-th call */
+    atf_checkpoint states[MAX_STATES];
+} kept_states;
+
+static int keep_state(void *ctx, const atf_checkpoint *state)
+{
+    kept_states *k = ctx;
+    if (k->count == k->fail_at)
+        return 1;
+    if (k->count < MAX_STATES) {
+        atf_checkpoint *c = &k->states[k->count];
+        *c = *state;
+        c->data = malloc((size_t)state->len * sizeof *c->data);
+        if (c->data)
+            memcpy(c->data, state->data, (size_t)state->len * sizeof *c->data);
+    }
+    k->count++;
+    return 0;
+}
+
+static atf_result *solve_hooked(const atf_problem *p, const atf_settings *set,
+                                const atf_hooks *hooks, atf_error *e, char *err)
+{
+    atf_result *res = NULL;
+    *e = atf_solve(p, set, hooks, &res, err);
+    return res;
+}
+
+/* Everything a row of a table is made of, compared bit for bit (times apart). */
+static int same_result(const atf_result *a, const atf_result *b, int n)
+{
+    double *ba = stack_result(a, n), *bb = stack_result(b, n);
+    int same = ba && bb && memcmp(ba, bb, (size_t)n * sizeof *ba) == 0 &&
+               a->info.status == b->info.status && a->info.iterations == b->info.iterations &&
+               a->info.inner_iterations == b->info.inner_iterations &&
+               a->info.fallback_steps == b->info.fallback_steps &&
+               a->info.operator_passes == b->info.operator_passes &&
+               memcmp(&a->info.objective, &b->info.objective, sizeof(double)) == 0 &&
+               memcmp(&a->info.pg_residual, &b->info.pg_residual, sizeof(double)) == 0 &&
+               memcmp(&a->info.stationarity, &b->info.stationarity, sizeof(double)) == 0;
+    free(ba), free(bb);
+    return same;
+}
+
+/* One case: the solve with checkpoints at every step allowed equals the one without; resumed
+ * from each of its states it ends the same; another solve's state, a damaged one and a
+ * checkpoint the caller cannot keep are refused. */
+static void checkpoint_case(const char *pen, atf_loss loss, int rank, int min_states)
+{
+    static const int shapes[2][2] = {{8, 6}, {6, 2}};
+    atf_problem *p = factored(91, 24, 2, 2, shapes, pen, 0);
+    add_labels(p, 92, 1);
+    int n = (int)atf_problem_nvars(p);
+    atf_settings set = tight(1e-9);
+    set.method = ATF_METHOD_NEWTON, set.loss = loss, set.newton_rank = rank, set.max_iter = 300;
+    char err[ATF_ERRLEN] = "", what[96];
+    snprintf(what, sizeof what, "checkpoints, %s, %s, rank %d", pen, atf_loss_name(loss.kind),
+             rank);
+    atf_error e;
+    atf_result *plain = solve_hooked(p, &set, NULL, &e, err);
+    kept_states k = {.fail_at = -1};
+    atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k};
+    atf_result *kept = solve_hooked(p, &set, &hooks, &e, err);
+    CHECK(plain && kept && same_result(plain, kept, n),
+          "%s: checkpoints changed the solve (%s)", what, err);
+    CHECK(k.count >= min_states && k.count <= MAX_STATES, "%s: %d states kept, expected %d or more",
+          what, k.count, min_states);
+    for (int i = 0; i < k.count && i < MAX_STATES && plain; i++) {
+        atf_hooks from = {.resume = &k.states[i]};
+        atf_result *res = solve_hooked(p, &set, &from, &e, err);
+        CHECK(e == ATF_OK && res && same_result(plain, res, n),
+              "%s: resumed from state %d of %d: not the uninterrupted solve (%s; %d vs %d steps)",
+              what, i, k.count, err, res ? res->info.iterations : -1, plain->info.iterations);
+        atf_result_free(res);
+    }
+    if (k.count > 0) {
+        atf_settings other = set;
+        other.loss.lambda *= 2.0;
+        atf_hooks from = {.resume = &k.states[0]};
+        atf_result *res = solve_hooked(p, &other, &from, &e, err);
+        CHECK(e == ATF_E_INPUT && !res && strstr(err, "another solve"),
+              "%s: another loss's state accepted (%d: %s)", what, (int)e, err);
+        atf_checkpoint damaged = k.states[0];
+        damaged.len--;
+        from.resume = &damaged;
+        res = solve_hooked(p, &set, &from, &e, err);
+        CHECK(e == ATF_E_INPUT && !res, "%s: a shortened state accepted (%d: %s)", what, (int)e,
+              err);
+    }
+    kept_states refuse = {.fail_at = 0};
+    atf_hooks failing = {.checkpoint = keep_state, .checkpoint_ctx = &refuse};
+    atf_result *res = solve_hooked(p, &set, &failing, &e, err);
+    CHECK(e == ATF_E_IO && !res && strstr(err, "checkpoint"),
+          "%s: a checkpoint the caller could not keep was not an error (%d: %s)", what, (int)e,
+          err);
+    for (int i = 0; i < k.count && i < MAX_STATES; i++)
+        free(k.states[i].data);
+    atf_result_free(plain), atf_result_free(kept);
+    atf_problem_free(p);
+}
+
+/* The file: written and read back exactly; a truncated file is refused with its name. */
+static void checkpoint_file(void)
+{
+    char path[] = "/tmp/atf_checkpoint_XXXXXX", err[ATF_ERRLEN] = "";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0)
+        return;
+    close(fd);
+    double data[5] = {1.0, -2.5, 3e-300, 1e300, 0.0};
+    atf_checkpoint cp = {.key = "newton state 1; test", .len = 5, .data = data}, back;
+    CHECK(atf_checkpoint_write(path, &cp, err) == ATF_OK, "write: %s", err);
+    CHECK(atf_checkpoint_read(path, &back, err) == ATF_OK && back.len == 5 &&
+              memcmp(back.data, data, sizeof data) == 0 && strcmp(back.key, cp.key) == 0,
+          "read back: %s", err);
+    atf_checkpoint_free(&back);
+    data[2] = NAN;
+    CHECK(atf_checkpoint_write(path, &cp, err) == ATF_E_NUMERICAL, "a NaN state was written");
+    CHECK(truncate(path, 100) == 0, "truncate");
+    atf_error e = atf_checkpoint_read(path, &back, err);
+    CHECK(e != ATF_OK && strstr(err, path) && !back.data, "a truncated file was read (%s)", err);
+    remove(path);
+}
+
+static void test_checkpoints(void)
+{
+    atf_loss xent = {ATF_LOSS_XENT, 0.2}, squared = {ATF_LOSS_SQUARED, 0.2};
+    /* xent with the sketch (rebuilt every third step: states at steps 0, 3, 6, …), nonconvex */
+    checkpoint_case("balanced+balanced", xent, 8, 2);
+    checkpoint_case("sq", xent, 8, 2);
+    /* without a sketch every step is one; the squared loss's is built once: step 0 only */
+    checkpoint_case("nuclear:scale=0.01", xent, 0, 3);
+    checkpoint_case("sq", squared, 8, 1);
+    checkpoint_file();
+}
+
 /* ---- units --------------------------------------------------------------------------------- */
 
 /* Multiply every operator (and r when with_r) by c. */
@@ -509,5 +656,6 @@ int main(void)
     test_alm();
     test_nonconvex();
     test_units();
+    test_checkpoints();
     return atf_test_finish("test_newton");
 }

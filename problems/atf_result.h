@@ -174,6 +174,13 @@ typedef struct {
 atf_error atf_checkpoint_write(const char *path, const atf_checkpoint *cp, char *err);
 atf_error atf_checkpoint_read(const char *path, atf_checkpoint *cp, char *err);
 void atf_checkpoint_free(atf_checkpoint *cp);
+/* A solver's checkpoint hook (atf_hooks.checkpoint) that writes every state to one file:
+ * ctx is an atf_checkpoint_file; on failure it returns nonzero with the reason in err. */
+typedef struct {
+    const char *path;
+    char err[ATF_ERRLEN];
+} atf_checkpoint_file;
+int atf_checkpoint_to_file(void *ctx, const atf_checkpoint *state);
 
 /* Whether a result was computed from this problem, by fingerprint: ATF_OK when they agree;
  * ATF_E_INPUT naming both files when they differ; ATF_OK with a one-line note (what is missing)

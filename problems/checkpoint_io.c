@@ -77,3 +77,9 @@ void atf_checkpoint_free(atf_checkpoint *cp)
     free(cp->data);
     memset(cp, 0, sizeof *cp);
 }
+
+int atf_checkpoint_to_file(void *ctx, const atf_checkpoint *state)
+{
+    atf_checkpoint_file *f = ctx;
+    return atf_checkpoint_write(f->path, state, f->err) != ATF_OK;
+}

@@ -130,6 +130,7 @@ enum {
     OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_PATH_POINTS, OPT_LOSS,
     OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS, OPT_XENT_LAMBDAS, OPT_XENT_PENALTIES,
     OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE, OPT_THRESHOLDS, OPT_PATIENCE_PATH,
+    OPT_CHECKPOINT_EVERY,
     OPT_REPORT_ONLY
 };
 
@@ -262,6 +263,9 @@ static void samples_usage(FILE *out)
             "                     validation scores\n"
             "  --xent-lambdas-per-example  the path's values are per fitted example: lambda\n"
             "                     = value x (n - v), the loss the mean cross-entropy / value\n"
+            "  --checkpoint-every S  a problem (16) solve (method newton) keeps its state in\n"
+            "                     DIR/solutions/*.partial.h5 every S seconds (default 600;\n"
+            "                     -1: never); a re-run goes on from it to the same answer\n"
             "  --xent-path-patience K  the path stops once K lambda in a row have done worse\n"
             "                     on validation than the best (default 0: every lambda)\n"
             "  --xent-penalties LIST  p16-xent's penalties, ';'-separated, a model each\n"
@@ -365,6 +369,8 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
     case OPT_REPORT_ONLY: cfg->report_only = 1; return ATF_OK;
     case OPT_PATIENCE_PATH:
         return parse_count("--xent-path-patience", val, &cfg->xent_path_patience, err);
+    case OPT_CHECKPOINT_EVERY:
+        return atf_cli_double("--checkpoint-every", val, &cfg->checkpoint_seconds, err);
     case OPT_XENT_PENALTIES: return atf_samples_set_xent_penalties(cfg, val, err);
     case OPT_INTERPOLATE_MAX_N: return parse_interpolate_max_n(val, &cfg->interpolate_max_n, err);
     case OPT_ALIGN_EXAMPLES: return parse_count("--align-examples", val, &cfg->align_examples, err);
@@ -450,6 +456,7 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"error-thresholds", required_argument, NULL, OPT_THRESHOLDS},
         {"report-only", no_argument, NULL, OPT_REPORT_ONLY},
         {"xent-path-patience", required_argument, NULL, OPT_PATIENCE_PATH},
+        {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
         {"xent-penalties", required_argument, NULL, OPT_XENT_PENALTIES},
         {"interpolate-max-n", required_argument, NULL, OPT_INTERPOLATE_MAX_N},
         {"align-examples", required_argument, NULL, OPT_ALIGN_EXAMPLES},

@@ -27,7 +27,8 @@ static void usage(FILE *out)
             "                 [--method auto|admm|alm|lp|irls|newton|fista]\n"
             "                 [--tol EPS] [--eps-abs E] [--max-iter N] [--rho R] [--alpha A]\n"
             "                 [--no-reduce] [--no-adaptive-rho] [--warm RESULT.h5]\n"
-            "                 [--newton-rank K] [--log-every K] [--quiet] [--json]\n"
+            "                 [--newton-rank K] [--checkpoint FILE [--checkpoint-every S]]\n"
+            "                 [--log-every K] [--quiet] [--json]\n"
             "\n"
             "Solve problem (16): minimise the sum over blocks of the spectral penalty\n"
             "omega~(singular values of B) subject to the tangent-feature constraints, or,\n"
@@ -66,6 +67,12 @@ static void usage(FILE *out)
             "                      subproblems'), 1 ... 2000, or 0 (none); default: rank\n"
             "                      100 (xent) or 300 (squared) from 4000 examples on,\n"
             "                      none below\n"
+            "  --checkpoint FILE   newton: keep the solve's state in FILE every S seconds\n"
+            "                      (--checkpoint-every, default 600); when FILE exists the\n"
+            "                      solve goes on from it, to the answer the uninterrupted\n"
+            "                      solve gives (bit for bit). Kept after Ctrl-C and the\n"
+            "                      iteration limit (run again, with a larger --max-iter), else\n"
+            "                      removed once RESULT.h5 is written. One process only\n"
             "  --log-every K       iteration table row every K iterations (default 50)\n"
             "  --quiet             no iteration table and no summary on stderr\n"
             "  --json              one JSON line on stdout (status, loss, objective,\n"
@@ -77,6 +84,8 @@ static void usage(FILE *out)
 
 typedef struct {
     const char *problem, *output, *penalty, *warm;
+    const char *checkpoint;       /* --checkpoint FILE, or NULL */
+    double checkpoint_seconds;    /* --checkpoint-every */
     atf_settings set;
     int quiet, json;
     int baseline;                 /* the command is baseline */
@@ -141,6 +150,8 @@ enum {
     OPT_NO_REDUCE,
     OPT_NO_ADAPTIVE_RHO,
     OPT_WARM,
+    OPT_CHECKPOINT,
+    OPT_CHECKPOINT_EVERY,
     OPT_LOG_EVERY,
     OPT_NEWTON_RANK,
     OPT_JSON
@@ -160,6 +171,8 @@ static const struct option options[] = {
     {"no-reduce", no_argument, NULL, OPT_NO_REDUCE},
     {"no-adaptive-rho", no_argument, NULL, OPT_NO_ADAPTIVE_RHO},
     {"warm", required_argument, NULL, OPT_WARM},
+    {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+    {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"newton-rank", required_argument, NULL, OPT_NEWTON_RANK},
     {"quiet", no_argument, NULL, 'q'},
@@ -177,6 +190,14 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
     case 'o': a->output = val; break;
     case OPT_PENALTY: a->penalty = val; break;
     case OPT_WARM: a->warm = val; break;
+    case OPT_CHECKPOINT: a->checkpoint = val; break;
+    case OPT_CHECKPOINT_EVERY:
+        if (!(e = atf_cli_double("--checkpoint-every", val, &a->checkpoint_seconds, err)) &&
+            !(a->checkpoint_seconds >= 0.0)) {
+            atf_errorf(err, "--checkpoint-every: %s is not a number of seconds >= 0", val);
+            e = ATF_E_USAGE;
+        }
+        return e;
     case OPT_STRUCTURE: return parse_structure(val, &s->structure, err);
     case OPT_METHOD:
         return a->baseline ? parse_baseline_method(val, a, err) : parse_method(val, &s->method, err);
@@ -214,6 +235,7 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
     a->set = atf_settings_default();
     a->baseline = !strcmp(cmd, "baseline");
     a->set.baseline = a->baseline; /* the NTK interpolant instead of problem (16) */
+    a->checkpoint_seconds = 600.0;
     atf_error e = ATF_OK;
     int c;
     atf_cli_getopt_begin();
@@ -225,6 +247,11 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
         return e;
     if (!a->output) {
         atf_errorf(err, "missing -o RESULT.h5 (atf %s --help)", cmd);
+        return ATF_E_USAGE;
+    }
+    if (a->checkpoint && (a->baseline || atf_cli_processes())) {
+        atf_errorf(err, "--checkpoint: %s", a->baseline ? "atf baseline has no checkpoints"
+                                                        : "one process only (not under mpirun)");
         return ATF_E_USAGE;
     }
     return ATF_OK;
@@ -340,12 +367,27 @@ static int fail_alike(const char *cmd, atf_error e, char *msg, int agreed_on)
     return atf_cli_fail(cmd, e, msg);
 }
 
+/* A solve that failed on its checkpoint: the file's reason when it could not be written, the
+ * file named when the state in it was refused. */
+static void checkpoint_failure(const solve_args *a, atf_error e, const char *write_err,
+                               int resumed, char *err)
+{
+    if (e == ATF_E_IO && write_err[0]) {
+        snprintf(err, ATF_ERRLEN, "%s", write_err);
+    } else if (resumed && (e == ATF_E_INPUT || e == ATF_E_USAGE)) {
+        char why[ATF_ERRLEN];
+        snprintf(why, sizeof why, "%s", err);
+        atf_errorf(err, "%s: %s (remove the file to solve from the start)", a->checkpoint, why);
+    }
+}
+
 static int run(const char *cmd, solve_args *a)
 {
     char err[ATF_ERRLEN] = "";
     atf_problem *prob = NULL;
     atf_result *warm = NULL, *res = NULL;
     atf_solver *solver = NULL;
+    atf_checkpoint from = {0};
     int code = 0;
     atf_error e = load(cmd, a, &prob, &warm, err);
     if (e) {
@@ -355,6 +397,18 @@ static int run(const char *cmd, solve_args *a)
     a->set.verbose = !a->quiet && rank() == 0; /* the iteration table on stderr */
     atf_hooks hooks = {.warm = warm, .interrupt = atf_cli_interrupt_flag(),
                        .processes = atf_cli_processes()};
+    atf_checkpoint_file sink = {a->checkpoint, ""};
+    if (a->checkpoint) {
+        hooks.checkpoint = atf_checkpoint_to_file, hooks.checkpoint_ctx = &sink;
+        hooks.checkpoint_seconds = a->checkpoint_seconds;
+        if (access(a->checkpoint, F_OK) == 0) {
+            if ((e = atf_checkpoint_read(a->checkpoint, &from, err))) {
+                code = fail_alike(cmd, e, err, 1);
+                goto done;
+            }
+            hooks.resume = &from;
+        }
+    }
     e = atf_solver_init(prob, &a->set, &hooks, &solver, err);
     if (e) {
         char msg[ATF_ERRLEN + 64];
@@ -364,6 +418,7 @@ static int run(const char *cmd, solve_args *a)
     }
     e = atf_solver_solve(solver, &res, err);
     if (e) { /* a failure, not a status: nothing to write */
+        checkpoint_failure(a, e, sink.err, hooks.resume != NULL, err);
         code = fail_alike(cmd, e, err, 0);
         goto done;
     }
@@ -386,11 +441,15 @@ static int run(const char *cmd, solve_args *a)
         code = atf_cli_fail(cmd, we, werr);
         goto done;
     }
+    if (a->checkpoint && res->info.status != ATF_STATUS_INTERRUPTED &&
+        res->info.status != ATF_STATUS_MAX_ITERATIONS)
+        remove(a->checkpoint); /* RESULT.h5 holds the answer; else the next run goes on */
     if (res->info.status != ATF_STATUS_SOLVED) /* err explains the status */
         fprintf(stderr, "atf %s: %s: %s\n", cmd, a->problem, err);
     report(a, res);
     code = atf_cli_status_exit_code(res->info.status);
 done:
+    atf_checkpoint_free(&from);
     atf_result_free(res);
     atf_solver_free(solver);
     atf_result_free(warm);

@@ -144,6 +144,11 @@ typedef struct {
                                                  the λ of the lowest cross-entropy on the v
                                                  validation examples (the SGD models' v, the last
                                                  of the n) */
+    double checkpoint_seconds;                /* problem (16)'s Newton solves keep their state
+                                                 in DIR/solutions/NAME.partial.h5 every this many
+                                                 seconds (default 600; < 0: never) and a re-run
+                                                 goes on from it, to the same result bit for
+                                                 bit (docs/experiments.md) */
     int xent_path_patience;                   /* > 0: the path stops once this many λ in a
                                                  row have had a higher validation cross-entropy
                                                  than the best (the smaller λ, the costlier

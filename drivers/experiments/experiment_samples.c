@@ -121,6 +121,7 @@ void atf_samples_defaults(atf_samples_config *cfg)
     cfg->structure = ATF_GLOBAL_LAYER;
     cfg->max_iter = 3000;
     cfg->tol = 1e-5;
+    cfg->checkpoint_seconds = 600.0;
     cfg->train_mlp = 1;
     cfg->models = 0; /* ntk, p16 and the network */
     cfg->xent_lambda = 1.0;

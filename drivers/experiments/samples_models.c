@@ -162,8 +162,13 @@ static atf_error model_penalty(const samples_state *s, const point *pt, const me
                                   err);
 }
 
+/* One solve. partial (NULL: none) is the file of its checkpoints: written every
+ * checkpoint_seconds while the solve runs, read back when an earlier run left one (the solve
+ * then goes on from there, to the same answer bit for bit). The caller removes it once the
+ * answer is kept. */
 static atf_error solve_one(samples_state *s, atf_problem *prob, const method *m, double lambda,
-                           const atf_result *warm, atf_result **res, char *err)
+                           const atf_result *warm, const char *partial, atf_result **res,
+                           char *err)
 {
     const atf_samples_config *cfg = &s->plan->cfg;
     atf_settings set = atf_settings_default();
@@ -172,8 +177,29 @@ static atf_error solve_one(samples_state *s, atf_problem *prob, const method *m,
     set.max_iter = cfg->max_iter;
     set.eps_rel = cfg->tol;
     atf_hooks hooks = {.interrupt = s->io->interrupt, .warm = warm};
+    atf_checkpoint_file sink = {partial, ""};
+    atf_checkpoint from = {0};
     *res = NULL;
-    return atf_solve(prob, &set, &hooks, res, err);
+    if (partial && cfg->checkpoint_seconds >= 0.0) {
+        hooks.checkpoint = atf_checkpoint_to_file, hooks.checkpoint_ctx = &sink;
+        hooks.checkpoint_seconds = cfg->checkpoint_seconds;
+    }
+    atf_error e = ATF_OK;
+    if (partial && access(partial, F_OK) == 0) {
+        if ((e = atf_checkpoint_read(partial, &from, err)))
+            return e;
+        hooks.resume = &from;
+    }
+    e = atf_solve(prob, &set, &hooks, res, err);
+    if (e == ATF_E_IO && sink.err[0])
+        snprintf(err, ATF_ERRLEN, "%s", sink.err);
+    else if (e && hooks.resume) {
+        char why[ATF_ERRLEN];
+        snprintf(why, sizeof why, "%s", err);
+        atf_errorf(err, "%s: %s (remove the file to solve this from the start)", partial, why);
+    }
+    atf_checkpoint_free(&from);
+    return e;
 }
 
 /* DIR/solutions/n=N_seed=S_METHOD.h5 (the method's characters other than letters, digits and
@@ -188,6 +214,19 @@ static atf_error solution_path(const samples_state *s, const point *pt, const ch
         name[k++] = (char)(isalnum((unsigned char)*c) || strchr("+-.=", *c) ? *c : '_');
     snprintf(name + k, sizeof name - (size_t)k, ".h5");
     return atf_exp_path(path, len, s->plan->cfg.out, name, err);
+}
+
+/* DIR/solutions/n=N_seed=S_NAME.partial.h5: the checkpoints of the solve whose answer is kept
+ * as NAME (the directory made when missing). */
+static atf_error partial_path(const samples_state *s, const point *pt, const char *name,
+                              char *path, size_t len, char *err)
+{
+    char dir[1100], partial[sizeof ((method *)0)->name + 64];
+    snprintf(partial, sizeof partial, "%s.partial", name);
+    atf_error e = atf_exp_path(dir, sizeof dir, s->plan->cfg.out, "solutions", err);
+    if (!e)
+        e = atf_mkdir_p(dir, err);
+    return e ? e : solution_path(s, pt, partial, path, len, err);
 }
 
 /* Writes res as DIR/solutions/n=N_seed=S_NAME.h5 (the directory made when missing). */
@@ -235,16 +274,20 @@ static void step_name(const method *m, const char *key, char *name, size_t len)
 static atf_error path_step(samples_state *s, point *pt, const method *m, double lambda,
                            const char *key, const atf_result *warm, atf_result **res, char *err)
 {
-    char path[1400], name[sizeof m->name + 48];
+    char path[1400], partial[1400], name[sizeof m->name + 48];
     step_name(m, key, name, sizeof name);
     atf_error e = solution_path(s, pt, name, path, sizeof path, err);
     if (!e && access(path, F_OK) == 0)
         return atf_result_read(path, res, err);
     if (!e)
-        e = solve_one(s, pt->pfit, m, lambda, warm, res, err);
+        e = partial_path(s, pt, name, partial, sizeof partial, err);
+    if (!e)
+        e = solve_one(s, pt->pfit, m, lambda, warm, partial, res, err);
     if (e || (*res)->info.status == ATF_STATUS_INTERRUPTED)
         return e;
-    return write_solution(s, pt, name, *res, err);
+    if (!(e = write_solution(s, pt, name, *res, err)))
+        remove(partial); /* the answer is kept: its checkpoints are not needed */
+    return e;
 }
 
 /* Removes DIR/solutions/n=N_seed=S_NAME.h5 (absent already, or never written: nothing to do). */
@@ -351,7 +394,10 @@ static atf_error solve_model(samples_state *s, point *pt, const method *m, atf_r
     if (prob == pt->pfit)
         return run_path(s, pt, m, res, pc, err);
     samples_show(s, pt, m->name, "");
-    e = solve_one(s, prob, m, s->plan->cfg.xent_lambda, NULL, res, err);
+    char partial[1400];
+    e = partial_path(s, pt, m->name, partial, sizeof partial, err);
+    if (!e)
+        e = solve_one(s, prob, m, s->plan->cfg.xent_lambda, NULL, partial, res, err);
     if (*res && (*res)->info.status == ATF_STATUS_INTERRUPTED) {
         atf_result_free(*res); /* not recorded: a re-run solves it again */
         *res = NULL;

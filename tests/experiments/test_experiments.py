@@ -600,6 +600,68 @@ def case_samples_path_resume(scratch):
     assert read_back, "no interrupted path left a solved λ to read back"
 
 
+def case_samples_checkpoint_resume(scratch):
+    """A λ path interrupted in the middle of a solve goes on from the solve's checkpoint
+    (OUT/solutions/…_lambda=KEY.partial.h5, written at every Newton step allowed with
+    --checkpoint-every 0) and gives the table of the uninterrupted run without checkpoints, bit
+    for bit; the checkpoints are gone once their λ is solved; a damaged or foreign checkpoint
+    is refused with its file named."""
+    data = os.path.join(scratch, "hard.h5")
+    if not os.path.exists(data):
+        labelled_data(data, n=700, d=5)
+    args = ["experiment", "samples", "--data", data, "--ns", "600", "--seeds", "1",
+            "--n-test", "100", "--hidden", "48,48", "--bias", "--models", "ntk-xent,p16-xent",
+            "--xent-penalties", "balanced+balanced", "--xent-lambdas", "0.1,0.01,0.001,0.0001",
+            "--xent-lambdas-per-example"]
+    ref = os.path.join(scratch, "cp_ref")
+    run(args + ["--out", ref, "--checkpoint-every", "-1"])
+    expected = table_without_seconds(os.path.join(ref, "samples.csv"))
+
+    def partials(out):
+        sol = os.path.join(out, "solutions")
+        return sorted(f for f in os.listdir(sol) if f.endswith(".partial.h5")) \
+            if os.path.isdir(sol) else []
+    resumed = 0
+    for j in range(1, 6):  # a Ctrl-C once the j-th solve has left a checkpoint
+        out = os.path.join(scratch, f"cp_sigint{j}")
+        proc = subprocess.Popen([ATF] + args + ["--out", out, "--checkpoint-every", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        seen = set()
+        while time.time() < deadline and proc.poll() is None:
+            seen.update(partials(out))
+            if len(seen) >= j and partials(out):
+                break
+            time.sleep(0.001)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        assert proc.returncode in (0, 130), proc.returncode
+        left = partials(out)
+        resumed += bool(left)
+        run(args + ["--out", out, "--checkpoint-every", "0"])
+        assert table_without_seconds(os.path.join(out, "samples.csv")) == expected, \
+            f"Ctrl-C in a solve ({left} left): the table differs"
+        assert partials(out) == [], partials(out)
+    print(f"{resumed} of 5 interrupted runs resumed from a checkpoint")
+    assert resumed, "no interrupted run left a checkpoint to resume from"
+    # a checkpoint that is not this solve's, and one that is not a checkpoint at all
+    out = os.path.join(scratch, "cp_bad")
+    os.makedirs(os.path.join(out, "solutions"))
+    first = os.path.join(out, "solutions", "n=600_seed=1_ntk-xent_lambda=54.partial.h5")
+    import h5py
+    with h5py.File(first, "w") as f:
+        f.attrs["format"] = "atf-checkpoint"
+        f.attrs["version"] = 1
+        f.attrs["key"] = "newton state 1; another problem"
+        f["state"] = np.ones(10)
+    p = run(args + ["--out", out], expect=2)
+    assert first in p.stderr and "another solve" in p.stderr, p.stderr
+    with open(first, "wb") as f:
+        f.write(b"not hdf5 at all")
+    p = run(args + ["--out", out], expect=2)
+    assert first in p.stderr, p.stderr
+
+
 def case_demo(scratch):
     outs = []
     for k in range(2):
@@ -663,7 +725,8 @@ def case_alignment(scratch):
 CASES = {"penalties": case_penalties, "sweep": case_sweep, "resume": case_resume,
          "samples": case_samples, "samples_models": case_samples_models, "demo": case_demo,
          "alignment": case_alignment, "samples_path": case_samples_path,
-         "samples_path_resume": case_samples_path_resume}
+         "samples_path_resume": case_samples_path_resume,
+         "samples_checkpoint_resume": case_samples_checkpoint_resume}
 
 if __name__ == "__main__":
     case, scratch = sys.argv[1], sys.argv[2]

@@ -253,6 +253,59 @@ class IrlsCertificate(T.ScratchCase):
         self.assertEqual(code, 0, err)
         self.assertLessEqual(js["stationarity"], 1e-6, js)
 
+class CheckpointCli(T.ScratchCase):
+    """`atf solve --checkpoint FILE`: a solve stopped by its iteration limit keeps its last
+    checkpoint, and the same command with a larger --max-iter goes on from it to the
+    uninterrupted solve's answer, bit for bit (B, iterations, certificates); the file is then
+    removed; a checkpoint of another solve and a file that is not one exit 2 naming it."""
+
+    def run_solve(self, pfile, out, *args):
+        return T.solve_json("solve", pfile, "-o", self.path(out), *args)
+
+    def blocks(self, out):
+        with h5py.File(self.path(out)) as f:
+            return {k: f["blocks"][k]["B"][()] for k in f["blocks"]}
+
+    def test_resume_is_the_uninterrupted_solve(self):
+        rng = np.random.default_rng(11)
+        prob = T.factored_problem(rng, 30, 3, [(8, 6), (6, 3)], penalty="balanced+balanced")
+        pfile = prob.write(self.path("p.h5"))
+        with h5py.File(pfile, "a") as f:
+            f["f0"] = rng.standard_normal((30, 3))
+            f["labels"] = rng.integers(0, 3, 30).astype(np.int64)
+        common = ["--loss", "xent:lambda=0.05", "--method", "newton", "--tol", "1e-10"]
+        code, ref, err = self.run_solve(pfile, "ref.h5", *common, "--max-iter", "500")
+        self.assertEqual(code, 0, err)
+        self.assertGreater(ref["iterations"], 6)
+        cp = self.path("cp.h5")
+        cpargs = ["--checkpoint", cp, "--checkpoint-every", "0"]
+        code, js, err = self.run_solve(pfile, "part.h5", *common, *cpargs, "--max-iter", "5")
+        self.assertEqual(code, 4, err)
+        self.assertTrue(os.path.exists(cp), "no checkpoint kept at the iteration limit")
+        code, js, err = self.run_solve(pfile, "res.h5", *common, *cpargs, "--max-iter", "500")
+        self.assertEqual(code, 0, err)
+        self.assertFalse(os.path.exists(cp), "the checkpoint outlived the answer")
+        for key in ("iterations", "objective", "pg_residual", "stationarity", "status"):
+            self.assertEqual(js[key], ref[key], key)
+        want, got = self.blocks("ref.h5"), self.blocks("res.h5")
+        for k in want:
+            self.assertTrue(np.array_equal(want[k], got[k]), k)
+        # another solve's state (another lambda), then a file that is not a checkpoint
+        self.run_solve(pfile, "part.h5", *common, *cpargs, "--max-iter", "5")
+        other = ["--loss", "xent:lambda=0.1"] + common[2:]
+        code, _, err = self.run_solve(pfile, "x.h5", *other, *cpargs)
+        self.assertEqual(code, 2, err)
+        self.assertIn(cp, err)
+        self.assertIn("another solve", err)
+        with open(cp, "wb") as f:
+            f.write(b"not a checkpoint")
+        code, _, err = self.run_solve(pfile, "x.h5", *common, *cpargs)
+        self.assertEqual(code, 2, err)
+        self.assertIn(cp, err)
+        code, _, err = self.run_solve(pfile, "x.h5", *common, "--checkpoint-every", "-3")
+        self.assertEqual(code, 2, err)
+
+
 if __name__ == "__main__":
     import unittest
     unittest.main(argv=sys.argv[:1])

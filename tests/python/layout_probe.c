@@ -83,7 +83,12 @@ static void settings(void)
     OFF(atf_settings, baseline); OFF(atf_settings, newton_rank);
     SIZE(atf_hooks);
     OFF(atf_hooks, log); OFF(atf_hooks, log_ctx); OFF(atf_hooks, warm);
-    OFF(atf_hooks, interrupt); OFF(atf_hooks, processes);
+    OFF(atf_hooks, interrupt); OFF(atf_hooks, processes); OFF(atf_hooks, checkpoint);
+    OFF(atf_hooks, checkpoint_ctx); OFF(atf_hooks, checkpoint_seconds); OFF(atf_hooks, resume);
+    SIZE(atf_checkpoint);
+    OFF(atf_checkpoint, key); OFF(atf_checkpoint, len); OFF(atf_checkpoint, data);
+    SIZE(atf_checkpoint_file);
+    OFF(atf_checkpoint_file, path); OFF(atf_checkpoint_file, err);
     printf("sig_atomic_t %zu\n", sizeof(sig_atomic_t));
 }
 

@@ -5,6 +5,7 @@ or a callback; bad arguments are refused with atf.InputError naming them."""
 import contextlib
 import io
 import os
+import warnings
 
 import numpy as np
 
@@ -74,12 +75,41 @@ with contextlib.redirect_stderr(buf):
     atf.solve(prob, loss="squared:lambda=0.3")
 check(buf.getvalue() == "", "a quiet solve wrote to stderr")
 
+# checkpoints: a solve stopped by its iteration limit keeps its file, and the same call with a
+# larger limit goes on from it to the uninterrupted answer, bit for bit (as atf solve
+# --checkpoint); the file then goes; another solve's checkpoint is refused naming the file
+cp = os.path.join(d, "cp.h5")
+kw = dict(loss="xent:lambda=0.5", method="newton", tol=1e-10, checkpoint=cp, checkpoint_every=0)
+ref = atf.solve(prob, loss="xent:lambda=0.5", method="newton", tol=1e-10)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    part = atf.solve(prob, max_iter=2, **kw)
+check(part.status == "max_iterations" and os.path.exists(cp),
+      f"checkpoint at the iteration limit: status {part.status}, file {os.path.exists(cp)}")
+res = atf.solve(prob, **kw)
+check(res.status == "solved" and res.iterations == ref.iterations and not os.path.exists(cp),
+      f"resumed: {res.status} after {res.iterations} (uninterrupted {ref.iterations}), file "
+      f"{os.path.exists(cp)}")
+for a, b in zip(res.blocks.values(), ref.blocks.values()):
+    check(np.array_equal(a.B, b.B), "the resumed solve's B differs from the uninterrupted one's")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    atf.solve(prob, max_iter=2, **kw)
+try:
+    atf.solve(prob, **dict(kw, loss="xent:lambda=0.25"))
+    check(False, "another solve's checkpoint accepted")
+except atf.InputError as e:
+    check(cp in str(e) and "another solve" in str(e), f"foreign checkpoint: {e}")
+os.remove(cp)
+
 # refused arguments name themselves
 for kw, word in [({"max_iter": 2**40}, "max_iter"), ({"max_iter": 0}, "max_iter"),
                  ({"loss": "xent:lambda=-1"}, "loss"), ({"loss": "hinge"}, "loss"),
                  ({"method": "cg"}, "method"), ({"method": "newton"}, "newton"),
                  ({"penalty": "sq\0nuclear"}, "NUL"), ({"tol": float("nan")}, "tol"),
-                 ({"newton_rank": 5000}, "newton_rank")]:
+                 ({"newton_rank": 5000}, "newton_rank"),
+                 ({"checkpoint": "", "loss": "xent:lambda=0.5"}, "checkpoint"),
+                 ({"checkpoint_every": -1.0}, "checkpoint_every")]:
     try:
         atf.solve(prob, **kw)
         check(False, f"{kw} accepted")

@@ -152,6 +152,16 @@ def positive(value: Any, what: str) -> float:
     return v
 
 
+def nonnegative(value: Any, what: str) -> float:
+    """One finite number >= 0 (an interval in seconds): as positive, with 0 allowed."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        _fail(f"{what}: {value!r} is not a number")
+    v = float(value)
+    if not 0 <= v < float("inf"):
+        _fail(f"{what}: {value!r} must be a finite number >= 0")
+    return v
+
+
 def text(value: Any, what: str) -> bytes:
     """A name or spec as the bytes C reads: a str without NUL (C would stop reading there)."""
     if not isinstance(value, str):

@@ -184,6 +184,22 @@ class SettingsC(Structure):
 LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p)
 
 
+CHECKPOINT_KEYLEN = 1024  # ATF_CHECKPOINT_KEYLEN
+
+
+class CheckpointC(Structure):
+    _fields_ = [("key", c_char * CHECKPOINT_KEYLEN), ("len", c_int64),
+                ("data", POINTER(c_double))]
+
+
+class CheckpointFileC(Structure):  # the context of atf_checkpoint_to_file
+    _fields_ = [("path", c_char_p), ("err", c_char * ERRLEN)]
+
+
+# int (*checkpoint)(void *ctx, const atf_checkpoint *state)
+CHECKPOINT_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(CheckpointC))
+
+
 class HooksC(Structure):
     _fields_ = [
         ("log", LOG_FN),
@@ -191,6 +207,10 @@ class HooksC(Structure):
         ("warm", POINTER(ResultC)),
         ("interrupt", POINTER(c_int)),  # volatile sig_atomic_t * (int on Linux)
         ("processes", c_void_p),  # const atf_processes * (always NULL from Python)
+        ("checkpoint", CHECKPOINT_FN),
+        ("checkpoint_ctx", c_void_p),
+        ("checkpoint_seconds", c_double),
+        ("resume", POINTER(CheckpointC)),
     ]
 
 
@@ -245,6 +265,9 @@ _proto("atf_problem_validate", c_int, P_PROB, c_char_p, c_char_p)
 _proto("atf_problem_set_penalty", c_int, P_PROB, c_char_p, c_char_p)
 _proto("atf_result_free", None, P_RES)
 _proto("atf_result_read", c_int, c_char_p, POINTER(P_RES), c_char_p)
+_proto("atf_checkpoint_read", c_int, c_char_p, POINTER(CheckpointC), c_char_p)
+_proto("atf_checkpoint_free", None, POINTER(CheckpointC))
+_proto("atf_checkpoint_to_file", c_int, c_void_p, POINTER(CheckpointC))
 _proto("atf_result_write", c_int, c_char_p, P_RES, c_char_p)
 _proto("atf_result_check", c_int, P_RES, P_PROB, c_char_p, c_char_p, c_char_p)
 _proto("atf_result_record_run", None, P_RES, POINTER(SettingsC), c_char_p, c_char_p)

@@ -4,6 +4,7 @@ A solve runs in a worker thread (ctypes releases the GIL during the call) while 
 thread waits; a SIGINT handler installed for the duration of the call raises the solver's
 interrupt flag, so Ctrl-C ends the solve with status `interrupted` and the last iterate."""
 import ctypes
+import os
 import signal
 import sys
 import threading
@@ -192,7 +193,46 @@ def _log_writer(log):
     return _lib.LOG_FN(write)
 
 
-def _solve(problem, set_, penalty_override, warm, log=None):
+class _Checkpoints:
+    """atf.solve's checkpoint file (hooks.checkpoint and hooks.resume, docs/solver.md §15): its
+    state read back when the file exists, every state written to it while the solve runs."""
+
+    def __init__(self, path, every, hooks, err):
+        self.path = path
+        self.sink = _lib.CheckpointFileC(path=path)
+        self.state = None
+        hooks.checkpoint = ctypes.cast(_c.atf_checkpoint_to_file, _lib.CHECKPOINT_FN)
+        hooks.checkpoint_ctx = ctypes.cast(ctypes.pointer(self.sink), ctypes.c_void_p)
+        hooks.checkpoint_seconds = every
+        if os.path.exists(path):
+            self.state = _lib.CheckpointC()
+            e = _c.atf_checkpoint_read(path, ctypes.byref(self.state), err)
+            if e:
+                self.state = None
+                _errors.check(e, err)
+            hooks.resume = ctypes.pointer(self.state)
+
+    def explain(self, e, err):
+        """A failure's message: the file's own reason when it could not be written, the file
+        named when its state was refused."""
+        if self.sink.err:
+            err.value = self.sink.err
+        elif self.state is not None and e in (_errors.E_INPUT, _errors.E_USAGE):
+            err.value = self.path + b": " + err.value + \
+                b" (remove the file to solve from the start)"
+
+    def done(self, status):
+        """The answer is in hand: the file goes, unless the solve stopped short of it."""
+        if status not in ("interrupted", "max_iterations") and os.path.exists(self.path):
+            os.remove(self.path)
+
+    def free(self):
+        if self.state is not None:
+            _c.atf_checkpoint_free(ctypes.byref(self.state))
+            self.state = None
+
+
+def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, every=600.0):
     if not isinstance(problem, Problem):
         raise TypeError("atf.solve: problem must be an atf.Problem")
     err = _lib.errbuf()
@@ -220,16 +260,27 @@ def _solve(problem, set_, penalty_override, warm, log=None):
         writer = _log_writer(log) if set_.verbose else None
         if writer is not None:
             hooks.log = writer
-        solver = ctypes.c_void_p()
-        e = _c.atf_solver_init(prob, ctypes.byref(set_), ctypes.byref(hooks),
-                               ctypes.byref(solver), err)
-        _errors.check(e, err)
-        out = _lib.P_RES()
+        cps = _Checkpoints(checkpoint, every, hooks, err) if checkpoint is not None else None
         try:
-            e = _run_solver(solver, out, err, flag)
+            solver = ctypes.c_void_p()
+            e = _c.atf_solver_init(prob, ctypes.byref(set_), ctypes.byref(hooks),
+                                   ctypes.byref(solver), err)
+            if e and cps:
+                cps.explain(e, err)
+            _errors.check(e, err)
+            out = _lib.P_RES()
+            try:
+                e = _run_solver(solver, out, err, flag)
+            finally:
+                _c.atf_solver_free(solver)
+            if e and cps:
+                cps.explain(e, err)
+            _errors.check(e, err)
+            if cps:
+                cps.done(_lib.text(_c.atf_status_name(out.contents.info.status)))
         finally:
-            _c.atf_solver_free(solver)
-        _errors.check(e, err)
+            if cps:
+                cps.free()
         pen = str(penalty_override).encode() if penalty_override is not None else None
         _c.atf_result_record_run(out, ctypes.byref(set_), pen, b"python: atf.solve")
         res = Result._wrap(out)
@@ -265,8 +316,9 @@ def _settings(structure: str, tol: float, max_iter: int, verbose: bool) -> "_lib
 def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "interpolate",
           method: str = "auto", structure: str = "layer", tol: float = 1e-6,
           max_iter: int = 10000, newton_rank: int = -1, warm: Optional["Result"] = None,
-          verbose: bool = False, log: Union[None, Callable[[str], Any], IO[str]] = None
-          ) -> Result:
+          verbose: bool = False, log: Union[None, Callable[[str], Any], IO[str]] = None,
+          checkpoint: Union[None, str, "os.PathLike[str]"] = None,
+          checkpoint_every: float = 600.0) -> Result:
     """Solve problem (16) for `problem` (an atf.Problem), as `atf solve`.
 
     penalty overrides every block's penalty for this solve (the problem keeps its own);
@@ -278,8 +330,11 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     admm, alm, lp, irls (interpolation); structure: layer, diagonal or full; tol is the relative
     tolerance eps_rel; newton_rank the Nyström preconditioner's rank (-1 auto, 0 none);
     warm an earlier atf.Result of the same problem; verbose writes the solver's iteration table
-    to `log` (a callable taking a str, or a file-like object; default Python's sys.stderr).
-    Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with an
+    to `log` (a callable taking a str, or a file-like object; default Python's sys.stderr);
+    checkpoint (method newton) a file that keeps the solve's state every checkpoint_every
+    seconds: when it exists the solve goes on from it, to the answer the uninterrupted solve
+    gives, bit for bit; it is removed once the answer is returned (kept after Ctrl-C and the
+    iteration limit), as `atf solve --checkpoint`. Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with an
     atf.IterationLimitWarning); raises atf.Infeasible (with `.result`, the least-squares point),
     atf.InputError for refused settings and inputs, atf.NumericalError when an iteration broke
     down."""
@@ -292,7 +347,9 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     if _c.atf_loss_parse(_check.text(loss, "atf.solve: loss"), ctypes.byref(s.loss), err):
         raise _errors.InputError(f"atf.solve: loss: {_lib.text(err.value)}", "usage error")
     s.newton_rank = _check.integer(newton_rank, "atf.solve: newton_rank", -1, 2000)
-    return _solve(problem, s, penalty, warm, log)
+    every = _check.nonnegative(checkpoint_every, "atf.solve: checkpoint_every")
+    path = _check.path(checkpoint, "atf.solve: checkpoint") if checkpoint is not None else None
+    return _solve(problem, s, penalty, warm, log, path, every)
 
 
 def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,

@@ -558,6 +558,19 @@ def case_samples_path(scratch):
     assert "lambda_path" in p.stderr, p.stderr
 
 
+def interrupt_when(args, ready, timeout=120):
+    """Run atf with args, send it a Ctrl-C as soon as ready() (polled every millisecond) and
+    wait for it: it ends with exit 0 (done before the signal landed) or 130."""
+    proc = subprocess.Popen([ATF] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None and not ready():
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=timeout)
+    assert proc.returncode in (0, 130), proc.returncode
+
+
 def case_samples_path_resume(scratch):
     """A λ path interrupted between two of its λ resumes after the last one solved (its
     solution read back from OUT/solutions/…_lambda=KEY.h5) and gives the uninterrupted table bit
@@ -579,18 +592,12 @@ def case_samples_path_resume(scratch):
     read_back = 0
     for j in range(1, 7):  # a Ctrl-C once the j-th λ of the run is solved
         out = os.path.join(scratch, f"path_sigint{j}")
-        proc = subprocess.Popen([ATF] + args + ["--out", out], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 120
         seen = set()
-        while time.time() < deadline and proc.poll() is None:
+
+        def solved_j():
             seen.update(steps(out))
-            if len(seen) >= j:
-                break
-            time.sleep(0.002)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=120)
-        assert proc.returncode in (0, 130), proc.returncode
+            return len(seen) >= j
+        interrupt_when(args + ["--out", out], solved_j)
         left = steps(out)
         read_back += bool(left)
         run(args + ["--out", out])
@@ -624,18 +631,13 @@ def case_samples_checkpoint_resume(scratch):
     resumed = 0
     for j in range(1, 6):  # a Ctrl-C once the j-th solve has left a checkpoint
         out = os.path.join(scratch, f"cp_sigint{j}")
-        proc = subprocess.Popen([ATF] + args + ["--out", out, "--checkpoint-every", "0"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 120
         seen = set()
-        while time.time() < deadline and proc.poll() is None:
-            seen.update(partials(out))
-            if len(seen) >= j and partials(out):
-                break
-            time.sleep(0.001)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=120)
-        assert proc.returncode in (0, 130), proc.returncode
+
+        def in_jth_solve():
+            now = partials(out)
+            seen.update(now)
+            return len(seen) >= j and bool(now)
+        interrupt_when(args + ["--out", out, "--checkpoint-every", "0"], in_jth_solve)
         left = partials(out)
         resumed += bool(left)
         run(args + ["--out", out, "--checkpoint-every", "0"])

@@ -48,8 +48,9 @@
  * shorten the step, grows by MU_GROW² when it failed, and shrinks by MU_GROW after a full step
  * (growing by 1/α instead stalled the ℓ1 case, diagonal structure + nuclear, at 500 steps). */
 #define MU_REL 1e-2
-/* The preconditioner (newton_precond.c): its rank, the subsample (every NYSTROM_STRIDE-th
- * example, at least NYSTROM_MIN_EXAMPLES of them) and how often it is rebuilt for xent. Measured
+/* The preconditioner (newton_precond.c): its rank, the subsample (1/NYSTROM_STRIDE of the
+ * examples in whole chunks, at least NYSTROM_MIN_EXAMPLES of them) and how often it is rebuilt
+ * for xent. Measured
  * on Fashion-MNIST (docs/solver.md §15, benchmarks/newton_scan.py): rank 100 on an eighth of the
  * examples, rebuilt every third step, took the fewest passes at N = 16 000 and 60 000; rank 50
  * or 200, or a quarter of the examples, cost more. Below N = 4 000 its sketches cost more than

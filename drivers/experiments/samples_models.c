@@ -398,6 +398,8 @@ static atf_error solve_model(samples_state *s, point *pt, const method *m, atf_r
     e = partial_path(s, pt, m->name, partial, sizeof partial, err);
     if (!e)
         e = solve_one(s, prob, m, s->plan->cfg.xent_lambda, NULL, partial, res, err);
+    if (!e && *res && (*res)->info.status != ATF_STATUS_INTERRUPTED)
+        remove(partial); /* answered (a re-run that finds no row solves it again, the same) */
     if (*res && (*res)->info.status == ATF_STATUS_INTERRUPTED) {
         atf_result_free(*res); /* not recorded: a re-run solves it again */
         *res = NULL;

@@ -646,6 +646,14 @@ def case_samples_checkpoint_resume(scratch):
         assert partials(out) == [], partials(out)
     print(f"{resumed} of 5 interrupted runs resumed from a checkpoint")
     assert resumed, "no interrupted run left a checkpoint to resume from"
+    # one λ without a path: its checkpoints go too once it is solved
+    single = [a for a in args if a not in ("--xent-lambdas-per-example",)]
+    at = single.index("--xent-lambdas")
+    single[at:at + 2] = ["--xent-lambda", "5"]
+    out = os.path.join(scratch, "cp_single")
+    run(single + ["--out", out, "--checkpoint-every", "0"])
+    assert len(read_rows(os.path.join(out, "samples.csv"))) == 2 and partials(out) == [], \
+        partials(out)
     # a checkpoint that is not this solve's, and one that is not a checkpoint at all
     out = os.path.join(scratch, "cp_bad")
     os.makedirs(os.path.join(out, "solutions"))

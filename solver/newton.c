@@ -310,12 +310,20 @@ static double residual_at_x(atf_solver *s, newton_state *st)
  * Fashion-MNIST N = 16 000, CG steps 241 → 86 when rebuilt every step, 99 every third step, 207
  * built once; every third step had the fewest passes, 312 against 521), once for the squared
  * loss (its curvature is constant). */
+/* Whether the next Newton step builds the sketch afresh (the rule of refresh_preconditioner,
+ * and the steps a checkpoint may be taken at). */
+static int sketch_built_next(const newton_state *st, const atf_pg_loss *pl)
+{
+    return st->ny.k >= 1 && (!st->ny.ready || (pl->loss.kind == ATF_LOSS_XENT &&
+                                               st->ny_age + 1 >= NYSTROM_PERIOD));
+}
+
 static void refresh_preconditioner(atf_solver *s, atf_pg_loss *pl, newton_state *st)
 {
-    if (st->ny.k < 1 || (st->ny.ready && pl->loss.kind != ATF_LOSS_XENT))
+    if (!sketch_built_next(st, pl)) {
+        st->ny_age += st->ny.ready && pl->loss.kind == ATF_LOSS_XENT;
         return;
-    if (st->ny.ready && ++st->ny_age < NYSTROM_PERIOD)
-        return;
+    }
     st->ny_age = 0;
     atf_nys_build(s, pl, &st->ny); /* on failure ny.ready stays 0: CG goes without */
 }
@@ -511,14 +519,13 @@ static size_t checkpoint_len(const atf_solver *s)
     return CP_HEADER + 2 * s->n;
 }
 
-/* Whether the next step rebuilds the sketch (refresh_preconditioner's rule) and the interval
- * has passed. */
+/* Whether the next step builds the sketch afresh, or there is none, and the interval has
+ * passed. */
 static int checkpoint_due(const atf_solver *s, const atf_newton *nw)
 {
     const newton_state *st = &nw->st;
-    int rebuilds = st->ny.k < 1 || !st->ny.ready ||
-                   (nw->pl.loss.kind == ATF_LOSS_XENT && st->ny_age + 1 >= NYSTROM_PERIOD);
-    return rebuilds && atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds;
+    return (st->ny.k < 1 || sketch_built_next(st, &nw->pl)) &&
+           atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds;
 }
 
 static int save_checkpoint(atf_solver *s, atf_newton *nw)

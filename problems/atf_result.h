@@ -181,6 +181,11 @@ typedef struct {
     char err[ATF_ERRLEN];
 } atf_checkpoint_file;
 int atf_checkpoint_to_file(void *ctx, const atf_checkpoint *state);
+/* The message of a solve that returned e while writing its checkpoints to sink (resumed: it
+ * started from the state in sink->path): the writer's own reason when the file could not be
+ * written; the file named, and what to do, when its state was refused (ATF_E_INPUT or
+ * ATF_E_USAGE); else err (ATF_ERRLEN bytes) as it is. */
+void atf_checkpoint_explain(const atf_checkpoint_file *sink, int resumed, atf_error e, char *err);
 
 /* Whether a result was computed from this problem, by fingerprint: ATF_OK when they agree;
  * ATF_E_INPUT naming both files when they differ; ATF_OK with a one-line note (what is missing)

@@ -6,6 +6,7 @@
  * the reader checks the file's format and that every number is finite, the solver checks the
  * key and the length when it resumes. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,4 +83,15 @@ int atf_checkpoint_to_file(void *ctx, const atf_checkpoint *state)
 {
     atf_checkpoint_file *f = ctx;
     return atf_checkpoint_write(f->path, state, f->err) != ATF_OK;
+}
+
+void atf_checkpoint_explain(const atf_checkpoint_file *sink, int resumed, atf_error e, char *err)
+{
+    if (e == ATF_E_IO && sink->err[0]) {
+        snprintf(err, ATF_ERRLEN, "%s", sink->err);
+    } else if (resumed && (e == ATF_E_INPUT || e == ATF_E_USAGE)) {
+        char why[ATF_ERRLEN];
+        snprintf(why, sizeof why, "%s", err);
+        atf_errorf(err, "%s: %s (remove the file to solve from the start)", sink->path, why);
+    }
 }

@@ -367,20 +367,6 @@ static int fail_alike(const char *cmd, atf_error e, char *msg, int agreed_on)
     return atf_cli_fail(cmd, e, msg);
 }
 
-/* A solve that failed on its checkpoint: the file's reason when it could not be written, the
- * file named when the state in it was refused. */
-static void checkpoint_failure(const solve_args *a, atf_error e, const char *write_err,
-                               int resumed, char *err)
-{
-    if (e == ATF_E_IO && write_err[0]) {
-        snprintf(err, ATF_ERRLEN, "%s", write_err);
-    } else if (resumed && (e == ATF_E_INPUT || e == ATF_E_USAGE)) {
-        char why[ATF_ERRLEN];
-        snprintf(why, sizeof why, "%s", err);
-        atf_errorf(err, "%s: %s (remove the file to solve from the start)", a->checkpoint, why);
-    }
-}
-
 static int run(const char *cmd, solve_args *a)
 {
     char err[ATF_ERRLEN] = "";
@@ -418,7 +404,7 @@ static int run(const char *cmd, solve_args *a)
     }
     e = atf_solver_solve(solver, &res, err);
     if (e) { /* a failure, not a status: nothing to write */
-        checkpoint_failure(a, e, sink.err, hooks.resume != NULL, err);
+        atf_checkpoint_explain(&sink, hooks.resume != NULL, e, err);
         code = fail_alike(cmd, e, err, 0);
         goto done;
     }

@@ -162,13 +162,13 @@ static atf_error model_penalty(const samples_state *s, const point *pt, const me
                                   err);
 }
 
-/* One solve. partial (NULL: none) is the file of its checkpoints: written every
- * checkpoint_seconds while the solve runs, read back when an earlier run left one (the solve
- * then goes on from there, to the same answer bit for bit). The caller removes it once the
- * answer is kept. */
-static atf_error solve_one(samples_state *s, atf_problem *prob, const method *m, double lambda,
-                           const atf_result *warm, const char *partial, atf_result **res,
-                           char *err)
+/* One solve, shown on the progress line as the point's model m with detail. partial (NULL:
+ * none) is the file of its checkpoints: written every checkpoint_seconds while the solve runs,
+ * read back when an earlier run left one (the solve then goes on from there, to the same answer
+ * bit for bit, and the progress line says so). The caller removes it once the answer is kept. */
+static atf_error solve_one(samples_state *s, const point *pt, atf_problem *prob, const method *m,
+                           double lambda, const char *detail, const atf_result *warm,
+                           const char *partial, atf_result **res, char *err)
 {
     const atf_samples_config *cfg = &s->plan->cfg;
     atf_settings set = atf_settings_default();
@@ -190,14 +190,12 @@ static atf_error solve_one(samples_state *s, atf_problem *prob, const method *m,
             return e;
         hooks.resume = &from;
     }
+    char shown[160];
+    snprintf(shown, sizeof shown, "%s%s", detail, hooks.resume ? ", resumed from its checkpoint" : "");
+    samples_show(s, pt, m->name, shown);
     e = atf_solve(prob, &set, &hooks, res, err);
-    if (e == ATF_E_IO && sink.err[0])
-        snprintf(err, ATF_ERRLEN, "%s", sink.err);
-    else if (e && hooks.resume) {
-        char why[ATF_ERRLEN];
-        snprintf(why, sizeof why, "%s", err);
-        atf_errorf(err, "%s: %s (remove the file to solve this from the start)", partial, why);
-    }
+    if (e)
+        atf_checkpoint_explain(&sink, hooks.resume != NULL, e, err);
     atf_checkpoint_free(&from);
     return e;
 }
@@ -272,7 +270,8 @@ static void step_name(const method *m, const char *key, char *name, size_t len)
 /* The path's solution at λ: read back when an earlier run solved it, else solved (from the
  * last λ's answer) and written before it is used, so that what follows is the same either way. */
 static atf_error path_step(samples_state *s, point *pt, const method *m, double lambda,
-                           const char *key, const atf_result *warm, atf_result **res, char *err)
+                           const char *key, const char *detail, const atf_result *warm,
+                           atf_result **res, char *err)
 {
     char path[1400], partial[1400], name[sizeof m->name + 48];
     step_name(m, key, name, sizeof name);
@@ -282,7 +281,7 @@ static atf_error path_step(samples_state *s, point *pt, const method *m, double 
     if (!e)
         e = partial_path(s, pt, name, partial, sizeof partial, err);
     if (!e)
-        e = solve_one(s, pt->pfit, m, lambda, warm, partial, res, err);
+        e = solve_one(s, pt, pt->pfit, m, lambda, detail, warm, partial, res, err);
     if (e || (*res)->info.status == ATF_STATUS_INTERRUPTED)
         return e;
     if (!(e = write_solution(s, pt, name, *res, err)))
@@ -336,9 +335,8 @@ static atf_error run_path(samples_state *s, point *pt, const method *m, atf_resu
         char key[32], detail[64];
         atf_path_key(l[i], key, sizeof key);
         snprintf(detail, sizeof detail, " lambda %s (%d of %d)", key, i + 1, nl);
-        samples_show(s, pt, m->name, detail);
         atf_result *res = NULL;
-        e = path_step(s, pt, m, l[i], key, last, &res, err);
+        e = path_step(s, pt, m, l[i], key, detail, last, &res, err);
         if (!e && res->info.status == ATF_STATUS_INTERRUPTED) {
             stopped = 1;
             atf_result_free(res);
@@ -393,11 +391,10 @@ static atf_error solve_model(samples_state *s, point *pt, const method *m, atf_r
         return e;
     if (prob == pt->pfit)
         return run_path(s, pt, m, res, pc, err);
-    samples_show(s, pt, m->name, "");
     char partial[1400];
     e = partial_path(s, pt, m->name, partial, sizeof partial, err);
     if (!e)
-        e = solve_one(s, prob, m, s->plan->cfg.xent_lambda, NULL, partial, res, err);
+        e = solve_one(s, pt, prob, m, s->plan->cfg.xent_lambda, "", NULL, partial, res, err);
     if (!e && *res && (*res)->info.status != ATF_STATUS_INTERRUPTED)
         remove(partial); /* answered (a re-run that finds no row solves it again, the same) */
     if (*res && (*res)->info.status == ATF_STATUS_INTERRUPTED) {

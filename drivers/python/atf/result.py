@@ -213,13 +213,9 @@ class _Checkpoints:
             hooks.resume = ctypes.pointer(self.state)
 
     def explain(self, e, err):
-        """A failure's message: the file's own reason when it could not be written, the file
-        named when its state was refused."""
-        if self.sink.err:
-            err.value = self.sink.err
-        elif self.state is not None and e in (_errors.E_INPUT, _errors.E_USAGE):
-            err.value = self.path + b": " + err.value + \
-                b" (remove the file to solve from the start)"
+        """A failure's message (atf_checkpoint_explain): the file's own reason when it could
+        not be written, the file named when its state was refused."""
+        _c.atf_checkpoint_explain(ctypes.byref(self.sink), int(self.state is not None), e, err)
 
     def done(self, status):
         """The answer is in hand: the file goes, unless the solve stopped short of it."""

@@ -161,16 +161,6 @@ static double weak_convexity(const atf_penalty *pen, double vmax)
     return mu;
 }
 
-static int any_nonconvex(const atf_solver *s)
-{
-    if (s->set.structure == ATF_GLOBAL_FULL)
-        return !atf_penalty_is_convex(&s->full_pen);
-    for (int l = 0; l < s->nvars; l++)
-        if (!atf_penalty_is_convex(&s->vars[l].pen))
-            return 1;
-    return 0;
-}
-
 /* ρ0 from the data (atf_sv_rho_scale) and, for nonconvex penalties, the weak-convexity bound
  * 2μ that guard_stagnation and rebalance respect. */
 void atf_sv_rho_init(atf_solver *s)
@@ -199,7 +189,7 @@ void atf_sv_rho_init(atf_solver *s)
     double unit = vmax > 0.0 ? vmax : warm > 0.0 ? warm : 1.0;
     s->tol_unit_pri = unit;
     s->tol_unit_dual = curvature * unit;
-    s->nonconvex = any_nonconvex(s);
+    s->nonconvex = !atf_sv_all_convex(s);
 }
 
 /* U0 = P ∇Ω̃(Z0) / ρ (P the projection onto range(Aᵀ)); w is scratch. */

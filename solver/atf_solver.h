@@ -51,6 +51,10 @@ typedef struct {
                               subproblems), 0 … 2000 (0: none), or −1 (default): auto, rank
                               100 (xent) or 300 (squared) from N = 4 000 examples on, none
                               below (docs/solver.md §15) */
+    double continuation;   /* method NEWTON from a warm start solved at another λ (hooks.warm's
+                              loss, same kind) with a nonconvex penalty: the largest ratio of
+                              consecutive λ, the bridges between solved to a pg residual of
+                              1e-3 first; default 2; 0 (or 1): none (docs/solver.md §15) */
 } atf_settings;
 
 atf_settings atf_settings_default(void);

@@ -136,19 +136,9 @@ static double conj_args_value(const conj_args *ca, double theta)
     return sum;
 }
 
-static int all_convex(const atf_solver *s)
-{
-    if (s->set.structure == ATF_GLOBAL_FULL)
-        return atf_penalty_is_convex(&s->full_pen);
-    for (int l = 0; l < s->nvars; l++)
-        if (!atf_penalty_is_convex(&s->vars[l].pen))
-            return 0;
-    return 1;
-}
-
 double atf_pg_penalty_conjugate(atf_solver *s, const double *v)
 {
-    if (!all_convex(s))
+    if (!atf_sv_all_convex(s))
         return NAN;
     conj_args ca = {0};
     double value = conj_args_build(s, v, &ca) == 0 ? conj_args_value(&ca, 1.0) : NAN;
@@ -183,7 +173,7 @@ static double dual_value(const void *ctx, double theta)
 double atf_pg_duality_gap(atf_solver *s, atf_pg_loss *pl, const double *u, const double *g,
                           double F)
 {
-    if (!all_convex(s))
+    if (!atf_sv_all_convex(s))
         return NAN;
     size_t n = s->n;
     double *v = malloc((n ? n : 1) * sizeof *v), *scratch = malloc((size_t)pl->M * sizeof *v);

@@ -410,9 +410,10 @@ static atf_error start(atf_solver *s, atf_pg_loss *pl, newton_state *st, const d
     st->t = atf_pg_first_step(s, pl, st->w, st->zxt, &st->power_iterations);
     if (!isfinite(st->F))
         return ATF_E_NUMERICAL;
+    int fallbacks = st->fallbacks; /* those of earlier stages (continuation) */
     if (fallback_step(s, pl, st) != 0)
         return ATF_E_NUMERICAL;
-    st->fallbacks = st->in_a_row = 0; /* the start is not a fallback */
+    st->fallbacks = fallbacks, st->in_a_row = 0; /* the start is not a fallback */
     return ATF_OK;
 }
 
@@ -558,7 +559,8 @@ static int save_checkpoint(atf_solver *s, atf_newton *nw)
 
 /* What a checkpoint belongs to: the method and its state's version, the problem's content, the
  * loss, every block's penalty and the settings that shape the iterates. */
-static atf_error checkpoint_key(atf_solver *s, const atf_loss *loss, char *key, char *err)
+static atf_error checkpoint_key(atf_solver *s, const atf_loss *loss, double eps,
+                                const atf_loss *bridge_to, char *key, char *err)
 {
     char fp[ATF_FINGERPRINT_LEN], spec[ATF_LOSS_SPECLEN];
     snprintf(fp, sizeof fp, "%s", s->prob->fingerprint);
@@ -571,10 +573,14 @@ static atf_error checkpoint_key(atf_solver *s, const atf_loss *loss, char *key, 
                      "newton state 1; problem %s; loss %s; structure %s; reduce %d; "
                      "newton_rank %d; eps_rel %.17g; variables %zu; penalties", fp, spec,
                      atf_structure_name(s->set.structure), s->set.reduce, s->set.newton_rank,
-                     s->set.eps_rel, s->n);
+                     eps, s->n);
     for (int b = 0; b < s->prob->nblocks && k < ATF_CHECKPOINT_KEYLEN; b++)
         k += snprintf(key + k, ATF_CHECKPOINT_KEYLEN - (size_t)k, " %s",
                       s->prob->blocks[b].penalty_spec);
+    if (bridge_to && k < ATF_CHECKPOINT_KEYLEN) {
+        atf_loss_format(bridge_to, spec, sizeof spec);
+        k += snprintf(key + k, ATF_CHECKPOINT_KEYLEN - (size_t)k, "; on the way to %s", spec);
+    }
     if (k >= ATF_CHECKPOINT_KEYLEN) {
         atf_errorf(err, "newton: checkpoint: the solve's description is longer than %d bytes "
                         "(too many blocks)", ATF_CHECKPOINT_KEYLEN - 1);
@@ -631,7 +637,9 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
     atf_pg_loss *pl = &nw->pl;
     *gave_up = 0;
     if (!nw->started) {
-        st->start = st->last_checkpoint = atf_now();
+        if (!(st->start > 0.0)) /* else the time of earlier stages counts (continuation) */
+            st->start = atf_now();
+        st->last_checkpoint = atf_now();
         if (start(s, pl, st, x0) != ATF_OK)
             return ATF_STATUS_NUMERICAL_ERROR;
         nw->started = 1;
@@ -714,33 +722,171 @@ static void report(atf_solver *s, const newton_state *st, const atf_pg_info *inf
                 res->info.stationarity, info->duality_gap, atf_now() - st->start);
 }
 
+/* ---- continuation (settings.continuation) -----------------------------------------------------
+ * From a warm start solved at another λ, a nonconvex penalty's Newton method spends most of its
+ * steps finding the new λ's basin (docs/solver.md §15: n = 7 200, balanced+balanced, 7.2 → 2.16,
+ * 22 of 26 steps). Through λ at most a factor `continuation` apart, each solved loosely
+ * (BRIDGE_EPS) from the last, every stage starts near its basin. The stages carry the counters
+ * (Newton, CG and fallback steps, passes, time) so that the solve reports its whole work, and
+ * each stage checkpoints under a key of its own, so a resumed solve goes on in the stage it
+ * was in. */
+#define BRIDGE_EPS 1e-3
+#define BRIDGES_MAX 16
+
+typedef struct {
+    int iter, cg_total, fallbacks, backtracks, negative_curvature;
+    double start;
+} newton_carry;
+
+static void carry_out(const newton_state *st, newton_carry *c)
+{
+    *c = (newton_carry){st->iter, st->cg_total, st->fallbacks, st->backtracks,
+                        st->negative_curvature, st->start};
+}
+
+static void carry_in(newton_state *st, const newton_carry *c)
+{
+    st->iter = c->iter, st->cg_total = c->cg_total, st->fallbacks = c->fallbacks;
+    st->backtracks = c->backtracks, st->negative_curvature = c->negative_curvature;
+    st->start = c->start;
+}
+
+/* The λ between the warm start's and loss's: λw (λ/λw)^(k/K), k = 1 … K − 1, K = ⌈|ln(λ/λw)| /
+ * ln R⌉ (6 digits); none when continuation is off, there is no warm start or it was solved for
+ * another kind of loss (or interpolation), or every penalty is convex. */
+static int bridges(const atf_solver *s, const atf_loss *loss, double *lam)
+{
+    double R = s->set.continuation;
+    const atf_result *w = s->hooks.warm;
+    atf_loss wl;
+    char err[ATF_ERRLEN];
+    if (!(R > 1.0) || !w || atf_loss_parse(w->loss, &wl, err) != ATF_OK ||
+        wl.kind != loss->kind || wl.kind == ATF_LOSS_INTERPOLATE || atf_sv_all_convex(s))
+        return 0;
+    double q = log(loss->lambda / wl.lambda);
+    int K = (int)ceil(fabs(q) / log(R) - 1e-9);
+    K = K < 1 ? 1 : K > BRIDGES_MAX + 1 ? BRIDGES_MAX + 1 : K;
+    for (int k = 1; k < K; k++) {
+        char text[32];
+        snprintf(text, sizeof text, "%.6g", wl.lambda * exp(q * k / K));
+        lam[k - 1] = strtod(text, NULL);
+    }
+    return K - 1;
+}
+
+/* The stage a resumed solve goes on in: the bridge whose key is the state's, else the last. */
+static atf_error resumed_stage(atf_solver *s, const atf_loss *loss, const double *lam, int nb,
+                               int *stage, char *err)
+{
+    *stage = nb;
+    for (int k = 0; k < nb && s->hooks.resume; k++) {
+        char key[ATF_CHECKPOINT_KEYLEN];
+        atf_loss bl = {loss->kind, lam[k]};
+        atf_error e = checkpoint_key(s, &bl, fmax(BRIDGE_EPS, s->set.eps_rel), loss, key, err);
+        if (e)
+            return e;
+        if (strcmp(key, s->hooks.resume->key) == 0) {
+            *stage = k;
+            break;
+        }
+    }
+    return ATF_OK;
+}
+
+/* One Newton solve of loss to eps from x with the counters of the stages before (c; updated),
+ * resumed from hooks.resume when resume_here; *out the solve (the caller frees it, also on
+ * error). bridge_to: the loss this stage is on the way to (NULL: the last stage). */
+static atf_error run_stage(atf_solver *s, const atf_loss *loss, const atf_loss *bridge_to,
+                           double eps, const double *x, int resume_here, newton_carry *c,
+                           atf_newton **out, atf_status *status, int *gave_up, char *err)
+{
+    atf_error e = atf_newton_init(s, loss, out, err);
+    if (e != ATF_OK)
+        return e;
+    atf_newton *nw = *out;
+    nw->checkpointing = !s->hooks.processes && s->hooks.checkpoint;
+    if ((nw->checkpointing || resume_here) &&
+        ((e = checkpoint_key(s, loss, eps, bridge_to, nw->key, err)) ||
+         (resume_here && (e = resume(s, nw, s->hooks.resume, err)))))
+        return e;
+    if (nw->started && s->set.verbose) /* resumed: atf_newton_run does not start it */
+        log_header(s, loss, &nw->st);
+    if (!nw->started)
+        carry_in(&nw->st, c);
+    *status = atf_newton_run(s, nw, x, eps, s->set.max_iter - nw->st.iter, s->set.verbose,
+                             gave_up);
+    if (nw->checkpoint_failed) {
+        atf_errorf(err, "newton: the checkpoint at step %d could not be kept", nw->st.iter);
+        return ATF_E_IO;
+    }
+    carry_out(&nw->st, c);
+    s->passes += atf_newton_sketch_passes(nw);
+    nw->st.ny.passes = 0.0; /* counted */
+    return ATF_OK;
+}
+
+/* The bridges from the warm start (x) to loss, from stage `first` on; x is the last one's
+ * answer (unchanged where a bridge broke down). An interrupted bridge ends them and leaves the
+ * interrupt flag set: the last stage then stops at its first check, with its own certificate. */
+static atf_error run_bridges(atf_solver *s, const atf_loss *loss, const double *lam, int nb,
+                             int first, double *x, newton_carry *c, char *err)
+{
+    for (int k = first; k < nb; k++) {
+        atf_loss bl = {loss->kind, lam[k]};
+        double eps = fmax(BRIDGE_EPS, s->set.eps_rel);
+        if (s->set.verbose)
+            atf_sv_log(s, "atf newton: continuation, stage %d of %d: lambda %g on the way to "
+                          "%g, to pg residual %.0e\n", k + 1, nb + 1, lam[k], loss->lambda, eps);
+        atf_newton *nw = NULL;
+        atf_status status;
+        int gave_up;
+        atf_error e = run_stage(s, &bl, loss, eps, x, s->hooks.resume && k == first, c, &nw,
+                                &status, &gave_up, err);
+        if (e == ATF_OK && nw->started && atf_sv_all_finite(nw->st.x, s->n))
+            memcpy(x, nw->st.x, s->n * sizeof *x);
+        atf_newton_free(nw);
+        if (e != ATF_OK || status == ATF_STATUS_INTERRUPTED)
+            return e;
+    }
+    return ATF_OK;
+}
+
+/* The note of a solve that went through bridges. */
+static void continuation_note(atf_result *res, const atf_loss *loss, const double *lam, int nb,
+                              double eps)
+{
+    char *note = res->info.method_note;
+    size_t len = sizeof res->info.method_note, used = strlen(note);
+    int k = snprintf(note + used, len - used, "%snewton: continuation from the warm start's "
+                     "lambda to %g through", used ? "; " : "", loss->lambda);
+    for (int i = 0; i < nb && k >= 0 && used + (size_t)k < len; i++)
+        k += snprintf(note + used + k, len - used - (size_t)k, "%s %g", i ? "," : "", lam[i]);
+    if (k >= 0 && used + (size_t)k < len)
+        snprintf(note + used + k, len - used - (size_t)k, " (each to pg residual %.0e)", eps);
+}
+
 atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
                         atf_pg_info *info, int *gave_up, char *err)
 {
-    atf_newton *nw = NULL;
-    atf_error e = atf_newton_init(s, loss, &nw, err);
+    double lam[BRIDGES_MAX];
+    int nb = bridges(s, loss, lam), first = 0;
+    newton_carry c = {0};
+    atf_error e = s->hooks.resume ? resumed_stage(s, loss, lam, nb, &first, err) : ATF_OK;
+    if (e == ATF_OK && first < nb)
+        e = run_bridges(s, loss, lam, nb, first, x, &c, err);
     if (e != ATF_OK)
         return e;
+    atf_newton *nw = NULL;
+    atf_status status;
+    e = run_stage(s, loss, NULL, s->set.eps_rel, x, s->hooks.resume && first == nb, &c, &nw,
+                  &status, gave_up, err);
+    if (e != ATF_OK) {
+        atf_newton_free(nw);
+        return e;
+    }
     memset(info, 0, sizeof *info);
     newton_state *st = &nw->st;
     atf_pg_loss *pl = &nw->pl;
-    int single = !s->hooks.processes;
-    nw->checkpointing = single && s->hooks.checkpoint;
-    if ((nw->checkpointing || s->hooks.resume) &&
-        ((e = checkpoint_key(s, loss, nw->key, err)) ||
-         (s->hooks.resume && (e = resume(s, nw, s->hooks.resume, err))))) {
-        atf_newton_free(nw);
-        return e;
-    }
-    if (nw->started && s->set.verbose) /* resumed: atf_newton_run does not start it */
-        log_header(s, loss, st);
-    atf_status status = atf_newton_run(s, nw, x, s->set.eps_rel, s->set.max_iter - st->iter,
-                                       s->set.verbose, gave_up);
-    if (nw->checkpoint_failed) {
-        atf_errorf(err, "newton: the checkpoint at step %d could not be kept", st->iter);
-        atf_newton_free(nw);
-        return ATF_E_IO;
-    }
     if (!nw->started || (status == ATF_STATUS_NUMERICAL_ERROR &&
                          !atf_sv_all_finite(st->x, s->n))) {
         memset(st->x, 0, s->n * sizeof *st->x); /* never hand out NaN: B = 0, i.e. f = f0 */
@@ -758,8 +904,9 @@ atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, do
     info->step = st->t;
     info->iterations = st->iter;
     info->backtracks = st->backtracks;
-    s->passes += atf_newton_sketch_passes(nw);
     report(s, st, info, status, res);
+    if (nb > 0)
+        continuation_note(res, loss, lam, nb, fmax(BRIDGE_EPS, s->set.eps_rel));
     atf_newton_free(nw);
     return ATF_OK;
 }

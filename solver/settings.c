@@ -23,6 +23,7 @@ atf_settings atf_settings_default(void)
         .log_every = 50,
         .baseline = 0,
         .newton_rank = -1,
+        .continuation = 2.0,
     };
     return s;
 }
@@ -120,6 +121,11 @@ atf_error atf_sv_settings_check(const atf_settings *set, const atf_hooks *hooks,
                    set->newton_rank);
         return ATF_E_USAGE;
     }
+    if (!(set->continuation == 0.0 || (set->continuation >= 1.0 && isfinite(set->continuation)))) {
+        atf_errorf(err, "settings: continuation = %g, must be 0 (none) or a finite ratio ≥ 1",
+                   set->continuation);
+        return ATF_E_USAGE;
+    }
     if (set->max_iter < 1) {
         atf_errorf(err, "settings: max_iter = %d, must be at least 1", set->max_iter);
         return ATF_E_USAGE;
@@ -168,6 +174,16 @@ int atf_sv_interrupted(const atf_solver *s)
 double atf_sv_norm(const double *x, size_t n)
 {
     return n ? cblas_dnrm2((int)n, x, 1) : 0.0;
+}
+
+int atf_sv_all_convex(const atf_solver *s)
+{
+    if (s->set.structure == ATF_GLOBAL_FULL)
+        return atf_penalty_is_convex(&s->full_pen);
+    for (int l = 0; l < s->nvars; l++)
+        if (!atf_penalty_is_convex(&s->vars[l].pen))
+            return 0;
+    return 1;
 }
 
 int atf_sv_all_finite(const double *x, size_t n)

@@ -27,7 +27,8 @@ static void usage(FILE *out)
             "                 [--method auto|admm|alm|lp|irls|newton|fista]\n"
             "                 [--tol EPS] [--eps-abs E] [--max-iter N] [--rho R] [--alpha A]\n"
             "                 [--no-reduce] [--no-adaptive-rho] [--warm RESULT.h5]\n"
-            "                 [--newton-rank K] [--checkpoint FILE [--checkpoint-every S]]\n"
+            "                 [--newton-rank K] [--continuation R]\n"
+            "                 [--checkpoint FILE [--checkpoint-every S]]\n"
             "                 [--log-every K] [--quiet] [--json]\n"
             "\n"
             "Solve problem (16): minimise the sum over blocks of the spectral penalty\n"
@@ -67,6 +68,10 @@ static void usage(FILE *out)
             "                      subproblems'), 1 ... 2000, or 0 (none); default: rank\n"
             "                      100 (xent) or 300 (squared) from 4000 examples on,\n"
             "                      none below\n"
+            "  --continuation R    newton from a --warm result solved at another lambda,\n"
+            "                      nonconvex penalties: go there through lambdas at most a\n"
+            "                      factor R apart, each solved to pg residual 1e-3 (default\n"
+            "                      2; 0: straight to the lambda asked)\n"
             "  --checkpoint FILE   newton: keep the solve's state in FILE every S seconds\n"
             "                      (--checkpoint-every, default 600); when FILE exists the\n"
             "                      solve goes on from it, to the answer the uninterrupted\n"
@@ -154,6 +159,7 @@ enum {
     OPT_CHECKPOINT_EVERY,
     OPT_LOG_EVERY,
     OPT_NEWTON_RANK,
+    OPT_CONTINUATION,
     OPT_JSON
 };
 
@@ -175,6 +181,7 @@ static const struct option options[] = {
     {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"newton-rank", required_argument, NULL, OPT_NEWTON_RANK},
+    {"continuation", required_argument, NULL, OPT_CONTINUATION},
     {"quiet", no_argument, NULL, 'q'},
     {"json", no_argument, NULL, OPT_JSON},
     ATF_CLI_HELP_OPTION,
@@ -218,6 +225,7 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
         if (!(e = atf_cli_int("--newton-rank", val, 0, 2000, &n, err)))
             s->newton_rank = (int)n;
         return e;
+    case OPT_CONTINUATION: return atf_cli_double("--continuation", val, &s->continuation, err);
     case OPT_NO_REDUCE: s->reduce = 0; break;
     case OPT_NO_ADAPTIVE_RHO: s->adaptive_rho = 0; break;
     case 'q': a->quiet = 1; break;

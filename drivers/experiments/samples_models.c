@@ -332,7 +332,7 @@ static atf_error run_path(samples_state *s, point *pt, const method *m, atf_resu
     pc->scores[0] = '\0';
     atf_error e = ATF_OK;
     for (int i = 0; i < nl && !e && !stopped && !(patience > 0 && worse >= patience); i++) {
-        char key[32], detail[64];
+        char key[32], detail[96];
         atf_path_key(l[i], key, sizeof key);
         snprintf(detail, sizeof detail, " lambda %s (%d of %d)", key, i + 1, nl);
         atf_result *res = NULL;

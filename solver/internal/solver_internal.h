@@ -151,6 +151,8 @@ int atf_sv_interrupted(const atf_solver *s);
 double atf_sv_norm(const double *x, size_t n);
 /* 1 if all n values are finite (no NaN, no ±Inf). */
 int atf_sv_all_finite(const double *x, size_t n);
+/* 1 if every block's penalty (the full structure's one penalty) is convex. */
+int atf_sv_all_convex(const atf_solver *s);
 
 /* ---- equilibrate.c ---- */
 /* Build s->work: rows of A and r scaled by powers of two to unit size (each row, or all rows by

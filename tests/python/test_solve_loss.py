@@ -102,12 +102,22 @@ except atf.InputError as e:
     check(cp in str(e) and "another solve" in str(e), f"foreign checkpoint: {e}")
 os.remove(cp)
 
+# continuation: from a warm start at another λ, a nonconvex penalty goes through bridges (the
+# note names them) unless continuation=0; both answers solved
+w = atf.solve(prob, "balanced+balanced", loss="xent:lambda=2", method="newton")
+for ratio, bridged in [(2.0, True), (0, False)]:
+    res = atf.solve(prob, "balanced+balanced", loss="xent:lambda=0.2", warm=w, continuation=ratio)
+    check(res.status == "solved" and ("continuation" in res.method_note) == bridged,
+          f"continuation={ratio}: {res.status}, note {res.method_note!r}")
+
 # refused arguments name themselves
 for kw, word in [({"max_iter": 2**40}, "max_iter"), ({"max_iter": 0}, "max_iter"),
                  ({"loss": "xent:lambda=-1"}, "loss"), ({"loss": "hinge"}, "loss"),
                  ({"method": "cg"}, "method"), ({"method": "newton"}, "newton"),
                  ({"penalty": "sq\0nuclear"}, "NUL"), ({"tol": float("nan")}, "tol"),
                  ({"newton_rank": 5000}, "newton_rank"),
+                 ({"continuation": 0.5, "loss": "xent:lambda=0.5"}, "continuation"),
+                 ({"continuation": -1.0}, "continuation"),
                  ({"checkpoint": "", "loss": "xent:lambda=0.5"}, "checkpoint"),
                  ({"checkpoint_every": -1.0}, "checkpoint_every")]:
     try:

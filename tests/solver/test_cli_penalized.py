@@ -309,3 +309,43 @@ class CheckpointCli(T.ScratchCase):
 if __name__ == "__main__":
     import unittest
     unittest.main(argv=sys.argv[:1])
+
+    def test_continuation_resumes_in_its_stage(self):
+        """From --warm at lambda 0.5 to 0.05 (balanced+balanced, nonconvex): continuation 2's
+        bridges (named in method_note); stopped by --max-iter inside the first bridge, the run
+        with a larger limit goes on in that stage to the uninterrupted answer; --continuation 0
+        goes straight there; a ratio below 1 is exit 2."""
+        rng = np.random.default_rng(12)
+        prob = T.factored_problem(rng, 30, 3, [(8, 6), (6, 3)], penalty="balanced+balanced")
+        pfile = prob.write(self.path("p.h5"))
+        with h5py.File(pfile, "a") as f:
+            f["f0"] = rng.standard_normal((30, 3))
+            f["labels"] = rng.integers(0, 3, 30).astype(np.int64)
+        base = ["--method", "newton", "--tol", "1e-10"]
+        code, _, err = self.run_solve(pfile, "w.h5", "--loss", "xent:lambda=0.5", *base)
+        self.assertEqual(code, 0, err)
+        common = ["--loss", "xent:lambda=0.05", "--warm", self.path("w.h5"), *base]
+        code, ref, err = self.run_solve(pfile, "ref.h5", *common)
+        self.assertEqual(code, 0, err)
+        self.assertIn("continuation", ref["method_note"])
+        cp = self.path("cp.h5")
+        cpargs = ["--checkpoint", cp, "--checkpoint-every", "0"]
+        code, _, err = self.run_solve(pfile, "part.h5", *common, *cpargs, "--max-iter", "2")
+        self.assertEqual(code, 4, err)
+        self.assertTrue(os.path.exists(cp), "no checkpoint kept in the bridge")
+        with h5py.File(cp) as f:
+            self.assertIn("on the way to", f.attrs["key"].decode() if isinstance(
+                f.attrs["key"], bytes) else f.attrs["key"])
+        code, js, err = self.run_solve(pfile, "res.h5", *common, *cpargs)
+        self.assertEqual(code, 0, err)
+        for key in ("iterations", "inner_iterations", "objective", "pg_residual", "status"):
+            self.assertEqual(js[key], ref[key], key)
+        want, got = self.blocks("ref.h5"), self.blocks("res.h5")
+        for k in want:
+            self.assertTrue(np.array_equal(want[k], got[k]), k)
+        code, js, err = self.run_solve(pfile, "straight.h5", *common, "--continuation", "0")
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("continuation", js["method_note"])
+        code, _, err = self.run_solve(pfile, "bad.h5", *common, "--continuation", "0.5")
+        self.assertEqual(code, 2, err)
+        self.assertIn("continuation", err)

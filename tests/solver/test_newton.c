@@ -494,10 +494,31 @@ static int same_result(const atf_result *a, const atf_result *b, int n)
     return same;
 }
 
+/* Whether the states' step counts (header entry 9) grow from state to state: a continuation's
+ * stages carry the counts on, so the solve reports all of its work. */
+static int steps_grow(const kept_states *k)
+{
+    for (int i = 1; i < k->count && i < MAX_STATES; i++)
+        if (!(k->states[i].data[9] > k->states[i - 1].data[9]))
+            return 0;
+    return 1;
+}
+
+/* How many of the states are a continuation's bridges'. */
+static int bridge_states(const kept_states *k)
+{
+    int count = 0;
+    for (int i = 0; i < k->count && i < MAX_STATES; i++)
+        count += strstr(k->states[i].key, "on the way to") != NULL;
+    return count;
+}
+
 /* One case: the solve with checkpoints at every step allowed equals the one without; resumed
  * from each of its states it ends the same; another solve's state, a damaged one and a
- * checkpoint the caller cannot keep are refused. */
-static void checkpoint_case(const char *pen, atf_loss loss, int rank, int min_states)
+ * checkpoint the caller cannot keep are refused. warm_lambda > 0: every solve starts from the
+ * answer at that λ, through the continuation's bridges (settings.continuation, default). */
+static void checkpoint_case(const char *pen, atf_loss loss, int rank, int min_states,
+                            double warm_lambda)
 {
     static const int shapes[2][2] = {{8, 6}, {6, 2}};
     atf_problem *p = factored(91, 24, 2, 2, shapes, pen, 0);
@@ -505,20 +526,34 @@ static void checkpoint_case(const char *pen, atf_loss loss, int rank, int min_st
     int n = (int)atf_problem_nvars(p);
     atf_settings set = tight(1e-9);
     set.method = ATF_METHOD_NEWTON, set.loss = loss, set.newton_rank = rank, set.max_iter = 300;
-    char err[ATF_ERRLEN] = "", what[96];
-    snprintf(what, sizeof what, "checkpoints, %s, %s, rank %d", pen, atf_loss_name(loss.kind),
-             rank);
+    char err[ATF_ERRLEN] = "", what[128];
+    snprintf(what, sizeof what, "checkpoints, %s, %s, rank %d, warm lambda %g", pen,
+             atf_loss_name(loss.kind), rank, warm_lambda);
     atf_error e;
-    atf_result *plain = solve_hooked(p, &set, NULL, &e, err);
+    atf_result *warm = NULL;
+    if (warm_lambda > 0.0) {
+        atf_settings at = set;
+        at.loss.lambda = warm_lambda;
+        warm = solve_hooked(p, &at, NULL, &e, err);
+        CHECK(warm && warm->info.status == ATF_STATUS_SOLVED, "%s: the warm start (%s)", what,
+              err);
+    }
+    atf_hooks none = {.warm = warm};
+    atf_result *plain = solve_hooked(p, &set, &none, &e, err);
     kept_states k = {.fail_at = -1};
-    atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k};
+    atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k, .warm = warm};
     atf_result *kept = solve_hooked(p, &set, &hooks, &e, err);
     CHECK(plain && kept && same_result(plain, kept, n),
           "%s: checkpoints changed the solve (%s)", what, err);
     CHECK(k.count >= min_states && k.count <= MAX_STATES, "%s: %d states kept, expected %d or more",
           what, k.count, min_states);
+    if (warm) /* 10 = 2^3.3: three bridges, the states of each kept under its own key */
+        CHECK(bridge_states(&k) >= 3 && bridge_states(&k) < k.count && steps_grow(&k) && plain &&
+                  strstr(plain->info.method_note, "continuation"),
+              "%s: %d of %d states from bridges (steps growing: %d); note \"%s\"", what,
+              bridge_states(&k), k.count, steps_grow(&k), plain ? plain->info.method_note : "");
     for (int i = 0; i < k.count && i < MAX_STATES && plain; i++) {
-        atf_hooks from = {.resume = &k.states[i]};
+        atf_hooks from = {.resume = &k.states[i], .warm = warm};
         atf_result *res = solve_hooked(p, &set, &from, &e, err);
         CHECK(e == ATF_OK && res && same_result(plain, res, n),
               "%s: resumed from state %d of %d: not the uninterrupted solve (%s; %d vs %d steps)",
@@ -528,7 +563,7 @@ static void checkpoint_case(const char *pen, atf_loss loss, int rank, int min_st
     if (k.count > 0) {
         atf_settings other = set;
         other.loss.lambda *= 2.0;
-        atf_hooks from = {.resume = &k.states[0]};
+        atf_hooks from = {.resume = &k.states[0], .warm = warm};
         atf_result *res = solve_hooked(p, &other, &from, &e, err);
         CHECK(e == ATF_E_INPUT && !res && strstr(err, "another solve"),
               "%s: another loss's state accepted (%d: %s)", what, (int)e, err);
@@ -540,14 +575,14 @@ static void checkpoint_case(const char *pen, atf_loss loss, int rank, int min_st
               err);
     }
     kept_states refuse = {.fail_at = 0};
-    atf_hooks failing = {.checkpoint = keep_state, .checkpoint_ctx = &refuse};
+    atf_hooks failing = {.checkpoint = keep_state, .checkpoint_ctx = &refuse, .warm = warm};
     atf_result *res = solve_hooked(p, &set, &failing, &e, err);
     CHECK(e == ATF_E_IO && !res && strstr(err, "checkpoint"),
           "%s: a checkpoint the caller could not keep was not an error (%d: %s)", what, (int)e,
           err);
     for (int i = 0; i < k.count && i < MAX_STATES; i++)
         free(k.states[i].data);
-    atf_result_free(plain), atf_result_free(kept);
+    atf_result_free(plain), atf_result_free(kept), atf_result_free(warm);
     atf_problem_free(p);
 }
 
@@ -579,12 +614,52 @@ static void test_checkpoints(void)
 {
     atf_loss xent = {ATF_LOSS_XENT, 0.2}, squared = {ATF_LOSS_SQUARED, 0.2};
     /* xent with the sketch (rebuilt every third step: states at steps 0, 3, 6, …), nonconvex */
-    checkpoint_case("balanced+balanced", xent, 8, 2);
-    checkpoint_case("sq", xent, 8, 2);
+    checkpoint_case("balanced+balanced", xent, 8, 2, 0.0);
+    checkpoint_case("sq", xent, 8, 2, 0.0);
     /* without a sketch every step is one; the squared loss's is built once: step 0 only */
-    checkpoint_case("nuclear:scale=0.01", xent, 0, 3);
-    checkpoint_case("sq", squared, 8, 1);
+    checkpoint_case("nuclear:scale=0.01", xent, 0, 3, 0.0);
+    checkpoint_case("sq", squared, 8, 1, 0.0);
+    /* from the answer at 10 λ: three bridges, then λ; a resumed solve goes on in its stage */
+    checkpoint_case("balanced+balanced", xent, 8, 4, 2.0);
+    checkpoint_case("sq+sq", squared, 0, 4, 2.0);
     checkpoint_file();
+}
+
+/* ---- continuation ---------------------------------------------------------------------------- */
+
+/* From the answer at λ = 2: through bridges where the penalty is nonconvex and continuation is
+ * on, straight to λ = 0.2 otherwise; every answer certified; a ratio below 1 refused. */
+static void test_continuation(void)
+{
+    static const int shapes[2][2] = {{8, 6}, {6, 2}};
+    const char *pens[2] = {"balanced+balanced", "sq"};
+    for (int c = 0; c < 2; c++) {
+        atf_problem *p = factored(93, 24, 2, 2, shapes, pens[c], 0);
+        add_labels(p, 94, 1);
+        atf_settings set = tight(1e-9);
+        set.method = ATF_METHOD_NEWTON, set.loss = (atf_loss){ATF_LOSS_XENT, 2.0};
+        char err[ATF_ERRLEN] = "";
+        atf_error e;
+        atf_result *warm = solve_hooked(p, &set, NULL, &e, err);
+        atf_hooks hooks = {.warm = warm};
+        set.loss.lambda = 0.2;
+        for (int off = 0; off < 2 && warm; off++) {
+            set.continuation = off ? 0.0 : 2.0;
+            atf_result *res = solve_hooked(p, &set, &hooks, &e, err);
+            int bridged = res && strstr(res->info.method_note, "continuation") != NULL;
+            CHECK(res && res->info.status == ATF_STATUS_SOLVED && res->info.pg_residual <= 1e-9,
+                  "continuation %g, %s: %s", set.continuation, pens[c], err);
+            CHECK(bridged == (c == 0 && !off), "continuation %g, %s: bridged %d (note \"%s\")",
+                  set.continuation, pens[c], bridged, res ? res->info.method_note : "");
+            atf_result_free(res);
+        }
+        set.continuation = 0.5;
+        atf_result *res = solve_hooked(p, &set, &hooks, &e, err);
+        CHECK(e == ATF_E_USAGE && !res && strstr(err, "continuation"),
+              "continuation 0.5 accepted (%d: %s)", (int)e, err);
+        atf_result_free(warm);
+        atf_problem_free(p);
+    }
 }
 
 /* ---- units --------------------------------------------------------------------------------- */
@@ -657,5 +732,6 @@ int main(void)
     test_nonconvex();
     test_units();
     test_checkpoints();
+    test_continuation();
     return atf_test_finish("test_newton");
 }

@@ -177,6 +177,7 @@ class SettingsC(Structure):
         ("adaptive_rho", c_int), ("reduce", c_int), ("verbose", c_int), ("log_every", c_int),
         ("baseline", c_int),
         ("newton_rank", c_int),
+        ("continuation", c_double),
     ]
 
 

@@ -311,8 +311,9 @@ def _settings(structure: str, tol: float, max_iter: int, verbose: bool) -> "_lib
 
 def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "interpolate",
           method: str = "auto", structure: str = "layer", tol: float = 1e-6,
-          max_iter: int = 10000, newton_rank: int = -1, warm: Optional["Result"] = None,
-          verbose: bool = False, log: Union[None, Callable[[str], Any], IO[str]] = None,
+          max_iter: int = 10000, newton_rank: int = -1, continuation: float = 2.0,
+          warm: Optional["Result"] = None, verbose: bool = False,
+          log: Union[None, Callable[[str], Any], IO[str]] = None,
           checkpoint: Union[None, str, "os.PathLike[str]"] = None,
           checkpoint_every: float = 600.0) -> Result:
     """Solve problem (16) for `problem` (an atf.Problem), as `atf solve`.
@@ -325,7 +326,9 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     its reason are in Result.method and Result.method_note), newton, fista (penalized losses),
     admm, alm, lp, irls (interpolation); structure: layer, diagonal or full; tol is the relative
     tolerance eps_rel; newton_rank the Nyström preconditioner's rank (-1 auto, 0 none);
-    warm an earlier atf.Result of the same problem; verbose writes the solver's iteration table
+    warm an earlier atf.Result of the same problem; continuation (newton, nonconvex penalties,
+    warm solved at another λ of the same loss) the largest ratio of the λ solved on the way
+    there, each to pg residual 1e-3 (0: none), as `atf solve --continuation`; verbose writes the solver's iteration table
     to `log` (a callable taking a str, or a file-like object; default Python's sys.stderr);
     checkpoint (method newton) a file that keeps the solve's state every checkpoint_every
     seconds: when it exists the solve goes on from it, to the answer the uninterrupted solve
@@ -343,6 +346,7 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     if _c.atf_loss_parse(_check.text(loss, "atf.solve: loss"), ctypes.byref(s.loss), err):
         raise _errors.InputError(f"atf.solve: loss: {_lib.text(err.value)}", "usage error")
     s.newton_rank = _check.integer(newton_rank, "atf.solve: newton_rank", -1, 2000)
+    s.continuation = _check.nonnegative(continuation, "atf.solve: continuation")
     every = _check.nonnegative(checkpoint_every, "atf.solve: checkpoint_every")
     path = _check.path(checkpoint, "atf.solve: checkpoint") if checkpoint is not None else None
     return _solve(problem, s, penalty, warm, log, path, every)

@@ -81,6 +81,7 @@ static void settings(void)
     OFF(atf_settings, alpha); OFF(atf_settings, rho); OFF(atf_settings, adaptive_rho);
     OFF(atf_settings, reduce); OFF(atf_settings, verbose); OFF(atf_settings, log_every);
     OFF(atf_settings, baseline); OFF(atf_settings, newton_rank);
+    OFF(atf_settings, continuation);
     SIZE(atf_hooks);
     OFF(atf_hooks, log); OFF(atf_hooks, log_ctx); OFF(atf_hooks, warm);
     OFF(atf_hooks, interrupt); OFF(atf_hooks, processes); OFF(atf_hooks, checkpoint);

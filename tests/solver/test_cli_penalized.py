@@ -262,17 +262,23 @@ class CheckpointCli(T.ScratchCase):
     def run_solve(self, pfile, out, *args):
         return T.solve_json("solve", pfile, "-o", self.path(out), *args)
 
-    def blocks(self, out):
-        with h5py.File(self.path(out)) as f:
-            return {k: f["blocks"][k]["B"][()] for k in f["blocks"]}
-
-    def test_resume_is_the_uninterrupted_solve(self):
-        rng = np.random.default_rng(11)
+    def labelled_problem(self, seed):
+        """p.h5: two factored balanced+balanced blocks, 30 examples with f0 and labels of 3
+        classes."""
+        rng = np.random.default_rng(seed)
         prob = T.factored_problem(rng, 30, 3, [(8, 6), (6, 3)], penalty="balanced+balanced")
         pfile = prob.write(self.path("p.h5"))
         with h5py.File(pfile, "a") as f:
             f["f0"] = rng.standard_normal((30, 3))
             f["labels"] = rng.integers(0, 3, 30).astype(np.int64)
+        return pfile
+
+    def blocks(self, out):
+        with h5py.File(self.path(out)) as f:
+            return {k: f["blocks"][k]["B"][()] for k in f["blocks"]}
+
+    def test_resume_is_the_uninterrupted_solve(self):
+        pfile = self.labelled_problem(11)
         common = ["--loss", "xent:lambda=0.05", "--method", "newton", "--tol", "1e-10"]
         code, ref, err = self.run_solve(pfile, "ref.h5", *common, "--max-iter", "500")
         self.assertEqual(code, 0, err)
@@ -315,12 +321,7 @@ if __name__ == "__main__":
         bridges (named in method_note); stopped by --max-iter inside the first bridge, the run
         with a larger limit goes on in that stage to the uninterrupted answer; --continuation 0
         goes straight there; a ratio below 1 is exit 2."""
-        rng = np.random.default_rng(12)
-        prob = T.factored_problem(rng, 30, 3, [(8, 6), (6, 3)], penalty="balanced+balanced")
-        pfile = prob.write(self.path("p.h5"))
-        with h5py.File(pfile, "a") as f:
-            f["f0"] = rng.standard_normal((30, 3))
-            f["labels"] = rng.integers(0, 3, 30).astype(np.int64)
+        pfile = self.labelled_problem(12)
         base = ["--method", "newton", "--tol", "1e-10"]
         code, _, err = self.run_solve(pfile, "w.h5", "--loss", "xent:lambda=0.5", *base)
         self.assertEqual(code, 0, err)

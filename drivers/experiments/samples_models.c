@@ -191,7 +191,8 @@ static atf_error solve_one(samples_state *s, const point *pt, atf_problem *prob,
         hooks.resume = &from;
     }
     char shown[160];
-    snprintf(shown, sizeof shown, "%s%s", detail, hooks.resume ? ", resumed from its checkpoint" : "");
+    snprintf(shown, sizeof shown, "%s%s", detail,
+             hooks.resume ? ", resumed from its checkpoint" : "");
     samples_show(s, pt, m->name, shown);
     e = atf_solve(prob, &set, &hooks, res, err);
     if (e)

@@ -730,10 +730,10 @@ static void report(atf_solver *s, const newton_state *st, const atf_pg_info *inf
  * steps finding the new λ's basin (docs/solver.md §15: n = 7 200, balanced+balanced, 7.2 → 2.16
  * straight: 34 steps, 5 517 passes; through 3.94 to 1e-3: 16 steps, 3 627 passes, the same
  * answer; two bridges cost more). Through λ at most a factor `continuation` apart, each solved
- * loosely (BRIDGE_EPS) from the last, every stage starts near its basin. The stages carry the counters
- * (Newton, CG and fallback steps, passes, time) so that the solve reports its whole work, and
- * each stage checkpoints under a key of its own, so a resumed solve goes on in the stage it
- * was in. */
+ * loosely (BRIDGE_EPS) from the last, every stage starts near its basin. The stages carry the
+ * counters (Newton, CG and fallback steps, passes, time) so that the solve reports its whole
+ * work, and each stage checkpoints under a key of its own, so a resumed solve goes on in the
+ * stage it was in. */
 #define BRIDGE_EPS 1e-3
 #define BRIDGES_MAX 16
 

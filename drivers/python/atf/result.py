@@ -328,13 +328,14 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     tolerance eps_rel; newton_rank the Nyström preconditioner's rank (-1 auto, 0 none);
     warm an earlier atf.Result of the same problem; continuation (newton, nonconvex penalties,
     warm solved at another λ of the same loss) the largest ratio of the λ solved on the way
-    there, each to pg residual 1e-3 (0: none), as `atf solve --continuation`; verbose writes the solver's iteration table
-    to `log` (a callable taking a str, or a file-like object; default Python's sys.stderr);
-    checkpoint (method newton) a file that keeps the solve's state every checkpoint_every
-    seconds: when it exists the solve goes on from it, to the answer the uninterrupted solve
-    gives, bit for bit; it is removed once the answer is returned (kept after Ctrl-C and the
-    iteration limit), as `atf solve --checkpoint`. Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with an
-    atf.IterationLimitWarning); raises atf.Infeasible (with `.result`, the least-squares point),
+    there, each to pg residual 1e-3 (0: none), as `atf solve --continuation`; verbose writes
+    the solver's iteration table to `log` (a callable taking a str, or a file-like object;
+    default Python's sys.stderr); checkpoint (method newton) a file that keeps the solve's
+    state every checkpoint_every seconds: when it exists the solve goes on from it, to the
+    answer the uninterrupted solve gives, bit for bit; it is removed once the answer is
+    returned (kept after Ctrl-C and the iteration limit), as `atf solve --checkpoint`.
+    Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with
+    an atf.IterationLimitWarning); raises atf.Infeasible (with `.result`, the least-squares point),
     atf.InputError for refused settings and inputs, atf.NumericalError when an iteration broke
     down."""
     s = _settings(structure, tol, max_iter, verbose)

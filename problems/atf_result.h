@@ -156,7 +156,7 @@ atf_error atf_result_factors(atf_result *res, const atf_problem *prob, char *err
 atf_error atf_result_write(const char *path, const atf_result *res, char *err);
 atf_error atf_result_read(const char *path, atf_result **out, char *err);
 
-/* A solver's state in the middle of a long solve (method newton, docs/solver.md §15), kept so
+/* A solver's state in the middle of a long solve (newton, alm; docs/solver.md §15, §16), kept so
  * that the solve can go on after an interruption: the solver hands it to hooks.checkpoint and
  * takes it back as hooks.resume (atf_solver.h). The state is opaque outside the solver; key
  * names what it belongs to (the method, the problem's fingerprint, the loss, the penalties and

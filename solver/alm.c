@@ -15,7 +15,12 @@
  * the relative constraint residual (in work units and in the problem's, from power-of-two ratios
  * of the row scales: no quotient leaves the range of doubles) is ≤ ALM_FEAS and the stationarity
  * certificate (the relative distance of −A'ᵀy from ∂Ω̃'(x), as for ADMM) is ≤ eps_rel.
- * Subproblems are solved to a tolerance that follows the outer residuals (inexact ALM). */
+ * Subproblems are solved to a tolerance that follows the outer residuals (inexact ALM).
+ *
+ * Checkpoints (hooks.checkpoint / hooks.resume) are taken between outer iterations: the
+ * multiplier, σ and the outer bookkeeping, then the Newton run's state (newton.c). Its sketch is
+ * not kept (n × rank numbers): it is built again at the σ it was first built at and scaled
+ * through the same σ's, so a resumed solve is the uninterrupted one bit for bit. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,13 +34,16 @@
 #define ALM_DECREASE 0.25   /* ... enough: by this factor */
 #define ALM_SIGMA0 20.0     /* σ0 = ALM_SIGMA0 / ‖A'‖² (the penalty's curvature near 0 is 2) */
 #define ALM_INNER_MAX 200   /* Newton steps per subproblem at most */
+#define ALM_STATE "alm state 1"
 
 typedef struct {
     double *y, *target, *resid; /* [M] multiplier, shifted target, A'x − r' (work units) */
     double *weight;             /* [M] row scale / the largest (exact powers of two ≤ 1) */
     double sigma, feas, feas_prev, stationarity, eps_inner;
+    double sigma_prev;          /* the last subproblem's σ (0 before the first) */
     int outer, newton_steps;
-    double start;
+    double start, last_checkpoint;
+    char key[ATF_CHECKPOINT_KEYLEN]; /* of this solve's checkpoints */
 } alm_state;
 
 /* ‖v‖ / ‖w‖, 0/0 = 0 and v/0 = ‖v‖ (r = 0: the residual is absolute). */
@@ -166,6 +174,143 @@ static void next_sigma(alm_state *a, double eps_rel)
     a->eps_inner = fmax(0.1 * eps_rel, fmin(a->eps_inner, 0.1 * fmax(a->feas, a->stationarity)));
 }
 
+/* ---- checkpoints ----------------------------------------------------------------------------
+ * Between outer iterations: the header below, the multiplier y [M], then the Newton run's state. */
+enum { AL_MAGIC, AL_VERSION, AL_M, AL_OUTER, AL_SIGMA, AL_SIGMA_PREV, AL_FEAS, AL_FEAS_PREV,
+       AL_STATIONARITY, AL_EPS_INNER, AL_NEWTON_STEPS, AL_ELAPSED, AL_SKETCH_SIGMA, AL_HEADER };
+#define AL_MAGIC_VALUE 2.4163e7 /* "ATF ALM state", any fixed value that is not a count */
+#define AL_VERSION_VALUE 1.0
+#define AL_CHAIN_MAX 64         /* σ values from the sketch's to the last subproblem's at most */
+
+static size_t state_len(const atf_solver *s)
+{
+    return AL_HEADER + (size_t)s->work.M + atf_newton_state_len(s);
+}
+
+/* The state before outer iteration a->outer (its σ set, its subproblem not yet solved): 0, or
+ * −1 when the caller could not keep it. */
+static int save_state(atf_solver *s, alm_state *a, atf_newton *nw)
+{
+    int M = s->work.M;
+    atf_checkpoint cp = {.len = (int64_t)state_len(s)};
+    memcpy(cp.key, a->key, sizeof cp.key);
+    double *h = cp.data = malloc((size_t)cp.len * sizeof *cp.data);
+    if (!h)
+        return -1;
+    h[AL_MAGIC] = AL_MAGIC_VALUE, h[AL_VERSION] = AL_VERSION_VALUE, h[AL_M] = M;
+    h[AL_OUTER] = a->outer, h[AL_SIGMA] = a->sigma, h[AL_SIGMA_PREV] = a->sigma_prev;
+    h[AL_FEAS] = a->feas, h[AL_FEAS_PREV] = a->feas_prev, h[AL_STATIONARITY] = a->stationarity;
+    h[AL_EPS_INNER] = a->eps_inner, h[AL_NEWTON_STEPS] = a->newton_steps;
+    h[AL_ELAPSED] = atf_now() - a->start, h[AL_SKETCH_SIGMA] = atf_newton_sketch_weight(nw);
+    memcpy(h + AL_HEADER, a->y, (size_t)M * sizeof *h);
+    atf_newton_state_save(s, nw, h + AL_HEADER + M);
+    int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
+    free(cp.data);
+    a->last_checkpoint = atf_now();
+    if (r == 0 && s->set.verbose)
+        atf_sv_log(s, "atf alm: checkpoint kept before outer iteration %d\n", a->outer);
+    return r == 0 ? 0 : -1;
+}
+
+static atf_error damaged(const atf_solver *s, const atf_checkpoint *cp, char *err)
+{
+    atf_errorf(err, "alm: the checkpoint's state is not an augmented Lagrangian state of %d rows "
+                    "and %zu variables (%lld numbers, or its header is damaged)",
+               s->work.M, s->n, (long long)cp->len);
+    return ATF_E_INPUT;
+}
+
+/* The σ's the sketch went through: from the one it was built at, ×ALM_GROW, up to the last
+ * subproblem's (next_sigma's products, so the same numbers). */
+static int sigma_chain(double built, double last, double *chain)
+{
+    int count = 0;
+    for (double w = built; count < AL_CHAIN_MAX; w *= ALM_GROW) {
+        chain[count++] = w;
+        if (w == last)
+            return count;
+        if (!(w < last))
+            break;
+    }
+    return 0;
+}
+
+/* Go on from hooks.resume: the outer bookkeeping, y, the Newton run (at the last subproblem's
+ * σ) and its sketch. */
+static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char *err)
+{
+    const atf_checkpoint *cp = s->hooks.resume;
+    const double *h = cp->data;
+    int M = s->work.M;
+    if (strcmp(cp->key, a->key) != 0) {
+        atf_errorf(err, "alm: the checkpoint is another solve's (it is for \"%.300s\"; this "
+                        "solve is \"%.300s\")", cp->key, a->key);
+        return ATF_E_INPUT;
+    }
+    if ((size_t)cp->len != state_len(s) || h[AL_MAGIC] != AL_MAGIC_VALUE ||
+        h[AL_VERSION] != AL_VERSION_VALUE || h[AL_M] != M || !(h[AL_OUTER] >= 2.0) ||
+        !(h[AL_OUTER] <= s->set.max_iter) || !(h[AL_SIGMA] > 0.0) ||
+        !(h[AL_SIGMA_PREV] > 0.0) || !(h[AL_SKETCH_SIGMA] >= 0.0))
+        return damaged(s, cp, err);
+    double chain[AL_CHAIN_MAX];
+    int nchain = h[AL_SKETCH_SIGMA] > 0.0 ? sigma_chain(h[AL_SKETCH_SIGMA], h[AL_SIGMA_PREV], chain)
+                                          : -1;
+    if (nchain == 0)
+        return damaged(s, cp, err);
+    a->outer = (int)h[AL_OUTER], a->sigma = h[AL_SIGMA], a->sigma_prev = h[AL_SIGMA_PREV];
+    a->feas = h[AL_FEAS], a->feas_prev = h[AL_FEAS_PREV], a->stationarity = h[AL_STATIONARITY];
+    a->eps_inner = h[AL_EPS_INNER], a->newton_steps = (int)h[AL_NEWTON_STEPS];
+    memcpy(a->y, h + AL_HEADER, (size_t)M * sizeof *a->y);
+    set_target(s, a); /* finite values for the load; the next iteration sets its own */
+    atf_newton_set_weight(s, nw, a->sigma_prev, a->target);
+    atf_error e = atf_newton_state_load(s, nw, h + AL_HEADER + M, cp->len - AL_HEADER - M, err);
+    if (e)
+        return e;
+    if (nchain > 0 && atf_newton_rebuild_sketch(s, nw, chain, nchain) != 0) {
+        atf_errorf(err, "alm: the checkpoint's preconditioner could not be built again");
+        return ATF_E_NUMERICAL;
+    }
+    a->start = atf_now() - h[AL_ELAPSED];
+    a->last_checkpoint = atf_now();
+    if (s->set.verbose)
+        atf_sv_log(s, "atf alm: resumed from a checkpoint before outer iteration %d (%.0f s into "
+                      "the solve)\n", a->outer, h[AL_ELAPSED]);
+    return ATF_OK;
+}
+
+/* The start: σ0 from the data, x from the warm start or 0 — or the checkpoint's state. */
+static atf_error alm_start(atf_solver *s, alm_state *a, atf_newton *nw, double *x, double *u,
+                           double *g, char *err)
+{
+    int checkpointing = !s->hooks.processes && s->hooks.checkpoint;
+    if (checkpointing || s->hooks.resume) {
+        atf_error e = atf_sv_checkpoint_key(s, ALM_STATE, &s->set.loss, s->set.eps_rel, NULL,
+                                            a->key, err);
+        if (e)
+            return e;
+    }
+    row_weights(atf_newton_loss(nw), a->weight);
+    if (s->hooks.resume) {
+        atf_error e = resume_state(s, a, nw, err);
+        if (e == ATF_OK)
+            memcpy(x, atf_newton_point(nw), s->n * sizeof *x);
+        if (e == ATF_OK && s->set.verbose)
+            log_header(s, a);
+        return e;
+    }
+    a->outer = 1;
+    a->sigma = initial_sigma(s, nw, g, u);
+    a->eps_inner = 1e-1;
+    a->feas_prev = INFINITY;
+    if (s->set.verbose)
+        log_header(s, a);
+    if (s->warm)
+        memcpy(x, s->warm, s->n * sizeof *x);
+    else
+        memset(x, 0, s->n * sizeof *x);
+    return ATF_OK;
+}
+
 atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
 {
     atf_newton *nw = NULL;
@@ -177,20 +322,25 @@ atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
         return e;
     }
     size_t n = s->n;
-    row_weights(atf_newton_loss(nw), a.weight);
-    a.sigma = initial_sigma(s, nw, g, u);
-    a.eps_inner = 1e-1;
-    a.feas_prev = INFINITY;
-    if (s->set.verbose)
-        log_header(s, &a);
-    if (s->warm)
-        memcpy(x, s->warm, n * sizeof *x);
-    else
-        memset(x, 0, n * sizeof *x);
+    a.last_checkpoint = atf_now();
+    if ((e = alm_start(s, &a, nw, x, u, g, err)) != ATF_OK) {
+        atf_newton_free(nw), free(u), free(g), free_state(&a);
+        return e;
+    }
+    int checkpointing = !s->hooks.processes && s->hooks.checkpoint;
     atf_status status = ATF_STATUS_MAX_ITERATIONS;
-    for (a.outer = 1; a.outer <= s->set.max_iter; a.outer++) {
+    for (; a.outer <= s->set.max_iter; a.outer++) {
+        if (checkpointing && a.outer > 1 &&
+            atf_now() - a.last_checkpoint >= s->hooks.checkpoint_seconds &&
+            save_state(s, &a, nw) != 0) {
+            atf_newton_free(nw), free(u), free(g), free_state(&a);
+            atf_errorf(err, "alm: the checkpoint before outer iteration %d could not be kept",
+                       a.outer);
+            return ATF_E_IO;
+        }
         set_target(s, &a);
         atf_newton_set_weight(s, nw, a.sigma, a.target);
+        a.sigma_prev = a.sigma;
         int gave_up = 0, before = atf_newton_steps(nw);
         atf_status st = atf_newton_run(s, nw, x, a.eps_inner, ALM_INNER_MAX, 0, &gave_up);
         a.newton_steps += atf_newton_steps(nw) - before;

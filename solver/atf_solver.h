@@ -76,11 +76,12 @@ typedef struct {
                                          interrupted and returns the last iterate */
     const atf_processes *processes; /* the problem is a shard of a job spread over processes
                                        (methods newton, fista and cg); NULL: one process */
-    /* Checkpoints of a long solve (method newton, one process; docs/solver.md §15): once at
-     * least checkpoint_seconds (≥ 0) have passed since the start or the last checkpoint, at the
-     * next Newton step from which a resumed solve takes the same steps bit for bit (one that
-     * rebuilds the preconditioner: every third for xent), the solver calls checkpoint(ctx,
-     * state) with its state (valid during the call). A nonzero return ends the solve with
+    /* Checkpoints of a long solve (methods newton and alm, one process; docs/solver.md §15,
+     * §16): once at least checkpoint_seconds (≥ 0) have passed since the start or the last
+     * checkpoint, at the next Newton step from which a resumed solve takes the same steps bit
+     * for bit (one that rebuilds the preconditioner: every third for xent; alm: the next outer
+     * iteration), the solver calls checkpoint(ctx, state) with its state (valid during the
+     * call). A nonzero return ends the solve with
      * ATF_E_IO. resume: go on from such a state instead of the start (hooks.warm is then not
      * used); ATF_E_INPUT if it is another solve's (its key differs: another problem, loss,
      * penalty or setting). The resumed solve ends where the uninterrupted one would have, with

@@ -26,6 +26,7 @@
  * stationarity, duality gap) come from atf_pg_certify. */
 #include <cblas.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,9 @@ typedef struct {
     double sigma;         /* the regularisation's adaptive factor (see MU_REL) */
     atf_nystrom ny;       /* the preconditioner (newton_precond.c); ny.k = 0: none */
     int ny_age;           /* Newton steps since it was built */
+    double weight;        /* the augmented Lagrangian's loss weight when the point's values were
+                             last computed (0 before the first atf_newton_set_weight) */
+    double ny_weight;     /* ... when the sketch was built (0: no sketch built) */
     int *support;         /* [vars] the support of x̄ (atf_sv_prox_support) */
     double start;
     int power_iterations;
@@ -328,7 +332,8 @@ static void refresh_preconditioner(atf_solver *s, atf_pg_loss *pl, newton_state 
         return;
     }
     st->ny_age = 0;
-    atf_nys_build(s, pl, &st->ny); /* on failure ny.ready stays 0: CG goes without */
+    if (atf_nys_build(s, pl, &st->ny) == 0) /* on failure ny.ready stays 0: CG goes without */
+        st->ny_weight = st->weight;
 }
 
 /* One Newton step from (z, x). 0 on success (a step was taken), −1 on numerical trouble. */
@@ -425,8 +430,6 @@ struct atf_newton {
     atf_jac jac;
     newton_state st;
     int started;
-    double weight; /* the augmented Lagrangian's loss weight when the point's values were last
-                      computed (0 before the first atf_newton_set_weight) */
     int checkpointing;   /* hooks.checkpoint is called (atf_sv_newton, one process) */
     int checkpoint_failed;
     char key[ATF_CHECKPOINT_KEYLEN]; /* of this solve's checkpoints (checkpoint_key) */
@@ -486,11 +489,11 @@ void atf_newton_free(atf_newton *nw)
 void atf_newton_set_weight(atf_solver *s, atf_newton *nw, double weight, const double *target)
 {
     atf_pg_loss_set_weight(&nw->pl, weight, target);
-    double ratio = nw->weight > 0.0 ? weight / nw->weight : 1.0; /* the curvature grows by this */
-    nw->weight = weight;
+    newton_state *st = &nw->st;
+    double ratio = st->weight > 0.0 ? weight / st->weight : 1.0; /* the curvature grows by this */
+    st->weight = weight;
     if (!nw->started)
         return;
-    newton_state *st = &nw->st;
     st->t /= ratio;
     if (st->ny.ready) /* the squared loss's curvature is the sketched one times the ratio */
         for (int j = 0; j < st->ny.k; j++)
@@ -518,7 +521,7 @@ enum { CP_MAGIC, CP_VERSION, CP_N, CP_T, CP_SIGMA, CP_ALPHA, CP_F, CP_PEN, CP_LO
 #define CP_MAGIC_VALUE 5.0412e7 /* "ATF Newton state", any fixed value that is not a count */
 #define CP_VERSION_VALUE 1.0
 
-static size_t checkpoint_len(const atf_solver *s)
+size_t atf_newton_state_len(const atf_solver *s)
 {
     return CP_HEADER + 2 * s->n;
 }
@@ -532,16 +535,10 @@ static int checkpoint_due(const atf_solver *s, const atf_newton *nw)
            atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds;
 }
 
-static int save_checkpoint(atf_solver *s, atf_newton *nw)
+void atf_newton_state_save(const atf_solver *s, const atf_newton *nw, double *h)
 {
-    newton_state *st = &nw->st;
+    const newton_state *st = &nw->st;
     size_t n = s->n;
-    atf_checkpoint cp = {.len = (int64_t)checkpoint_len(s)};
-    memcpy(cp.key, nw->key, sizeof cp.key);
-    cp.data = malloc((size_t)cp.len * sizeof *cp.data);
-    if (!cp.data)
-        return -1;
-    double *h = cp.data;
     h[CP_MAGIC] = CP_MAGIC_VALUE, h[CP_VERSION] = CP_VERSION_VALUE, h[CP_N] = (double)n;
     h[CP_T] = st->t, h[CP_SIGMA] = st->sigma, h[CP_ALPHA] = st->alpha;
     h[CP_F] = st->F, h[CP_PEN] = st->pen, h[CP_LOSS] = st->loss;
@@ -552,6 +549,17 @@ static int save_checkpoint(atf_solver *s, atf_newton *nw)
     h[CP_SKETCH_PASSES] = st->ny.passes, h[CP_ELAPSED] = atf_now() - st->start;
     memcpy(h + CP_HEADER, st->z, n * sizeof *h);
     memcpy(h + CP_HEADER + n, st->x, n * sizeof *h);
+}
+
+static int save_checkpoint(atf_solver *s, atf_newton *nw)
+{
+    newton_state *st = &nw->st;
+    atf_checkpoint cp = {.len = (int64_t)atf_newton_state_len(s)};
+    memcpy(cp.key, nw->key, sizeof cp.key);
+    cp.data = malloc((size_t)cp.len * sizeof *cp.data);
+    if (!cp.data)
+        return -1;
+    atf_newton_state_save(s, nw, cp.data);
     int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
     free(cp.data);
     st->last_checkpoint = atf_now();
@@ -560,21 +568,21 @@ static int save_checkpoint(atf_solver *s, atf_newton *nw)
     return r == 0 ? 0 : -1;
 }
 
-/* What a checkpoint belongs to: the method and its state's version, the problem's content, the
- * loss, every block's penalty and the settings that shape the iterates. */
-static atf_error checkpoint_key(atf_solver *s, const atf_loss *loss, double eps,
-                                const atf_loss *bridge_to, char *key, char *err)
+atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss *loss,
+                                double eps, const atf_loss *bridge_to, char *key, char *err)
 {
-    char fp[ATF_FINGERPRINT_LEN], spec[ATF_LOSS_SPECLEN];
-    snprintf(fp, sizeof fp, "%s", s->prob->fingerprint);
+    char *fp = s->fingerprint, spec[ATF_LOSS_SPECLEN];
+    if (!fp[0]) /* a problem built in code has none stored: hashed once per solve */
+        snprintf(fp, ATF_FINGERPRINT_LEN, "%s", s->prob->fingerprint);
     if (!fp[0] && atf_problem_fingerprint(s->prob, fp) != ATF_OK) {
-        atf_errorf(err, "newton: checkpoint: cannot fingerprint the problem");
+        fp[0] = '\0';
+        atf_errorf(err, "%s: checkpoint: cannot fingerprint the problem", state);
         return ATF_E_USAGE;
     }
     atf_loss_format(loss, spec, sizeof spec);
     int k = snprintf(key, ATF_CHECKPOINT_KEYLEN,
-                     "newton state 1; problem %s; loss %s; structure %s; reduce %d; "
-                     "newton_rank %d; eps_rel %.17g; variables %zu; penalties", fp, spec,
+                     "%s; problem %s; loss %s; structure %s; reduce %d; newton_rank %d; "
+                     "eps_rel %.17g; variables %zu; penalties", state, fp, spec,
                      atf_structure_name(s->set.structure), s->set.reduce, s->set.newton_rank,
                      eps, s->n);
     for (int b = 0; b < s->prob->nblocks && k < ATF_CHECKPOINT_KEYLEN; b++)
@@ -585,29 +593,31 @@ static atf_error checkpoint_key(atf_solver *s, const atf_loss *loss, double eps,
         k += snprintf(key + k, ATF_CHECKPOINT_KEYLEN - (size_t)k, "; on the way to %s", spec);
     }
     if (k >= ATF_CHECKPOINT_KEYLEN) {
-        atf_errorf(err, "newton: checkpoint: the solve's description is longer than %d bytes "
-                        "(too many blocks)", ATF_CHECKPOINT_KEYLEN - 1);
+        atf_errorf(err, "%s: checkpoint: the solve's description is longer than %d bytes "
+                        "(too many blocks)", state, ATF_CHECKPOINT_KEYLEN - 1);
         return ATF_E_USAGE;
     }
     return ATF_OK;
 }
 
-/* The state of a checkpoint in place of start(): the point's values as accept() computes them. */
-static atf_error resume(atf_solver *s, atf_newton *nw, const atf_checkpoint *cp, char *err)
+/* What a Newton checkpoint belongs to: the method and its state's version, the problem's
+ * content, the loss, every block's penalty and the settings that shape the iterates. */
+static atf_error checkpoint_key(atf_solver *s, const atf_loss *loss, double eps,
+                                const atf_loss *bridge_to, char *key, char *err)
+{
+    return atf_sv_checkpoint_key(s, "newton state 1", loss, eps, bridge_to, key, err);
+}
+
+atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *h, int64_t len,
+                                char *err)
 {
     newton_state *st = &nw->st;
     size_t n = s->n;
-    const double *h = cp->data;
-    if (strcmp(cp->key, nw->key) != 0) {
-        atf_errorf(err, "newton: the checkpoint is another solve's (it is for \"%.300s\"; this "
-                        "solve is \"%.300s\")", cp->key, nw->key);
-        return ATF_E_INPUT;
-    }
-    if ((size_t)cp->len != checkpoint_len(s) || h[CP_MAGIC] != CP_MAGIC_VALUE ||
+    if ((size_t)len != atf_newton_state_len(s) || h[CP_MAGIC] != CP_MAGIC_VALUE ||
         h[CP_VERSION] != CP_VERSION_VALUE || h[CP_N] != (double)n || !(h[CP_T] > 0.0) ||
-        !(h[CP_ITER] >= 0.0 && h[CP_ITER] <= s->set.max_iter)) {
+        !(h[CP_ITER] >= 0.0 && h[CP_ITER] <= INT_MAX)) {
         atf_errorf(err, "newton: the checkpoint's state is not a Newton state of %zu variables "
-                        "(%lld numbers, or its header is damaged)", n, (long long)cp->len);
+                        "(%lld numbers, or its header is damaged)", n, (long long)len);
         return ATF_E_INPUT;
     }
     st->t = h[CP_T], st->sigma = h[CP_SIGMA], st->alpha = h[CP_ALPHA];
@@ -627,10 +637,50 @@ static atf_error resume(atf_solver *s, atf_newton *nw, const atf_checkpoint *cp,
     st->start = atf_now() - h[CP_ELAPSED];
     st->last_checkpoint = atf_now();
     nw->started = 1;
-    if (s->set.verbose)
-        atf_sv_log(s, "atf newton: resumed from a checkpoint at step %d (%.0f s into the "
-                      "solve)\n", st->iter, h[CP_ELAPSED]);
     return ATF_OK;
+}
+
+/* The state of a checkpoint in place of start(): the point's values as accept() computes them. */
+static atf_error resume(atf_solver *s, atf_newton *nw, const atf_checkpoint *cp, char *err)
+{
+    if (strcmp(cp->key, nw->key) != 0) {
+        atf_errorf(err, "newton: the checkpoint is another solve's (it is for \"%.300s\"; this "
+                        "solve is \"%.300s\")", cp->key, nw->key);
+        return ATF_E_INPUT;
+    }
+    atf_error e = atf_newton_state_load(s, nw, cp->data, cp->len, err);
+    if (e == ATF_OK && s->set.verbose)
+        atf_sv_log(s, "atf newton: resumed from a checkpoint at step %d (%.0f s into the "
+                      "solve)\n", nw->st.iter, cp->data[CP_ELAPSED]);
+    return e;
+}
+
+double atf_newton_sketch_weight(const atf_newton *nw)
+{
+    return nw->st.ny.ready ? nw->st.ny_weight : 0.0;
+}
+
+int atf_newton_rebuild_sketch(atf_solver *s, atf_newton *nw, const double *weights, int count)
+{
+    newton_state *st = &nw->st;
+    atf_pg_loss *pl = &nw->pl;
+    if (count < 1 || st->ny.k < 1)
+        return -1;
+    const double *target = pl->target_work;
+    double passes = st->ny.passes;
+    atf_pg_loss_set_weight(pl, weights[0], target);
+    int r = atf_nys_build(s, pl, &st->ny);
+    st->ny.passes = passes; /* a resume's own work: the counts stay the uninterrupted solve's */
+    atf_pg_loss_set_weight(pl, st->weight, target);
+    if (r != 0)
+        return -1;
+    st->ny_weight = weights[0], st->ny_age = 0;
+    for (int i = 1; i < count; i++) { /* as atf_newton_set_weight scaled it */
+        double ratio = weights[i] / weights[i - 1];
+        for (int j = 0; j < st->ny.k; j++)
+            st->ny.lam[j] *= ratio;
+    }
+    return 0;
 }
 
 atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, double eps,

@@ -405,9 +405,10 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
         least_squares_result(s, res, x, ATF_STATUS_INFEASIBLE);
         return ATF_OK;
     }
-    if (s->hooks.resume && s->set.method != ATF_METHOD_NEWTON) {
-        atf_errorf(err, "a checkpoint can only be resumed by method newton (this solve's method "
-                        "is %s)", atf_method_name(s->set.method));
+    if (s->hooks.resume && s->set.method != ATF_METHOD_NEWTON &&
+        s->set.method != ATF_METHOD_ALM) {
+        atf_errorf(err, "a checkpoint can only be resumed by method newton or alm (this solve's "
+                        "method is %s)", atf_method_name(s->set.method));
         return ATF_E_USAGE;
     }
     switch (s->set.method) {

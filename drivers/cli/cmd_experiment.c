@@ -263,7 +263,7 @@ static void samples_usage(FILE *out)
             "                     validation scores\n"
             "  --xent-lambdas-per-example  the path's values are per fitted example: lambda\n"
             "                     = value x (n - v), the loss the mean cross-entropy / value\n"
-            "  --checkpoint-every S  a problem (16) solve (method newton) keeps its state in\n"
+            "  --checkpoint-every S  a problem (16) solve (newton, alm) keeps its state in\n"
             "                     DIR/solutions/*.partial.h5 every S seconds (default 600;\n"
             "                     -1: never); a re-run goes on from it to the same answer\n"
             "  --xent-path-patience K  the path stops once K lambda in a row have done worse\n"

@@ -72,7 +72,7 @@ static void usage(FILE *out)
             "                      nonconvex penalties: go there through lambdas at most a\n"
             "                      factor R apart, each solved to pg residual 1e-3 (default\n"
             "                      2; 0: straight to the lambda asked)\n"
-            "  --checkpoint FILE   newton: keep the solve's state in FILE every S seconds\n"
+            "  --checkpoint FILE   newton, alm: keep the solve's state in FILE every S seconds\n"
             "                      (--checkpoint-every, default 600); when FILE exists the\n"
             "                      solve goes on from it, to the answer the uninterrupted\n"
             "                      solve gives (bit for bit). Kept after Ctrl-C and the\n"

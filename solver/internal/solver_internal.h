@@ -101,6 +101,8 @@ struct atf_solver {
     atf_hooks hooks;         /* the caller's log, warm start and stop flag (zeroed: none) */
     atf_method requested;    /* the method asked for (may be ATF_METHOD_AUTO) */
     char note[256];          /* why this method (auto), copied into every result */
+    char fingerprint[ATF_FINGERPRINT_LEN]; /* the problem's, for checkpoint keys: its stored
+                                one, else computed once ("" until then) */
     int nvars;
     atf_sv_var *vars;
     size_t n;              /* length of the stacked (reduced) variable */

@@ -149,6 +149,25 @@ int atf_newton_steps(const atf_newton *nw);
 int atf_newton_cg_steps(const atf_newton *nw);
 int atf_newton_fallbacks(const atf_newton *nw);
 long atf_newton_sketch_passes(const atf_newton *nw);
+/* Checkpoints of a solve built on a Newton run (the augmented Lagrangian's): the run's state is
+ * atf_newton_state_len numbers (newton.c's header, then z and x), saved between runs and loaded
+ * in place of the first run's start (the point's values recomputed at the loss's current
+ * weight and target; ATF_E_INPUT, with a message, for a state of another length or a damaged
+ * header). The sketch is not in the state: atf_newton_sketch_weight is the loss weight it was
+ * built at (0: none), and atf_newton_rebuild_sketch builds it again at weights[0] and scales
+ * it by each weights[i]/weights[i−1] in turn, as atf_newton_set_weight did, so that the resumed
+ * run is the uninterrupted one bit for bit (0, or −1 when it could not be built). The key names
+ * what a state belongs to: `state` (the method and its state's version), the problem's
+ * fingerprint, the loss, eps, the settings that shape the iterates and every block's penalty
+ * (bridge_to: the loss a continuation's stage leads to, or NULL). */
+size_t atf_newton_state_len(const atf_solver *s);
+void atf_newton_state_save(const atf_solver *s, const atf_newton *nw, double *state);
+atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *state, int64_t len,
+                                char *err);
+double atf_newton_sketch_weight(const atf_newton *nw);
+int atf_newton_rebuild_sketch(atf_solver *s, atf_newton *nw, const double *weights, int count);
+atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss *loss,
+                                double eps, const atf_loss *bridge_to, char *key, char *err);
 
 /* ---- alm.c ---- */
 /* Interpolation by the augmented Lagrangian with Newton subproblems, from the warm start or 0;

@@ -311,6 +311,36 @@ class CheckpointCli(T.ScratchCase):
         code, _, err = self.run_solve(pfile, "x.h5", *common, "--checkpoint-every", "-3")
         self.assertEqual(code, 2, err)
 
+    def test_alm_resume_is_the_uninterrupted_solve(self):
+        """Interpolation by the augmented Lagrangian: stopped after 3 outer iterations, the
+        same command with a larger limit goes on from the state kept before the last one to
+        the uninterrupted answer, bit for bit; a Newton solve's state is another solve's."""
+        rng = np.random.default_rng(12)  # 24 rows, 66 unknowns: it interpolates
+        prob = T.factored_problem(rng, 8, 3, [(8, 6), (6, 3)], penalty="balanced+balanced")
+        pfile = prob.write(self.path("p.h5"))
+        common = ["--method", "alm", "--tol", "1e-9"]
+        code, ref, err = self.run_solve(pfile, "ref.h5", *common, "--max-iter", "500")
+        self.assertEqual(code, 0, err)
+        self.assertGreater(ref["iterations"], 4)
+        cp = self.path("cp.h5")
+        cpargs = ["--checkpoint", cp, "--checkpoint-every", "0"]
+        code, js, err = self.run_solve(pfile, "part.h5", *common, *cpargs, "--max-iter", "3")
+        self.assertEqual(code, 4, err)
+        self.assertTrue(os.path.exists(cp), "no checkpoint kept at the iteration limit")
+        code, js, err = self.run_solve(pfile, "res.h5", *common, *cpargs, "--max-iter", "500")
+        self.assertEqual(code, 0, err)
+        self.assertFalse(os.path.exists(cp), "the checkpoint outlived the answer")
+        for key in ("iterations", "objective", "constraint_residual", "stationarity", "status"):
+            self.assertEqual(js[key], ref[key], key)
+        want, got = self.blocks("ref.h5"), self.blocks("res.h5")
+        for k in want:
+            self.assertTrue(np.array_equal(want[k], got[k]), k)
+        newton = ["--loss", "squared:lambda=0.05", "--method", "newton", "--max-iter", "5"]
+        self.run_solve(pfile, "part.h5", *newton, *cpargs)
+        code, _, err = self.run_solve(pfile, "x.h5", *common, *cpargs)
+        self.assertEqual(code, 2, err)
+        self.assertIn("another solve", err)
+
 
 if __name__ == "__main__":
     import unittest

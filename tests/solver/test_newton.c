@@ -517,18 +517,18 @@ static int bridge_states(const kept_states *k)
  * from each of its states it ends the same; another solve's state, a damaged one and a
  * checkpoint the caller cannot keep are refused. warm_lambda > 0: every solve starts from the
  * answer at that λ, through the continuation's bridges (settings.continuation, default). */
-static void checkpoint_case(const char *pen, atf_loss loss, int rank, int min_states,
-                            double warm_lambda)
+static void checkpoint_case(atf_method method, const char *pen, atf_loss loss, int rank,
+                            int min_states, double warm_lambda)
 {
     static const int shapes[2][2] = {{8, 6}, {6, 2}};
     atf_problem *p = factored(91, 24, 2, 2, shapes, pen, 0);
     add_labels(p, 92, 1);
     int n = (int)atf_problem_nvars(p);
     atf_settings set = tight(1e-9);
-    set.method = ATF_METHOD_NEWTON, set.loss = loss, set.newton_rank = rank, set.max_iter = 300;
-    char err[ATF_ERRLEN] = "", what[128];
-    snprintf(what, sizeof what, "checkpoints, %s, %s, rank %d, warm lambda %g", pen,
-             atf_loss_name(loss.kind), rank, warm_lambda);
+    set.method = method, set.loss = loss, set.newton_rank = rank, set.max_iter = 300;
+    char err[ATF_ERRLEN] = "", what[160];
+    snprintf(what, sizeof what, "checkpoints, %s, %s, %s, rank %d, warm lambda %g",
+             atf_method_name(method), pen, atf_loss_name(loss.kind), rank, warm_lambda);
     atf_error e;
     atf_result *warm = NULL;
     if (warm_lambda > 0.0) {
@@ -561,8 +561,10 @@ static void checkpoint_case(const char *pen, atf_loss loss, int rank, int min_st
         atf_result_free(res);
     }
     if (k.count > 0) {
-        atf_settings other = set;
+        atf_settings other = set; /* another λ; interpolation: another tolerance */
         other.loss.lambda *= 2.0;
+        if (loss.kind == ATF_LOSS_INTERPOLATE)
+            other.eps_rel *= 10.0;
         atf_hooks from = {.resume = &k.states[0], .warm = warm};
         atf_result *res = solve_hooked(p, &other, &from, &e, err);
         CHECK(e == ATF_E_INPUT && !res && strstr(err, "another solve"),
@@ -614,14 +616,21 @@ static void test_checkpoints(void)
 {
     atf_loss xent = {ATF_LOSS_XENT, 0.2}, squared = {ATF_LOSS_SQUARED, 0.2};
     /* xent with the sketch (rebuilt every third step: states at steps 0, 3, 6, …), nonconvex */
-    checkpoint_case("balanced+balanced", xent, 8, 2, 0.0);
-    checkpoint_case("sq", xent, 8, 2, 0.0);
+    checkpoint_case(ATF_METHOD_NEWTON, "balanced+balanced", xent, 8, 2, 0.0);
+    checkpoint_case(ATF_METHOD_NEWTON, "sq", xent, 8, 2, 0.0);
     /* without a sketch every step is one; the squared loss's is built once: step 0 only */
-    checkpoint_case("nuclear:scale=0.01", xent, 0, 3, 0.0);
-    checkpoint_case("sq", squared, 8, 1, 0.0);
+    checkpoint_case(ATF_METHOD_NEWTON, "nuclear:scale=0.01", xent, 0, 3, 0.0);
+    checkpoint_case(ATF_METHOD_NEWTON, "sq", squared, 8, 1, 0.0);
     /* from the answer at 10 λ: three bridges, then λ; a resumed solve goes on in its stage */
-    checkpoint_case("balanced+balanced", xent, 8, 4, 2.0);
-    checkpoint_case("sq+sq", squared, 0, 4, 2.0);
+    checkpoint_case(ATF_METHOD_NEWTON, "balanced+balanced", xent, 8, 4, 2.0);
+    checkpoint_case(ATF_METHOD_NEWTON, "sq+sq", squared, 0, 4, 2.0);
+    /* interpolation by the augmented Lagrangian: a state before every outer iteration but the
+     * first; with the sketch (built again at its σ and scaled through the σ's since), without,
+     * and a nonconvex penalty */
+    atf_loss interpolate = {ATF_LOSS_INTERPOLATE, 0.0};
+    checkpoint_case(ATF_METHOD_ALM, "sq", interpolate, 8, 3, 0.0);
+    checkpoint_case(ATF_METHOD_ALM, "balanced+balanced", interpolate, 8, 3, 0.0);
+    checkpoint_case(ATF_METHOD_ALM, "nuclear:scale=0.01", interpolate, 0, 3, 0.0);
     checkpoint_file();
 }
 

@@ -68,6 +68,9 @@
  * N = 60 000, squared + sq (first measured version, docs/solver.md §18): rank 100 678 passes,
  * 314 s wall; rank 300 488 passes, 228 s. */
 #define NYSTROM_AUTO_RANK_SQUARED 300
+/* ... from this many examples on; the augmented Lagrangian's subproblems (alm.c) have it at every
+ * N: one sketch serves all of them, whose σ makes the loss's curvature dominate (N = 500,
+ * balanced+balanced interpolation: 4 031 passes to outer iteration 7 with it, 22 037 without). */
 #define NYSTROM_AUTO_MIN_N 4000
 #define NYSTROM_MIN_RANK 8
 #define NYSTROM_STRIDE 8
@@ -458,10 +461,11 @@ atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out,
         return ATF_E_NOMEM;
     }
     int rank = s->set.newton_rank;
+    int alm = loss->kind == ATF_LOSS_SQUARED && loss->lambda == 0.0; /* its subproblems' loss */
     if (rank < 0) /* auto */
-        rank = s->work.N < NYSTROM_AUTO_MIN_N      ? 0
-               : loss->kind == ATF_LOSS_SQUARED ? NYSTROM_AUTO_RANK_SQUARED
-                                                : NYSTROM_AUTO_RANK;
+        rank = s->work.N < NYSTROM_AUTO_MIN_N && !alm ? 0
+               : loss->kind == ATF_LOSS_SQUARED      ? NYSTROM_AUTO_RANK_SQUARED
+                                                     : NYSTROM_AUTO_RANK;
     int ny_rank = (int)(s->n / 4 < (size_t)rank ? s->n / 4 : (size_t)rank);
     int ny_examples = s->work.N / NYSTROM_STRIDE;
     if (ny_examples < NYSTROM_MIN_EXAMPLES)

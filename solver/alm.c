@@ -17,10 +17,11 @@
  * certificate (the relative distance of −A'ᵀy from ∂Ω̃'(x), as for ADMM) is ≤ eps_rel.
  * Subproblems are solved to a tolerance that follows the outer residuals (inexact ALM).
  *
- * Checkpoints (hooks.checkpoint / hooks.resume) are taken between outer iterations: the
- * multiplier, σ and the outer bookkeeping, then the Newton run's state (newton.c). Its sketch is
- * not kept (n × rank numbers): it is built again at the σ it was first built at and scaled
- * through the same σ's, so a resumed solve is the uninterrupted one bit for bit. */
+ * Checkpoints (hooks.checkpoint / hooks.resume) are taken at the top of a Newton step of any
+ * subproblem (one outer iteration can take hours): the multiplier, σ and the outer bookkeeping,
+ * then the Newton run's state (newton.c). Its sketch is not kept (n × rank numbers): it is built
+ * again at the σ it was first built at and scaled through the same σ's, so a resumed solve is
+ * the uninterrupted one bit for bit. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,9 +41,12 @@ typedef struct {
     double *y, *target, *resid; /* [M] multiplier, shifted target, A'x − r' (work units) */
     double *weight;             /* [M] row scale / the largest (exact powers of two ≤ 1) */
     double sigma, feas, feas_prev, stationarity, eps_inner;
-    double sigma_prev;          /* the last subproblem's σ (0 before the first) */
     int outer, newton_steps;
-    double start, last_checkpoint;
+    int steps_before;           /* the Newton run's steps when this subproblem began */
+    double start;
+    atf_solver *s;              /* for the checkpoints (save_state) */
+    atf_newton *nw;
+    int resumed, save_failed;   /* the subproblem under way is a checkpoint's; one not kept */
     char key[ATF_CHECKPOINT_KEYLEN]; /* of this solve's checkpoints */
 } alm_state;
 
@@ -175,41 +179,47 @@ static void next_sigma(alm_state *a, double eps_rel)
 }
 
 /* ---- checkpoints ----------------------------------------------------------------------------
- * Between outer iterations: the header below, the multiplier y [M], then the Newton run's state. */
-enum { AL_MAGIC, AL_VERSION, AL_M, AL_OUTER, AL_SIGMA, AL_SIGMA_PREV, AL_FEAS, AL_FEAS_PREV,
+ * Inside outer iteration `outer`, at the top of a Newton step: the header below, the multiplier
+ * y [M] (the subproblem's target is r' − y/σ), then the Newton run's state. */
+enum { AL_MAGIC, AL_VERSION, AL_M, AL_OUTER, AL_SIGMA, AL_STEPS_BEFORE, AL_FEAS, AL_FEAS_PREV,
        AL_STATIONARITY, AL_EPS_INNER, AL_NEWTON_STEPS, AL_ELAPSED, AL_SKETCH_SIGMA, AL_HEADER };
 #define AL_MAGIC_VALUE 2.4163e7 /* "ATF ALM state", any fixed value that is not a count */
 #define AL_VERSION_VALUE 1.0
-#define AL_CHAIN_MAX 64         /* σ values from the sketch's to the last subproblem's at most */
+#define AL_CHAIN_MAX 64         /* σ values from the sketch's to the subproblem's at most */
 
 static size_t state_len(const atf_solver *s)
 {
     return AL_HEADER + (size_t)s->work.M + atf_newton_state_len(s);
 }
 
-/* The state before outer iteration a->outer (its σ set, its subproblem not yet solved): 0, or
- * −1 when the caller could not keep it. */
-static int save_state(atf_solver *s, alm_state *a, atf_newton *nw)
+/* The Newton run's host checkpoint (atf_newton_checkpoint_by): 0, or −1 when the caller could
+ * not keep the state (save_failed is then set). */
+static int save_state(void *ctx)
 {
+    alm_state *a = ctx;
+    atf_solver *s = a->s;
     int M = s->work.M;
     atf_checkpoint cp = {.len = (int64_t)state_len(s)};
     memcpy(cp.key, a->key, sizeof cp.key);
     double *h = cp.data = malloc((size_t)cp.len * sizeof *cp.data);
     if (!h)
-        return -1;
+        return a->save_failed = 1, -1;
     h[AL_MAGIC] = AL_MAGIC_VALUE, h[AL_VERSION] = AL_VERSION_VALUE, h[AL_M] = M;
-    h[AL_OUTER] = a->outer, h[AL_SIGMA] = a->sigma, h[AL_SIGMA_PREV] = a->sigma_prev;
-    h[AL_FEAS] = a->feas, h[AL_FEAS_PREV] = a->feas_prev, h[AL_STATIONARITY] = a->stationarity;
+    h[AL_OUTER] = a->outer, h[AL_SIGMA] = a->sigma, h[AL_STEPS_BEFORE] = a->steps_before;
+    h[AL_FEAS] = a->feas, h[AL_STATIONARITY] = a->stationarity;
+    h[AL_FEAS_PREV] = isinf(a->feas_prev) ? -1.0 : a->feas_prev; /* a state is finite */
     h[AL_EPS_INNER] = a->eps_inner, h[AL_NEWTON_STEPS] = a->newton_steps;
-    h[AL_ELAPSED] = atf_now() - a->start, h[AL_SKETCH_SIGMA] = atf_newton_sketch_weight(nw);
+    h[AL_ELAPSED] = atf_now() - a->start, h[AL_SKETCH_SIGMA] = atf_newton_sketch_weight(a->nw);
     memcpy(h + AL_HEADER, a->y, (size_t)M * sizeof *h);
-    atf_newton_state_save(s, nw, h + AL_HEADER + M);
+    atf_newton_state_save(s, a->nw, h + AL_HEADER + M);
     int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
     free(cp.data);
-    a->last_checkpoint = atf_now();
-    if (r == 0 && s->set.verbose)
-        atf_sv_log(s, "atf alm: checkpoint kept before outer iteration %d\n", a->outer);
-    return r == 0 ? 0 : -1;
+    if (r != 0)
+        return a->save_failed = 1, -1;
+    if (s->set.verbose)
+        atf_sv_log(s, "atf alm: checkpoint kept in outer iteration %d, Newton step %d\n",
+                   a->outer, atf_newton_steps(a->nw));
+    return 0;
 }
 
 static atf_error damaged(const atf_solver *s, const atf_checkpoint *cp, char *err)
@@ -220,23 +230,21 @@ static atf_error damaged(const atf_solver *s, const atf_checkpoint *cp, char *er
     return ATF_E_INPUT;
 }
 
-/* The σ's the sketch went through: from the one it was built at, ×ALM_GROW, up to the last
- * subproblem's (next_sigma's products, so the same numbers). */
+/* The σ's the sketch went through: from the one it was built at, ×ALM_GROW, up to the
+ * subproblem's (next_sigma's products, so the same numbers); 0 if `last` is not among them. */
 static int sigma_chain(double built, double last, double *chain)
 {
     int count = 0;
-    for (double w = built; count < AL_CHAIN_MAX; w *= ALM_GROW) {
+    for (double w = built; count < AL_CHAIN_MAX && w <= last; w *= ALM_GROW) {
         chain[count++] = w;
         if (w == last)
             return count;
-        if (!(w < last))
-            break;
     }
     return 0;
 }
 
-/* Go on from hooks.resume: the outer bookkeeping, y, the Newton run (at the last subproblem's
- * σ) and its sketch. */
+/* Go on from hooks.resume: the outer bookkeeping, y, the subproblem's loss, the Newton run and
+ * its sketch. */
 static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char *err)
 {
     const atf_checkpoint *cp = s->hooks.resume;
@@ -248,33 +256,37 @@ static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char 
         return ATF_E_INPUT;
     }
     if ((size_t)cp->len != state_len(s) || h[AL_MAGIC] != AL_MAGIC_VALUE ||
-        h[AL_VERSION] != AL_VERSION_VALUE || h[AL_M] != M || !(h[AL_OUTER] >= 2.0) ||
+        h[AL_VERSION] != AL_VERSION_VALUE || h[AL_M] != M || !(h[AL_OUTER] >= 1.0) ||
         !(h[AL_OUTER] <= s->set.max_iter) || !(h[AL_SIGMA] > 0.0) ||
-        !(h[AL_SIGMA_PREV] > 0.0) || !(h[AL_SKETCH_SIGMA] >= 0.0))
+        !(h[AL_STEPS_BEFORE] >= 0.0) || !(h[AL_SKETCH_SIGMA] >= 0.0))
         return damaged(s, cp, err);
     double chain[AL_CHAIN_MAX];
-    int nchain = h[AL_SKETCH_SIGMA] > 0.0 ? sigma_chain(h[AL_SKETCH_SIGMA], h[AL_SIGMA_PREV], chain)
+    int nchain = h[AL_SKETCH_SIGMA] > 0.0 ? sigma_chain(h[AL_SKETCH_SIGMA], h[AL_SIGMA], chain)
                                           : -1;
     if (nchain == 0)
         return damaged(s, cp, err);
-    a->outer = (int)h[AL_OUTER], a->sigma = h[AL_SIGMA], a->sigma_prev = h[AL_SIGMA_PREV];
-    a->feas = h[AL_FEAS], a->feas_prev = h[AL_FEAS_PREV], a->stationarity = h[AL_STATIONARITY];
+    a->outer = (int)h[AL_OUTER], a->sigma = h[AL_SIGMA], a->steps_before = (int)h[AL_STEPS_BEFORE];
+    a->feas = h[AL_FEAS], a->stationarity = h[AL_STATIONARITY];
+    a->feas_prev = h[AL_FEAS_PREV] < 0.0 ? INFINITY : h[AL_FEAS_PREV];
     a->eps_inner = h[AL_EPS_INNER], a->newton_steps = (int)h[AL_NEWTON_STEPS];
     memcpy(a->y, h + AL_HEADER, (size_t)M * sizeof *a->y);
-    set_target(s, a); /* finite values for the load; the next iteration sets its own */
-    atf_newton_set_weight(s, nw, a->sigma_prev, a->target);
+    set_target(s, a);
+    atf_newton_set_weight(s, nw, a->sigma, a->target); /* not started: the loss only */
     atf_error e = atf_newton_state_load(s, nw, h + AL_HEADER + M, cp->len - AL_HEADER - M, err);
     if (e)
         return e;
+    int done = atf_newton_steps(nw) - a->steps_before;
+    if (done < 0 || done > ALM_INNER_MAX)
+        return damaged(s, cp, err);
     if (nchain > 0 && atf_newton_rebuild_sketch(s, nw, chain, nchain) != 0) {
         atf_errorf(err, "alm: the checkpoint's preconditioner could not be built again");
         return ATF_E_NUMERICAL;
     }
     a->start = atf_now() - h[AL_ELAPSED];
-    a->last_checkpoint = atf_now();
+    a->resumed = 1;
     if (s->set.verbose)
-        atf_sv_log(s, "atf alm: resumed from a checkpoint before outer iteration %d (%.0f s into "
-                      "the solve)\n", a->outer, h[AL_ELAPSED]);
+        atf_sv_log(s, "atf alm: resumed from a checkpoint in outer iteration %d, Newton step %d "
+                      "(%.0f s into the solve)\n", a->outer, atf_newton_steps(nw), h[AL_ELAPSED]);
     return ATF_OK;
 }
 
@@ -282,8 +294,10 @@ static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char 
 static atf_error alm_start(atf_solver *s, alm_state *a, atf_newton *nw, double *x, double *u,
                            double *g, char *err)
 {
-    int checkpointing = !s->hooks.processes && s->hooks.checkpoint;
-    if (checkpointing || s->hooks.resume) {
+    a->s = s, a->nw = nw;
+    if (!s->hooks.processes && s->hooks.checkpoint)
+        atf_newton_checkpoint_by(nw, save_state, a);
+    if (!s->hooks.processes && (s->hooks.checkpoint || s->hooks.resume)) {
         atf_error e = atf_sv_checkpoint_key(s, ALM_STATE, &s->set.loss, s->set.eps_rel, NULL,
                                             a->key, err);
         if (e)
@@ -322,28 +336,30 @@ atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
         return e;
     }
     size_t n = s->n;
-    a.last_checkpoint = atf_now();
     if ((e = alm_start(s, &a, nw, x, u, g, err)) != ATF_OK) {
         atf_newton_free(nw), free(u), free(g), free_state(&a);
         return e;
     }
-    int checkpointing = !s->hooks.processes && s->hooks.checkpoint;
     atf_status status = ATF_STATUS_MAX_ITERATIONS;
     for (; a.outer <= s->set.max_iter; a.outer++) {
-        if (checkpointing && a.outer > 1 &&
-            atf_now() - a.last_checkpoint >= s->hooks.checkpoint_seconds &&
-            save_state(s, &a, nw) != 0) {
+        int inner_max = ALM_INNER_MAX;
+        if (a.resumed) { /* the checkpoint's subproblem, its loss set by resume_state */
+            inner_max -= atf_newton_steps(nw) - a.steps_before;
+            a.resumed = 0;
+        } else {
+            set_target(s, &a);
+            atf_newton_set_weight(s, nw, a.sigma, a.target);
+            a.steps_before = atf_newton_steps(nw);
+        }
+        int gave_up = 0;
+        atf_status st = atf_newton_run(s, nw, x, a.eps_inner, inner_max, 0, &gave_up);
+        a.newton_steps += atf_newton_steps(nw) - a.steps_before;
+        if (a.save_failed) {
             atf_newton_free(nw), free(u), free(g), free_state(&a);
-            atf_errorf(err, "alm: the checkpoint before outer iteration %d could not be kept",
+            atf_errorf(err, "alm: the checkpoint in outer iteration %d could not be kept",
                        a.outer);
             return ATF_E_IO;
         }
-        set_target(s, &a);
-        atf_newton_set_weight(s, nw, a.sigma, a.target);
-        a.sigma_prev = a.sigma;
-        int gave_up = 0, before = atf_newton_steps(nw);
-        atf_status st = atf_newton_run(s, nw, x, a.eps_inner, ALM_INNER_MAX, 0, &gave_up);
-        a.newton_steps += atf_newton_steps(nw) - before;
         memcpy(x, atf_newton_point(nw), n * sizeof *x);
         if (st == ATF_STATUS_INTERRUPTED || st == ATF_STATUS_NUMERICAL_ERROR) {
             status = st;

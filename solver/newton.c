@@ -435,6 +435,8 @@ struct atf_newton {
     int started;
     int checkpointing;   /* hooks.checkpoint is called (atf_sv_newton, one process) */
     int checkpoint_failed;
+    int (*host_save)(void *ctx); /* the host's checkpoint (atf_newton_checkpoint_by), or NULL */
+    void *host_ctx;
     char key[ATF_CHECKPOINT_KEYLEN]; /* of this solve's checkpoints (checkpoint_key) */
 };
 
@@ -687,6 +689,17 @@ int atf_newton_rebuild_sketch(atf_solver *s, atf_newton *nw, const double *weigh
     return 0;
 }
 
+void atf_newton_checkpoint_by(atf_newton *nw, int (*save)(void *ctx), void *ctx)
+{
+    nw->host_save = save, nw->host_ctx = ctx;
+}
+
+static int host_checkpoint(atf_newton *nw)
+{
+    nw->st.last_checkpoint = atf_now();
+    return nw->host_save(nw->host_ctx);
+}
+
 atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, double eps,
                           int max_iter, int verbose, int *gave_up)
 {
@@ -720,7 +733,9 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
             *gave_up = 1;
             break;
         }
-        if (nw->checkpointing && checkpoint_due(s, nw) && save_checkpoint(s, nw) != 0) {
+        if ((nw->checkpointing && checkpoint_due(s, nw) && save_checkpoint(s, nw) != 0) ||
+            (nw->host_save && atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds &&
+             host_checkpoint(nw) != 0)) {
             nw->checkpoint_failed = 1;
             return ATF_STATUS_INTERRUPTED;
         }

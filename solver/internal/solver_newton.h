@@ -161,6 +161,11 @@ long atf_newton_sketch_passes(const atf_newton *nw);
  * fingerprint, the loss, eps, the settings that shape the iterates and every block's penalty
  * (bridge_to: the loss a continuation's stage leads to, or NULL). */
 size_t atf_newton_state_len(const atf_solver *s);
+/* The host's checkpoint: once hooks.checkpoint_seconds have passed since the run's start, its
+ * load or the last call, atf_newton_run calls save(ctx) at the top of a Newton step (where
+ * atf_newton_state_save's state is complete: a run loaded from it takes the same steps, given
+ * the same sketch); a nonzero return ends the run with status interrupted. */
+void atf_newton_checkpoint_by(atf_newton *nw, int (*save)(void *ctx), void *ctx);
 void atf_newton_state_save(const atf_solver *s, const atf_newton *nw, double *state);
 atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *state, int64_t len,
                                 char *err);

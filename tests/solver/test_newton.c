@@ -447,7 +447,7 @@ static void test_nonconvex(void)
 
 /* ---- checkpoints: a resumed solve is the uninterrupted one, bit for bit ----------------------- */
 
-#define MAX_STATES 64
+#define MAX_STATES 400
 
 typedef struct {
     int count, fail_at; /* fail_at ≥ 0: the callback refuses its fail_at-th call */
@@ -624,9 +624,9 @@ static void test_checkpoints(void)
     /* from the answer at 10 λ: three bridges, then λ; a resumed solve goes on in its stage */
     checkpoint_case(ATF_METHOD_NEWTON, "balanced+balanced", xent, 8, 4, 2.0);
     checkpoint_case(ATF_METHOD_NEWTON, "sq+sq", squared, 0, 4, 2.0);
-    /* interpolation by the augmented Lagrangian: a state before every outer iteration but the
-     * first; with the sketch (built again at its σ and scaled through the σ's since), without,
-     * and a nonconvex penalty */
+    /* interpolation by the augmented Lagrangian: a state at every Newton step of every
+     * subproblem; with the sketch (built again at its σ and scaled through the σ's since),
+     * without, and a nonconvex penalty */
     atf_loss interpolate = {ATF_LOSS_INTERPOLATE, 0.0};
     checkpoint_case(ATF_METHOD_ALM, "sq", interpolate, 8, 3, 0.0);
     checkpoint_case(ATF_METHOD_ALM, "balanced+balanced", interpolate, 8, 3, 0.0);

@@ -431,8 +431,9 @@ static int needs_problem(const samples_plan *pl, int interpolate)
     return xent_whole || p16_loss || (interp && interpolate);
 }
 
-static int needs_baseline(const samples_plan *pl, int interpolate)
+static int needs_baseline(const samples_state *s, const point *pt)
 {
+    const samples_plan *pl = s->plan;
     int auto_scale = 0;
     for (int v = 0; v < pl->nvariants; v++)
         auto_scale |= (pl->cfg.models & ATF_SAMPLES_P16) &&
@@ -440,7 +441,10 @@ static int needs_baseline(const samples_plan *pl, int interpolate)
     for (int v = 0; v < pl->nxent_variants; v++)
         auto_scale |= (pl->cfg.models & ATF_SAMPLES_P16_XENT) &&
                       strstr(pl->xent_variants[v], "scale=auto") != NULL;
-    return interpolate && ((pl->cfg.models & ATF_SAMPLES_NTK) || auto_scale);
+    /* a resumed point whose ntk row is recorded needs it only for scale=auto (at n = 8 000 it
+     * is an hour and more of CG) */
+    int ntk = (pl->cfg.models & ATF_SAMPLES_NTK) && !samples_recorded(s, pt->n, pt->seed, "ntk");
+    return pt->interpolate && (ntk || auto_scale);
 }
 
 /* Whether the interpolating models run at n: n·C within the network's parameters (bound −1),
@@ -538,7 +542,7 @@ static atf_error build_point(samples_state *s, point *pt, char *err)
     if (!e)
         e = path_problems(pl, pt, err);
     double t0 = atf_now();
-    if (!e && needs_baseline(pl, pt->interpolate))
+    if (!e && needs_baseline(s, pt))
         e = atf_baseline(pt->prob, &pt->base, err);
     pt->base_seconds = atf_now() - t0;
     return e;

@@ -46,7 +46,7 @@ typedef struct {
     double start;
     atf_solver *s;              /* for the checkpoints (save_state) */
     atf_newton *nw;
-    int resumed, save_failed;   /* the subproblem under way is a checkpoint's; one not kept */
+    int resumed;                /* the subproblem under way is a checkpoint's */
     char key[ATF_CHECKPOINT_KEYLEN]; /* of this solve's checkpoints */
 } alm_state;
 
@@ -193,7 +193,7 @@ static size_t state_len(const atf_solver *s)
 }
 
 /* The Newton run's host checkpoint (atf_newton_checkpoint_by): 0, or −1 when the caller could
- * not keep the state (save_failed is then set). */
+ * not keep the state (the run then ends, and atf_newton_checkpoint_failed says why). */
 static int save_state(void *ctx)
 {
     alm_state *a = ctx;
@@ -203,7 +203,7 @@ static int save_state(void *ctx)
     memcpy(cp.key, a->key, sizeof cp.key);
     double *h = cp.data = malloc((size_t)cp.len * sizeof *cp.data);
     if (!h)
-        return a->save_failed = 1, -1;
+        return -1;
     h[AL_MAGIC] = AL_MAGIC_VALUE, h[AL_VERSION] = AL_VERSION_VALUE, h[AL_M] = M;
     h[AL_OUTER] = a->outer, h[AL_SIGMA] = a->sigma, h[AL_STEPS_BEFORE] = a->steps_before;
     h[AL_FEAS] = a->feas, h[AL_STATIONARITY] = a->stationarity;
@@ -215,7 +215,7 @@ static int save_state(void *ctx)
     int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
     free(cp.data);
     if (r != 0)
-        return a->save_failed = 1, -1;
+        return -1;
     if (s->set.verbose)
         atf_sv_log(s, "atf alm: checkpoint kept in outer iteration %d, Newton step %d\n",
                    a->outer, atf_newton_steps(a->nw));
@@ -250,11 +250,9 @@ static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char 
     const atf_checkpoint *cp = s->hooks.resume;
     const double *h = cp->data;
     int M = s->work.M;
-    if (strcmp(cp->key, a->key) != 0) {
-        atf_errorf(err, "alm: the checkpoint is another solve's (it is for \"%.300s\"; this "
-                        "solve is \"%.300s\")", cp->key, a->key);
-        return ATF_E_INPUT;
-    }
+    atf_error e = atf_sv_checkpoint_is_ours("alm", cp, a->key, err);
+    if (e)
+        return e;
     if ((size_t)cp->len != state_len(s) || h[AL_MAGIC] != AL_MAGIC_VALUE ||
         h[AL_VERSION] != AL_VERSION_VALUE || h[AL_M] != M || !(h[AL_OUTER] >= 1.0) ||
         !(h[AL_OUTER] <= s->set.max_iter) || !(h[AL_SIGMA] > 0.0) ||
@@ -272,7 +270,7 @@ static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char 
     memcpy(a->y, h + AL_HEADER, (size_t)M * sizeof *a->y);
     set_target(s, a);
     atf_newton_set_weight(s, nw, a->sigma, a->target); /* not started: the loss only */
-    atf_error e = atf_newton_state_load(s, nw, h + AL_HEADER + M, cp->len - AL_HEADER - M, err);
+    e = atf_newton_state_load(s, nw, h + AL_HEADER + M, cp->len - AL_HEADER - M, err);
     if (e)
         return e;
     int done = atf_newton_steps(nw) - a->steps_before;
@@ -354,7 +352,7 @@ atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
         int gave_up = 0;
         atf_status st = atf_newton_run(s, nw, x, a.eps_inner, inner_max, 0, &gave_up);
         a.newton_steps += atf_newton_steps(nw) - a.steps_before;
-        if (a.save_failed) {
+        if (atf_newton_checkpoint_failed(nw)) {
             atf_newton_free(nw), free(u), free(g), free_state(&a);
             atf_errorf(err, "alm: the checkpoint in outer iteration %d could not be kept",
                        a.outer);

@@ -532,12 +532,16 @@ size_t atf_newton_state_len(const atf_solver *s)
     return CP_HEADER + 2 * s->n;
 }
 
-/* Whether the next step builds the sketch afresh, or there is none, and the interval has
- * passed. */
+/* Whether a checkpoint is taken before this step: someone keeps one, the interval has passed
+ * and the state is complete there. For a host any step will do (it rebuilds the sketch itself:
+ * atf_newton_rebuild_sketch); Newton's own is complete where the next step builds the sketch
+ * afresh, or there is none. */
 static int checkpoint_due(const atf_solver *s, const atf_newton *nw)
 {
     const newton_state *st = &nw->st;
-    return (st->ny.k < 1 || sketch_built_next(st, &nw->pl)) &&
+    if (!nw->host_save && !nw->checkpointing)
+        return 0;
+    return (nw->host_save || st->ny.k < 1 || sketch_built_next(st, &nw->pl)) &&
            atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds;
 }
 
@@ -568,7 +572,6 @@ static int save_checkpoint(atf_solver *s, atf_newton *nw)
     atf_newton_state_save(s, nw, cp.data);
     int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
     free(cp.data);
-    st->last_checkpoint = atf_now();
     if (r == 0 && s->set.verbose)
         atf_sv_log(s, "atf newton: checkpoint kept at step %d\n", st->iter);
     return r == 0 ? 0 : -1;
@@ -604,6 +607,16 @@ atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss
         return ATF_E_USAGE;
     }
     return ATF_OK;
+}
+
+atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp,
+                                    const char *key, char *err)
+{
+    if (strcmp(cp->key, key) == 0)
+        return ATF_OK;
+    atf_errorf(err, "%s: the checkpoint is another solve's (it is for \"%.300s\"; this solve "
+                    "is \"%.300s\")", method, cp->key, key);
+    return ATF_E_INPUT;
 }
 
 /* What a Newton checkpoint belongs to: the method and its state's version, the problem's
@@ -649,12 +662,9 @@ atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *h, 
 /* The state of a checkpoint in place of start(): the point's values as accept() computes them. */
 static atf_error resume(atf_solver *s, atf_newton *nw, const atf_checkpoint *cp, char *err)
 {
-    if (strcmp(cp->key, nw->key) != 0) {
-        atf_errorf(err, "newton: the checkpoint is another solve's (it is for \"%.300s\"; this "
-                        "solve is \"%.300s\")", cp->key, nw->key);
-        return ATF_E_INPUT;
-    }
-    atf_error e = atf_newton_state_load(s, nw, cp->data, cp->len, err);
+    atf_error e = atf_sv_checkpoint_is_ours("newton", cp, nw->key, err);
+    if (e == ATF_OK)
+        e = atf_newton_state_load(s, nw, cp->data, cp->len, err);
     if (e == ATF_OK && s->set.verbose)
         atf_sv_log(s, "atf newton: resumed from a checkpoint at step %d (%.0f s into the "
                       "solve)\n", nw->st.iter, cp->data[CP_ELAPSED]);
@@ -694,10 +704,17 @@ void atf_newton_checkpoint_by(atf_newton *nw, int (*save)(void *ctx), void *ctx)
     nw->host_save = save, nw->host_ctx = ctx;
 }
 
-static int host_checkpoint(atf_newton *nw)
+int atf_newton_checkpoint_failed(const atf_newton *nw)
 {
+    return nw->checkpoint_failed;
+}
+
+/* The host's checkpoint or Newton's own; the interval counts from here. */
+static int take_checkpoint(atf_solver *s, atf_newton *nw)
+{
+    int r = nw->host_save ? nw->host_save(nw->host_ctx) : save_checkpoint(s, nw);
     nw->st.last_checkpoint = atf_now();
-    return nw->host_save(nw->host_ctx);
+    return r;
 }
 
 atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, double eps,
@@ -733,9 +750,7 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
             *gave_up = 1;
             break;
         }
-        if ((nw->checkpointing && checkpoint_due(s, nw) && save_checkpoint(s, nw) != 0) ||
-            (nw->host_save && atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds &&
-             host_checkpoint(nw) != 0)) {
+        if (checkpoint_due(s, nw) && take_checkpoint(s, nw) != 0) {
             nw->checkpoint_failed = 1;
             return ATF_STATUS_INTERRUPTED;
         }

@@ -166,6 +166,8 @@ size_t atf_newton_state_len(const atf_solver *s);
  * atf_newton_state_save's state is complete: a run loaded from it takes the same steps, given
  * the same sketch); a nonzero return ends the run with status interrupted. */
 void atf_newton_checkpoint_by(atf_newton *nw, int (*save)(void *ctx), void *ctx);
+/* Whether the run ended because a checkpoint (its own or the host's) could not be kept. */
+int atf_newton_checkpoint_failed(const atf_newton *nw);
 void atf_newton_state_save(const atf_solver *s, const atf_newton *nw, double *state);
 atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *state, int64_t len,
                                 char *err);
@@ -173,6 +175,10 @@ double atf_newton_sketch_weight(const atf_newton *nw);
 int atf_newton_rebuild_sketch(atf_solver *s, atf_newton *nw, const double *weights, int count);
 atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss *loss,
                                 double eps, const atf_loss *bridge_to, char *key, char *err);
+/* ATF_OK when the checkpoint cp has this solve's key; else ATF_E_INPUT with the message
+ * "<method>: the checkpoint is another solve's (…)". */
+atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp,
+                                    const char *key, char *err);
 
 /* ---- alm.c ---- */
 /* Interpolation by the augmented Lagrangian with Newton subproblems, from the warm start or 0;

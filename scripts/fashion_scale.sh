@@ -7,7 +7,7 @@
 # Every step is one `atf experiment samples` command into results/fashion-scale/ (resumable:
 # run it again after an interruption and it completes its table, bit for bit, apart from the wall
 # times); `report` rebuilds the summaries and figures from every row recorded (after `merge`
-# has brought in the rows of fair-large and fair-2000-p16, which run beside the others in
+# has brought in the rows of fair-large, fair-60000 and fair-2000-p16, which run beside the others in
 # directories of their own). Runs with
 # OPENBLAS_NUM_THREADS=1 from build-results/ (a release build made here when missing). Steps
 # that share a table may run at the same time only if they write different directories. Do not
@@ -31,7 +31,7 @@ sgd=(--sgd-loss xent --optimizer sgd --lr 0.01 --lr-schedule constant --momentum
 # From n = 8 000 on the grid goes two values further down: ntk-xent chose its smallest value
 # in several runs at n <= 2 000 and at n = 30 000 (docs/results.md §7).
 lambdas=0.1,0.03,0.01,0.003,0.001,0.0003,0.0001
-[[ "${1-}" == fair-8000* || "${1-}" == fair-large ]] && lambdas=$lambdas,0.00003,0.00001
+[[ "${1-}" == fair-8000* || "${1-}" == fair-large || "${1-}" == fair-60000 ]] && lambdas=$lambdas,0.00003,0.00001
 exact=(--penalty balanced+balanced --tol 1e-6 --interpolate-max-n auto
        --xent-lambdas $lambdas --xent-lambdas-per-example --xent-path-patience 1)
 report=(--align-examples 200 --error-thresholds 0.25,0.18,0.14)
@@ -71,15 +71,24 @@ case "$step" in
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
       "${fair[@]}" --ns 2000 --seeds 5 --batch 50 --models p16 \
       --xent-penalties "$xent_pens" --out $out/fair-2000-p16 ;;
-  fair-large)
+  fair-8000-ntk)  # fair-8000-interp's NTK interpolants alone (problem (16) interpolation, the
+                  # augmented Lagrangian, is far slower: docs/results.md §7f)
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
-      "${fair[@]}" --ns 30000,60000 --seeds 3 --batch 50 --models $models \
+      "${fair[@]}" --ns 8000 --seeds 5 --batch 50 --models ntk \
+      --xent-penalties "$xent_pens" --out $out/fair ;;
+  fair-large)  # n = 30 000 (the interpolants are `skipped` there: M > the parameter count)
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
+      "${fair[@]}" --ns 30000 --seeds 3 --batch 50 --models $models \
       --xent-penalties "$xent_pens" --out $out/fair-large ;;
-  merge)  # the rows of fair-large and fair-2000-p16 join the fair table (a table has one writer
+  fair-60000)  # n = 60 000 in a table of its own, so that it runs beside fair-large
+    $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
+      "${fair[@]}" --ns 60000 --seeds 3 --batch 50 --models $models \
+      --xent-penalties "$xent_pens" --out $out/fair-60000 ;;
+  merge)  # the rows of fair-large, fair-60000 and fair-2000-p16 join the fair table (a table has one writer
           # at a time, so these run beside the others in directories of their own): a key the
           # fair table has already is replaced by the source's row, a new key is appended (a
           # source still being written is skipped, saying so); then `report`
-    /usr/bin/python3 - "$out/fair" "$out/fair-large" "$out/fair-2000-p16" <<'PY'
+    /usr/bin/python3 - "$out/fair" "$out/fair-large" "$out/fair-60000" "$out/fair-2000-p16" <<'PY'
 import csv, fcntl, os, sys
 dst, srcs = sys.argv[1], [d for d in sys.argv[2:] if os.path.exists(os.path.join(d, "samples.csv"))]
 def free(d):  # no run is writing the table (its lock is then held until this ends)
@@ -155,6 +164,6 @@ PY
     while pgrep -f -- "drivers/atf experiment samples .*--out $out/" >/dev/null; do sleep 2; done
     echo "stop: stopped; commit $out (its solutions/ folders too) to go on on another machine" >&2 ;;
   list|*)
-    echo "steps: pilot fair-125 fair-small fair-8000 fair-8000-interp fair-2000-p16 fair-large merge authors-125 authors-small report stop" >&2
+    echo "steps: pilot fair-125 fair-small fair-8000 fair-8000-interp fair-8000-ntk fair-2000-p16 fair-large fair-60000 merge authors-125 authors-small report stop" >&2
     [[ "$step" == list ]] ;;
 esac

@@ -9,9 +9,10 @@
 
 /* The Gram wherever it fits the memory (as always: the same bits at every size it served),
  * and preconditioned CG where it does not (M = 80 000 needs 51 GB), instead of failing there. */
-atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err)
+atf_error atf_baseline(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
+                       char *err)
 {
     atf_settings set = atf_settings_default();
     set.method = atf_sv_gram_fits(prob, NULL, 0, NULL, 0) ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
-    return atf_solve(prob, &set, NULL, out, err);
+    return atf_solve(prob, &set, hooks, out, err);
 }

@@ -542,8 +542,11 @@ static atf_error build_point(samples_state *s, point *pt, char *err)
     if (!e)
         e = path_problems(pl, pt, err);
     double t0 = atf_now();
-    if (!e && needs_baseline(s, pt))
-        e = atf_baseline(pt->prob, &pt->base, err);
+    if (!e && needs_baseline(s, pt)) { /* CG at n = 8 000: two hours, stopped by Ctrl-C */
+        atf_hooks hooks = {.interrupt = s->io->interrupt};
+        samples_show(s, pt, "ntk", " (the min-norm interpolant)");
+        e = atf_baseline(pt->prob, &hooks, &pt->base, err);
+    }
     pt->base_seconds = atf_now() - t0;
     return e;
 }
@@ -627,9 +630,10 @@ static atf_error run_point(samples_state *s, int n, uint64_t seed, char *err)
     pt.n = n;
     pt.seed = seed;
     atf_error e = build_point(s, &pt, err);
-    if (!e && pt.base && pt.base->info.status != ATF_STATUS_SOLVED) /* no interpolant */
-        s->status = pt.base->info.status;
-    else if (!e)
+    atf_status base = pt.base ? pt.base->info.status : ATF_STATUS_SOLVED;
+    if (!e && base != ATF_STATUS_SOLVED && base != ATF_STATUS_INTERRUPTED) /* no interpolant */
+        s->status = base;
+    else if (!e && base == ATF_STATUS_SOLVED) /* interrupted: the stop flag ends the run */
         e = run_models(s, &pt, ms, nm, err);
     int complete = !e && !atf_exp_stopped(s->io);
     for (int k = 0; k < nm && complete; k++)

@@ -494,6 +494,8 @@ typedef struct {
     atf_result *warm[3]; /* last result of each structure: the next run's start */
     atf_status status;   /* solved, or why the sweep stopped: an infeasible baseline (then
                             every run is), or interrupted */
+    int baseline_stopped; /* the baseline stopped at the interrupt flag (agreed over the
+                             processes): no run starts */
 } sweep_state;
 
 /* The table's rows in their order: row 0 is the baseline, row 1 + i is runs[i]; −1 for a key
@@ -547,9 +549,15 @@ static atf_error run_baseline(sweep_state *s, char *err)
                                        "ntk", -1};
     atf_result *res = NULL;
     double t0 = atf_now();
-    atf_error e = atf_baseline(s->prob, &res, err);
+    atf_hooks hooks = {.interrupt = s->cfg->io.interrupt};
+    atf_error e = atf_baseline(s->prob, &hooks, &res, err);
     if (e)
         return e;
+    if (res->info.status == ATF_STATUS_INTERRUPTED) { /* nothing recorded; the runs wait */
+        atf_result_free(res);
+        s->baseline_stopped = 1;
+        return ATF_OK;
+    }
     if (res->info.status != ATF_STATUS_SOLVED) { /* infeasible: so is every run (err says why) */
         s->status = res->info.status;
         atf_result_free(res);
@@ -714,7 +722,7 @@ static atf_error sweep_table(sweep_state *s, const exp_grid *g, const char *csv,
 {
     sweep_chains(s);
     atf_error e = run_baseline(s, err);
-    if (!e && s->status == ATF_STATUS_SOLVED)
+    if (!e && s->status == ATF_STATUS_SOLVED && !s->baseline_stopped)
         e = run_all(s, err);
     if (e)
         return e;

@@ -119,13 +119,14 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, const atf_
 
 /* NTK min-norm baseline (Theorem 1): B = Aᵀ(AAᵀ)⁻¹ r, reported with its objective under the
  * blocks' own penalties, its factors, and its certificates — by the M × M Gram where it fits the
- * available memory, else by preconditioned CG (method cg). hooks (optional, as atf_solve's)
- * give it a stop flag: the CG path can run for hours (M = 80 000: two) and stops at the flag
- * with status interrupted; it starts from B = 0 whatever the warm start (the min-norm point does
- * not depend on one). Returns as atf_solve: ATF_OK with status solved, infeasible when r is not
- * in the range of A, or interrupted. */
-atf_error atf_baseline(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
-                       char *err);
+ * available memory, else by preconditioned CG (method cg). Returns as atf_solve: ATF_OK with
+ * status solved, or infeasible when r is not in the range of A. */
+atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
+/* The same with the solver's hooks (optional, as atf_solve's), for their stop flag: the CG path
+ * can run for hours (M = 80 000: two) and stops at the flag with status interrupted. It starts
+ * from B = 0 whatever the warm start (the min-norm point does not depend on one). Since 1.1. */
+atf_error atf_baseline_hooks(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
+                             char *err);
 /* ---- reporting (formatting only: the library never prints) ---- */
 
 /* The result as one line of JSON into buf: status, method, structure, loss (the spec; null when

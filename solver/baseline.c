@@ -9,10 +9,15 @@
 
 /* The Gram wherever it fits the memory (as always: the same bits at every size it served),
  * and preconditioned CG where it does not (M = 80 000 needs 51 GB), instead of failing there. */
-atf_error atf_baseline(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
-                       char *err)
+atf_error atf_baseline_hooks(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
+                             char *err)
 {
     atf_settings set = atf_settings_default();
     set.method = atf_sv_gram_fits(prob, NULL, 0, NULL, 0) ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
     return atf_solve(prob, &set, hooks, out, err);
+}
+
+atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err)
+{
+    return atf_baseline_hooks(prob, NULL, out, err);
 }

@@ -230,7 +230,7 @@ static atf_error adapted_kernels(target_run *t, const atf_result *res, char *err
 static atf_error solve_problem16(const align_args *a, target_run *t, char *err)
 {
     atf_result *base = NULL, *res = NULL;
-    atf_error e = atf_baseline(t->prob, NULL, &base, err);
+    atf_error e = atf_baseline(t->prob, &base, err);
     if (!e && (t->base_status = base->info.status) != ATF_STATUS_SOLVED) {
         atf_result_free(base); /* no interpolant: nothing to compare (err says why) */
         return ATF_OK;

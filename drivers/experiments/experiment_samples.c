@@ -545,7 +545,7 @@ static atf_error build_point(samples_state *s, point *pt, char *err)
     if (!e && needs_baseline(s, pt)) { /* CG at n = 8 000: two hours, stopped by Ctrl-C */
         atf_hooks hooks = {.interrupt = s->io->interrupt};
         samples_show(s, pt, "ntk", " (the min-norm interpolant)");
-        e = atf_baseline(pt->prob, &hooks, &pt->base, err);
+        e = atf_baseline_hooks(pt->prob, &hooks, &pt->base, err);
     }
     pt->base_seconds = atf_now() - t0;
     return e;

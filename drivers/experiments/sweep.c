@@ -550,7 +550,7 @@ static atf_error run_baseline(sweep_state *s, char *err)
     atf_result *res = NULL;
     double t0 = atf_now();
     atf_hooks hooks = {.interrupt = s->cfg->io.interrupt};
-    atf_error e = atf_baseline(s->prob, &hooks, &res, err);
+    atf_error e = atf_baseline_hooks(s->prob, &hooks, &res, err);
     if (e)
         return e;
     if (res->info.status == ATF_STATUS_INTERRUPTED) { /* nothing recorded; the runs wait */

@@ -489,7 +489,7 @@ static void test_baseline_fallback(void)
     CHECK(atf_baseline_method(p, NULL, why, sizeof why) == ATF_METHOD_CG && strstr(why, "GiB"),
           "fallback, M = %d: auto chose the Gram: '%s'", M, why);
     atf_result *res = NULL;
-    atf_error e = atf_baseline(p, NULL, &res, err);
+    atf_error e = atf_baseline(p, &res, err);
     CHECK(e == ATF_OK && res, "fallback, M = %d: atf_baseline failed: %s", M, err);
     if (res) {
         printf("test_baseline_fallback: M = %d, %.3g GiB available: %s, %s, %d steps, "
@@ -503,6 +503,15 @@ static void test_baseline_fallback(void)
               res->info.constraint_residual);
         atf_result_free(res);
     }
+    /* the same call with a stop flag already raised: CG stops before its first step */
+    volatile sig_atomic_t flag = 1;
+    atf_hooks hooks = {.interrupt = &flag};
+    res = NULL;
+    e = atf_baseline_hooks(p, &hooks, &res, err);
+    CHECK(e == ATF_OK && res && res->info.method == ATF_METHOD_CG &&
+              res->info.status == ATF_STATUS_INTERRUPTED && res->info.iterations == 0,
+          "fallback, M = %d, flag raised: %s", M, res ? atf_status_name(res->info.status) : err);
+    atf_result_free(res);
     atf_problem_free(p);
 }
 

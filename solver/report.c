@@ -160,12 +160,12 @@ int atf_result_summary(const atf_result *res, char *buf, size_t len)
     if (res->info.operator_passes >= 0)
         add(&k, snprintf(at(&k), room(&k), "  work: %d passes over the data (A or Aᵀ)%s",
                          res->info.operator_passes, res->info.inner_iterations >= 0 ? "" : "\n"));
-    if (res->info.operator_passes >= 0 && res->info.inner_iterations >= 0)
+    if (res->info.operator_passes >= 0 && res->info.inner_iterations >= 0) {
         add(&k, snprintf(at(&k), room(&k), ", %d CG steps", res->info.inner_iterations));
-    if (res->info.operator_passes >= 0 && res->info.inner_iterations >= 0)
-        add(&k, res->info.fallback_steps >= 0 /* -1: not counted (the CG baseline has none) */
-                    ? snprintf(at(&k), room(&k), ", %d fallback steps\n", res->info.fallback_steps)
-                    : snprintf(at(&k), room(&k), "\n"));
+        if (res->info.fallback_steps >= 0) /* -1: not counted (the CG baseline has none) */
+            add(&k, snprintf(at(&k), room(&k), ", %d fallback steps", res->info.fallback_steps));
+        add(&k, snprintf(at(&k), room(&k), "\n"));
+    }
     if (res->info.method_note[0])
         add(&k, snprintf(at(&k), room(&k), "  note: %s\n", res->info.method_note));
     if (res->info.status == ATF_STATUS_SOLVED && res->info.method == ATF_METHOD_ADMM &&

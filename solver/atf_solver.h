@@ -78,10 +78,11 @@ typedef struct {
                                        (methods newton, fista and cg); NULL: one process */
     /* Checkpoints of a long solve (methods newton and alm, one process; docs/solver.md §15,
      * §16): once at least checkpoint_seconds (≥ 0) have passed since the start or the last
-     * checkpoint, at the next Newton step from which a resumed solve takes the same steps bit
-     * for bit (one that rebuilds the preconditioner: every third for xent; alm: any), the
-     * solver calls checkpoint(ctx, state) with its state (valid during the call). A nonzero
-     * return ends the solve with ATF_E_IO. resume: go on from such a state instead of the
+     * checkpoint, at the top of the next Newton step, the solver calls checkpoint(ctx, state)
+     * with its state (valid during the call); and once more when the interrupt flag stops it
+     * (since 1.2: the top of the step it stopped in, so that no finished step is lost; 1.1
+     * kept states only at steps that rebuild the preconditioner and none at the stop). A
+     * nonzero return ends the solve with ATF_E_IO. resume: go on from such a state instead of the
      * start (hooks.warm is then not used); ATF_E_INPUT if it is another solve's (its key
      * differs: another problem, loss, penalty or setting). The resumed solve ends where the
      * uninterrupted one would have, with the same iterate, counts and certificates (not the

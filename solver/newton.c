@@ -85,6 +85,7 @@ typedef struct {
     double *z, *x, *g, *R, *d, *Hd, *dz, *zt, *xt, *w, *xb; /* [n] */
     double *r, *y, *p, *Kp, *Hp;                            /* [n] CG */
     double *zx, *u, *zxt, *Ap;                              /* [M] */
+    double *zx_sketch;    /* [M] the predictions the sketch was built at (a checkpoint's) */
     double t, F, loss, pen, res;
     int iter, cg_total, cg_last, fallbacks, in_a_row, backtracks, negative_curvature;
     double alpha;         /* the last step's α (0: a proximal-gradient fallback) */
@@ -105,7 +106,7 @@ static atf_error alloc_state(newton_state *st, size_t n, int M, int nvars)
     size_t bn = (n ? n : 1) * sizeof(double), bm = (size_t)M * sizeof(double);
     double **vn[] = {&st->z, &st->x, &st->g, &st->R, &st->d, &st->Hd, &st->dz, &st->zt,
                      &st->xt, &st->w, &st->xb, &st->r, &st->y, &st->p, &st->Kp, &st->Hp};
-    double **vm[] = {&st->zx, &st->u, &st->zxt, &st->Ap};
+    double **vm[] = {&st->zx, &st->u, &st->zxt, &st->Ap, &st->zx_sketch};
     int ok = (st->support = calloc((size_t)nvars + 1, sizeof *st->support)) != NULL;
     for (size_t i = 0; i < sizeof vn / sizeof vn[0]; i++)
         ok = (*vn[i] = calloc(1, bn)) != NULL && ok;
@@ -117,7 +118,8 @@ static atf_error alloc_state(newton_state *st, size_t n, int M, int nvars)
 static void free_state(newton_state *st)
 {
     double *v[] = {st->z, st->x, st->g, st->R, st->d, st->Hd, st->dz, st->zt, st->xt, st->w,
-                   st->xb, st->r, st->y, st->p, st->Kp, st->Hp, st->zx, st->u, st->zxt, st->Ap};
+                   st->xb, st->r, st->y, st->p, st->Kp, st->Hp, st->zx, st->u, st->zxt, st->Ap,
+                   st->zx_sketch};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         free(v[i]);
     free(st->support);
@@ -337,15 +339,48 @@ static void refresh_preconditioner(atf_solver *s, atf_pg_loss *pl, newton_state 
         return;
     }
     st->ny_age = 0;
-    if (atf_nys_build(s, pl, &st->ny) == 0) /* on failure ny.ready stays 0: CG goes without */
+    if (atf_nys_build(s, pl, &st->ny) == 0) { /* on failure ny.ready stays 0: CG goes without */
         st->ny_weight = st->weight;
+        memcpy(st->zx_sketch, st->zx, (size_t)pl->M * sizeof *st->zx_sketch);
+    }
 }
 
-/* One Newton step from (z, x). 0 on success (a step was taken), −1 on numerical trouble. */
+/* What a Newton step changes before its line search, kept at its top: a step stopped there
+ * (the interrupt flag, raised while CG ran) is undone to it, so that the state a checkpoint then
+ * keeps is the top of the step and the resumed solve takes the step in full. */
+typedef struct {
+    double sigma;
+    int ny_age, ny_rebuilt, cg_last, negative_curvature;
+    long passes;
+    double sketch_passes;
+} step_top;
+
+static step_top step_top_of(const atf_solver *s, const atf_pg_loss *pl, const newton_state *st)
+{
+    return (step_top){.sigma = st->sigma, .ny_age = st->ny_age,
+                      .ny_rebuilt = sketch_built_next(st, pl), .cg_last = st->cg_last,
+                      .negative_curvature = st->negative_curvature, .passes = s->passes,
+                      .sketch_passes = st->ny.passes};
+}
+
+/* Back to the top of the step; a sketch built in it is built again by the next one (its top
+ * said so: sketch_built_next). */
+static void undo_step(atf_solver *s, newton_state *st, const step_top *top)
+{
+    st->sigma = top->sigma, st->ny_age = top->ny_age, st->cg_last = top->cg_last;
+    st->negative_curvature = top->negative_curvature;
+    s->passes = top->passes, st->ny.passes = top->sketch_passes;
+    if (top->ny_rebuilt)
+        st->ny.ready = 0, st->ny.prepared = 0;
+}
+
+/* One Newton step from (z, x). 0 on success (a step was taken), −1 on numerical trouble, 1 when
+ * the interrupt flag stopped it before the line search (the state is then its top's). */
 static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_state *st)
 {
     size_t n = s->n;
     double t = st->t;
+    step_top top = step_top_of(s, pl, st);
     atf_sv_prox_support(s, st->xb, st->support); /* of x̄, the last prox (residual_at_x) */
     if (atf_jac_build(s, jac, st->z, t, NULL) != 0 || atf_pg_loss_curvature(pl, st->zx) != 0)
         return fallback_step(s, pl, st);
@@ -362,6 +397,10 @@ static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_stat
     if (st->ny.ready)
         atf_nys_prepare(&st->ny, jac, mu);
     st->cg_last = conjugate_gradient(s, pl, jac, st, forcing(st->res, s->set.eps_rel), mu);
+    if (atf_sv_interrupted(s)) {
+        undo_step(s, st, &top);
+        return 1;
+    }
     st->cg_total += st->cg_last;
     for (size_t i = 0; i < n; i++)
         st->dz[i] = st->d[i] - st->R[i] - t * st->Hd[i];
@@ -535,31 +574,46 @@ void atf_newton_set_weight(atf_solver *s, atf_newton *nw, double weight, const d
  * F, penalty and loss at x, the regularisation's σ and the counters: everything else a step
  * uses is recomputed from them (A'x, the gradient, the residual, the prox's Jacobian) except
  * the Nyström sketch, which is rebuilt every NYSTROM_PERIOD steps from the point of the step.
- * A checkpoint is therefore taken only where the next step rebuilds the sketch (or there is
- * none): the resumed solve, which starts without one, then builds it at the same step from the
- * same point, and everything after is the same, bit for bit. */
+ * The sketch (n × rank doubles) is a function of the predictions it was built at (M doubles)
+ * and a fixed seed, so Newton's own state (version 2) ends with its age and those predictions,
+ * and the resumed solve builds the same sketch again from them; where the next step builds it
+ * afresh anyway (or there is none) the age is −1 and the predictions are left out. A state can
+ * therefore be taken at the top of any step, and everything after it is the same, bit for bit.
+ * The core (header, z, x: atf_newton_state_save) is what a host (alm.c) keeps, with version 1;
+ * a version-1 state of Newton's own, from before the sketch was kept (taken only where the next
+ * step rebuilds it), is still resumed. */
 enum { CP_MAGIC, CP_VERSION, CP_N, CP_T, CP_SIGMA, CP_ALPHA, CP_F, CP_PEN, CP_LOSS, CP_ITER,
        CP_CG_TOTAL, CP_CG_LAST, CP_FALLBACKS, CP_IN_A_ROW, CP_BACKTRACKS, CP_NEGATIVE,
        CP_POWER, CP_PASSES, CP_SKETCH_PASSES, CP_ELAPSED, CP_HEADER };
 #define CP_MAGIC_VALUE 5.0412e7 /* "ATF Newton state", any fixed value that is not a count */
-#define CP_VERSION_VALUE 1.0
+#define CP_VERSION_VALUE 1.0    /* the core alone */
+#define CP_VERSION_SKETCH 2.0   /* the core, then the sketch's age and predictions */
+enum { SK_AGE, SK_HEADER };     /* after the core; then, when the age is 0 or more, zx [M] */
 
 size_t atf_newton_state_len(const atf_solver *s)
 {
     return CP_HEADER + 2 * s->n;
 }
 
-/* Whether a checkpoint is taken before this step: someone keeps one, the interval has passed
- * and the state is complete there. For a host any step will do (it rebuilds the sketch itself:
- * atf_newton_rebuild_sketch); Newton's own is complete where the next step builds the sketch
- * afresh, or there is none. */
+/* Whether a checkpoint is taken before this step: someone keeps one and the interval has
+ * passed (any step will do: a host rebuilds the sketch itself, atf_newton_rebuild_sketch, and
+ * Newton's own state keeps the sketch's predictions). */
 static int checkpoint_due(const atf_solver *s, const atf_newton *nw)
 {
-    const newton_state *st = &nw->st;
-    if (!nw->host_save && !nw->checkpointing)
-        return 0;
-    return (nw->host_save || st->ny.k < 1 || sketch_built_next(st, &nw->pl)) &&
-           atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds;
+    return (nw->host_save || nw->checkpointing) &&
+           atf_now() - nw->st.last_checkpoint >= s->hooks.checkpoint_seconds;
+}
+
+/* The sketch's age in Newton's own state: −1 where the next step builds it afresh (or there is
+ * none), else the steps since it was built at zx_sketch. */
+static int sketch_age(const newton_state *st, const atf_pg_loss *pl)
+{
+    return st->ny.k < 1 || !st->ny.ready || sketch_built_next(st, pl) ? -1 : st->ny_age;
+}
+
+static size_t own_state_len(const atf_solver *s, const atf_newton *nw, int age)
+{
+    return atf_newton_state_len(s) + SK_HEADER + (age >= 0 ? (size_t)nw->pl.M : 0);
 }
 
 void atf_newton_state_save(const atf_solver *s, const atf_newton *nw, double *h)
@@ -581,12 +635,18 @@ void atf_newton_state_save(const atf_solver *s, const atf_newton *nw, double *h)
 static int save_checkpoint(atf_solver *s, atf_newton *nw)
 {
     newton_state *st = &nw->st;
-    atf_checkpoint cp = {.len = (int64_t)atf_newton_state_len(s)};
+    int age = sketch_age(st, &nw->pl);
+    atf_checkpoint cp = {.len = (int64_t)own_state_len(s, nw, age)};
     memcpy(cp.key, nw->key, sizeof cp.key);
     cp.data = malloc((size_t)cp.len * sizeof *cp.data);
     if (!cp.data)
         return -1;
     atf_newton_state_save(s, nw, cp.data);
+    double *tail = cp.data + atf_newton_state_len(s);
+    cp.data[CP_VERSION] = CP_VERSION_SKETCH;
+    tail[SK_AGE] = age;
+    if (age >= 0)
+        memcpy(tail + SK_HEADER, st->zx_sketch, (size_t)nw->pl.M * sizeof *tail);
     int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
     free(cp.data);
     if (r == 0 && s->set.verbose)
@@ -644,18 +704,26 @@ static atf_error checkpoint_key(atf_solver *s, const atf_loss *loss, double eps,
     return atf_sv_checkpoint_key(s, "newton state 1", loss, eps, bridge_to, key, err);
 }
 
-atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *h, int64_t len,
-                                char *err)
+static int core_header_ok(const atf_solver *s, const double *h, int64_t len, double version)
+{
+    return (size_t)len >= atf_newton_state_len(s) && h[CP_MAGIC] == CP_MAGIC_VALUE &&
+           h[CP_VERSION] == version && h[CP_N] == (double)s->n && h[CP_T] > 0.0 &&
+           h[CP_ITER] >= 0.0 && h[CP_ITER] <= INT_MAX;
+}
+
+static atf_error not_a_state(const atf_solver *s, int64_t len, char *err)
+{
+    atf_errorf(err, "newton: the checkpoint's state is not a Newton state of %zu variables "
+                    "(%lld numbers, or its header is damaged)", s->n, (long long)len);
+    return ATF_E_INPUT;
+}
+
+/* The core's values; the sketch is built by the next step (ready = 0) unless load_own builds
+ * it from the state's predictions. */
+static void load_core(atf_solver *s, atf_newton *nw, const double *h)
 {
     newton_state *st = &nw->st;
     size_t n = s->n;
-    if ((size_t)len != atf_newton_state_len(s) || h[CP_MAGIC] != CP_MAGIC_VALUE ||
-        h[CP_VERSION] != CP_VERSION_VALUE || h[CP_N] != (double)n || !(h[CP_T] > 0.0) ||
-        !(h[CP_ITER] >= 0.0 && h[CP_ITER] <= INT_MAX)) {
-        atf_errorf(err, "newton: the checkpoint's state is not a Newton state of %zu variables "
-                        "(%lld numbers, or its header is damaged)", n, (long long)len);
-        return ATF_E_INPUT;
-    }
     st->t = h[CP_T], st->sigma = h[CP_SIGMA], st->alpha = h[CP_ALPHA];
     st->F = h[CP_F], st->pen = h[CP_PEN], st->loss = h[CP_LOSS];
     st->iter = (int)h[CP_ITER], st->cg_total = (int)h[CP_CG_TOTAL];
@@ -673,6 +741,54 @@ atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *h, 
     st->start = atf_now() - h[CP_ELAPSED];
     st->last_checkpoint = atf_now();
     nw->started = 1;
+}
+
+atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *h, int64_t len,
+                                char *err)
+{
+    if ((size_t)len != atf_newton_state_len(s) || !core_header_ok(s, h, len, CP_VERSION_VALUE))
+        return not_a_state(s, len, err);
+    load_core(s, nw, h);
+    return ATF_OK;
+}
+
+/* The sketch built `age` steps ago, built again from the predictions it was built at (the
+ * resume's own work is not counted: the counts stay the uninterrupted solve's). */
+static int sketch_from(atf_solver *s, atf_newton *nw, const double *zx, int age)
+{
+    newton_state *st = &nw->st;
+    atf_pg_loss *pl = &nw->pl;
+    double sketch_passes = st->ny.passes;
+    long passes = s->passes;
+    memcpy(st->zx_sketch, zx, (size_t)pl->M * sizeof *st->zx_sketch);
+    int r = atf_pg_loss_curvature(pl, st->zx_sketch) != ATF_OK ? -1
+                                                                : atf_nys_build(s, pl, &st->ny);
+    st->ny.passes = sketch_passes, s->passes = passes;
+    if (r != 0)
+        return -1;
+    st->ny_weight = st->weight, st->ny_age = age;
+    return 0;
+}
+
+/* Newton's own state: version 2 (the core, the sketch's age and, when 0 or more, its
+ * predictions) or version 1 (the core alone). */
+static atf_error load_own(atf_solver *s, atf_newton *nw, const double *h, int64_t len, char *err)
+{
+    if (core_header_ok(s, h, len, CP_VERSION_VALUE))
+        return atf_newton_state_load(s, nw, h, len, err);
+    size_t core = atf_newton_state_len(s);
+    if (!core_header_ok(s, h, len, CP_VERSION_SKETCH) || (size_t)len < core + SK_HEADER)
+        return not_a_state(s, len, err);
+    double age = h[core + SK_AGE];
+    int valid = age == -1.0 || (age >= 0.0 && age < NYSTROM_PERIOD && age == floor(age) &&
+                                nw->st.ny.k >= 1);
+    if (!valid || (size_t)len != own_state_len(s, nw, valid ? (int)age : -1))
+        return not_a_state(s, len, err);
+    load_core(s, nw, h);
+    if (age >= 0.0 && sketch_from(s, nw, h + core + SK_HEADER, (int)age) != 0) {
+        atf_errorf(err, "newton: the checkpoint's preconditioner could not be built again");
+        return ATF_E_NUMERICAL;
+    }
     return ATF_OK;
 }
 
@@ -681,7 +797,7 @@ static atf_error resume(atf_solver *s, atf_newton *nw, const atf_checkpoint *cp,
 {
     atf_error e = atf_sv_checkpoint_is_ours("newton", cp, nw->key, err);
     if (e == ATF_OK)
-        e = atf_newton_state_load(s, nw, cp->data, cp->len, err);
+        e = load_own(s, nw, cp->data, cp->len, err);
     if (e == ATF_OK && s->set.verbose)
         atf_sv_log(s, "atf newton: resumed from a checkpoint at step %d (%.0f s into the "
                       "solve)\n", nw->st.iter, cp->data[CP_ELAPSED]);
@@ -734,6 +850,15 @@ static int take_checkpoint(atf_solver *s, atf_newton *nw)
     return r;
 }
 
+/* Stopped by the interrupt flag at the top of a step: the state there is kept whatever the
+ * interval, so that a run stopped by Ctrl-C loses none of its steps. */
+static atf_status stopped(atf_solver *s, atf_newton *nw)
+{
+    if ((nw->host_save || nw->checkpointing) && take_checkpoint(s, nw) != 0)
+        nw->checkpoint_failed = 1;
+    return ATF_STATUS_INTERRUPTED;
+}
+
 atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, double eps,
                           int max_iter, int verbose, int *gave_up)
 {
@@ -763,7 +888,7 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
         if (isnan(st->res))
             return ATF_STATUS_NUMERICAL_ERROR;
         if (atf_sv_interrupted(s))
-            return ATF_STATUS_INTERRUPTED;
+            return stopped(s, nw);
         if (it >= max_iter)
             break;
         if (st->in_a_row >= NEWTON_GIVE_UP) {
@@ -774,7 +899,10 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
             nw->checkpoint_failed = 1;
             return ATF_STATUS_INTERRUPTED;
         }
-        if (newton_step(s, pl, &nw->jac, st) != 0)
+        int stepped = newton_step(s, pl, &nw->jac, st);
+        if (stepped > 0)
+            return stopped(s, nw);
+        if (stepped < 0)
             status = ATF_STATUS_NUMERICAL_ERROR;
     }
     return status;
@@ -903,16 +1031,19 @@ static atf_error resumed_stage(atf_solver *s, const atf_loss *loss, const double
 
 /* One Newton solve of loss to eps from x with the counters of the stages before (c; updated),
  * resumed from hooks.resume when resume_here; *out the solve (the caller frees it, also on
- * error). bridge_to: the loss this stage is on the way to (NULL: the last stage). */
+ * error). bridge_to: the loss this stage is on the way to (NULL: the last stage). keep: its
+ * states go to hooks.checkpoint (not after an interrupted bridge: the last stage's start is
+ * not where the uninterrupted solve goes on from, and its state would replace the bridge's). */
 static atf_error run_stage(atf_solver *s, const atf_loss *loss, const atf_loss *bridge_to,
-                           double eps, const double *x, int resume_here, newton_carry *c,
-                           atf_newton **out, atf_status *status, int *gave_up, char *err)
+                           double eps, const double *x, int resume_here, int keep,
+                           newton_carry *c, atf_newton **out, atf_status *status, int *gave_up,
+                           char *err)
 {
     atf_error e = atf_newton_init(s, loss, out, err);
     if (e != ATF_OK)
         return e;
     atf_newton *nw = *out;
-    nw->checkpointing = !s->hooks.processes && s->hooks.checkpoint;
+    nw->checkpointing = keep && !s->hooks.processes && s->hooks.checkpoint;
     if ((nw->checkpointing || resume_here) &&
         ((e = checkpoint_key(s, loss, eps, bridge_to, nw->key, err)) ||
          (resume_here && (e = resume(s, nw, s->hooks.resume, err)))))
@@ -934,10 +1065,11 @@ static atf_error run_stage(atf_solver *s, const atf_loss *loss, const atf_loss *
 }
 
 /* The bridges from the warm start (x) to loss, from stage `first` on; x is the last one's
- * answer (unchanged where a bridge broke down). An interrupted bridge ends them and leaves the
- * interrupt flag set: the last stage then stops at its first check, with its own certificate. */
+ * answer (unchanged where a bridge broke down). An interrupted bridge ends them (*stopped = 1)
+ * and leaves the interrupt flag set: the last stage then stops at its first check, with its own
+ * certificate. */
 static atf_error run_bridges(atf_solver *s, const atf_loss *loss, const double *lam, int nb,
-                             int first, double *x, newton_carry *c, char *err)
+                             int first, double *x, newton_carry *c, int *stopped, char *err)
 {
     for (int k = first; k < nb; k++) {
         atf_loss bl = {loss->kind, lam[k]};
@@ -948,13 +1080,15 @@ static atf_error run_bridges(atf_solver *s, const atf_loss *loss, const double *
         atf_newton *nw = NULL;
         atf_status status;
         int gave_up;
-        atf_error e = run_stage(s, &bl, loss, eps, x, s->hooks.resume && k == first, c, &nw,
-                                &status, &gave_up, err);
+        atf_error e = run_stage(s, &bl, loss, eps, x, s->hooks.resume && k == first, 1, c,
+                                &nw, &status, &gave_up, err);
         if (e == ATF_OK && nw->started && atf_sv_all_finite(nw->st.x, s->n))
             memcpy(x, nw->st.x, s->n * sizeof *x);
         atf_newton_free(nw);
-        if (e != ATF_OK || status == ATF_STATUS_INTERRUPTED)
+        if (e != ATF_OK || status == ATF_STATUS_INTERRUPTED) {
+            *stopped = e == ATF_OK;
             return e;
+        }
     }
     return ATF_OK;
 }
@@ -977,17 +1111,17 @@ atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, do
                         atf_pg_info *info, int *gave_up, char *err)
 {
     double lam[BRIDGES_MAX];
-    int nb = bridges(s, loss, lam), first = 0;
+    int nb = bridges(s, loss, lam), first = 0, bridge_stopped = 0;
     newton_carry c = {0};
     atf_error e = s->hooks.resume ? resumed_stage(s, loss, lam, nb, &first, err) : ATF_OK;
     if (e == ATF_OK && first < nb)
-        e = run_bridges(s, loss, lam, nb, first, x, &c, err);
+        e = run_bridges(s, loss, lam, nb, first, x, &c, &bridge_stopped, err);
     if (e != ATF_OK)
         return e;
     atf_newton *nw = NULL;
     atf_status status;
-    e = run_stage(s, loss, NULL, s->set.eps_rel, x, s->hooks.resume && first == nb, &c, &nw,
-                  &status, gave_up, err);
+    e = run_stage(s, loss, NULL, s->set.eps_rel, x, s->hooks.resume && first == nb,
+                  !bridge_stopped, &c, &nw, &status, gave_up, err);
     if (e != ATF_OK) {
         atf_newton_free(nw);
         return e;

@@ -11,7 +11,11 @@
   problem without /labels exits 2 naming the file and /labels."""
 import json
 import os
+import re
+import signal
+import subprocess
 import sys
+import time
 
 import h5py
 import numpy as np
@@ -337,10 +341,6 @@ class CheckpointCli(T.ScratchCase):
         self.assertIn(cp, err)
         self.assertIn("another solve", err)
 
-if __name__ == "__main__":
-    import unittest
-    unittest.main(argv=sys.argv[:1])
-
     def test_continuation_resumes_in_its_stage(self):
         """From --warm at lambda 0.5 to 0.05 (balanced+balanced, nonconvex): continuation 2's
         bridges (named in method_note); stopped by --max-iter inside the first bridge, the run
@@ -375,3 +375,58 @@ if __name__ == "__main__":
         code, _, err = self.run_solve(pfile, "bad.h5", *common, "--continuation", "0.5")
         self.assertEqual(code, 2, err)
         self.assertIn("continuation", err)
+
+    def test_ctrl_c_keeps_the_step_it_stopped_in(self):
+        """SIGINT while a Newton step runs (checkpoints every 600 s, none due): exit 130 with
+        the top of that step kept in the file, and the same command goes on from there
+        (its log names the step) to the uninterrupted answer, bit for bit."""
+        rng = np.random.default_rng(5)  # labels of a planted model: a few hundred CG steps
+        N, C = 1500, 5
+        prob = T.factored_problem(rng, N, C, [(40, 20), (20, 5)], penalty="balanced+balanced",
+                                  decay=True)
+        A = prob.A()
+        z = (A @ (0.02 * rng.standard_normal(A.shape[1]))).reshape(N, C)
+        pfile = prob.write(self.path("p.h5"))
+        with h5py.File(pfile, "a") as f:
+            f["f0"] = np.zeros((N, C))
+            f["labels"] = np.argmax(z + rng.gumbel(size=z.shape), axis=1).astype(np.int64)
+        common = ["--loss", "xent:lambda=1", "--method", "newton", "--tol", "1e-8",
+                  "--newton-rank", "8"]
+        code, ref, err = self.run_solve(pfile, "ref.h5", *common)
+        self.assertEqual(code, 0, err)
+        cp = self.path("cp.h5")
+        proc = subprocess.Popen([T.ATF, "solve", pfile, "-o", self.path("part.h5"), *common,
+                                 "--checkpoint", cp, "--log-every", "1"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        rows = 0
+        for line in proc.stderr:  # the table's rows: stop inside step 4 (its CG: 0.1-0.5 s)
+            fields = line.split()
+            rows += len(fields) == 9 and fields[0].isdigit()
+            if rows == 5:
+                time.sleep(0.05)
+                proc.send_signal(signal.SIGINT)
+                break
+        _, err = proc.communicate(timeout=120)
+        if rows < 4 or proc.returncode == 0:
+            self.skipTest("the solve ended before the interrupt")
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertTrue(os.path.exists(cp), "no state kept at the interrupt")
+        attrs, _ = T.read_result(self.path("part.h5"))  # the top of the step it stopped in
+        self.assertEqual(attrs["status"], "interrupted")
+        code, out, err = T.run("solve", pfile, "-o", self.path("res.h5"), *common,
+                               "--checkpoint", cp, "--json")
+        self.assertEqual(code, 0, err)
+        js = json.loads(out.splitlines()[-1])
+        resumed = re.search(r"resumed from a checkpoint at step (\d+)", err)
+        self.assertTrue(resumed and int(resumed.group(1)) >= 4, err)
+        for key in ("iterations", "inner_iterations", "operator_passes", "objective",
+                    "pg_residual", "status"):
+            self.assertEqual(js[key], ref[key], key)
+        want, got = self.blocks("ref.h5"), self.blocks("res.h5")
+        for k in want:
+            self.assertTrue(np.array_equal(want[k], got[k]), k)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main(argv=sys.argv[:1])

@@ -451,6 +451,8 @@ static void test_nonconvex(void)
 
 typedef struct {
     int count, fail_at; /* fail_at ≥ 0: the callback refuses its fail_at-th call */
+    int stop_at;        /* stop_at ≥ 0: its stop_at-th call raises *stop (as Ctrl-C would) */
+    volatile sig_atomic_t *stop;
     atf_checkpoint states[MAX_STATES];
 } kept_states;
 
@@ -459,6 +461,8 @@ static int keep_state(void *ctx, const atf_checkpoint *state)
     kept_states *k = ctx;
     if (k->count == k->fail_at)
         return 1;
+    if (k->count == k->stop_at)
+        *k->stop = 1;
     if (k->count < MAX_STATES) {
         atf_checkpoint *c = &k->states[k->count];
         *c = *state;
@@ -513,9 +517,51 @@ static int bridge_states(const kept_states *k)
     return count;
 }
 
-/* One case: the solve with checkpoints at every step allowed equals the one without; resumed
- * from each of its states it ends the same; another solve's state, a damaged one and a
- * checkpoint the caller cannot keep are refused. warm_lambda > 0: every solve starts from the
+/* Stopped by the interrupt flag, raised by the checkpoint of a step (so the step's CG sees it
+ * before its first iteration, and the step is undone): the solve ends interrupted with one more
+ * state, the step's top again (the same numbers, the elapsed time apart), and resumed from it
+ * ends as the uninterrupted solve. */
+static void stop_case(const atf_problem *p, const atf_settings *set, const atf_result *warm,
+                      const atf_result *plain, int stop_at, const char *what)
+{
+    volatile sig_atomic_t stop = 0;
+    kept_states k = {.fail_at = -1, .stop_at = stop_at, .stop = &stop};
+    atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k, .warm = warm,
+                       .interrupt = &stop};
+    char err[ATF_ERRLEN] = "";
+    atf_error e;
+    int n = (int)atf_problem_nvars(p);
+    atf_result *res = solve_hooked(p, set, &hooks, &e, err);
+    const atf_checkpoint *top = &k.states[stop_at], *last = &k.states[k.count - 1];
+    int same = k.count == stop_at + 2 && last->len == top->len &&
+               strcmp(last->key, top->key) == 0;
+    /* the elapsed times: Newton's header entry 19; ALM's entry 11, then Newton's after the
+     * ALM header (13) and the multiplier (M) */
+    int alm = set->method == ATF_METHOD_ALM;
+    int64_t elapsed = alm ? 11 : 19, newton_elapsed = alm ? 13 + p->M + 19 : 19;
+    for (int64_t i = 0; same && i < top->len; i++)
+        same = i == elapsed || i == newton_elapsed ||
+               memcmp(&top->data[i], &last->data[i], sizeof(double)) == 0;
+    CHECK(e == ATF_OK && res && res->info.status == ATF_STATUS_INTERRUPTED && same,
+          "%s: stopped at state %d: status %s, %d states, the last %s the step's top (%s)", what,
+          stop_at, res ? atf_status_name(res->info.status) : "-", k.count,
+          same ? "is" : "is not", err);
+    atf_result_free(res);
+    if (same) {
+        atf_hooks from = {.resume = last, .warm = warm};
+        res = solve_hooked(p, set, &from, &e, err);
+        CHECK(e == ATF_OK && res && same_result(plain, res, n),
+              "%s: resumed from the stop at state %d: not the uninterrupted solve (%s)", what,
+              stop_at, err);
+        atf_result_free(res);
+    }
+    for (int i = 0; i < k.count && i < MAX_STATES; i++)
+        free(k.states[i].data);
+}
+
+/* One case: the solve with checkpoints at every step equals the one without; resumed from each
+ * of its states it ends the same, and so does one stopped at a few of them (stop_case);
+ * another solve's state, a damaged one and a checkpoint the caller cannot keep are refused. warm_lambda > 0: every solve starts from the
  * answer at that λ, through the continuation's bridges (settings.continuation, default). */
 static void checkpoint_case(atf_method method, const char *pen, atf_loss loss, int rank,
                             int min_states, double warm_lambda)
@@ -540,7 +586,7 @@ static void checkpoint_case(atf_method method, const char *pen, atf_loss loss, i
     }
     atf_hooks none = {.warm = warm};
     atf_result *plain = solve_hooked(p, &set, &none, &e, err);
-    kept_states k = {.fail_at = -1};
+    kept_states k = {.fail_at = -1, .stop_at = -1};
     atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k, .warm = warm};
     atf_result *kept = solve_hooked(p, &set, &hooks, &e, err);
     CHECK(plain && kept && same_result(plain, kept, n),
@@ -560,6 +606,8 @@ static void checkpoint_case(atf_method method, const char *pen, atf_loss loss, i
               what, i, k.count, err, res ? res->info.iterations : -1, plain->info.iterations);
         atf_result_free(res);
     }
+    for (int i = 0; plain && i < 4 && k.count > 1; i++) /* the first, the last and two between */
+        stop_case(p, &set, warm, plain, i * (k.count - 2) / 3, what);
     if (k.count > 0) {
         atf_settings other = set; /* another λ; interpolation: another tolerance */
         other.loss.lambda *= 2.0;
@@ -576,7 +624,7 @@ static void checkpoint_case(atf_method method, const char *pen, atf_loss loss, i
         CHECK(e == ATF_E_INPUT && !res, "%s: a shortened state accepted (%d: %s)", what, (int)e,
               err);
     }
-    kept_states refuse = {.fail_at = 0};
+    kept_states refuse = {.fail_at = 0, .stop_at = -1};
     atf_hooks failing = {.checkpoint = keep_state, .checkpoint_ctx = &refuse, .warm = warm};
     atf_result *res = solve_hooked(p, &set, &failing, &e, err);
     CHECK(e == ATF_E_IO && !res && strstr(err, "checkpoint"),

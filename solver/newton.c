@@ -78,6 +78,14 @@
 #define NYSTROM_STRIDE 8
 #define NYSTROM_MIN_EXAMPLES 500
 #define NYSTROM_PERIOD 3
+/* With the automatic rank, xent's sketch grows to this rank once a Newton step's CG took more
+ * passes (one per CG step saved, as the larger rank about halves CG's steps) than twice what
+ * the larger sketch adds per step (2·(400 − 100)·(N/8)/N passes every third step: 25). Fashion-
+ * MNIST N = 7 200, balanced+balanced, docs/results.md §7f: rank 400 halved CG's steps at every λ
+ * tried; at 72 → 21.6 (about 20 CG steps a Newton step) its sketches cost more than that saved
+ * (+52 % CPU), at 7.2 → 2.16 (about 100) 13 % less CPU, in the first stage of 2.16 → 0.72 half
+ * the passes. Growing when the CG count says so takes the better of the two. */
+#define NYSTROM_GROWN_RANK 400
 #define MU_GROW 4.0
 #define MU_MAX 1e12
 
@@ -92,6 +100,8 @@ typedef struct {
     double sigma;         /* the regularisation's adaptive factor (see MU_REL) */
     atf_nystrom ny;       /* the preconditioner (newton_precond.c); ny.k = 0: none */
     int ny_age;           /* Newton steps since it was built */
+    int ny_grow_to;       /* the rank it may grow to (NYSTROM_GROWN_RANK; 0: it does not) */
+    int ny_grown_at;      /* the step it grew at (−1: it did not) */
     double weight;        /* the augmented Lagrangian's loss weight when the point's values were
                              last computed (0 before the first atf_newton_set_weight) */
     double ny_weight;     /* ... when the sketch was built (0: no sketch built) */
@@ -332,8 +342,40 @@ static int sketch_built_next(const newton_state *st, const atf_pg_loss *pl)
                                                st->ny_age + 1 >= NYSTROM_PERIOD));
 }
 
+/* Whether the sketch grows at the top of this step (NYSTROM_GROWN_RANK's rule). */
+static int sketch_grows(const atf_solver *s, const newton_state *st)
+{
+    if (st->ny.k < 1 || st->ny_grow_to <= st->ny.k)
+        return 0;
+    double added = 2.0 * (st->ny_grow_to - st->ny.k) * st->ny.n_examples / s->work.N /
+                   NYSTROM_PERIOD;
+    return st->cg_last > 2.0 * added;
+}
+
+/* Whether this step builds the sketch afresh: as it was due, or grown. */
+static int sketch_fresh_next(const atf_solver *s, const newton_state *st, const atf_pg_loss *pl)
+{
+    return sketch_built_next(st, pl) || sketch_grows(s, st);
+}
+
+/* The sketch at the larger rank (built by this step; out of memory, it stays as it is). */
+static void grow_preconditioner(atf_solver *s, newton_state *st)
+{
+    int from = st->ny.k;
+    if (atf_nys_resize(&st->ny, st->ny_grow_to) != ATF_OK) {
+        st->ny_grow_to = 0;
+        return;
+    }
+    st->ny_grown_at = st->iter;
+    if (s->set.verbose)
+        atf_sv_log(s, "atf newton: the preconditioner's rank grows from %d to %d (the last step "
+                      "took %d CG steps)\n", from, st->ny.k, st->cg_last);
+}
+
 static void refresh_preconditioner(atf_solver *s, atf_pg_loss *pl, newton_state *st)
 {
+    if (sketch_grows(s, st))
+        grow_preconditioner(s, st);
     if (!sketch_built_next(st, pl)) {
         st->ny_age += st->ny.ready && pl->loss.kind == ATF_LOSS_XENT;
         return;
@@ -350,7 +392,7 @@ static void refresh_preconditioner(atf_solver *s, atf_pg_loss *pl, newton_state 
  * keeps is the top of the step and the resumed solve takes the step in full. */
 typedef struct {
     double sigma;
-    int ny_age, ny_rebuilt, cg_last, negative_curvature;
+    int ny_age, ny_rebuilt, ny_k, ny_grown_at, cg_last, negative_curvature;
     long passes;
     double sketch_passes;
 } step_top;
@@ -358,15 +400,18 @@ typedef struct {
 static step_top step_top_of(const atf_solver *s, const atf_pg_loss *pl, const newton_state *st)
 {
     return (step_top){.sigma = st->sigma, .ny_age = st->ny_age,
-                      .ny_rebuilt = sketch_built_next(st, pl), .cg_last = st->cg_last,
+                      .ny_rebuilt = sketch_fresh_next(s, st, pl), .ny_k = st->ny.k,
+                      .ny_grown_at = st->ny_grown_at, .cg_last = st->cg_last,
                       .negative_curvature = st->negative_curvature, .passes = s->passes,
                       .sketch_passes = st->ny.passes};
 }
 
 /* Back to the top of the step; a sketch built in it is built again by the next one (its top
- * said so: sketch_built_next). */
+ * said so: sketch_fresh_next), and one grown in it grows again there (its arrays stay larger,
+ * which is harmless). */
 static void undo_step(atf_solver *s, newton_state *st, const step_top *top)
 {
+    st->ny.k = top->ny_k, st->ny_grown_at = top->ny_grown_at;
     st->sigma = top->sigma, st->ny_age = top->ny_age, st->cg_last = top->cg_last;
     st->negative_curvature = top->negative_curvature;
     s->passes = top->passes, st->ny.passes = top->sketch_passes;
@@ -533,6 +578,11 @@ atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out,
         atf_newton_free(nw);
         return e;
     }
+    int grow_to = (int)(s->n / 4 < (size_t)NYSTROM_GROWN_RANK ? s->n / 4 : NYSTROM_GROWN_RANK);
+    if (s->set.newton_rank < 0 && loss->kind == ATF_LOSS_XENT && nw->st.ny.k >= 1 &&
+        grow_to > nw->st.ny.k)
+        nw->st.ny_grow_to = grow_to;
+    nw->st.ny_grown_at = -1;
     *out = nw;
     return ATF_OK;
 }
@@ -588,7 +638,9 @@ enum { CP_MAGIC, CP_VERSION, CP_N, CP_T, CP_SIGMA, CP_ALPHA, CP_F, CP_PEN, CP_LO
 #define CP_MAGIC_VALUE 5.0412e7 /* "ATF Newton state", any fixed value that is not a count */
 #define CP_VERSION_VALUE 1.0    /* the core alone */
 #define CP_VERSION_SKETCH 2.0   /* the core, then the sketch's age and predictions */
-enum { SK_AGE, SK_HEADER };     /* after the core; then, when the age is 0 or more, zx [M] */
+/* after the core: the sketch's age, its rank and the step it grew at (−1: it did not); then,
+ * when the age is 0 or more, zx [M] */
+enum { SK_AGE, SK_RANK, SK_GROWN_AT, SK_HEADER };
 
 size_t atf_newton_state_len(const atf_solver *s)
 {
@@ -606,9 +658,9 @@ static int checkpoint_due(const atf_solver *s, const atf_newton *nw)
 
 /* The sketch's age in Newton's own state: −1 where the next step builds it afresh (or there is
  * none), else the steps since it was built at zx_sketch. */
-static int sketch_age(const newton_state *st, const atf_pg_loss *pl)
+static int sketch_age(const atf_solver *s, const newton_state *st, const atf_pg_loss *pl)
 {
-    return st->ny.k < 1 || !st->ny.ready || sketch_built_next(st, pl) ? -1 : st->ny_age;
+    return st->ny.k < 1 || !st->ny.ready || sketch_fresh_next(s, st, pl) ? -1 : st->ny_age;
 }
 
 static size_t own_state_len(const atf_solver *s, const atf_newton *nw, int age)
@@ -635,7 +687,7 @@ void atf_newton_state_save(const atf_solver *s, const atf_newton *nw, double *h)
 static int save_checkpoint(atf_solver *s, atf_newton *nw)
 {
     newton_state *st = &nw->st;
-    int age = sketch_age(st, &nw->pl);
+    int age = sketch_age(s, st, &nw->pl);
     atf_checkpoint cp = {.len = (int64_t)own_state_len(s, nw, age)};
     memcpy(cp.key, nw->key, sizeof cp.key);
     cp.data = malloc((size_t)cp.len * sizeof *cp.data);
@@ -644,7 +696,7 @@ static int save_checkpoint(atf_solver *s, atf_newton *nw)
     atf_newton_state_save(s, nw, cp.data);
     double *tail = cp.data + atf_newton_state_len(s);
     cp.data[CP_VERSION] = CP_VERSION_SKETCH;
-    tail[SK_AGE] = age;
+    tail[SK_AGE] = age, tail[SK_RANK] = st->ny.k, tail[SK_GROWN_AT] = st->ny_grown_at;
     if (age >= 0)
         memcpy(tail + SK_HEADER, st->zx_sketch, (size_t)nw->pl.M * sizeof *tail);
     int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
@@ -779,11 +831,21 @@ static atf_error load_own(atf_solver *s, atf_newton *nw, const double *h, int64_
     size_t core = atf_newton_state_len(s);
     if (!core_header_ok(s, h, len, CP_VERSION_SKETCH) || (size_t)len < core + SK_HEADER)
         return not_a_state(s, len, err);
-    double age = h[core + SK_AGE];
-    int valid = age == -1.0 || (age >= 0.0 && age < NYSTROM_PERIOD && age == floor(age) &&
-                                nw->st.ny.k >= 1);
+    newton_state *st = &nw->st;
+    double age = h[core + SK_AGE], rank = h[core + SK_RANK], grown_at = h[core + SK_GROWN_AT];
+    int grown = rank != st->ny.k;
+    int valid = (age == -1.0 || (age >= 0.0 && age < NYSTROM_PERIOD && age == floor(age) &&
+                                 st->ny.k >= 1)) &&
+                (!grown || (rank == (double)st->ny_grow_to && grown_at >= 0.0 &&
+                            grown_at <= h[CP_ITER] && grown_at == floor(grown_at)));
     if (!valid || (size_t)len != own_state_len(s, nw, valid ? (int)age : -1))
         return not_a_state(s, len, err);
+    if (grown && atf_nys_resize(&st->ny, (int)rank) != ATF_OK) {
+        atf_errorf(err, "newton: out of memory for the checkpoint's preconditioner (rank %d)",
+                   (int)rank);
+        return ATF_E_NOMEM;
+    }
+    st->ny_grown_at = grown ? (int)grown_at : -1;
     load_core(s, nw, h);
     if (age >= 0.0 && sketch_from(s, nw, h + core + SK_HEADER, (int)age) != 0) {
         atf_errorf(err, "newton: the checkpoint's preconditioner could not be built again");
@@ -972,19 +1034,24 @@ static void report(atf_solver *s, const newton_state *st, const atf_pg_info *inf
 typedef struct {
     int iter, cg_total, fallbacks, backtracks, negative_curvature;
     double start;
+    int ny_rank, ny_grown_at;
 } newton_carry;
 
 static void carry_out(const newton_state *st, newton_carry *c)
 {
     *c = (newton_carry){st->iter, st->cg_total, st->fallbacks, st->backtracks,
-                        st->negative_curvature, st->start};
+                        st->negative_curvature, st->start, st->ny.k, st->ny_grown_at};
 }
 
+/* ... and the sketch's rank, where an earlier stage grew it (out of memory: it stays). */
 static void carry_in(newton_state *st, const newton_carry *c)
 {
     st->iter = c->iter, st->cg_total = c->cg_total, st->fallbacks = c->fallbacks;
     st->backtracks = c->backtracks, st->negative_curvature = c->negative_curvature;
     st->start = c->start;
+    if (c->ny_rank > st->ny.k && c->ny_rank == st->ny_grow_to &&
+        atf_nys_resize(&st->ny, c->ny_rank) == ATF_OK)
+        st->ny_grown_at = c->ny_grown_at;
 }
 
 /* The λ between the warm start's and loss's: λw (λ/λw)^(k/K), k = 1 … K − 1, K = ⌈|ln(λ/λw)| /
@@ -1093,6 +1160,16 @@ static atf_error run_bridges(atf_solver *s, const atf_loss *loss, const double *
     return ATF_OK;
 }
 
+/* The note of a solve whose sketch grew (NYSTROM_GROWN_RANK). */
+static void growth_note(atf_result *res, const newton_state *st)
+{
+    char *note = res->info.method_note;
+    size_t len = sizeof res->info.method_note, used = strlen(note);
+    if (used + 1 < len)
+        snprintf(note + used, len - used, "%snewton: preconditioner rank %d from step %d",
+                 used ? "; " : "", st->ny.k, st->ny_grown_at);
+}
+
 /* The note of a solve that went through bridges. */
 static void continuation_note(atf_result *res, const atf_loss *loss, const double *lam, int nb,
                               double eps)
@@ -1149,6 +1226,8 @@ atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, do
     report(s, st, info, status, res);
     if (nb > 0)
         continuation_note(res, loss, lam, nb, fmax(BRIDGE_EPS, s->set.eps_rel));
+    if (st->ny_grown_at >= 0)
+        growth_note(res, st);
     atf_newton_free(nw);
     return ATF_OK;
 }

@@ -160,6 +160,33 @@ atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, c
     return ATF_OK;
 }
 
+/* *a grown to len doubles (realloc: its contents kept); 0 when out of memory (*a as it was). */
+static int grow_array(double **a, size_t len)
+{
+    double *p = realloc(*a, len * sizeof *p);
+    if (p)
+        *a = p;
+    return p != NULL;
+}
+
+atf_error atf_nys_resize(atf_nystrom *ny, int rank)
+{
+    size_t n = ny->n, k = (size_t)(rank < (int)n ? rank : (int)n);
+    double **nk[] = {&ny->U, &ny->Y, &ny->W}, **kk[] = {&ny->work, &ny->G};
+    double **k1[] = {&ny->lam, &ny->tau, &ny->coef};
+    int ok = k >= 1;
+    for (size_t i = 0; ok && i < sizeof nk / sizeof nk[0]; i++)
+        ok = grow_array(nk[i], n * k);
+    for (size_t i = 0; ok && i < sizeof kk / sizeof kk[0]; i++)
+        ok = grow_array(kk[i], k * k);
+    for (size_t i = 0; ok && i < sizeof k1 / sizeof k1[0]; i++)
+        ok = grow_array(k1[i], k);
+    if (!ok) /* the arrays grown so far are larger than k needs, which is harmless */
+        return ATF_E_NOMEM;
+    ny->k = (int)k, ny->ready = 0, ny->prepared = 0; /* batch stays: it is init's, as resumed */
+    return ATF_OK;
+}
+
 /* The loss curvature at the subsample's j-th example (an atf_curvature_fn). */
 static void sub_curv(void *ctx, int j, const double *y, double *u)
 {

@@ -112,6 +112,9 @@ typedef struct {
  * ATF_E_NOMEM with a message. */
 atf_error atf_nys_init(atf_solver *s, atf_nystrom *ny, int examples, int rank, char *err);
 void atf_nys_free(atf_nystrom *ny);
+/* The same preconditioner at a larger rank (not built: ready = 0). ATF_E_NOMEM leaves it as it
+ * was, arrays perhaps larger. */
+atf_error atf_nys_resize(atf_nystrom *ny, int rank);
 /* Sketch the loss curvature at the point of the last atf_pg_loss_curvature: k products with the
  * subsample's Hessian and the Nyström factors. 0, or −1 (non-finite, Cholesky failure): then
  * ready stays 0 and the caller goes without. */

@@ -563,11 +563,11 @@ static void stop_case(const atf_problem *p, const atf_settings *set, const atf_r
  * of its states it ends the same, and so does one stopped at a few of them (stop_case);
  * another solve's state, a damaged one and a checkpoint the caller cannot keep are refused. warm_lambda > 0: every solve starts from the
  * answer at that λ, through the continuation's bridges (settings.continuation, default). */
-static void checkpoint_case(atf_method method, const char *pen, atf_loss loss, int rank,
-                            int min_states, double warm_lambda)
+static void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss, int rank,
+                               int min_states, double warm_lambda, int N,
+                               const int (*shapes)[2], const char *note)
 {
-    static const int shapes[2][2] = {{8, 6}, {6, 2}};
-    atf_problem *p = factored(91, 24, 2, 2, shapes, pen, 0);
+    atf_problem *p = factored(91, N, 2, 2, shapes, pen, 0);
     add_labels(p, 92, 1);
     int n = (int)atf_problem_nvars(p);
     atf_settings set = tight(1e-9);
@@ -586,6 +586,10 @@ static void checkpoint_case(atf_method method, const char *pen, atf_loss loss, i
     }
     atf_hooks none = {.warm = warm};
     atf_result *plain = solve_hooked(p, &set, &none, &e, err);
+    CHECK(plain && (note ? strstr(plain->info.method_note, note) != NULL
+                         : strstr(plain->info.method_note, "preconditioner rank") == NULL),
+          "%s: the note \"%s\" (expected %s)", what, plain ? plain->info.method_note : "",
+          note ? note : "no growth");
     kept_states k = {.fail_at = -1, .stop_at = -1};
     atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k, .warm = warm};
     atf_result *kept = solve_hooked(p, &set, &hooks, &e, err);
@@ -636,6 +640,31 @@ static void checkpoint_case(atf_method method, const char *pen, atf_loss loss, i
     atf_problem_free(p);
 }
 
+static void checkpoint_case(atf_method method, const char *pen, atf_loss loss, int rank,
+                            int min_states, double warm_lambda)
+{
+    static const int shapes[2][2] = {{8, 6}, {6, 2}};
+    checkpoint_case_on(method, pen, loss, rank, min_states, warm_lambda, 24, shapes, NULL);
+}
+
+/* The automatic rank (N ≥ 4 000 examples): 100, grown to 126 (a quarter of the 504 variables)
+ * once a step's CG takes more than its threshold (here 4 CG steps: the larger sketch adds 2·26
+ * columns on an eighth of the examples every third step); the states before and after the
+ * growth, and a stop in the step that grows, resume to the uninterrupted solve bit for bit.
+ * The rank forced to 100 does not grow. */
+static void checkpoint_growth(void)
+{
+    static const int shapes[2][2] = {{40, 12}, {12, 2}};
+    atf_loss xent = {ATF_LOSS_XENT, 0.5};
+    checkpoint_case_on(ATF_METHOD_NEWTON, "balanced+balanced", xent, -1, 3, 0.0, 4000, shapes,
+                       "preconditioner rank 126 from step");
+    checkpoint_case_on(ATF_METHOD_NEWTON, "balanced+balanced", xent, 100, 3, 0.0, 4000, shapes,
+                       NULL);
+    /* through a continuation's bridges: a grown rank carries into the next stage */
+    checkpoint_case_on(ATF_METHOD_NEWTON, "balanced+balanced", xent, -1, 3, 5.0, 4000, shapes,
+                       "preconditioner rank 126 from step");
+}
+
 /* The file: written and read back exactly; a truncated file is refused with its name. */
 static void checkpoint_file(void)
 {
@@ -679,6 +708,7 @@ static void test_checkpoints(void)
     checkpoint_case(ATF_METHOD_ALM, "sq", interpolate, 8, 3, 0.0);
     checkpoint_case(ATF_METHOD_ALM, "balanced+balanced", interpolate, 8, 3, 0.0);
     checkpoint_case(ATF_METHOD_ALM, "nuclear:scale=0.01", interpolate, 0, 3, 0.0);
+    checkpoint_growth();
     checkpoint_file();
 }
 

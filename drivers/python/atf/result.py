@@ -333,7 +333,8 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     default Python's sys.stderr); checkpoint (methods newton, alm) a file that keeps the solve's
     state every checkpoint_every seconds: when it exists the solve goes on from it, to the
     answer the uninterrupted solve gives, bit for bit; it is removed once the answer is
-    returned (kept after Ctrl-C and the iteration limit), as `atf solve --checkpoint`.
+    returned (kept after Ctrl-C, with the step it stopped in, and the iteration limit), as
+    `atf solve --checkpoint`.
     Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with
     an atf.IterationLimitWarning); raises atf.Infeasible (with `.result`, the least-squares point),
     atf.InputError for refused settings and inputs, atf.NumericalError when an iteration broke

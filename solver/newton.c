@@ -804,18 +804,24 @@ atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *h, 
     return ATF_OK;
 }
 
-/* The sketch built `age` steps ago, built again from the predictions it was built at (the
- * resume's own work is not counted: the counts stay the uninterrupted solve's). */
+/* A sketch built again for a resume: its passes are the resume's own work, not counted, so the
+ * counts stay the uninterrupted solve's (the sketch's products count in ny.passes only). */
+static int build_uncounted(atf_solver *s, atf_pg_loss *pl, atf_nystrom *ny)
+{
+    double passes = ny->passes;
+    int r = atf_nys_build(s, pl, ny);
+    ny->passes = passes;
+    return r;
+}
+
+/* The sketch built `age` steps ago, built again from the predictions it was built at. */
 static int sketch_from(atf_solver *s, atf_newton *nw, const double *zx, int age)
 {
     newton_state *st = &nw->st;
     atf_pg_loss *pl = &nw->pl;
-    double sketch_passes = st->ny.passes;
-    long passes = s->passes;
     memcpy(st->zx_sketch, zx, (size_t)pl->M * sizeof *st->zx_sketch);
     int r = atf_pg_loss_curvature(pl, st->zx_sketch) != ATF_OK ? -1
-                                                                : atf_nys_build(s, pl, &st->ny);
-    st->ny.passes = sketch_passes, s->passes = passes;
+                                                                : build_uncounted(s, pl, &st->ny);
     if (r != 0)
         return -1;
     st->ny_weight = st->weight, st->ny_age = age;
@@ -878,10 +884,8 @@ int atf_newton_rebuild_sketch(atf_solver *s, atf_newton *nw, const double *weigh
     if (count < 1 || st->ny.k < 1)
         return -1;
     const double *target = pl->target_work;
-    double passes = st->ny.passes;
     atf_pg_loss_set_weight(pl, weights[0], target);
-    int r = atf_nys_build(s, pl, &st->ny);
-    st->ny.passes = passes; /* a resume's own work: the counts stay the uninterrupted solve's */
+    int r = build_uncounted(s, pl, &st->ny);
     atf_pg_loss_set_weight(pl, st->weight, target);
     if (r != 0)
         return -1;

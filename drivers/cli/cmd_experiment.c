@@ -130,7 +130,7 @@ enum {
     OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_PATH_POINTS, OPT_LOSS,
     OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS, OPT_XENT_LAMBDAS, OPT_XENT_PENALTIES,
     OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE, OPT_THRESHOLDS, OPT_PATIENCE_PATH,
-    OPT_CHECKPOINT_EVERY,
+    OPT_CHECKPOINT_EVERY, OPT_SOLVER_LOG,
     OPT_REPORT_ONLY
 };
 
@@ -220,7 +220,7 @@ static void samples_usage(FILE *out)
             "          [--momentum MU] [--lr-schedule cosine|constant] [--epochs E] [--batch B]\n"
             "          [--stop final|best-val|test-selected] [--val N] [--patience K]\n"
             "          [--sampling fixed|resample-each-epoch] [--pool N] [--center] [--no-mlp]\n"
-            "          [--out DIR] [--json]\n"
+            "          [--checkpoint-every S] [--solver-log FILE] [--out DIR] [--json]\n"
             "\n"
             "Test error against the number of training examples n for models built on the same\n"
             "random network theta0 (one per seed). Rows go to DIR/samples.csv and .jsonl\n"
@@ -266,6 +266,8 @@ static void samples_usage(FILE *out)
             "  --checkpoint-every S  a problem (16) solve (newton, alm) keeps its state in\n"
             "                     DIR/solutions/*.partial.h5 every S seconds (default 600;\n"
             "                     -1: never); a re-run goes on from it to the same answer\n"
+            "  --solver-log FILE  append every problem (16) and ntk-xent solve's iteration\n"
+            "                     table to FILE, under a line naming n, seed, model and lambda\n"
             "  --xent-path-patience K  the path stops once K lambda in a row have done worse\n"
             "                     on validation than the best (default 0: every lambda)\n"
             "  --xent-penalties LIST  p16-xent's penalties, ';'-separated, a model each\n"
@@ -371,6 +373,7 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
         return parse_count("--xent-path-patience", val, &cfg->xent_path_patience, err);
     case OPT_CHECKPOINT_EVERY:
         return atf_cli_double("--checkpoint-every", val, &cfg->checkpoint_seconds, err);
+    case OPT_SOLVER_LOG: snprintf(cfg->solver_log, sizeof cfg->solver_log, "%s", val); return ATF_OK;
     case OPT_XENT_PENALTIES: return atf_samples_set_xent_penalties(cfg, val, err);
     case OPT_INTERPOLATE_MAX_N: return parse_interpolate_max_n(val, &cfg->interpolate_max_n, err);
     case OPT_ALIGN_EXAMPLES: return parse_count("--align-examples", val, &cfg->align_examples, err);
@@ -457,6 +460,7 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"report-only", no_argument, NULL, OPT_REPORT_ONLY},
         {"xent-path-patience", required_argument, NULL, OPT_PATIENCE_PATH},
         {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+        {"solver-log", required_argument, NULL, OPT_SOLVER_LOG},
         {"xent-penalties", required_argument, NULL, OPT_XENT_PENALTIES},
         {"interpolate-max-n", required_argument, NULL, OPT_INTERPOLATE_MAX_N},
         {"align-examples", required_argument, NULL, OPT_ALIGN_EXAMPLES},

@@ -182,6 +182,10 @@ typedef struct {
                                        with resampling, as −1). With fixed sampling a pool only
                                        fixes the test set: the n examples are its first n */
     char out[1024];                 /* output directory */
+    char solver_log[1024];          /* "": none; else every problem (16) solve's iteration
+                                       table (the solver's verbose output, a row per Newton
+                                       step), appended to this file under a line naming the
+                                       (n, seed), model and λ */
     char title[256];                /* figure title ("": one naming the data and penalty) */
     atf_exp_io io;
 } atf_samples_config;

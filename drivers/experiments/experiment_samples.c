@@ -6,6 +6,7 @@
  * OUT/samples.csv (resumable, rowstore.h); the summary and figure are rebuilt from all recorded
  * rows at the end. This file holds the plan, the grid, the summary and the figure; the models
  * themselves run in samples_models.c. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1128,6 +1129,21 @@ static atf_error samples_check_table(void *ctx, const atf_rowstore *st, const ch
  * in. A failure of this process returns at once (the caller ends the whole job with its
  * message); rank 0's failure before the start is every process's (the others return it with
  * err ""). */
+/* --solver-log: the file the solves' iteration tables are appended to (line-buffered, so that
+ * a long solve can be followed as it runs). */
+static atf_error open_solver_log(samples_state *s, char *err)
+{
+    const char *path = s->plan->cfg.solver_log;
+    if (!path[0])
+        return ATF_OK;
+    if (!(s->solver_log = fopen(path, "a"))) {
+        atf_errorf(err, "--solver-log: %.900s: %s", path, strerror(errno));
+        return ATF_E_IO;
+    }
+    setvbuf(s->solver_log, NULL, _IOLBF, 0);
+    return ATF_OK;
+}
+
 atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *outcome, char *err)
 {
     static samples_plan plan; /* large (the configuration and its variants) */
@@ -1147,8 +1163,12 @@ atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *out
     atf_progress prog;
     samples_state s = {.plan = &plan, .io = &config->io, .store = sh.store, .out = sh.out,
                        .done = sh.done, .prog = &prog, .status = ATF_STATUS_SOLVED};
+    if (!e && !plan.cfg.report_only && (!sh.ranks || sh.ranks->rank == 0))
+        e = open_solver_log(&s, err);
     if (!e && !plan.cfg.report_only)
         e = run_grid(&s, err);
+    if (s.solver_log)
+        fclose(s.solver_log);
     int stopped = atf_exp_stopped(s.io);
     if (!e) {
         int end[2] = {stopped, s.status != ATF_STATUS_SOLVED ? (int)s.status : 0};

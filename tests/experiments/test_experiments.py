@@ -651,9 +651,23 @@ def case_samples_checkpoint_resume(scratch):
     at = single.index("--xent-lambdas")
     single[at:at + 2] = ["--xent-lambda", "5"]
     out = os.path.join(scratch, "cp_single")
-    run(single + ["--out", out, "--checkpoint-every", "0"])
+    log = os.path.join(scratch, "solver.log")
+    run(single + ["--out", out, "--checkpoint-every", "0", "--solver-log", log])
     assert len(read_rows(os.path.join(out, "samples.csv"))) == 2 and partials(out) == [], \
         partials(out)
+    # --solver-log: each solve's iteration table under a line naming it, σ in the last column
+    with open(log) as f:
+        text = f.read()
+    heads = [line for line in text.splitlines() if line.startswith("== ")]
+    assert heads == ["== n=600 seed=1 ntk-xent, lambda 5",
+                     "== n=600 seed=1 p16-xent, lambda 5"], heads
+    tables = text.split("\n== ")
+    assert all("pg res" in t and t.splitlines()[-1].split()[0] == "atf" for t in tables), text
+    rows = [line.split() for line in text.splitlines() if line.strip()[:1].isdigit()]
+    assert len(rows) >= 4 and all(len(r) == 10 and float(r[-1]) >= 0 for r in rows), rows
+    p = run(single + ["--out", os.path.join(scratch, "cp_nolog"), "--solver-log",
+                      os.path.join(scratch, "no", "such", "dir", "solver.log")], expect=1)
+    assert "--solver-log" in p.stderr and "no/such/dir" in p.stderr, p.stderr
     # a checkpoint that is not this solve's, and one that is not a checkpoint at all
     out = os.path.join(scratch, "cp_bad")
     os.makedirs(os.path.join(out, "solutions"))

@@ -50,6 +50,7 @@ typedef struct {
                                 recorded_index numbers them, the same on every rank
                                 (exp_shared.done; NULL: ask the store) */
     atf_progress *prog;
+    FILE *solver_log;        /* cfg.solver_log opened for appending (rank 0), or NULL */
     int new_rows;
     atf_status status; /* solved, or why the grid stopped: an infeasible baseline */
 } samples_state;

@@ -35,6 +35,8 @@ lambdas=0.1,0.03,0.01,0.003,0.001,0.0003,0.0001
 exact=(--penalty balanced+balanced --tol 1e-6 --interpolate-max-n auto
        --xent-lambdas $lambdas --xent-lambdas-per-example --xent-path-patience 1)
 report=(--align-examples 200 --error-thresholds 0.25,0.18,0.14)
+# fair-large and fair-60000 (solves of hours) append each exact solve's iteration table to
+# solver.log in their directory (from 2026-11-29 13:50 UTC; the steps before were not logged)
 fair=(--sampling fixed --stop best-val)
 authors=(--resample-each-epoch --pool all --stop test-selected)
 models="ntk,ntk-xent,p16,p16-xent,ntk-sgd,factorized-sgd,network"
@@ -79,11 +81,11 @@ case "$step" in
   fair-large)  # n = 30 000 (the interpolants are `skipped` there: M > the parameter count)
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
       "${fair[@]}" --ns 30000 --seeds 3 --batch 50 --models $models \
-      --xent-penalties "$xent_pens" --out $out/fair-large ;;
+      --xent-penalties "$xent_pens" --out $out/fair-large --solver-log $out/fair-large/solver.log ;;
   fair-60000)  # n = 60 000 in a table of its own, so that it runs beside fair-large
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
       "${fair[@]}" --ns 60000 --seeds 3 --batch 50 --models $models \
-      --xent-penalties "$xent_pens" --out $out/fair-60000 ;;
+      --xent-penalties "$xent_pens" --out $out/fair-60000 --solver-log $out/fair-60000/solver.log ;;
   merge)  # the rows of fair-large, fair-60000 and fair-2000-p16 join the fair table (a table has one writer
           # at a time, so these run beside the others in directories of their own): a key the
           # fair table has already is replaced by the source's row, a new key is appended (a

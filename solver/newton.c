@@ -465,15 +465,16 @@ static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_stat
 
 /* After a full Newton step that lowered F but raised the residual by more than RESIDUAL_ROSE
  * (from `before` to st->res), σ becomes MU_GROW² times the σ that step was taken with
- * (newton_step divided it by MU_GROW), as after a failed line search. Without this, from a nonconvex penalty's long shallow valley
- * the steps alternated: a long one (‖d‖ 3–6) raised the residual 2–6×, the floor
+ * (newton_step divided it by MU_GROW), as after a failed line search. Without this, from a
+ * nonconvex penalty's long shallow valley the steps alternated: a long one (‖d‖ 3–6) raised the residual 2–6×, the floor
  * MU_REL·res rose with it and gave a short step that lowered it 3.6–5×, after which σ fell back
  * to the floor and the next step was long again (Fashion-MNIST N = 7 200, balanced+balanced,
  * xent λ 2.16 → 0.72, first continuation stage: 31 Newton steps and 12 826 passes; with this,
  * 10 steps and 3 202 passes; docs/results.md §7f). Growing σ by MU_GROW only equals the floor's
- * own rise and changed nothing. Those rises were 2–6×; a step σ has made tiny moves the residual
- * by its rounding, up or down, and counting a rise of 0.02 % too sent σ up 16× on every other
- * step, to MU_MAX, where the steps did nothing (Fashion-MNIST n = 30 000, λ 2.7: 100 Newton steps
+ * own rise and changed nothing. Those rises were 2–6×. After a step that a large σ has made
+ * tiny, the proximal-gradient step that follows it moves the residual by 0.02–1 %, up about as
+ * often as down; counting those rises too sent σ up 16× each time, to MU_MAX, where the steps
+ * did nothing (Fashion-MNIST n = 30 000, λ 2.7: 100 Newton steps
  * at pg residual 4.24e-4, docs/solver.md §15). */
 #define RESIDUAL_ROSE 1.5
 static void residual_rose(newton_state *st, double before)

@@ -1123,12 +1123,6 @@ static atf_error samples_check_table(void *ctx, const atf_rowstore *st, const ch
     return check_table(ctx, st, table, err);
 }
 
-/* Alone, or as one of several processes (rank 0 reports the shared run): rank 0 opens and
- * checks the table, moves what earlier runs left in part tables and tells every process which
- * runs are recorded; each runs its points; when all are done (or stopped) rank 0 moves the rows
- * in. A failure of this process returns at once (the caller ends the whole job with its
- * message); rank 0's failure before the start is every process's (the others return it with
- * err ""). */
 /* --solver-log: the file the solves' iteration tables are appended to (line-buffered, so that
  * a long solve can be followed as it runs). */
 static atf_error open_solver_log(samples_state *s, char *err)
@@ -1144,6 +1138,12 @@ static atf_error open_solver_log(samples_state *s, char *err)
     return ATF_OK;
 }
 
+/* Alone, or as one of several processes (rank 0 reports the shared run): rank 0 opens and
+ * checks the table, moves what earlier runs left in part tables and tells every process which
+ * runs are recorded; each runs its points; when all are done (or stopped) rank 0 moves the rows
+ * in. A failure of this process returns at once (the caller ends the whole job with its
+ * message); rank 0's failure before the start is every process's (the others return it with
+ * err ""). */
 atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *outcome, char *err)
 {
     static samples_plan plan; /* large (the configuration and its variants) */

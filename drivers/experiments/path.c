@@ -718,13 +718,6 @@ static const atf_result *warm_start(path_state *s, const path_plan *pl, char *fr
     return s->warm;
 }
 
-/* The solver's verbose output onto the progress stream. */
-static void log_to_stream(void *stream, const char *text)
-{
-    if (stream) /* ranks other than 0 have none */
-        fputs(text, stream);
-}
-
 static atf_settings path_settings(const path_state *s, double lambda)
 {
     const atf_path_config *cfg = s->cfg;
@@ -839,7 +832,7 @@ static atf_error run_lambda(path_state *s, double lambda, const path_plan *pl, a
     char key[32], from[32], file[64];
     atf_path_key(lambda, key, sizeof key);
     atf_settings set = path_settings(s, lambda);
-    atf_hooks hooks = {.log = log_to_stream, .log_ctx = s->cfg->io.progress,
+    atf_hooks hooks = {.log = atf_exp_log_to, .log_ctx = s->cfg->io.progress,
                        .warm = warm_start(s, pl, from, sizeof from),
                        .interrupt = s->cfg->io.interrupt,
                        .processes = s->ranks ? s->ranks->processes : NULL};

@@ -38,6 +38,12 @@ void atf_exp_note(const atf_exp_io *io, const char *fmt, ...)
     va_end(ap);
 }
 
+void atf_exp_log_to(void *stream, const char *text)
+{
+    if (stream)
+        fputs(text, stream);
+}
+
 atf_error atf_exp_path(char *buf, size_t len, const char *dir, const char *name, char *err)
 {
     int n = snprintf(buf, len, "%s/%s", dir, name);

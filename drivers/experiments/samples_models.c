@@ -162,12 +162,6 @@ static atf_error model_penalty(const samples_state *s, const point *pt, const me
                                   err);
 }
 
-/* The solver's verbose output into the --solver-log file. */
-static void log_to_file(void *file, const char *text)
-{
-    fputs(text, file);
-}
-
 /* One solve, shown on the progress line as the point's model m with detail. partial (NULL:
  * none) is the file of its checkpoints: written every checkpoint_seconds while the solve runs,
  * read back when an earlier run left one (the solve then goes on from there, to the same answer
@@ -196,16 +190,15 @@ static atf_error solve_one(samples_state *s, const point *pt, atf_problem *prob,
             return e;
         hooks.resume = &from;
     }
+    const char *resumed = hooks.resume ? ", resumed from its checkpoint" : "";
     char shown[160];
-    snprintf(shown, sizeof shown, "%s%s", detail,
-             hooks.resume ? ", resumed from its checkpoint" : "");
+    snprintf(shown, sizeof shown, "%s%s", detail, resumed);
     samples_show(s, pt, m->name, shown);
     if (s->solver_log) {
         set.verbose = 1, set.log_every = 1;
-        hooks.log = log_to_file, hooks.log_ctx = s->solver_log;
+        hooks.log = atf_exp_log_to, hooks.log_ctx = s->solver_log;
         fprintf(s->solver_log, "== n=%d seed=%llu %s, lambda %.6g%s\n", pt->n,
-                (unsigned long long)pt->seed, m->name, lambda,
-                hooks.resume ? ", resumed from its checkpoint" : "");
+                (unsigned long long)pt->seed, m->name, lambda, resumed);
     }
     e = atf_solve(prob, &set, &hooks, res, err);
     if (e)

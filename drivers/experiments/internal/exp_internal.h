@@ -37,6 +37,9 @@ void atf_exp_note(const atf_exp_io *io, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* An atf_hooks.log callback: the solver's verbose output onto the FILE * stream (NULL: none,
+ * as on ranks other than 0). */
+void atf_exp_log_to(void *stream, const char *text);
 
 /* "DIR/NAME" into buf (len bytes); ATF_E_USAGE with a message when it does not fit. */
 atf_error atf_exp_path(char *buf, size_t len, const char *dir, const char *name, char *err);

@@ -743,11 +743,33 @@ atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss
     return ATF_OK;
 }
 
+/* Whether two checkpoint keys differ only in the problem's fingerprint (the 32 hex digits after
+ * "; problem "): the same solve of a problem whose numbers are not bit for bit the same. */
+static int only_the_data_differ(const char *a, const char *b)
+{
+    static const char tag[] = "; problem ";
+    const char *pa = strstr(a, tag), *pb = strstr(b, tag);
+    if (!pa || !pb || pa - a != pb - b || strncmp(a, b, (size_t)(pa - a)) != 0)
+        return 0;
+    size_t fp = sizeof tag - 1 + ATF_FINGERPRINT_LEN - 1;
+    return strlen(pa) >= fp && strlen(pb) >= fp && strcmp(pa + fp, pb + fp) == 0;
+}
+
 atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp,
                                     const char *key, char *err)
 {
     if (strcmp(cp->key, key) == 0)
         return ATF_OK;
+    if (only_the_data_differ(cp->key, key)) {
+        /* The common way to get here is rebuilding the problem on another machine: OpenBLAS
+         * picks its kernels by CPU, and kernels round differently. Say so, since the rest of the
+         * key is the same and "another solve's" would send the user looking in the wrong place. */
+        atf_errorf(err, "%s: the checkpoint is for the same solve of a problem whose numbers "
+                        "differ (problem fingerprint %.32s there, %.32s here): built again on "
+                        "another machine or BLAS kernel? (OpenBLAS: OPENBLAS_CORETYPE)",
+                   method, strstr(cp->key, "; problem ") + 10, strstr(key, "; problem ") + 10);
+        return ATF_E_INPUT;
+    }
     atf_errorf(err, "%s: the checkpoint is another solve's (it is for \"%.300s\"; this solve "
                     "is \"%.300s\")", method, cp->key, key);
     return ATF_E_INPUT;

@@ -561,7 +561,8 @@ static void stop_case(const atf_problem *p, const atf_settings *set, const atf_r
 
 /* One case: the solve with checkpoints at every step equals the one without; resumed from each
  * of its states it ends the same, and so does one stopped at a few of them (stop_case);
- * another solve's state, a damaged one and a checkpoint the caller cannot keep are refused. warm_lambda > 0: every solve starts from the
+ * another solve's state, the same solve's on other numbers (said apart), a damaged one and a
+ * checkpoint the caller cannot keep are refused. warm_lambda > 0: every solve starts from the
  * answer at that λ, through the continuation's bridges (settings.continuation, default). */
 static void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss, int rank,
                                int min_states, double warm_lambda, int N,
@@ -621,6 +622,18 @@ static void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss
         atf_result *res = solve_hooked(p, &other, &from, &e, err);
         CHECK(e == ATF_E_INPUT && !res && strstr(err, "another solve"),
               "%s: another loss's state accepted (%d: %s)", what, (int)e, err);
+        /* the same solve of a problem one ulp away (in use: rebuilt on another machine, whose
+         * BLAS kernels round differently): refused, and the message says the numbers differ */
+        if (!warm) { /* (a warm start's first state is a bridge's, another solve's on q) */
+            atf_problem *q = factored(91, N, 2, 2, shapes, pen, 0);
+            add_labels(q, 92, 1);
+            q->r[0] = nextafter(q->r[0], INFINITY);
+            res = solve_hooked(q, &set, &from, &e, err);
+            CHECK(e == ATF_E_INPUT && !res && strstr(err, "numbers differ") &&
+                      strstr(err, "OPENBLAS_CORETYPE") && !strstr(err, "another solve"),
+                  "%s: a state of the same solve on other data (%d: %s)", what, (int)e, err);
+            atf_problem_free(q);
+        }
         atf_checkpoint damaged = k.states[0];
         damaged.len--;
         from.resume = &damaged;

@@ -125,7 +125,10 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, const atf_
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
 /* The same with the solver's hooks (optional, as atf_solve's), for their stop flag: the CG path
  * can run for hours (M = 80 000: two) and stops at the flag with status interrupted. It starts
- * from B = 0 whatever the warm start (the min-norm point does not depend on one). Since 1.1. */
+ * from B = 0 whatever the warm start (the min-norm point does not depend on one). Since 1.1.
+ * Since 1.4: the CG path keeps and resumes checkpoints (hooks.checkpoint, hooks.resume; the
+ * Gram path keeps none and refuses a resume), and a hooks.log receives the iteration table
+ * (one row per 50 steps). */
 atf_error atf_baseline_hooks(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
                              char *err);
 /* ---- reporting (formatting only: the library never prints) ---- */

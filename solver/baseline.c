@@ -14,6 +14,7 @@ atf_error atf_baseline_hooks(const atf_problem *prob, const atf_hooks *hooks, at
 {
     atf_settings set = atf_settings_default();
     set.method = atf_sv_gram_fits(prob, NULL, 0, NULL, 0) ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
+    set.verbose = hooks && hooks->log; /* a log asked for is a log wanted: no settings here */
     return atf_solve(prob, &set, hooks, out, err);
 }
 

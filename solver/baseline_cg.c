@@ -29,12 +29,14 @@
  * products): no interpolant to tol exists within a million times the norm reached, a true
  * statement in either case, and b is not in the range of A' to working precision. */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "solver_cg.h"
+#include "solver_newton.h"
 
 /* Consecutive true-residual replacements that do not halve the residual before "stalled". */
 #define CG_STALL_REPLACEMENTS 3
@@ -59,6 +61,13 @@ struct atf_sv_cg {
     double *q, *qprev, *w, *xbuf;   /* [n] */
     int total_steps;        /* PCG steps since the last solve began (with the certificate's) */
     atf_cg_report last;     /* the last main solve */
+    /* checkpoints of the main LSQR solve (hooks.checkpoint / hooks.resume, one process) */
+    char key[ATF_CHECKPOINT_KEYLEN];
+    int checkpointing;      /* hooks.checkpoint is called */
+    int checkpoint_failed;  /* the caller could not keep a state: the solve ends, ATF_E_IO */
+    double last_checkpoint; /* atf_now() at the start, the resume or the last checkpoint */
+    double elapsed0;        /* seconds of the solve before its resume (0: none) */
+    double start;           /* atf_now() when the main solve began */
 };
 
 /* One PCG solve of A'A'ᵀλ = b. */
@@ -67,6 +76,7 @@ typedef struct {
     double bn, tol;
     int max_steps, log;
     int lsqr;               /* LSQR in the P⁻¹ norm instead of CG on A'A'ᵀ (no λ then) */
+    int main_solve;         /* the baseline's own solve: checkpoints are kept and resumed */
     double *x;              /* [n] A'ᵀλ (required) */
     double *lam;            /* [M] λ, or NULL */
 } pcg_job;
@@ -373,7 +383,7 @@ static void lsqr_start(atf_sv_cg *c, const pcg_job *job, lsqr_state *st)
     memcpy(st->w, st->v, c->n * sizeof *st->w);
     memcpy(st->r, job->b, M * sizeof *st->r);
     memset(st->aw, 0, M * sizeof *st->aw);
-    st->phibar = st->beta, st->rhobar = st->alpha, st->coef = 0.0;
+    st->phibar = st->beta, st->rhobar = st->alpha, st->coef = 0.0, st->cs = 0.0;
 }
 
 /* One step: the next pair of bidiagonalisation vectors, the plane rotation, and x, r, w. */
@@ -435,14 +445,141 @@ static int lsqr_suspect(const lsqr_state *st, double xn)
     return xn > 0.0 && st->phibar * st->phibar >= ATF_CG_INCONSISTENT_RATIO * xn * normal;
 }
 
-static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double t0)
+/* The bookkeeping of the stopping tests, kept with the state. */
+typedef struct {
+    int k;                  /* the step about to be taken */
+    int stale, next_confirm;
+    double best;
+} lsqr_book;
+
+/* ---- checkpoints of the main LSQR solve (hooks.checkpoint, hooks.resume) ----
+ * At the top of a step the state is the step's number, the bidiagonalisation's scalars and
+ * vectors (t, P⁻¹t, A'w, r [M]; v, w [n]), x [n] and the stopping tests' bookkeeping; the
+ * preconditioner is a function of the problem, its options and a fixed seed, and is built again
+ * on resume (its kind, rank and seed are in the key). So a state can be taken at the top of any
+ * step and the resumed solve ends with the uninterrupted one's x, counts and certificate, bit
+ * for bit. The x and r kept are those of the scaled right-hand side (pcg), whose exponent the
+ * header keeps to check. */
+enum { LS_MAGIC, LS_VERSION, LS_M, LS_N, LS_EXPONENT, LS_STEP, LS_TOTAL, LS_PASSES,
+       LS_REPLACEMENTS, LS_STALE, LS_NEXT_CONFIRM, LS_BEST, LS_ALPHA, LS_BETA, LS_PHIBAR,
+       LS_RHOBAR, LS_CS, LS_COEF, LS_ELAPSED, LS_HEADER };
+#define LS_MAGIC_VALUE 5.0412e8 /* "ATF LSQR state": any fixed value that is not a count */
+#define LS_VERSION_VALUE 1.0
+#define LS_STATE "lsqr state 1"
+
+static size_t lsqr_state_len(const atf_sv_cg *c)
+{
+    return LS_HEADER + 3 * c->n + 4 * (size_t)c->M;
+}
+
+/* The vectors of a state in their order: x, v, w [n], then t, sv, aw, r [M]. */
+static void lsqr_vectors(const atf_sv_cg *c, const pcg_job *job, const lsqr_state *st,
+                         double **vn, double **vm)
+{
+    vn[0] = job->x, vn[1] = st->v, vn[2] = st->w;
+    vm[0] = st->t, vm[1] = st->sv, vm[2] = st->aw, vm[3] = st->r;
+    (void)c;
+}
+
+/* Hands the state at the top of step bk->k to hooks.checkpoint; 0, or −1 when the caller could
+ * not keep it (or out of memory). */
+static int lsqr_save(atf_sv_cg *c, const pcg_job *job, const lsqr_state *st, const lsqr_book *bk,
+                     const atf_cg_report *rep, int exponent)
+{
+    atf_solver *s = c->s;
+    atf_checkpoint cp = {.len = (int64_t)lsqr_state_len(c)};
+    memcpy(cp.key, c->key, sizeof cp.key);
+    double *h = cp.data = malloc((size_t)cp.len * sizeof *cp.data);
+    if (!h)
+        return -1;
+    h[LS_MAGIC] = LS_MAGIC_VALUE, h[LS_VERSION] = LS_VERSION_VALUE;
+    h[LS_M] = c->M, h[LS_N] = (double)c->n, h[LS_EXPONENT] = exponent;
+    h[LS_STEP] = bk->k, h[LS_TOTAL] = c->total_steps, h[LS_PASSES] = (double)s->passes;
+    h[LS_REPLACEMENTS] = rep->replacements, h[LS_STALE] = bk->stale;
+    h[LS_NEXT_CONFIRM] = bk->next_confirm, h[LS_BEST] = isfinite(bk->best) ? bk->best : -1.0;
+    h[LS_ALPHA] = st->alpha, h[LS_BETA] = st->beta, h[LS_PHIBAR] = st->phibar;
+    h[LS_RHOBAR] = st->rhobar, h[LS_CS] = st->cs, h[LS_COEF] = st->coef;
+    h[LS_ELAPSED] = c->elapsed0 + (atf_now() - c->start);
+    double *vn[3], *vm[4], *at = h + LS_HEADER;
+    lsqr_vectors(c, job, st, vn, vm);
+    for (int i = 0; i < 3; at += c->n, i++)
+        memcpy(at, vn[i], c->n * sizeof *at);
+    for (int i = 0; i < 4; at += c->M, i++)
+        memcpy(at, vm[i], (size_t)c->M * sizeof *at);
+    int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
+    free(cp.data);
+    c->last_checkpoint = atf_now();
+    if (r == 0 && s->set.verbose)
+        atf_sv_log(s, "atf cg: checkpoint kept at step %d\n", bk->k);
+    return r == 0 ? 0 : -1;
+}
+
+/* Whether hooks.resume is a state of this solve's shape (its key was checked before). */
+static int lsqr_state_ok(const atf_sv_cg *c, const atf_checkpoint *cp, int exponent)
+{
+    const double *h = cp->data;
+    return cp->len == (int64_t)lsqr_state_len(c) && h[LS_MAGIC] == LS_MAGIC_VALUE &&
+           h[LS_VERSION] == LS_VERSION_VALUE && h[LS_M] == c->M && h[LS_N] == (double)c->n &&
+           h[LS_EXPONENT] == exponent && h[LS_STEP] >= 1.0 && h[LS_STEP] <= INT_MAX &&
+           h[LS_TOTAL] >= 0.0 && h[LS_TOTAL] <= INT_MAX && h[LS_NEXT_CONFIRM] <= INT_MAX;
+}
+
+/* The state of hooks.resume in place of lsqr_start (checked by atf_sv_baseline_cg). */
+static void lsqr_load(atf_sv_cg *c, const pcg_job *job, lsqr_state *st, lsqr_book *bk,
+                      atf_cg_report *rep)
+{
+    atf_solver *s = c->s;
+    const double *h = s->hooks.resume->data, *at = h + LS_HEADER;
+    st->t = c->rho, st->sv = c->z, st->aw = c->p, st->r = c->gp, st->v = c->q, st->w = c->qprev;
+    bk->k = (int)h[LS_STEP], c->total_steps = (int)h[LS_TOTAL], s->passes = (long)h[LS_PASSES];
+    rep->replacements = (int)h[LS_REPLACEMENTS], rep->steps = bk->k - 1;
+    bk->stale = (int)h[LS_STALE], bk->next_confirm = (int)h[LS_NEXT_CONFIRM];
+    bk->best = h[LS_BEST] < 0.0 ? INFINITY : h[LS_BEST];
+    st->alpha = h[LS_ALPHA], st->beta = h[LS_BETA], st->phibar = h[LS_PHIBAR];
+    st->rhobar = h[LS_RHOBAR], st->cs = h[LS_CS], st->coef = h[LS_COEF];
+    c->elapsed0 = h[LS_ELAPSED];
+    double *vn[3], *vm[4];
+    lsqr_vectors(c, job, st, vn, vm);
+    for (int i = 0; i < 3; at += c->n, i++)
+        memcpy(vn[i], at, c->n * sizeof *at);
+    for (int i = 0; i < 4; at += c->M, i++)
+        memcpy(vm[i], at, (size_t)c->M * sizeof *at);
+    if (s->set.verbose)
+        atf_sv_log(s, "atf cg: resumed from a checkpoint at step %d (%.0f s into the solve)\n",
+                   bk->k, c->elapsed0);
+}
+
+/* A checkpoint before step bk->k: when one is kept and the interval has passed, and always at a
+ * stop (the interrupt or the step limit: no finished step is lost). 0, or −1 (the solve ends). */
+static int lsqr_checkpoint(atf_sv_cg *c, const pcg_job *job, const lsqr_state *st,
+                           const lsqr_book *bk, const atf_cg_report *rep, int exponent, int stop)
+{
+    if (!job->main_solve || !c->checkpointing ||
+        (!stop && atf_now() - c->last_checkpoint < c->s->hooks.checkpoint_seconds))
+        return 0;
+    if (lsqr_save(c, job, st, bk, rep, exponent) == 0)
+        return 0;
+    c->checkpoint_failed = 1;
+    return -1;
+}
+
+static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double t0,
+                      int exponent)
 {
     lsqr_state st;
-    double best = INFINITY, prev[3] = {0.0, 0.0, 0.0};
-    int stale = 0, next_confirm = 1;
-    lsqr_start(c, job, &st);
-    for (int k = 1;; k++) {
-        if (k > job->max_steps || atf_sv_interrupted(c->s)) {
+    lsqr_book bk = {.k = 1, .next_confirm = 1, .best = INFINITY};
+    double prev[3] = {0.0, 0.0, 0.0};
+    if (job->main_solve && c->s->hooks.resume)
+        lsqr_load(c, job, &st, &bk, rep);
+    else
+        lsqr_start(c, job, &st);
+    for (;; bk.k++) {
+        int k = bk.k, stop = k > job->max_steps || atf_sv_interrupted(c->s);
+        if (lsqr_checkpoint(c, job, &st, &bk, rep, exponent, stop) != 0) {
+            rep->outcome = ATF_CG_INTERRUPTED;
+            return;
+        }
+        if (stop) {
             rep->outcome = k > job->max_steps ? ATF_CG_LIMIT : ATF_CG_INTERRUPTED;
             return;
         }
@@ -457,14 +594,15 @@ static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, doub
         if (job->log && (k % c->s->set.log_every == 0 || k == 1))
             log_row(c, job, k, rr, t0, prev);
         if ((rr <= job->tol || st.beta == 0.0) &&
-            confirm_converged(c, job, rep, st.r, &best, &stale))
+            confirm_converged(c, job, rep, st.r, &bk.best, &bk.stale))
             return;
-        if (k >= next_confirm && (st.alpha == 0.0 || lsqr_suspect(&st, atf_sv_norm(job->x, c->n)))) {
+        if (k >= bk.next_confirm &&
+            (st.alpha == 0.0 || lsqr_suspect(&st, atf_sv_norm(job->x, c->n)))) {
             if (lsqr_inconsistent(c, job, rep)) {
                 rep->outcome = ATF_CG_INCONSISTENT;
                 return;
             }
-            next_confirm = k + CG_CONFIRM_BACKOFF;
+            bk.next_confirm = k + CG_CONFIRM_BACKOFF;
         }
     }
 }
@@ -504,7 +642,7 @@ static void pcg(atf_sv_cg *c, const pcg_job *job_in, atf_cg_report *rep)
     if (job.bn == 0.0)
         rep->outcome = ATF_CG_CONVERGED, rep->rel_res = 0.0;
     else if (job.lsqr)
-        lsqr_loop(c, &job, rep, t0);
+        lsqr_loop(c, &job, rep, t0, e);
     else
         pcg_loop(c, &job, rep, t0);
     if (isnan(rep->rel_res) || rep->outcome == ATF_CG_INCONSISTENT)
@@ -585,18 +723,79 @@ static void method_note(const atf_sv_cg *c, const atf_cg_report *rep, atf_result
                  rep->steps, c->total_steps - rep->steps);
 }
 
+/* What a checkpoint of the main solve belongs to: the problem, the tolerance and the settings
+ * in every key (atf_sv_checkpoint_key), then the preconditioner (kind, rank, seed), which the
+ * resumed solve must build again the same. */
+static atf_error lsqr_key(atf_sv_cg *c, char *err)
+{
+    atf_solver *s = c->s;
+    atf_error e = atf_sv_checkpoint_key(s, LS_STATE, &s->set.loss, s->set.eps_rel, NULL, c->key,
+                                        err);
+    size_t k = strlen(c->key);
+    if (!e && snprintf(c->key + k, sizeof c->key - k, "; preconditioner %s rank %d seed %llu",
+                       atf_cg_precond_name(c->pre.kind), c->pre.k,
+                       (unsigned long long)(c->opt.seed ? c->opt.seed : ATF_CG_SEED)) >=
+                  (int)(sizeof c->key - k)) {
+        atf_errorf(err, "cg: checkpoint: the solve's description is longer than %d bytes",
+                   ATF_CHECKPOINT_KEYLEN - 1);
+        e = ATF_E_USAGE;
+    }
+    return e;
+}
+
+/* Checkpoints for the main solve when the caller keeps or resumes them: the key, and a resumed
+ * state checked against it and against this solve's shape. Not when the interrupt flag ended
+ * the preconditioner's pivoting early: that solve stops at once and must neither refuse nor
+ * overwrite a state of the full preconditioner. */
+static atf_error checkpoints_begin(atf_sv_cg *c, char *err)
+{
+    atf_solver *s = c->s;
+    c->checkpointing = c->checkpoint_failed = 0, c->elapsed0 = 0.0;
+    c->last_checkpoint = c->start;
+    if ((!s->hooks.checkpoint && !s->hooks.resume) || atf_sv_interrupted(s))
+        return ATF_OK;
+    if (s->procs) {
+        atf_errorf(err, "cg: checkpoints are kept in one process only");
+        return ATF_E_USAGE;
+    }
+    if (c->opt.krylov == ATF_CG_KRYLOV_CRAIG) {
+        atf_errorf(err, "cg: checkpoints are kept by the LSQR solve only (not craig)");
+        return ATF_E_USAGE;
+    }
+    atf_error e = lsqr_key(c, err);
+    if (!e && s->hooks.resume)
+        e = atf_sv_checkpoint_is_ours("cg", s->hooks.resume, c->key, err);
+    int exponent = 0;
+    frexp(s->rnorm, &exponent);
+    if (!e && s->hooks.resume && !lsqr_state_ok(c, s->hooks.resume, exponent)) {
+        atf_errorf(err, "cg: the checkpoint's state is not an LSQR state of %d rows and %zu "
+                        "variables (%lld numbers, or its header is damaged)",
+                   c->M, c->n, (long long)s->hooks.resume->len);
+        e = ATF_E_INPUT;
+    }
+    c->checkpointing = !e && s->hooks.checkpoint;
+    return e;
+}
+
 atf_error atf_sv_baseline_cg(atf_solver *s, atf_result *res, double *x, char *err)
 {
     atf_sv_cg *c = s->proj.cg;
-    double t0 = atf_now();
+    double t0 = c->start = atf_now();
     c->total_steps = 0;
     atf_error e = ensure_preconditioner(c, err);
+    if (!e)
+        e = checkpoints_begin(c, err);
     if (e != ATF_OK)
         return e;
     pcg_job job = {.b = s->work.r, .bn = s->rnorm, .tol = tolerance(s),
                    .max_steps = s->set.max_iter, .log = s->set.verbose, .x = x,
-                   .lsqr = c->opt.krylov != ATF_CG_KRYLOV_CRAIG};
+                   .lsqr = c->opt.krylov != ATF_CG_KRYLOV_CRAIG,
+                   .main_solve = c->checkpointing || (s->hooks.resume && !atf_sv_interrupted(s))};
     pcg(c, &job, &c->last);
+    if (c->checkpoint_failed) {
+        atf_errorf(err, "cg: the checkpoint at step %d could not be kept", c->last.steps + 1);
+        return ATF_E_IO;
+    }
     const atf_cg_report *rep = &c->last;
     memcpy(s->x_ls, x, s->n * sizeof *x); /* what a fallback would return */
     s->ls_residual = rep->rel_res;

@@ -1,5 +1,6 @@
 /* cmd_baseline.c — `atf baseline PROBLEM.h5 -o RESULT.h5 [--method gram|cg|auto]
- * [--max-iter N] [--no-reduce] [--json] [--quiet]` (docs/cli.md).
+ * [--max-iter N] [--no-reduce] [--checkpoint FILE [--checkpoint-every S]] [--json] [--quiet]`
+ * (docs/cli.md).
  *
  * The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), with its objective under the blocks'
  * own penalties, its certificates and factors, by the M × M Gram (gram: method baseline) or by
@@ -16,7 +17,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: atf baseline PROBLEM.h5 -o RESULT.h5 [--method gram|cg|auto]\n"
-            "                    [--max-iter N] [--no-reduce] [--json] [--quiet]\n"
+            "                    [--max-iter N] [--no-reduce]\n"
+            "                    [--checkpoint FILE [--checkpoint-every S]] [--json] [--quiet]\n"
             "\n"
             "NTK min-norm interpolant (Theorem 1): B = A^T (A A^T)^-1 r, the projection of 0\n"
             "onto the constraints, reported with its objective under the blocks' penalties,\n"
@@ -31,6 +33,12 @@ static void usage(FILE *out)
             "  --max-iter N   cg: step limit (default 10000; exit 4 when reached)\n"
             "  --no-reduce    no exact subspace reduction of factored blocks (needed for a\n"
             "                 rank-deficient factor over several processes)\n"
+            "  --checkpoint FILE  cg: keep the solve's state in FILE every S seconds\n"
+            "                 (--checkpoint-every, default 600); when FILE exists the solve\n"
+            "                 goes on from it, to the answer the uninterrupted solve gives\n"
+            "                 (bit for bit). Kept after Ctrl-C and the step limit, else\n"
+            "                 removed once RESULT.h5 is written. The Gram keeps none (gram\n"
+            "                 with an existing FILE is exit 2). One process only\n"
             "  --json         one JSON line on stdout\n"
             "  --quiet        no progress or summary on stderr\n"
             "\n"
@@ -38,7 +46,8 @@ static void usage(FILE *out)
             "            written), 4 step limit (cg; last iterate written), 130 interrupted\n");
 }
 
-enum { OPT_JSON = ATF_CLI_OPT_FIRST, OPT_METHOD, OPT_MAX_ITER, OPT_NO_REDUCE };
+enum { OPT_JSON = ATF_CLI_OPT_FIRST, OPT_METHOD, OPT_MAX_ITER, OPT_NO_REDUCE, OPT_CHECKPOINT,
+       OPT_CHECKPOINT_EVERY };
 
 /* The options a baseline accepts (a subset of atf solve's). */
 static const struct option options[] = {
@@ -47,6 +56,8 @@ static const struct option options[] = {
     {"method", required_argument, NULL, OPT_METHOD},
     {"max-iter", required_argument, NULL, OPT_MAX_ITER},
     {"no-reduce", no_argument, NULL, OPT_NO_REDUCE},
+    {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+    {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"quiet", no_argument, NULL, 'q'},
     ATF_CLI_HELP_OPTION,
     {NULL, 0, NULL, 0}};

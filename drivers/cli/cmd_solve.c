@@ -258,9 +258,8 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
         atf_errorf(err, "missing -o RESULT.h5 (atf %s --help)", cmd);
         return ATF_E_USAGE;
     }
-    if (a->checkpoint && (a->baseline || atf_cli_processes())) {
-        atf_errorf(err, "--checkpoint: %s", a->baseline ? "atf baseline has no checkpoints"
-                                                        : "one process only (not under mpirun)");
+    if (a->checkpoint && atf_cli_processes()) {
+        atf_errorf(err, "--checkpoint: one process only (not under mpirun)");
         return ATF_E_USAGE;
     }
     return ATF_OK;

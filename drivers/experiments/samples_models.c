@@ -162,6 +162,22 @@ static atf_error model_penalty(const samples_state *s, const point *pt, const me
                                   err);
 }
 
+/* The hooks of a solve that keeps its checkpoints in sink->path (NULL: none) every
+ * checkpoint_seconds and goes on from the state an earlier run left there (read into from). */
+static atf_error checkpoint_hooks(const atf_samples_config *cfg, atf_checkpoint_file *sink,
+                                  atf_checkpoint *from, atf_hooks *hooks, char *err)
+{
+    if (sink->path && cfg->checkpoint_seconds >= 0.0) {
+        hooks->checkpoint = atf_checkpoint_to_file, hooks->checkpoint_ctx = sink;
+        hooks->checkpoint_seconds = cfg->checkpoint_seconds;
+    }
+    atf_error e = ATF_OK;
+    if (sink->path && access(sink->path, F_OK) == 0 &&
+        !(e = atf_checkpoint_read(sink->path, from, err)))
+        hooks->resume = from;
+    return e;
+}
+
 /* One solve, shown on the progress line as the point's model m with detail. partial (NULL:
  * none) is the file of its checkpoints: written every checkpoint_seconds while the solve runs,
  * read back when an earlier run left one (the solve then goes on from there, to the same answer
@@ -180,16 +196,9 @@ static atf_error solve_one(samples_state *s, const point *pt, atf_problem *prob,
     atf_checkpoint_file sink = {partial, ""};
     atf_checkpoint from = {0};
     *res = NULL;
-    if (partial && cfg->checkpoint_seconds >= 0.0) {
-        hooks.checkpoint = atf_checkpoint_to_file, hooks.checkpoint_ctx = &sink;
-        hooks.checkpoint_seconds = cfg->checkpoint_seconds;
-    }
-    atf_error e = ATF_OK;
-    if (partial && access(partial, F_OK) == 0) {
-        if ((e = atf_checkpoint_read(partial, &from, err)))
-            return e;
-        hooks.resume = &from;
-    }
+    atf_error e = checkpoint_hooks(cfg, &sink, &from, &hooks, err);
+    if (e)
+        return e;
     const char *resumed = hooks.resume ? ", resumed from its checkpoint" : "";
     char shown[160];
     snprintf(shown, sizeof shown, "%s%s", detail, resumed);
@@ -232,6 +241,39 @@ static atf_error partial_path(const samples_state *s, const point *pt, const cha
     if (!e)
         e = atf_mkdir_p(dir, err);
     return e ? e : solution_path(s, pt, partial, path, len, err);
+}
+
+/* The point's NTK min-norm interpolant (atf_baseline_hooks: the Gram where it fits, else CG,
+ * whose LSQR solve keeps its state in DIR/solutions/n=N_seed=S_ntk.partial.h5 every
+ * checkpoint_seconds and goes on from there after an interruption, to the same answer bit for
+ * bit); the file goes once the solve has ended other than interrupted. */
+atf_error samples_baseline(samples_state *s, point *pt, char *err)
+{
+    const atf_samples_config *cfg = &s->plan->cfg;
+    char partial[1400];
+    atf_checkpoint from = {0};
+    atf_checkpoint_file sink = {partial, ""};
+    atf_hooks hooks = {.interrupt = s->io->interrupt};
+    atf_error e = partial_path(s, pt, "ntk", partial, sizeof partial, err);
+    if (!e)
+        e = checkpoint_hooks(cfg, &sink, &from, &hooks, err);
+    if (e)
+        return e;
+    samples_show(s, pt, "ntk",
+                 hooks.resume ? " (the min-norm interpolant), resumed from its checkpoint"
+                              : " (the min-norm interpolant)");
+    if (s->solver_log) {
+        hooks.log = atf_exp_log_to, hooks.log_ctx = s->solver_log;
+        fprintf(s->solver_log, "== n=%d seed=%llu ntk (the min-norm interpolant)%s\n", pt->n,
+                (unsigned long long)pt->seed, hooks.resume ? ", resumed from its checkpoint" : "");
+    }
+    e = atf_baseline_hooks(pt->prob, &hooks, &pt->base, err);
+    if (e)
+        atf_checkpoint_explain(&sink, hooks.resume != NULL, e, err);
+    else if (pt->base->info.status != ATF_STATUS_INTERRUPTED)
+        remove(partial);
+    atf_checkpoint_free(&from);
+    return e;
 }
 
 /* Writes res as DIR/solutions/n=N_seed=S_NAME.h5 (the directory made when missing). */

@@ -102,6 +102,21 @@ except atf.InputError as e:
     check(cp in str(e) and "another solve" in str(e), f"foreign checkpoint: {e}")
 os.remove(cp)
 
+# atf.baseline(method="cg", checkpoint=...): the same contract for the NTK interpolant's CG
+ref = atf.baseline(prob, "cg")
+check(ref.status == "solved" and ref.iterations > 1, f"cg baseline: {ref.status}, "
+      f"{ref.iterations} steps")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    part = atf.baseline(prob, "cg", max_iter=1, checkpoint=cp, checkpoint_every=0)
+check(part.status == "max_iterations" and os.path.exists(cp),
+      f"cg checkpoint at the step limit: status {part.status}, file {os.path.exists(cp)}")
+res = atf.baseline(prob, "cg", checkpoint=cp)
+check(res.status == "solved" and res.iterations == ref.iterations and not os.path.exists(cp)
+      and all(np.array_equal(a.B, b.B) for a, b in zip(res.blocks.values(), ref.blocks.values())),
+      f"cg resumed: {res.status} after {res.iterations} (uninterrupted {ref.iterations}), file "
+      f"{os.path.exists(cp)}")
+
 # continuation: from a warm start at another λ, a nonconvex penalty goes through bridges (the
 # note names them) unless continuation=0; both answers solved
 w = atf.solve(prob, "balanced+balanced", loss="xent:lambda=2", method="newton")

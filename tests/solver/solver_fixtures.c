@@ -131,3 +131,51 @@ atf_settings tight(double eps)
     return s;
 }
 
+
+int keep_state(void *ctx, const atf_checkpoint *state)
+{
+    kept_states *k = ctx;
+    if (k->count == k->fail_at)
+        return 1;
+    if (k->count == k->stop_at)
+        *k->stop = 1;
+    if (k->count < MAX_STATES) {
+        atf_checkpoint *c = &k->states[k->count];
+        *c = *state;
+        c->data = malloc((size_t)state->len * sizeof *c->data);
+        if (c->data)
+            memcpy(c->data, state->data, (size_t)state->len * sizeof *c->data);
+    }
+    k->count++;
+    return 0;
+}
+
+void kept_states_free(kept_states *k)
+{
+    for (int i = 0; i < k->count && i < MAX_STATES; i++)
+        free(k->states[i].data);
+    k->count = 0;
+}
+
+atf_result *solve_with_hooks(const atf_problem *p, const atf_settings *set, const atf_hooks *hooks,
+                         atf_error *e, char *err)
+{
+    atf_result *res = NULL;
+    *e = atf_solve(p, set, hooks, &res, err);
+    return res;
+}
+
+int same_result(const atf_result *a, const atf_result *b, int n)
+{
+    double *ba = stack_result(a, n), *bb = stack_result(b, n);
+    int same = ba && bb && memcmp(ba, bb, (size_t)n * sizeof *ba) == 0 &&
+               a->info.status == b->info.status && a->info.iterations == b->info.iterations &&
+               a->info.inner_iterations == b->info.inner_iterations &&
+               a->info.fallback_steps == b->info.fallback_steps &&
+               a->info.operator_passes == b->info.operator_passes &&
+               memcmp(&a->info.objective, &b->info.objective, sizeof(double)) == 0 &&
+               memcmp(&a->info.pg_residual, &b->info.pg_residual, sizeof(double)) == 0 &&
+               memcmp(&a->info.stationarity, &b->info.stationarity, sizeof(double)) == 0;
+    free(ba), free(bb);
+    return same;
+}

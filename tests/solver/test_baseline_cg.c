@@ -16,7 +16,9 @@
  *  - a second solve on the same solver, and the projection through CG (ATF_PROJ_CG);
  *  - atf_baseline_method (auto): the Gram for small M, CG when the Gram does not fit;
  *  - atf_baseline, the library call, where the Gram does not fit this machine's available memory
- *    (M chosen from it): CG, solved, interpolating — not an out-of-memory error. */
+ *    (M chosen from it): CG, solved, interpolating — not an out-of-memory error;
+ *  - checkpoints of the LSQR solve: resumed from any state, after Ctrl-C or the step limit, the
+ *    solve ends as the uninterrupted one, bit for bit; other solves' states refused. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@
 #include "atf_solver.h"
 #include "atf_test.h"
 #include "solver_cg.h"
+#include "solver_fixtures.h"
 
 typedef struct {
     atf_operator_kind kind;
@@ -118,9 +121,10 @@ static void consistent_rhs(atf_problem *p, uint64_t seed)
     free(B);
 }
 
-/* Solve with the Gram (opt NULL) or with CG under opt at relative tolerance eps. */
-static atf_result *solve(const atf_problem *p, const atf_cg_options *opt, double eps, int max_iter,
-                         volatile sig_atomic_t *flag, char *err)
+/* Solve with the Gram (opt NULL) or with CG under opt at relative tolerance eps, with hooks;
+ * *e the error. */
+static atf_result *solve_hooks(const atf_problem *p, const atf_cg_options *opt, double eps,
+                               int max_iter, const atf_hooks *hooks, atf_error *e, char *err)
 {
     atf_settings set = atf_settings_default();
     set.method = opt ? ATF_METHOD_CG : ATF_METHOD_BASELINE;
@@ -128,16 +132,23 @@ static atf_result *solve(const atf_problem *p, const atf_cg_options *opt, double
         set.eps_rel = eps;
     if (max_iter > 0)
         set.max_iter = max_iter;
-    atf_hooks hooks = {.interrupt = flag};
     atf_solver *s = NULL;
     atf_result *res = NULL;
-    atf_error e = atf_solver_init(p, &set, &hooks, &s, err);
-    if (!e && opt)
-        e = atf_sv_cg_configure(s, opt, err);
-    if (!e)
-        e = atf_solver_solve(s, &res, err);
+    *e = atf_solver_init(p, &set, hooks, &s, err);
+    if (!*e && opt)
+        *e = atf_sv_cg_configure(s, opt, err);
+    if (!*e)
+        *e = atf_solver_solve(s, &res, err);
     atf_solver_free(s);
-    return e ? NULL : res;
+    return *e ? NULL : res;
+}
+
+static atf_result *solve(const atf_problem *p, const atf_cg_options *opt, double eps, int max_iter,
+                         volatile sig_atomic_t *flag, char *err)
+{
+    atf_hooks hooks = {.interrupt = flag};
+    atf_error e;
+    return solve_hooks(p, opt, eps, max_iter, &hooks, &e, err);
 }
 
 /* max |B − B_ref| / max |B_ref| over every block. */
@@ -515,6 +526,102 @@ static void test_baseline_fallback(void)
     atf_problem_free(p);
 }
 
+/* Checkpoints of the LSQR solve (one preconditioner): kept at every step, the solve is the
+ * plain one; resumed from each state, stopped by the flag at a few, and stopped by the step
+ * limit and run again with a larger one, it ends with the plain solve's B, counts and
+ * certificate, bit for bit; another tolerance's, a shortened, a Craig and an unkept checkpoint
+ * are refused. */
+static void checkpoint_case(const char *what, const atf_problem *p, const atf_cg_options *opt)
+{
+    char err[ATF_ERRLEN] = "";
+    int n = (int)atf_problem_nvars(p);
+    atf_error e;
+    atf_hooks none = {0};
+    atf_result *plain = solve_hooks(p, opt, 0.0, 0, &none, &e, err);
+    CHECK(plain && plain->info.status == ATF_STATUS_SOLVED && plain->info.iterations > 8,
+          "%s: the plain solve (%s, %d steps)", what, err, plain ? plain->info.iterations : -1);
+    static kept_states k;
+    k = (kept_states){.fail_at = -1, .stop_at = -1};
+    atf_hooks every = {.checkpoint = keep_state, .checkpoint_ctx = &k};
+    atf_result *kept = solve_hooks(p, opt, 0.0, 0, &every, &e, err);
+    CHECK(plain && kept && same_result(plain, kept, n) && k.count == plain->info.iterations,
+          "%s: checkpoints changed the solve or their number (%d states, %d steps; %s)", what,
+          k.count, plain ? plain->info.iterations : -1, err);
+    for (int i = 0; plain && i < k.count && i < MAX_STATES; i++) {
+        atf_hooks from = {.resume = &k.states[i]};
+        atf_result *res = solve_hooks(p, opt, 0.0, 0, &from, &e, err);
+        CHECK(res && same_result(plain, res, n), "%s: resumed at state %d of %d: %s (%d steps)",
+              what, i, k.count, err, res ? res->info.iterations : -1);
+        atf_result_free(res);
+    }
+    for (int j = 1; plain && j < k.count; j += k.count / 3 + 1) { /* Ctrl-C, then go on */
+        volatile sig_atomic_t flag = 0;
+        static kept_states stop;
+        stop = (kept_states){.fail_at = -1, .stop_at = j, .stop = &flag};
+        atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &stop, .interrupt = &flag};
+        atf_result *cut = solve_hooks(p, opt, 0.0, 0, &hooks, &e, err);
+        CHECK(cut && cut->info.status == ATF_STATUS_INTERRUPTED && stop.count == j + 2,
+              "%s: stopped at state %d: %s, %d states", what, j,
+              cut ? atf_status_name(cut->info.status) : err, stop.count);
+        atf_hooks from = {.resume = &stop.states[stop.count - 1]};
+        atf_result *res = stop.count == j + 2 ? solve_hooks(p, opt, 0.0, 0, &from, &e, err) : NULL;
+        CHECK(res && same_result(plain, res, n), "%s: resumed after the stop at %d: %s", what,
+              j, err);
+        atf_result_free(cut), atf_result_free(res);
+        kept_states_free(&stop);
+    }
+    if (plain && k.count > 2) { /* the step limit keeps the state it stopped at */
+        static kept_states lim;
+        lim = (kept_states){.fail_at = -1, .stop_at = -1};
+        atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &lim,
+                           .checkpoint_seconds = 1e9};
+        atf_result *cut = solve_hooks(p, opt, 0.0, 2, &hooks, &e, err);
+        atf_hooks from = {.resume = &lim.states[0]};
+        atf_result *res = lim.count == 1 ? solve_hooks(p, opt, 0.0, 0, &from, &e, err) : NULL;
+        CHECK(cut && cut->info.status == ATF_STATUS_MAX_ITERATIONS && lim.count == 1 && res &&
+                  same_result(plain, res, n),
+              "%s: the step limit: %d states kept, then %s", what, lim.count, err);
+        atf_result_free(cut), atf_result_free(res);
+        kept_states_free(&lim);
+    }
+    if (k.count > 0) {
+        atf_hooks from = {.resume = &k.states[0]};
+        atf_result *res = solve_hooks(p, opt, 1e-9, 0, &from, &e, err);
+        CHECK(!res && e == ATF_E_INPUT && strstr(err, "another solve"),
+              "%s: another tolerance's state: %d, %s", what, (int)e, err);
+        atf_checkpoint damaged = k.states[0];
+        damaged.len--;
+        from.resume = &damaged;
+        res = solve_hooks(p, opt, 0.0, 0, &from, &e, err);
+        CHECK(!res && e == ATF_E_INPUT && strstr(err, "not an LSQR state"),
+              "%s: a shortened state: %d, %s", what, (int)e, err);
+        atf_cg_options craig = *opt;
+        craig.krylov = ATF_CG_KRYLOV_CRAIG;
+        from.resume = &k.states[0];
+        res = solve_hooks(p, &craig, 0.0, 0, &from, &e, err);
+        CHECK(!res && e == ATF_E_USAGE && strstr(err, "LSQR"), "%s: craig resumed: %d, %s",
+              what, (int)e, err);
+        atf_result_free(res);
+    }
+    static kept_states refuse;
+    refuse = (kept_states){.fail_at = 3, .stop_at = -1};
+    atf_hooks failing = {.checkpoint = keep_state, .checkpoint_ctx = &refuse};
+    atf_result *res = solve_hooks(p, opt, 0.0, 0, &failing, &e, err);
+    CHECK(!res && e == ATF_E_IO && strstr(err, "checkpoint at step 4"),
+          "%s: a state the caller could not keep: %d, %s", what, (int)e, err);
+    kept_states_free(&refuse), kept_states_free(&k);
+    atf_result_free(plain), atf_result_free(kept);
+}
+
+static void test_checkpoints(void)
+{
+    const shape fac3[] = {{ATF_OP_FACTORED, 10, 6}, {ATF_OP_FACTORED, 6, 3}};
+    atf_problem *p = make_problem(51, 20, 3, fac3, 2);
+    checkpoint_case("checkpoints, no preconditioner", p, &PRECONDS[1]);
+    checkpoint_case("checkpoints, nystrom-block rank 4", p, &PRECONDS[4]);
+    atf_problem_free(p);
+}
+
 int main(void)
 {
     test_against_gram();
@@ -527,5 +634,6 @@ int main(void)
     test_solver_reuse();
     test_auto_choice();
     test_baseline_fallback();
+    test_checkpoints();
     return atf_test_finish("test_baseline_cg");
 }

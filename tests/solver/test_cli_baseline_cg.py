@@ -1,7 +1,9 @@
 """`atf baseline --method gram|cg|auto` (docs/solver.md §9.1): the CG baseline agrees with the Gram
 baseline and with numpy's min-norm solution, auto picks the Gram on a small problem and says why,
 inconsistent data exit 3 with `infeasible` on both paths, a bad --method exits 2 with no output,
---max-iter stops cg (exit 4) and --no-reduce gives the same interpolant."""
+--max-iter stops cg (exit 4), --no-reduce gives the same interpolant and --checkpoint resumes
+to the uninterrupted answer bit for bit."""
+import json
 import os
 import sys
 import unittest
@@ -109,6 +111,47 @@ class BaselineMethods(T.ScratchCase):
         code, _, err = T.run("baseline", self.pfile, "-o", self.path("x.h5"), "--max-iter", "x")
         self.assertEqual(code, 2)
         self.assertIn("--max-iter", err)
+
+    def test_checkpoint_resumes_bit_for_bit(self):
+        """--checkpoint: stopped by the step limit, the state stays in FILE (at the step it
+        stopped at) and the next run goes on from it to the uninterrupted answer, bit for bit,
+        then removes it; another tolerance's state and the Gram with a state are exit 2 naming
+        the file; a damaged file is exit 2."""
+        code, plain, err, out = self.baseline("--method", "cg")
+        self.assertEqual(code, 0, err)
+        x_plain = T.stacked(T.read_result(out)[1], self.problem)
+        cp = self.path("state.h5")
+        self.assertGreater(plain["iterations"], 1)
+        code, js, err, out = self.baseline("--method", "cg", "--max-iter", "1",
+                                           "--checkpoint", cp, "--checkpoint-every", "0")
+        self.assertEqual(code, 4, err)
+        self.assertTrue(os.path.exists(cp))
+        out = self.path("r.h5")
+        code, stdout, err = T.run("baseline", self.pfile, "-o", out, "--method", "cg",
+                                  "--checkpoint", cp, "--json")
+        self.assertEqual(code, 0, err)
+        js = json.loads(stdout.strip().splitlines()[-1])
+        self.assertIn("atf cg: resumed from a checkpoint at step 2", err)
+        self.assertFalse(os.path.exists(cp))
+        x = T.stacked(T.read_result(out)[1], self.problem)
+        self.assertTrue(np.array_equal(x, x_plain))
+        for k in ("iterations", "operator_passes", "stationarity", "objective"):
+            self.assertEqual(js[k], plain[k], k)
+        self.baseline("--method", "cg", "--max-iter", "1", "--checkpoint", cp)
+        for cmd, args, words in (("solve", ("--method", "cg", "--tol", "1e-9"), "another solve"),
+                                 ("baseline", ("--method", "gram"), "method newton, alm or cg")):
+            code, _, err = T.run(cmd, self.pfile, "-o", self.path("o.h5"), *args,
+                                 "--checkpoint", cp)
+            self.assertEqual(code, 2, err)
+            self.assertIn(words, err)
+            self.assertIn(cp, err)
+        with open(cp, "wb") as f:
+            f.write(b"not a checkpoint")
+        code, _, err = T.run("baseline", self.pfile, "-o", self.path("o.h5"), "--method", "cg",
+                             "--checkpoint", cp)
+        self.assertEqual(code, 2, err)
+        self.assertIn(cp, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
 
     def test_solve_takes_method_cg(self):
         code, js, err = T.solve_json("solve", self.pfile, "-o", self.path("s.h5"), "--method",

@@ -447,56 +447,6 @@ static void test_nonconvex(void)
 
 /* ---- checkpoints: a resumed solve is the uninterrupted one, bit for bit ----------------------- */
 
-#define MAX_STATES 400
-
-typedef struct {
-    int count, fail_at; /* fail_at ≥ 0: the callback refuses its fail_at-th call */
-    int stop_at;        /* stop_at ≥ 0: its stop_at-th call raises *stop (as Ctrl-C would) */
-    volatile sig_atomic_t *stop;
-    atf_checkpoint states[MAX_STATES];
-} kept_states;
-
-static int keep_state(void *ctx, const atf_checkpoint *state)
-{
-    kept_states *k = ctx;
-    if (k->count == k->fail_at)
-        return 1;
-    if (k->count == k->stop_at)
-        *k->stop = 1;
-    if (k->count < MAX_STATES) {
-        atf_checkpoint *c = &k->states[k->count];
-        *c = *state;
-        c->data = malloc((size_t)state->len * sizeof *c->data);
-        if (c->data)
-            memcpy(c->data, state->data, (size_t)state->len * sizeof *c->data);
-    }
-    k->count++;
-    return 0;
-}
-
-static atf_result *solve_hooked(const atf_problem *p, const atf_settings *set,
-                                const atf_hooks *hooks, atf_error *e, char *err)
-{
-    atf_result *res = NULL;
-    *e = atf_solve(p, set, hooks, &res, err);
-    return res;
-}
-
-/* Everything a row of a table is made of, compared bit for bit (times apart). */
-static int same_result(const atf_result *a, const atf_result *b, int n)
-{
-    double *ba = stack_result(a, n), *bb = stack_result(b, n);
-    int same = ba && bb && memcmp(ba, bb, (size_t)n * sizeof *ba) == 0 &&
-               a->info.status == b->info.status && a->info.iterations == b->info.iterations &&
-               a->info.inner_iterations == b->info.inner_iterations &&
-               a->info.fallback_steps == b->info.fallback_steps &&
-               a->info.operator_passes == b->info.operator_passes &&
-               memcmp(&a->info.objective, &b->info.objective, sizeof(double)) == 0 &&
-               memcmp(&a->info.pg_residual, &b->info.pg_residual, sizeof(double)) == 0 &&
-               memcmp(&a->info.stationarity, &b->info.stationarity, sizeof(double)) == 0;
-    free(ba), free(bb);
-    return same;
-}
 
 /* Whether the states' step counts (header entry 9) grow from state to state: a continuation's
  * stages carry the counts on, so the solve reports all of its work. */
@@ -531,7 +481,7 @@ static void stop_case(const atf_problem *p, const atf_settings *set, const atf_r
     char err[ATF_ERRLEN] = "";
     atf_error e;
     int n = (int)atf_problem_nvars(p);
-    atf_result *res = solve_hooked(p, set, &hooks, &e, err);
+    atf_result *res = solve_with_hooks(p, set, &hooks, &e, err);
     const atf_checkpoint *top = &k.states[stop_at], *last = &k.states[k.count - 1];
     int same = k.count == stop_at + 2 && last->len == top->len &&
                strcmp(last->key, top->key) == 0;
@@ -549,14 +499,13 @@ static void stop_case(const atf_problem *p, const atf_settings *set, const atf_r
     atf_result_free(res);
     if (same) {
         atf_hooks from = {.resume = last, .warm = warm};
-        res = solve_hooked(p, set, &from, &e, err);
+        res = solve_with_hooks(p, set, &from, &e, err);
         CHECK(e == ATF_OK && res && same_result(plain, res, n),
               "%s: resumed from the stop at state %d: not the uninterrupted solve (%s)", what,
               stop_at, err);
         atf_result_free(res);
     }
-    for (int i = 0; i < k.count && i < MAX_STATES; i++)
-        free(k.states[i].data);
+    kept_states_free(&k);
 }
 
 /* One case: the solve with checkpoints at every step equals the one without; resumed from each
@@ -581,19 +530,19 @@ static void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss
     if (warm_lambda > 0.0) {
         atf_settings at = set;
         at.loss.lambda = warm_lambda;
-        warm = solve_hooked(p, &at, NULL, &e, err);
+        warm = solve_with_hooks(p, &at, NULL, &e, err);
         CHECK(warm && warm->info.status == ATF_STATUS_SOLVED, "%s: the warm start (%s)", what,
               err);
     }
     atf_hooks none = {.warm = warm};
-    atf_result *plain = solve_hooked(p, &set, &none, &e, err);
+    atf_result *plain = solve_with_hooks(p, &set, &none, &e, err);
     CHECK(plain && (note ? strstr(plain->info.method_note, note) != NULL
                          : strstr(plain->info.method_note, "preconditioner rank") == NULL),
           "%s: the note \"%s\" (expected %s)", what, plain ? plain->info.method_note : "",
           note ? note : "no growth");
     kept_states k = {.fail_at = -1, .stop_at = -1};
     atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k, .warm = warm};
-    atf_result *kept = solve_hooked(p, &set, &hooks, &e, err);
+    atf_result *kept = solve_with_hooks(p, &set, &hooks, &e, err);
     CHECK(plain && kept && same_result(plain, kept, n),
           "%s: checkpoints changed the solve (%s)", what, err);
     CHECK(k.count >= min_states && k.count <= MAX_STATES, "%s: %d states kept, expected %d or more",
@@ -605,7 +554,7 @@ static void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss
               bridge_states(&k), k.count, steps_grow(&k), plain ? plain->info.method_note : "");
     for (int i = 0; i < k.count && i < MAX_STATES && plain; i++) {
         atf_hooks from = {.resume = &k.states[i], .warm = warm};
-        atf_result *res = solve_hooked(p, &set, &from, &e, err);
+        atf_result *res = solve_with_hooks(p, &set, &from, &e, err);
         CHECK(e == ATF_OK && res && same_result(plain, res, n),
               "%s: resumed from state %d of %d: not the uninterrupted solve (%s; %d vs %d steps)",
               what, i, k.count, err, res ? res->info.iterations : -1, plain->info.iterations);
@@ -619,7 +568,7 @@ static void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss
         if (loss.kind == ATF_LOSS_INTERPOLATE)
             other.eps_rel *= 10.0;
         atf_hooks from = {.resume = &k.states[0], .warm = warm};
-        atf_result *res = solve_hooked(p, &other, &from, &e, err);
+        atf_result *res = solve_with_hooks(p, &other, &from, &e, err);
         CHECK(e == ATF_E_INPUT && !res && strstr(err, "another solve"),
               "%s: another loss's state accepted (%d: %s)", what, (int)e, err);
         /* the same solve of a problem one ulp away (in use: rebuilt on another machine, whose
@@ -628,7 +577,7 @@ static void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss
             atf_problem *q = factored(91, N, 2, 2, shapes, pen, 0);
             add_labels(q, 92, 1);
             q->r[0] = nextafter(q->r[0], INFINITY);
-            res = solve_hooked(q, &set, &from, &e, err);
+            res = solve_with_hooks(q, &set, &from, &e, err);
             CHECK(e == ATF_E_INPUT && !res && strstr(err, "numbers differ") &&
                       strstr(err, "OPENBLAS_CORETYPE") && !strstr(err, "another solve"),
                   "%s: a state of the same solve on other data (%d: %s)", what, (int)e, err);
@@ -637,18 +586,17 @@ static void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss
         atf_checkpoint damaged = k.states[0];
         damaged.len--;
         from.resume = &damaged;
-        res = solve_hooked(p, &set, &from, &e, err);
+        res = solve_with_hooks(p, &set, &from, &e, err);
         CHECK(e == ATF_E_INPUT && !res, "%s: a shortened state accepted (%d: %s)", what, (int)e,
               err);
     }
     kept_states refuse = {.fail_at = 0, .stop_at = -1};
     atf_hooks failing = {.checkpoint = keep_state, .checkpoint_ctx = &refuse, .warm = warm};
-    atf_result *res = solve_hooked(p, &set, &failing, &e, err);
+    atf_result *res = solve_with_hooks(p, &set, &failing, &e, err);
     CHECK(e == ATF_E_IO && !res && strstr(err, "checkpoint"),
           "%s: a checkpoint the caller could not keep was not an error (%d: %s)", what, (int)e,
           err);
-    for (int i = 0; i < k.count && i < MAX_STATES; i++)
-        free(k.states[i].data);
+    kept_states_free(&k);
     atf_result_free(plain), atf_result_free(kept), atf_result_free(warm);
     atf_problem_free(p);
 }
@@ -719,13 +667,13 @@ static void sigma_at_its_cap(const char *pen, atf_loss loss, int rank, int N,
     atf_error e;
     kept_states k = {.fail_at = -1, .stop_at = -1};
     atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k};
-    atf_result *plain = solve_hooked(p, &set, &hooks, &e, err), *res = NULL;
+    atf_result *plain = solve_with_hooks(p, &set, &hooks, &e, err), *res = NULL;
     CHECK(plain && plain->info.status == ATF_STATUS_SOLVED && k.count >= 1,
           "sigma at its cap, %s: the plain solve (%s)", pen, err);
     if (plain && k.count >= 1) {
         k.states[0].data[4] = 1e12;
         atf_hooks from = {.resume = &k.states[0]};
-        res = solve_hooked(p, &set, &from, &e, err);
+        res = solve_with_hooks(p, &set, &from, &e, err);
         CHECK(e == ATF_OK && res && res->info.status == ATF_STATUS_SOLVED &&
                   res->info.pg_residual <= 1e-9 &&
                   res->info.iterations <= plain->info.iterations + 40,
@@ -734,8 +682,7 @@ static void sigma_at_its_cap(const char *pen, atf_loss loss, int rank, int N,
               res ? res->info.iterations : -1, plain->info.iterations,
               res ? res->info.pg_residual : NAN, err);
     }
-    for (int i = 0; i < k.count && i < MAX_STATES; i++)
-        free(k.states[i].data);
+    kept_states_free(&k);
     atf_result_free(plain), atf_result_free(res);
     atf_problem_free(p);
 }
@@ -782,12 +729,12 @@ static void test_continuation(void)
         set.method = ATF_METHOD_NEWTON, set.loss = (atf_loss){ATF_LOSS_XENT, 2.0};
         char err[ATF_ERRLEN] = "";
         atf_error e;
-        atf_result *warm = solve_hooked(p, &set, NULL, &e, err);
+        atf_result *warm = solve_with_hooks(p, &set, NULL, &e, err);
         atf_hooks hooks = {.warm = warm};
         set.loss.lambda = 0.2;
         for (int off = 0; off < 2 && warm; off++) {
             set.continuation = off ? 0.0 : 2.0;
-            atf_result *res = solve_hooked(p, &set, &hooks, &e, err);
+            atf_result *res = solve_with_hooks(p, &set, &hooks, &e, err);
             int bridged = res && strstr(res->info.method_note, "continuation") != NULL;
             CHECK(res && res->info.status == ATF_STATUS_SOLVED && res->info.pg_residual <= 1e-9,
                   "continuation %g, %s: %s", set.continuation, pens[c], err);
@@ -796,7 +743,7 @@ static void test_continuation(void)
             atf_result_free(res);
         }
         set.continuation = 0.5;
-        atf_result *res = solve_hooked(p, &set, &hooks, &e, err);
+        atf_result *res = solve_with_hooks(p, &set, &hooks, &e, err);
         CHECK(e == ATF_E_USAGE && !res && strstr(err, "continuation"),
               "continuation 0.5 accepted (%d: %s)", (int)e, err);
         atf_result_free(warm);

@@ -94,6 +94,9 @@ void samples_show(samples_state *s, const point *pt, const char *what, const cha
 /* The validation rows of a point (the last of its n): the SGD models' (--val, or n/10 with
  * best-val stopping), or n/10 (at least 1) when they have none — the λ path needs some. */
 int samples_validation_rows(const atf_train_settings *t, int n);
+/* The point's NTK min-norm interpolant into pt->base, its CG solve checkpointed to
+ * DIR/solutions/n=N_seed=S_ntk.partial.h5 (samples_models.c). */
+atf_error samples_baseline(samples_state *s, point *pt, char *err);
 
 /* ---- samples_models.c: the models ---- */
 /* The NTK baseline's row (pt->base). */

@@ -356,9 +356,14 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
 
 def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,
              max_iter: int = 10000, verbose: bool = False,
-             log: Union[None, Callable[[str], Any], IO[str]] = None) -> Result:
+             log: Union[None, Callable[[str], Any], IO[str]] = None,
+             checkpoint: Union[None, str, "os.PathLike[str]"] = None,
+             checkpoint_every: float = 600.0) -> Result:
     """The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), as `atf baseline`: method
-    auto (the Gram where it fits in memory, else CG), gram or cg; tol and max_iter are CG's."""
+    auto (the Gram where it fits in memory, else CG), gram or cg; tol and max_iter are CG's.
+    checkpoint (CG): a file that keeps the solve's state every checkpoint_every seconds; when it
+    exists the solve goes on from it to the uninterrupted answer, bit for bit, and it is removed
+    once the solve has ended other than interrupted or at max_iter, as with atf.solve."""
     names = {"auto": "auto", "gram": "baseline", "cg": "cg"}
     if method not in names:
         raise _errors.InputError(f"atf.baseline: method {method!r} is not one of auto, gram, cg",
@@ -366,4 +371,6 @@ def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,
     s = _settings("layer", tol, max_iter, verbose)
     s.baseline = 1
     s.method = _parse(_c.atf_method_parse, names[method], "method", "auto, gram, cg")
-    return _solve(problem, s, None, None, log)
+    every = _check.nonnegative(checkpoint_every, "atf.baseline: checkpoint_every")
+    path = _check.path(checkpoint, "atf.baseline: checkpoint") if checkpoint is not None else None
+    return _solve(problem, s, None, None, log, path, every)

@@ -806,6 +806,7 @@ static void put_provenance(h5io_out *o, const problem_out *po)
     const atf_provenance *pv = &po->prob->prov;
     h5io_put_string(o, "/", "fingerprint", po->fingerprint);
     h5io_put_string(o, "/", "atf_version", atf_version());
+    h5io_put_string(o, "/", "blas", atf_blas_name());
     if (pv->command[0])
         h5io_put_string(o, "/", "command", pv->command);
     if (pv->data_source[0])

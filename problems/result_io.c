@@ -201,6 +201,7 @@ static void put_block(h5io_out *o, const atf_result_block *rb, int index)
 static void put_run(h5io_out *o, const atf_result *res)
 {
     h5io_put_string(o, "/", "atf_version", atf_version());
+    h5io_put_string(o, "/", "blas", atf_blas_name());
     const struct {
         const char *name, *value;
     } strings[] = {{"problem_fingerprint", res->problem_fingerprint}, {"loss", res->loss},

@@ -1,7 +1,11 @@
-/* util.c — the clock, atomic file writes and comma-separated number lists (see atf_util.h). */
+/* util.c — the clock, the BLAS's name, atomic file writes and comma-separated number lists
+ * (see atf_util.h). */
+#define _GNU_SOURCE /* dladdr, RTLD_NOLOAD */
 #include "atf_util.h"
 
+#include <cblas.h>
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -19,6 +23,35 @@ double atf_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ the BLAS */
+
+/* Looked up rather than called, so that the library links with any BLAS (Debian's
+ * alternatives can put the reference BLAS behind libblas.so.3), and looked up in the object
+ * that holds cblas_dgemm: loaded by Python's ctypes, libatf's libraries are not in the global
+ * scope that RTLD_DEFAULT searches. The answer does not change while the process runs:
+ * computed once. */
+const char *atf_blas_name(void)
+{
+    static char name[160];
+    if (name[0])
+        return name;
+    const char *text = NULL;
+    Dl_info where;
+    void *lib = NULL, *gemm;
+    void (*fn)(void) = (void (*)(void))cblas_dgemm;
+    memcpy(&gemm, &fn, sizeof gemm); /* a function's address as dladdr takes it */
+    if (dladdr(gemm, &where) &&
+        where.dli_fname && (lib = dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD))) {
+        char *(*config)(void) = NULL;
+        *(void **)(&config) = dlsym(lib, "openblas_get_config");
+        text = config ? config() : NULL;
+    }
+    snprintf(name, sizeof name, "%s", text && text[0] ? text : "unknown");
+    if (lib)
+        dlclose(lib);
+    return name;
 }
 
 /* ------------------------------------------------------------------ atomic files */

@@ -19,10 +19,12 @@ import h5py
 import numpy as np
 
 ATF = os.environ.get("ATF", "build/drivers/atf")
-PROBLEM_PROVENANCE = ["fingerprint", "atf_version", "command", "data_source", "data_seed",
+PROBLEM_PROVENANCE = ["fingerprint", "atf_version", "blas", "command", "data_source", "data_seed",
                       "standardize", "mlp_fingerprint"]
 RESULT_PROVENANCE = ["problem_fingerprint", "loss", "tol", "eps_abs", "max_iter", "rho", "alpha",
-                     "reduce", "adaptive_rho", "atf_version", "command", "penalty_override"]
+                     "reduce", "adaptive_rho", "atf_version", "blas", "command", "penalty_override"]
+# the BLAS atf is built with (meson.build: OpenBLAS) names itself, with the kernel it chose
+BLAS = re.compile(r"^OpenBLAS \d+\.\d+\.\d+ .*\S")
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -95,6 +97,7 @@ class Provenance(unittest.TestCase):
         self.assertRegex(a["mlp_fingerprint"], HEX32)
         version = run("--version").stdout.split()[-1]
         self.assertEqual(a["atf_version"], version)
+        self.assertRegex(a["blas"], BLAS)
         self.assertTrue(a["command"].startswith("atf features --data synthetic:d=5,r=2"),
                         a["command"])
         self.assertIn("--data-seed 3", a["command"])
@@ -108,6 +111,7 @@ class Provenance(unittest.TestCase):
             self.assertIn(k, a)
         self.assertNotIn("penalty_override", a)
         self.assertEqual(a["problem_fingerprint"], attrs(self.p)["fingerprint"])
+        self.assertEqual(a["blas"], attrs(self.p)["blas"])  # one machine, one kernel
         self.assertEqual(a["loss"], "interpolate")
         self.assertEqual(float(a["tol"]), 1e-7)
         self.assertEqual(int(a["max_iter"]), 3000)

@@ -20,6 +20,14 @@ extern "C" {
  * unaffected by changes of the system time. The only timer of the library and its programs. */
 double atf_now(void);
 
+/* ---- the BLAS ----
+ * What BLAS this process runs, as the library reports itself: OpenBLAS's configuration line
+ * (version, build options and the kernel it chose for this CPU, or the one OPENBLAS_CORETYPE
+ * pinned), e.g. "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64";
+ * "unknown" for a BLAS that does not say. Kernels round differently, so two machines can give
+ * other last bits: written with every problem and result (docs/formats.md). */
+const char *atf_blas_name(void);
+
 /* ---- atomic files ----
  * A file is replaced atomically by writing a temporary in the same directory and renaming it
  * over the target: readers see the old file or the new one, never a part. The temporary is

@@ -514,14 +514,24 @@ static void test_baseline_fallback(void)
               res->info.constraint_residual);
         atf_result_free(res);
     }
-    /* the same call with a stop flag already raised: CG stops before its first step */
+    /* the same call with a stop flag already raised: CG stops before its first step — unless
+     * the available memory grew meanwhile (other processes on a shared machine ended), so that
+     * the Gram fits now: atf_baseline then rightly takes it, and there is nothing to check */
+    if (atf_sv_gram_fits(p, NULL, 0, NULL, 0)) {
+        printf("test_baseline_fallback: the flag's case skipped: the Gram fits the memory now "
+               "available\n");
+        atf_problem_free(p);
+        return;
+    }
     volatile sig_atomic_t flag = 1;
     atf_hooks hooks = {.interrupt = &flag};
     res = NULL;
     e = atf_baseline_hooks(p, &hooks, &res, err);
     CHECK(e == ATF_OK && res && res->info.method == ATF_METHOD_CG &&
               res->info.status == ATF_STATUS_INTERRUPTED && res->info.iterations == 0,
-          "fallback, M = %d, flag raised: %s", M, res ? atf_status_name(res->info.status) : err);
+          "fallback, M = %d, flag raised: %s, method %s", M,
+          res ? atf_status_name(res->info.status) : err,
+          res ? atf_method_name(res->info.method) : "-");
     atf_result_free(res);
     atf_problem_free(p);
 }

@@ -17,12 +17,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export OPENBLAS_NUM_THREADS=1
 # The study's problems were built, and its checkpoints kept, under OpenBLAS's SkylakeX kernels.
-# On another CPU OpenBLAS picks other kernels, whose GEMMs round differently in the last bits: the
-# problems' fingerprints change and a solve's checkpoint is refused as being for other numbers
-# (seen on an AMD EPYC, where OpenBLAS 0.3.21 picks its Haswell kernels). Pinning the kernel
-# keeps the bits; it needs AVX-512. Without it, delete the .partial.h5 the message names to start
-# that solve afresh.
-if [[ -z ${OPENBLAS_CORETYPE:-} ]] && grep -qw avx512f /proc/cpuinfo; then
+# Other kernels round the GEMMs differently in the last bits: the problems' fingerprints change
+# and a solve's checkpoint is refused as being for other numbers. Seen on an AMD EPYC whose
+# environment set OPENBLAS_CORETYPE=Haswell (OpenBLAS 0.3.21 itself would choose Cooperlake
+# there). So the study pins SkylakeX, over any inherited value; it needs AVX-512. Without it,
+# delete the .partial.h5 the message names to start that solve afresh.
+if grep -qw avx512f /proc/cpuinfo; then
+    [[ ${OPENBLAS_CORETYPE:-SkylakeX} == SkylakeX ]] ||
+        echo "fashion_scale: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE replaced by SkylakeX, the study's kernel" >&2
     export OPENBLAS_CORETYPE=SkylakeX
 fi
 [[ -x build-results/drivers/atf ]] || bash scripts/build.sh build-results --buildtype=release

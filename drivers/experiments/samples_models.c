@@ -270,8 +270,10 @@ atf_error samples_baseline(samples_state *s, point *pt, char *err)
     e = atf_baseline_hooks(pt->prob, &hooks, &pt->base, err);
     if (e)
         atf_checkpoint_explain(&sink, hooks.resume != NULL, e, err);
-    else if (pt->base->info.status != ATF_STATUS_INTERRUPTED)
-        remove(partial);
+    else if (pt->base->info.status != ATF_STATUS_INTERRUPTED && !atf_exp_stopped(s->io))
+        remove(partial); /* kept after a stop that came once the solve had ended (in its
+                            certificate, say): no row is recorded then, and a re-run goes on
+                            from the last state to the same answer instead of from the start */
     atf_checkpoint_free(&from);
     return e;
 }

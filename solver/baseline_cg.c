@@ -68,6 +68,7 @@ struct atf_sv_cg {
     double last_checkpoint; /* atf_now() at the start, the resume or the last checkpoint */
     double elapsed0;        /* seconds of the solve before its resume (0: none) */
     double start;           /* atf_now() when the main solve began */
+    const atf_checkpoint *resume_from; /* the checked state the main solve goes on from, or NULL */
 };
 
 /* One PCG solve of A'A'ᵀλ = b. */
@@ -472,13 +473,18 @@ static size_t lsqr_state_len(const atf_sv_cg *c)
     return LS_HEADER + 3 * c->n + 4 * (size_t)c->M;
 }
 
-/* The vectors of a state in their order: x, v, w [n], then t, sv, aw, r [M]. */
+/* The vectors of a state after its header, in their order x, v, w [n], t, sv, aw, r [M]: into
+ * the state (save) or from it. */
 static void lsqr_vectors(const atf_sv_cg *c, const pcg_job *job, const lsqr_state *st,
-                         double **vn, double **vm)
+                         double *state, int save)
 {
-    vn[0] = job->x, vn[1] = st->v, vn[2] = st->w;
-    vm[0] = st->t, vm[1] = st->sv, vm[2] = st->aw, vm[3] = st->r;
-    (void)c;
+    double *vec[] = {job->x, st->v, st->w, st->t, st->sv, st->aw, st->r};
+    double *at = state + LS_HEADER;
+    for (int i = 0; i < 7; i++) {
+        size_t len = i < 3 ? c->n : (size_t)c->M;
+        memcpy(save ? at : vec[i], save ? vec[i] : at, len * sizeof *at);
+        at += len;
+    }
 }
 
 /* Hands the state at the top of step bk->k to hooks.checkpoint; 0, or −1 when the caller could
@@ -500,12 +506,7 @@ static int lsqr_save(atf_sv_cg *c, const pcg_job *job, const lsqr_state *st, con
     h[LS_ALPHA] = st->alpha, h[LS_BETA] = st->beta, h[LS_PHIBAR] = st->phibar;
     h[LS_RHOBAR] = st->rhobar, h[LS_CS] = st->cs, h[LS_COEF] = st->coef;
     h[LS_ELAPSED] = c->elapsed0 + (atf_now() - c->start);
-    double *vn[3], *vm[4], *at = h + LS_HEADER;
-    lsqr_vectors(c, job, st, vn, vm);
-    for (int i = 0; i < 3; at += c->n, i++)
-        memcpy(at, vn[i], c->n * sizeof *at);
-    for (int i = 0; i < 4; at += c->M, i++)
-        memcpy(at, vm[i], (size_t)c->M * sizeof *at);
+    lsqr_vectors(c, job, st, h, 1);
     int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
     free(cp.data);
     c->last_checkpoint = atf_now();
@@ -524,12 +525,12 @@ static int lsqr_state_ok(const atf_sv_cg *c, const atf_checkpoint *cp, int expon
            h[LS_TOTAL] >= 0.0 && h[LS_TOTAL] <= INT_MAX && h[LS_NEXT_CONFIRM] <= INT_MAX;
 }
 
-/* The state of hooks.resume in place of lsqr_start (checked by atf_sv_baseline_cg). */
+/* The state of c->resume_from in place of lsqr_start (checked by checkpoints_begin). */
 static void lsqr_load(atf_sv_cg *c, const pcg_job *job, lsqr_state *st, lsqr_book *bk,
                       atf_cg_report *rep)
 {
     atf_solver *s = c->s;
-    const double *h = s->hooks.resume->data, *at = h + LS_HEADER;
+    double *h = c->resume_from->data;
     st->t = c->rho, st->sv = c->z, st->aw = c->p, st->r = c->gp, st->v = c->q, st->w = c->qprev;
     bk->k = (int)h[LS_STEP], c->total_steps = (int)h[LS_TOTAL], s->passes = (long)h[LS_PASSES];
     rep->replacements = (int)h[LS_REPLACEMENTS], rep->steps = bk->k - 1;
@@ -538,12 +539,7 @@ static void lsqr_load(atf_sv_cg *c, const pcg_job *job, lsqr_state *st, lsqr_boo
     st->alpha = h[LS_ALPHA], st->beta = h[LS_BETA], st->phibar = h[LS_PHIBAR];
     st->rhobar = h[LS_RHOBAR], st->cs = h[LS_CS], st->coef = h[LS_COEF];
     c->elapsed0 = h[LS_ELAPSED];
-    double *vn[3], *vm[4];
-    lsqr_vectors(c, job, st, vn, vm);
-    for (int i = 0; i < 3; at += c->n, i++)
-        memcpy(vn[i], at, c->n * sizeof *at);
-    for (int i = 0; i < 4; at += c->M, i++)
-        memcpy(vm[i], at, (size_t)c->M * sizeof *at);
+    lsqr_vectors(c, job, st, h, 0);
     if (s->set.verbose)
         atf_sv_log(s, "atf cg: resumed from a checkpoint at step %d (%.0f s into the solve)\n",
                    bk->k, c->elapsed0);
@@ -569,7 +565,7 @@ static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, doub
     lsqr_state st;
     lsqr_book bk = {.k = 1, .next_confirm = 1, .best = INFINITY};
     double prev[3] = {0.0, 0.0, 0.0};
-    if (job->main_solve && c->s->hooks.resume)
+    if (job->main_solve && c->resume_from)
         lsqr_load(c, job, &st, &bk, rep);
     else
         lsqr_start(c, job, &st);
@@ -751,7 +747,7 @@ static atf_error checkpoints_begin(atf_sv_cg *c, char *err)
 {
     atf_solver *s = c->s;
     c->checkpointing = c->checkpoint_failed = 0, c->elapsed0 = 0.0;
-    c->last_checkpoint = c->start;
+    c->last_checkpoint = c->start, c->resume_from = NULL;
     if ((!s->hooks.checkpoint && !s->hooks.resume) || atf_sv_interrupted(s))
         return ATF_OK;
     if (s->procs) {
@@ -774,6 +770,7 @@ static atf_error checkpoints_begin(atf_sv_cg *c, char *err)
         e = ATF_E_INPUT;
     }
     c->checkpointing = !e && s->hooks.checkpoint;
+    c->resume_from = e ? NULL : s->hooks.resume;
     return e;
 }
 
@@ -790,7 +787,7 @@ atf_error atf_sv_baseline_cg(atf_solver *s, atf_result *res, double *x, char *er
     pcg_job job = {.b = s->work.r, .bn = s->rnorm, .tol = tolerance(s),
                    .max_steps = s->set.max_iter, .log = s->set.verbose, .x = x,
                    .lsqr = c->opt.krylov != ATF_CG_KRYLOV_CRAIG,
-                   .main_solve = c->checkpointing || (s->hooks.resume && !atf_sv_interrupted(s))};
+                   .main_solve = c->checkpointing || c->resume_from};
     pcg(c, &job, &c->last);
     if (c->checkpoint_failed) {
         atf_errorf(err, "cg: the checkpoint at step %d could not be kept", c->last.steps + 1);

@@ -246,7 +246,7 @@ static atf_error partial_path(const samples_state *s, const point *pt, const cha
 /* The point's NTK min-norm interpolant (atf_baseline_hooks: the Gram where it fits, else CG,
  * whose LSQR solve keeps its state in DIR/solutions/n=N_seed=S_ntk.partial.h5 every
  * checkpoint_seconds and goes on from there after an interruption, to the same answer bit for
- * bit); the file goes once the solve has ended other than interrupted. */
+ * bit); the file goes once the solve has ended other than interrupted, unless a stop came. */
 atf_error samples_baseline(samples_state *s, point *pt, char *err)
 {
     const atf_samples_config *cfg = &s->plan->cfg;
@@ -259,13 +259,14 @@ atf_error samples_baseline(samples_state *s, point *pt, char *err)
         e = checkpoint_hooks(cfg, &sink, &from, &hooks, err);
     if (e)
         return e;
-    samples_show(s, pt, "ntk",
-                 hooks.resume ? " (the min-norm interpolant), resumed from its checkpoint"
-                              : " (the min-norm interpolant)");
+    char shown[96];
+    snprintf(shown, sizeof shown, " (the min-norm interpolant)%s",
+             hooks.resume ? ", resumed from its checkpoint" : "");
+    samples_show(s, pt, "ntk", shown);
     if (s->solver_log) {
         hooks.log = atf_exp_log_to, hooks.log_ctx = s->solver_log;
-        fprintf(s->solver_log, "== n=%d seed=%llu ntk (the min-norm interpolant)%s\n", pt->n,
-                (unsigned long long)pt->seed, hooks.resume ? ", resumed from its checkpoint" : "");
+        fprintf(s->solver_log, "== n=%d seed=%llu ntk%s\n", pt->n, (unsigned long long)pt->seed,
+                shown);
     }
     e = atf_baseline_hooks(pt->prob, &hooks, &pt->base, err);
     if (e)

@@ -123,6 +123,25 @@ static void panel_limits(const atf_plot_panel *p, double lim[4])
     }
 }
 
+static void set_line_style(const atf_plot_series *s)
+{
+    plcol0(COL_SERIES0 + (s->color & 7));
+    plwidth(2.0);
+    pllsty(s->dashed == 1 ? 3 : s->dashed == 2 ? 2 : 1);
+}
+
+/* One marker glyph (Hershey) at each point, at 0.6 of the text height. */
+static void draw_markers(int marker, int n, const double *x, const double *y)
+{
+    if (marker < 1 || marker > 5 || n < 1)
+        return;
+    PLFLT def, ht;
+    plgchr(&def, &ht);
+    plschr(0, 0.6 * ht / def);
+    plstring(n, x, y, markers[marker]);
+    plschr(0, ht / def);
+}
+
 static void draw_series(const atf_plot_panel *p, const atf_plot_series *s)
 {
     double *x = malloc(sizeof(double) * (size_t)(s->n > 0 ? s->n : 1));
@@ -156,140 +175,209 @@ static void draw_series(const atf_plot_panel *p, const atf_plot_series *s)
         }
         free(px), free(py);
     }
-    plcol0(COL_SERIES0 + (s->color & 7));
-    plwidth(2.0);
-    pllsty(s->dashed == 1 ? 3 : s->dashed == 2 ? 2 : 1);
+    set_line_style(s);
     if (!s->no_line && k > 1)
         plline(k, x, y);
     pllsty(1);
     plwidth(1.5);
     if (s->yerr && k > 0 && !(s->band && k > 1))
         plerry(k, x, lo, hi);
-    if (s->marker > 0 && s->marker <= 5 && k > 0) {
-        PLFLT def, ht;
-        plgchr(&def, &ht);
-        plschr(0, 0.6 * ht / def);
-        plstring(k, x, y, markers[s->marker]);
-        plschr(0, ht / def);
-    }
+    draw_markers(s->marker, k, x, y);
 done:
     free(x), free(y), free(lo), free(hi);
 }
 
-static void legend_position(atf_legend_pos pos, PLINT *flags)
+/* The legend is drawn here rather than by pllegend: pllegend sizes its box from PLplot's own
+ * string lengths, which the svg device does not have (its boxes ran across the whole panel and
+ * over the y labels while the PNG's fitted), and the corner that covers the fewest data must
+ * be chosen with the box that is then drawn. One geometry serves both. */
+typedef struct {
+    int n, ncol, nrow;
+    const atf_plot_series *entry[ATF_PLOT_MAXSERIES];
+    double text_scale;        /* of the current character height */
+    double w, h;              /* box, as fractions of the viewport's width and height */
+    double pad, sym, gap, colgap, row, colw; /* in millimetres */
+    double mm_x, mm_y;        /* the viewport's size in millimetres */
+} legend_geom;
+
+enum { LEGEND_OFFSET_PERMILLE = 20 }; /* the box's distance from the frame: 2 % of the viewport */
+
+/* Text widths. PLplot can size text only for the devices that draw it themselves (the svg
+ * device cannot), so the figures measure their own: with the advance widths of DejaVu Sans,
+ * the sans-serif of pngcairo here and, among the usual sans-serif faces an SVG viewer picks, a
+ * wide one. Units of 1/2048 em for the printable ASCII characters ' ' .. '~'; any other
+ * character counts as a lower-case letter. PLplot's character height is 0.73 em: a digit (0.636
+ * em) measured 16 px in the PNG at a height of 18.5 px, and "NTK, cross-entropy (fixed
+ * features)" 391 px against the 17.6 em of this table at 16.6 px. */
+static const unsigned short dejavu_advance[95] = {
+    651,  821,  942,  1716, 1303, 1946, 1597, 563,  799,  799,  1024, 1716, 651,  739,  651,  690,
+    1303, 1303, 1303, 1303, 1303, 1303, 1303, 1303, 1303, 1303, 690,  690,  1716, 1716, 1716, 1087,
+    2048, 1401, 1405, 1430, 1577, 1294, 1178, 1587, 1540, 604,  604,  1343, 1141, 1767, 1532, 1612,
+    1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025, 1403, 1251, 1403, 799,  690,  799,  1716, 1024,
+    1024, 1255, 1300, 1126, 1300, 1260, 721,  1300, 1298, 569,  569,  1186, 569,  1995, 1298, 1253,
+    1300, 1300, 842,  1067, 803,  1298, 1212, 1675, 1212, 1212, 1075, 1303, 690,  1303, 1716};
+#define EM_PER_HEIGHT 1.37
+
+/* Width in millimetres of `text` set at a character height of ht millimetres. */
+static double text_width(const char *text, double ht)
 {
-    switch (pos) {
-    case ATF_LEGEND_TOP_LEFT: *flags = PL_POSITION_TOP | PL_POSITION_LEFT; break;
-    case ATF_LEGEND_BOTTOM_RIGHT: *flags = PL_POSITION_BOTTOM | PL_POSITION_RIGHT; break;
-    case ATF_LEGEND_BOTTOM_LEFT: *flags = PL_POSITION_BOTTOM | PL_POSITION_LEFT; break;
-    default: *flags = PL_POSITION_TOP | PL_POSITION_RIGHT; break;
+    double units = 0.0;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if ((*c & 0xC0) == 0x80)
+            continue; /* a UTF-8 continuation byte */
+        units += *c >= 32 && *c < 127 ? dejavu_advance[*c - 32] : 1300;
     }
-    *flags |= PL_POSITION_INSIDE | PL_POSITION_VIEWPORT;
+    return units / 2048.0 * EM_PER_HEIGHT * ht;
 }
 
-/* Long legends are set in two columns. */
-static int legend_columns(int entries)
+/* The legend's entries and box for the current viewport and character height; n = 0 without a
+ * labelled series. */
+static void legend_layout(const atf_plot_panel *p, legend_geom *g)
 {
-    return entries > 4 ? 2 : 1;
+    memset(g, 0, sizeof *g);
+    for (int s = 0; s < p->nseries; s++)
+        if (p->series[s].label && *p->series[s].label)
+            g->entry[g->n++] = &p->series[s];
+    if (!g->n || p->legend == ATF_LEGEND_NONE) {
+        g->n = 0;
+        return;
+    }
+    g->ncol = g->n > 4 ? 2 : 1; /* long legends in two columns */
+    g->nrow = (g->n + g->ncol - 1) / g->ncol;
+    g->text_scale = g->ncol > 1 ? 0.65 : 0.75;
+    PLFLT def, ht, sx0, sx1, sy0, sy1, vx0, vx1, vy0, vy1;
+    plgchr(&def, &ht);
+    plgspa(&sx0, &sx1, &sy0, &sy1);
+    plgvpd(&vx0, &vx1, &vy0, &vy1);
+    g->mm_x = (vx1 - vx0) * (sx1 - sx0);
+    g->mm_y = (vy1 - vy0) * (sy1 - sy0);
+    double th = g->text_scale * ht;
+    g->pad = 0.5 * th, g->sym = 3.0 * th, g->gap = 0.6 * th, g->colgap = 1.5 * th;
+    g->row = 1.5 * th;
+    double longest = 0.0;
+    for (int i = 0; i < g->n; i++)
+        longest = fmax(longest, text_width(g->entry[i]->label, th));
+    g->colw = g->sym + g->gap + longest;
+    double w = 2 * g->pad + g->ncol * g->colw + (g->ncol - 1) * g->colgap;
+    double h = 2 * g->pad + g->nrow * g->row;
+    g->w = g->mm_x > 0 ? w / g->mm_x : 1.0;
+    g->h = g->mm_y > 0 ? h / g->mm_y : 1.0;
 }
 
-/* How much of the data a legend at `pos` would cover: points (markers, error-bar ends and 16
- * samples along every line segment) inside the corner box the legend needs, estimated from the
- * number and length of its labels. */
-static int points_in_corner(const atf_plot_panel *p, const double lim[4], atf_legend_pos pos)
+/* The box's lower-left corner in viewport fractions. */
+static void legend_origin(const legend_geom *g, atf_legend_pos pos, double *x, double *y)
 {
+    double off = LEGEND_OFFSET_PERMILLE / 1000.0;
     int right = pos == ATF_LEGEND_TOP_RIGHT || pos == ATF_LEGEND_BOTTOM_RIGHT;
     int top = pos == ATF_LEGEND_TOP_RIGHT || pos == ATF_LEGEND_TOP_LEFT;
-    int entries = 0;
-    size_t longest = 0;
-    for (int s = 0; s < p->nseries; s++)
-        if (p->series[s].label && *p->series[s].label) {
-            entries++;
-            longest = strlen(p->series[s].label) > longest ? strlen(p->series[s].label) : longest;
-        }
-    int ncol = legend_columns(entries), nrow = (entries + ncol - 1) / ncol;
-    double bw = fmin(0.95, ncol * (0.32 + 0.015 * (double)longest) - (ncol - 1) * 0.12);
-    double bh = fmin(0.9, 0.04 + 0.085 * nrow);
+    *x = right ? 1.0 - off - g->w : off;
+    *y = top ? 1.0 - off - g->h : off;
+}
+
+/* Where a series' value (k = 0) or the end of its spread (k = -1, +1) lies as a fraction of
+ * the panel's height; NAN where the log axis cannot show it. */
+static double value_fraction(const atf_plot_panel *p, const atf_plot_series *ser, int i, int k,
+                             const double lim[4])
+{
+    double v = ser->y[i] + k * (ser->yerr ? fabs(ser->yerr[i]) : 0.0);
+    if (k && !usable(v, p->logy))
+        v = ser->y[i]; /* a spread reaching below 0 is drawn from the value on a log axis */
+    return (axis_value(v, p->logy) - lim[2]) / (lim[3] - lim[2]);
+}
+
+/* How much of the data a legend at `pos` would cover: points inside its box grown by half a
+ * character (a marker's size), all in viewport fractions — the markers, 16 samples along every
+ * line segment, and the ends of the spread at the points and, for a band, along its edges. */
+static int points_in_corner(const atf_plot_panel *p, const legend_geom *g, const double lim[4],
+                            atf_legend_pos pos)
+{
+    if (!g->n)
+        return 0;
+    double x0, y0;
+    legend_origin(g, pos, &x0, &y0);
+    double mx = g->pad / g->mm_x, my = g->pad / g->mm_y;
+    double bx0 = x0 - mx, bx1 = x0 + g->w + mx, by0 = y0 - my, by1 = y0 + g->h + my;
     int count = 0;
     for (int s = 0; s < p->nseries; s++) {
         const atf_plot_series *ser = &p->series[s];
-        double px = NAN, py = NAN;
+        int spread = ser->yerr != NULL;
+        double px = NAN, py[3] = {NAN, NAN, NAN};
         for (int i = 0; i < ser->n; i++) {
             if (!usable(ser->x[i], p->logx) || !usable(ser->y[i], p->logy))
                 continue;
-            double fx = (axis_value(ser->x[i], p->logx) - lim[0]) / (lim[1] - lim[0]);
-            double fy = (axis_value(ser->y[i], p->logy) - lim[2]) / (lim[3] - lim[2]);
-            int steps = !ser->no_line && isfinite(px) ? 16 : 0;
-            for (int k = 0; k <= steps; k++) {
-                double t = steps ? (double)k / steps : 1.0;
-                double qx = isfinite(px) ? px + t * (fx - px) : fx;
-                double qy = isfinite(py) ? py + t * (fy - py) : fy;
-                count += (right ? qx > 1 - bw : qx < bw) && (top ? qy > 1 - bh : qy < bh);
-            }
-            double e = ser->yerr ? fabs(ser->yerr[i]) : 0.0;
-            for (int k = -1; e > 0 && k <= 1; k += 2) {
-                double yv = ser->y[i] + k * e;
-                if (!usable(yv, p->logy))
+            double fx = (axis_value(ser->x[i], p->logx) - lim[0]) / (lim[1] - lim[0]), fy[3];
+            for (int k = -1; k <= 1; k++)
+                fy[k + 1] = value_fraction(p, ser, i, k, lim);
+            for (int k = -1; k <= 1; k++) {
+                if (k && !spread)
                     continue;
-                double qy = (axis_value(yv, p->logy) - lim[2]) / (lim[3] - lim[2]);
-                count += (right ? fx > 1 - bw : fx < bw) && (top ? qy > 1 - bh : qy < bh);
+                int joined = isfinite(px) && (k ? ser->band : !ser->no_line);
+                int steps = joined ? 16 : 0;
+                for (int j = 0; j <= steps; j++) {
+                    double t = steps ? (double)j / steps : 1.0;
+                    double qx = joined ? px + t * (fx - px) : fx;
+                    double qy = joined ? py[k + 1] + t * (fy[k + 1] - py[k + 1]) : fy[k + 1];
+                    count += qx > bx0 && qx < bx1 && qy > by0 && qy < by1;
+                }
             }
-            px = fx, py = fy;
+            px = fx;
+            memcpy(py, fy, sizeof py);
         }
     }
     return count;
 }
 
-static atf_legend_pos best_corner(const atf_plot_panel *p, const double lim[4])
+static atf_legend_pos best_corner(const atf_plot_panel *p, const legend_geom *g,
+                                  const double lim[4])
 {
     static const atf_legend_pos order[4] = {ATF_LEGEND_TOP_RIGHT, ATF_LEGEND_TOP_LEFT,
                                             ATF_LEGEND_BOTTOM_LEFT, ATF_LEGEND_BOTTOM_RIGHT};
     atf_legend_pos best = order[0];
     int fewest = -1;
     for (int k = 0; k < 4; k++) {
-        int c = points_in_corner(p, lim, order[k]);
+        int c = points_in_corner(p, g, lim, order[k]);
         if (fewest < 0 || c < fewest)
             fewest = c, best = order[k];
     }
     return best;
 }
 
-static void draw_legend(const atf_plot_panel *p, atf_legend_pos where)
+/* Draws the legend in the viewport's unit square (the world window is put back after). */
+static void draw_legend(const legend_geom *g, atf_legend_pos where)
 {
-    PLINT opt[ATF_PLOT_MAXSERIES], tcol[ATF_PLOT_MAXSERIES], lcol[ATF_PLOT_MAXSERIES],
-        lsty[ATF_PLOT_MAXSERIES], scol[ATF_PLOT_MAXSERIES], snum[ATF_PLOT_MAXSERIES];
-    PLFLT lwid[ATF_PLOT_MAXSERIES], sscale[ATF_PLOT_MAXSERIES];
-    const char *text[ATF_PLOT_MAXSERIES], *sym[ATF_PLOT_MAXSERIES];
-    int n = 0;
-    if (p->legend == ATF_LEGEND_NONE)
+    if (!g->n || where == ATF_LEGEND_NONE)
         return;
-    for (int s = 0; s < p->nseries; s++) {
-        const atf_plot_series *ser = &p->series[s];
-        if (!ser->label || !*ser->label)
-            continue;
-        opt[n] = (ser->no_line ? 0 : PL_LEGEND_LINE) | (ser->marker ? PL_LEGEND_SYMBOL : 0);
-        if (!opt[n])
-            opt[n] = PL_LEGEND_LINE;
-        tcol[n] = COL_FG;
-        lcol[n] = scol[n] = COL_SERIES0 + (ser->color & 7);
-        lsty[n] = ser->dashed == 1 ? 3 : ser->dashed == 2 ? 2 : 1;
-        lwid[n] = 2.0;
-        sscale[n] = 0.6;
-        snum[n] = 2;
-        text[n] = ser->label;
-        sym[n] = ser->marker > 0 && ser->marker <= 5 ? markers[ser->marker] : "";
-        n++;
+    PLFLT wx0, wx1, wy0, wy1, def, ht;
+    plgvpw(&wx0, &wx1, &wy0, &wy1);
+    plgchr(&def, &ht);
+    plwind(0.0, 1.0, 0.0, 1.0);
+    double x0, y0;
+    legend_origin(g, where, &x0, &y0);
+    PLFLT bx[5] = {x0, x0 + g->w, x0 + g->w, x0, x0};
+    PLFLT by[5] = {y0, y0, y0 + g->h, y0 + g->h, y0};
+    plcol0(COL_BG);
+    plfill(4, bx, by);
+    plcol0(COL_FG);
+    plwidth(1.0);
+    plline(5, bx, by);
+    for (int i = 0; i < g->n; i++) {
+        const atf_plot_series *s = g->entry[i];
+        int row = i / g->ncol, col = i % g->ncol;
+        double left = x0 + (g->pad + col * (g->colw + g->colgap)) / g->mm_x;
+        double yc = y0 + g->h - (g->pad + (row + 0.5) * g->row) / g->mm_y;
+        PLFLT lx[2] = {left, left + g->sym / g->mm_x}, ly[2] = {yc, yc};
+        set_line_style(s);
+        if (!s->no_line)
+            plline(2, lx, ly);
+        pllsty(1);
+        PLFLT mx = 0.5 * (lx[0] + lx[1]);
+        draw_markers(s->marker, 1, &mx, &ly[0]);
+        plcol0(COL_FG);
+        plschr(0, g->text_scale * ht / def);
+        plptex(lx[1] + g->gap / g->mm_x, yc, 1.0, 0.0, 0.0, s->label);
+        plschr(0, ht / def);
     }
-    if (!n)
-        return;
-    PLINT pos;
-    legend_position(where, &pos);
-    PLFLT w, h;
-    int ncol = legend_columns(n), nrow = (n + ncol - 1) / ncol;
-    pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX | PL_LEGEND_ROW_MAJOR, pos,
-             0.02, 0.02, 0.06, COL_BG, COL_FG, 1, nrow, ncol, n, opt, 0.6, ncol > 1 ? 0.65 : 0.75,
-             1.5, 0.0, tcol, text, NULL, NULL, NULL,
-             NULL, lcol, lsty, lwid, scol, sscale, snum, sym);
+    plwind(wx0, wx1, wy0, wy1);
 }
 
 /* Viewport of a panel inside its grid cell (normalised page coordinates): room on the left for
@@ -312,25 +400,15 @@ static void panel_viewport(const cell *c, double left_chars, double right_chars)
            c->y0 + fmin(4.9 * chh, 0.33 * h), c->y1 - fmin(2.7 * chh, 0.25 * h));
 }
 
-/* Axis labels and title at fixed distances (in character heights) from the viewport. */
-/* Characters of a UTF-8 text (continuation bytes not counted). */
-static size_t text_chars(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
-}
 
 /* Text centred above the viewport (disp character heights off it), made smaller when wider
- * than `width` (a fraction of the page): long panel titles must not reach the neighbours.
- * (This PLplot has no string-length query: a glyph is at most about 0.8 heights wide.) */
+ * than `width` (a fraction of the page): long panel titles must not reach the neighbours. */
 static void fitted_title(const char *text, double disp, double width)
 {
     PLFLT def, ht, x0, x1, y0, y1;
     plgchr(&def, &ht);
     plgspa(&x0, &x1, &y0, &y1);
-    double avail = width * (x1 - x0), len = 0.8 * ht * (double)text_chars(text);
+    double avail = width * (x1 - x0), len = text_width(text, ht);
     if (len > avail && len > 0)
         plschr(0, ht / def * avail / len);
     plmtex("t", disp, 0.5, 0.5, text);
@@ -374,17 +452,19 @@ static double nice_step(double raw);
 enum { MAXTICKS = 40 };
 
 /* The values labelled on a short log axis [lo, hi] (log10 units): 1-2-5 multiples (1..9 within
- * 0.6 of a decade, 1-2-3-5 within one, 1-3 beyond one and a half decades, where "500" and "1000" would run into each
- * other); when fewer than two of those fall inside (a range like 1.05 .. 1.6), evenly spaced
- * round values instead. Returns their number. */
-static int log_tick_values(double lo, double hi, double *vals)
+ * 0.6 of a decade, 1-2-3-5 within one, 1-2-5 within one and a half, 1-3 beyond, where on x "500"
+ * and "1000" would run into each other; a y axis, whose labels are stacked, keeps 1-2-5 up to
+ * two and a half decades: a legend's headroom must not leave the data with one label); when
+ * fewer than two of those fall inside (a range like 1.05 .. 1.6), evenly spaced round values
+ * instead. Returns their number. */
+static int log_tick_values(double lo, double hi, int yaxis, double *vals)
 {
     static const double steps13[] = {1, 3}, steps125[] = {1, 2, 5}, steps1235[] = {1, 2, 3, 5},
                         steps19[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     double span = hi - lo;
     const double *steps = span < 0.6 ? steps19 : span < 1.0 ? steps1235
-                        : span < 1.5 ? steps125 : steps13;
-    int nsteps = span < 0.6 ? 9 : span < 1.0 ? 4 : span < 1.5 ? 3 : 2, n = 0;
+                        : span < (yaxis ? 2.5 : 1.5) ? steps125 : steps13;
+    int nsteps = steps == steps19 ? 9 : steps == steps1235 ? 4 : steps == steps125 ? 3 : 2, n = 0;
     for (int k = (int)floor(lo) - 1; k <= (int)ceil(hi) && n < MAXTICKS; k++)
         for (int j = 0; j < nsteps && n < MAXTICKS; j++) {
             double v = steps[j] * pow(10.0, k), w = log10(v);
@@ -400,28 +480,28 @@ static int log_tick_values(double lo, double hi, double *vals)
     return n;
 }
 
-/* The width of one character of tick label as a fraction of the viewport's width (a digit is
- * about 0.75 of PLplot's character height, measured on the figures; the caller keeps half a
- * character of gap). */
-static double label_char_width(void)
+/* The viewport's width in millimetres. */
+static double viewport_width_mm(void)
 {
-    PLFLT def, ht, sx0, sx1, sy0, sy1, vx0, vx1, vy0, vy1;
-    plgchr(&def, &ht);
+    PLFLT sx0, sx1, sy0, sy1, vx0, vx1, vy0, vy1;
     plgspa(&sx0, &sx1, &sy0, &sy1);
     plgvpd(&vx0, &vx1, &vy0, &vy1);
-    double width_mm = (vx1 - vx0) * (sx1 - sx0);
-    return width_mm > 0 ? 0.75 * ht / width_mm : 0.0;
+    return (vx1 - vx0) * (sx1 - sx0);
 }
 
-/* Labels left to right on x skip one that would touch the last one written (narrow panels: 10000
- * and 30000 ran together in the six-panel alignment figure). */
+/* Labels left to right on x skip one that would come within a character of the last one written
+ * (narrow panels: 10000 and 30000 ran together in the six-panel alignment figure, and with half
+ * a character's gap 1000, 3000 and 10000 still read as one number there). */
 static void manual_log_labels(int yaxis, double lo, double hi)
 {
     double vals[MAXTICKS];
-    int n = log_tick_values(lo, hi, vals);
+    int n = log_tick_values(lo, hi, yaxis, vals);
     PLFLT xmin, xmax, ymin, ymax;
     plgvpw(&xmin, &xmax, &ymin, &ymax);
-    double cw = yaxis ? 0.0 : label_char_width(), last_right = -INFINITY;
+    PLFLT def, ht;
+    plgchr(&def, &ht);
+    double width_mm = viewport_width_mm(), last_right = -INFINITY;
+    double gap = width_mm > 0 ? text_width("0", ht) / width_mm : 0.0; /* one digit */
     for (int i = 0; i < n; i++) {
         double w = log10(vals[i]), pos = (w - lo) / (hi - lo);
         PLFLT gx[2], gy[2];
@@ -434,8 +514,8 @@ static void manual_log_labels(int yaxis, double lo, double hi)
         plline(2, gx, gy);
         char label[32];
         format_tick(vals[i], label, sizeof label);
-        double half = 0.5 * cw * (double)strlen(label);
-        if (!yaxis && pos - half < last_right + 0.5 * cw)
+        double half = width_mm > 0 ? 0.5 * text_width(label, ht) / width_mm : 0.0;
+        if (!yaxis && pos - half < last_right + gap)
             continue;
         last_right = pos + half;
         plcol0(COL_FG);
@@ -458,7 +538,7 @@ static int ytick_chars(const atf_plot_panel *p, const double lim[4], double step
         return 4;
     if (p->logy) {
         double vals[MAXTICKS];
-        int n = log_tick_values(lim[2], lim[3], vals);
+        int n = log_tick_values(lim[2], lim[3], 1, vals);
         for (int i = 0; i < n; i++) {
             format_tick(vals[i], buf, sizeof buf);
             widest = fmax(widest, (int)strlen(buf));
@@ -515,22 +595,37 @@ static double nice_step(double raw)
     return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * p10;
 }
 
-/* The data range, grown when the legend's corner would cover data; *where gets the corner. */
+/* The data range, grown above or below the curves until the legend's box (as laid out in the
+ * current viewport) covers none of them, when even the emptiest corner has data; *where gets
+ * the corner. */
 static void lines_limits(const atf_plot_panel *p, double lim[4], atf_legend_pos *where)
 {
     panel_limits(p, lim);
     *where = p->legend;
     if (*where != ATF_LEGEND_AUTO)
         return;
-    /* the emptiest corner; if even that one has data, make room above or below the curves */
-    *where = best_corner(p, lim);
-    if (points_in_corner(p, lim, *where) > 0 && !p->fixed_y) {
-        double grow = 0.55 * (lim[3] - lim[2]);
-        if (*where == ATF_LEGEND_TOP_LEFT || *where == ATF_LEGEND_TOP_RIGHT)
+    legend_geom g;
+    legend_layout(p, &g);
+    *where = best_corner(p, &g, lim);
+    int top = *where == ATF_LEGEND_TOP_LEFT || *where == ATF_LEGEND_TOP_RIGHT;
+    for (int k = 0; k < 12 && !p->fixed_y && points_in_corner(p, &g, lim, *where) > 0; k++) {
+        double grow = 0.15 * (lim[3] - lim[2]);
+        if (top)
             lim[3] += grow;
         else
             lim[2] -= grow;
     }
+}
+
+/* The ticks' steps and the y label's distance for the limits, and the viewport they leave. */
+static double lines_viewport(const atf_plot_panel *p, const cell *c, const double lim[4],
+                             double *xtick, double *ytick)
+{
+    *xtick = p->logx ? ceil((lim[1] - lim[0]) / 6.0) : 0.0;
+    *ytick = p->logy ? ceil((lim[3] - lim[2]) / 6.0) : nice_step((lim[3] - lim[2]) / 5.0);
+    double ylabel = ylabel_offset(p, lim, *ytick, p->logy && short_log_axis(lim[2], lim[3]));
+    panel_viewport(c, ylabel + 1.4, 1.5);
+    return ylabel;
 }
 
 /* Grid, tick marks and tick labels (y labels horizontal: rotated numbers read badly). On a log
@@ -561,18 +656,20 @@ static void draw_lines_panel(const atf_plot_panel *p, const cell *c)
 {
     double lim[4];
     atf_legend_pos where;
+    double xtick, ytick;
+    panel_limits(p, lim); /* a first viewport, in which the legend's box is measured */
+    lines_viewport(p, c, lim, &xtick, &ytick);
     lines_limits(p, lim, &where);
-    double xtick = p->logx ? ceil((lim[1] - lim[0]) / 6.0) : 0.0;
-    double ytick = p->logy ? ceil((lim[3] - lim[2]) / 6.0) : nice_step((lim[3] - lim[2]) / 5.0);
-    double ylabel = ylabel_offset(p, lim, ytick, p->logy && short_log_axis(lim[2], lim[3]));
-    panel_viewport(c, ylabel + 1.4, 1.5);
+    double ylabel = lines_viewport(p, c, lim, &xtick, &ytick);
     plwind(lim[0], lim[1], lim[2], lim[3]);
     draw_axes(p, lim, xtick, ytick);
     for (int s = 0; s < p->nseries; s++)
         draw_series(p, &p->series[s]);
     draw_notes(p, lim);
     draw_labels(p, c, ylabel);
-    draw_legend(p, where);
+    legend_geom g;
+    legend_layout(p, &g);
+    draw_legend(&g, where);
 }
 
 static void heat_range(const atf_plot_panel *p, double *lo, double *hi)
@@ -653,6 +750,20 @@ static PLFLT **pooled_image(const atf_plot_panel *p, int *nx, int *ny)
     return idata;
 }
 
+/* The step of a heat map's x labels: the round step at which its widest label and a digit's gap
+ * fit between neighbours (PLplot's own choice ran "0 10 20 30 40 50" together in a quarter of
+ * a page). */
+static double heatmap_xtick(int cols)
+{
+    PLFLT def, ht;
+    plgchr(&def, &ht);
+    char widest[16];
+    snprintf(widest, sizeof widest, "%d", cols);
+    double width_mm = viewport_width_mm();
+    double slot = text_width(widest, ht) + 2.0 * text_width("0", ht);
+    return width_mm > 0 ? nice_step(cols * slot / width_mm) : 0.0;
+}
+
 static void draw_heatmap_panel(const atf_plot_panel *p, const cell *c)
 {
     double lo, hi;
@@ -670,7 +781,7 @@ static void draw_heatmap_panel(const atf_plot_panel *p, const cell *c)
     plimagefr((PLFLT_MATRIX)idata, nx, ny, 0, p->cols, 0, p->rows, -DBL_MAX, DBL_MAX, lo, hi,
               NULL, NULL);
     plcol0(COL_FG);
-    plbox("bcnst", 0, 0, "bcnstv", 0, 0);
+    plbox("bcnst", heatmap_xtick(p->cols), 0, "bcnstv", 0, 0);
     draw_labels(p, c, ylabel);
     if (!p->no_colorbar)
         draw_colorbar(p, lo, hi);

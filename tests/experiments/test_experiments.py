@@ -10,6 +10,7 @@ import csv
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import struct
@@ -74,6 +75,50 @@ def check_png(path, min_width=300):
     assert len(set(raw[:: max(1, len(raw) // 200000)])) > 20, f"{path}: looks blank"
 
 
+NUMBER = re.compile(r"^[-+.e]*[0-9][-+0-9.e]*$")
+
+
+def svg_texts(root):
+    """(x, y, anchor, font size, text) of every text element, in the page's coordinates."""
+    out = []
+    for e in root.iter():
+        if not e.tag.endswith("text"):
+            continue
+        m = re.search(r"matrix\(([^)]*)\)", e.get("transform", ""))
+        if not m:
+            continue
+        a = [float(v) for v in m.group(1).split()]
+        out.append((a[4], a[5], e.get("text-anchor", "start"), float(e.get("font-size", "0")),
+                    "".join(e.itertext())))
+    return out
+
+
+def check_layout(path, root):
+    """Tick labels along an x axis must not run together (each a digit's width apart, at the
+    0.636 em of DejaVu Sans's digits), and no legend box may cover a tick label (the svg
+    device's legends once ran over the y labels)."""
+    texts = svg_texts(root)
+    rows = {}
+    for x, y, anchor, size, t in texts:
+        if anchor == "middle" and NUMBER.match(t):
+            rows.setdefault(round(y, 1), []).append((x, size, t))
+    def width(t, size):
+        return sum(0.636 if c.isdigit() else 0.35 for c in t) * size
+    for y, labels in rows.items():
+        labels.sort()
+        for (x0, s0, t0), (x1, s1, t1) in zip(labels, labels[1:]):
+            room = x1 - x0 - 0.5 * (width(t0, s0) + width(t1, s1))
+            assert room >= 0.6 * s0, f"{path}: tick labels {t0} and {t1} touch ({room:.1f} px apart)"
+    for e in root.iter():
+        if e.tag.split("}")[-1] != "polygon" or e.get("fill", "").upper() != "#FFFFFF":
+            continue
+        pts = [tuple(map(float, p.split(","))) for p in e.get("points").split()]
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        for x, y, anchor, size, t in texts:
+            if NUMBER.match(t) and min(xs) < x < max(xs) and min(ys) < y < max(ys):
+                raise AssertionError(f"{path}: a legend box covers the tick label {t}")
+
+
 def check_svg(path, words=()):
     root = ET.parse(path).getroot()
     assert root.tag.endswith("svg"), f"{path}: root is {root.tag}"
@@ -82,6 +127,7 @@ def check_svg(path, words=()):
     text = "\n".join("".join(e.itertext()) for e in root.iter() if e.tag.endswith("text"))
     for w in words:
         assert w in text, f"{path}: '{w}' not found"
+    check_layout(path, root)
 
 
 def check_figure(base, words=()):

@@ -711,6 +711,9 @@ static int save_checkpoint(atf_solver *s, atf_newton *nw)
     return r == 0 ? 0 : -1;
 }
 
+/* A checkpoint key names the problem's fingerprint after this tag. */
+#define FINGERPRINT_TAG "; problem "
+
 atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss *loss,
                                 double eps, const atf_loss *bridge_to, char *key, char *err)
 {
@@ -724,7 +727,7 @@ atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss
     }
     atf_loss_format(loss, spec, sizeof spec);
     int k = snprintf(key, ATF_CHECKPOINT_KEYLEN,
-                     "%s; problem %s; loss %s; structure %s; reduce %d; newton_rank %d; "
+                     "%s" FINGERPRINT_TAG "%s; loss %s; structure %s; reduce %d; newton_rank %d; "
                      "eps_rel %.17g; variables %zu; penalties", state, fp, spec,
                      atf_structure_name(s->set.structure), s->set.reduce, s->set.newton_rank,
                      eps, s->n);
@@ -743,15 +746,21 @@ atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss
     return ATF_OK;
 }
 
+/* The fingerprint in a key ("" without the tag). */
+static const char *key_fingerprint(const char *key)
+{
+    const char *at = strstr(key, FINGERPRINT_TAG);
+    return at ? at + sizeof FINGERPRINT_TAG - 1 : "";
+}
+
 /* Whether two checkpoint keys differ only in the problem's fingerprint (the 32 hex digits after
- * "; problem "): the same solve of a problem whose numbers are not bit for bit the same. */
+ * the tag): the same solve of a problem whose numbers are not bit for bit the same. */
 static int only_the_data_differ(const char *a, const char *b)
 {
-    static const char tag[] = "; problem ";
-    const char *pa = strstr(a, tag), *pb = strstr(b, tag);
+    const char *pa = strstr(a, FINGERPRINT_TAG), *pb = strstr(b, FINGERPRINT_TAG);
     if (!pa || !pb || pa - a != pb - b || strncmp(a, b, (size_t)(pa - a)) != 0)
         return 0;
-    size_t fp = sizeof tag - 1 + ATF_FINGERPRINT_LEN - 1;
+    size_t fp = sizeof FINGERPRINT_TAG - 1 + ATF_FINGERPRINT_LEN - 1;
     return strlen(pa) >= fp && strlen(pb) >= fp && strcmp(pa + fp, pb + fp) == 0;
 }
 
@@ -767,7 +776,7 @@ atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp
         atf_errorf(err, "%s: the checkpoint is for the same solve of a problem whose numbers "
                         "differ (problem fingerprint %.32s there, %.32s here): built again on "
                         "another machine or BLAS kernel? (OpenBLAS: OPENBLAS_CORETYPE)",
-                   method, strstr(cp->key, "; problem ") + 10, strstr(key, "; problem ") + 10);
+                   method, key_fingerprint(cp->key), key_fingerprint(key));
         return ATF_E_INPUT;
     }
     atf_errorf(err, "%s: the checkpoint is another solve's (it is for \"%.300s\"; this solve "

@@ -480,51 +480,68 @@ static int log_tick_values(double lo, double hi, int yaxis, double *vals)
     return n;
 }
 
-/* The viewport's width in millimetres. */
-static double viewport_width_mm(void)
+/* The viewport's width (vertical = 0) or height in millimetres. */
+static double viewport_extent_mm(int vertical)
 {
     PLFLT sx0, sx1, sy0, sy1, vx0, vx1, vy0, vy1;
     plgspa(&sx0, &sx1, &sy0, &sy1);
     plgvpd(&vx0, &vx1, &vy0, &vy1);
-    return (vx1 - vx0) * (sx1 - sx0);
+    return vertical ? (vy1 - vy0) * (sy1 - sy0) : (vx1 - vx0) * (sx1 - sx0);
 }
 
-/* Labels left to right on x skip one that would come within a character of the last one written
+/* Whether a label covering [a, b] (viewport fractions) comes within gap of one already placed. */
+static int label_collides(const double (*placed)[2], int n, double a, double b, double gap)
+{
+    for (int i = 0; i < n; i++)
+        if (a < placed[i][1] + gap && b > placed[i][0] - gap)
+            return 1;
+    return 0;
+}
+
+/* Grid lines at every value, labels where they fit: the powers of ten first, then the others,
+ * each skipped when it would come too close to one placed — on x within a digit's width
  * (narrow panels: 10000 and 30000 ran together in the six-panel alignment figure, and with half
- * a character's gap 1000, 3000 and 10000 still read as one number there). */
+ * a digit's gap 1000, 3000 and 10000 still read as one number there), on y within 0.8 of a
+ * character's height (0.09 sat just under 0.1 in a panel spanning 0.085 … 0.25). */
 static void manual_log_labels(int yaxis, double lo, double hi)
 {
-    double vals[MAXTICKS];
-    int n = log_tick_values(lo, hi, yaxis, vals);
+    double vals[MAXTICKS], placed[MAXTICKS][2];
+    int n = log_tick_values(lo, hi, yaxis, vals), nplaced = 0;
     PLFLT xmin, xmax, ymin, ymax;
     plgvpw(&xmin, &xmax, &ymin, &ymax);
     PLFLT def, ht;
     plgchr(&def, &ht);
-    double width_mm = viewport_width_mm(), last_right = -INFINITY;
-    double gap = width_mm > 0 ? text_width("0", ht) / width_mm : 0.0; /* one digit */
+    double span_mm = viewport_extent_mm(yaxis);
+    double gap = span_mm > 0 ? (yaxis ? 0.8 * ht : text_width("0", ht)) / span_mm : 0.0;
+    plcol0(COL_GRID);
+    plwidth(0.5);
     for (int i = 0; i < n; i++) {
-        double w = log10(vals[i]), pos = (w - lo) / (hi - lo);
-        PLFLT gx[2], gy[2];
+        double w = log10(vals[i]);
+        PLFLT gx[2] = {w, w}, gy[2] = {ymin, ymax};
         if (yaxis)
             gx[0] = xmin, gx[1] = xmax, gy[0] = gy[1] = w;
-        else
-            gx[0] = gx[1] = w, gy[0] = ymin, gy[1] = ymax;
-        plcol0(COL_GRID);
-        plwidth(0.5);
         plline(2, gx, gy);
-        char label[32];
-        format_tick(vals[i], label, sizeof label);
-        double half = width_mm > 0 ? 0.5 * text_width(label, ht) / width_mm : 0.0;
-        if (!yaxis && pos - half < last_right + gap)
-            continue;
-        last_right = pos + half;
-        plcol0(COL_FG);
-        plwidth(1.0);
-        if (yaxis)
-            plmtex("lv", 0.7, pos, 1.0, label);
-        else
-            plmtex("b", 1.6, pos, 0.5, label);
     }
+    plcol0(COL_FG);
+    plwidth(1.0);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            double w = log10(vals[i]), pos = (w - lo) / (hi - lo);
+            int power = fabs(w - round(w)) < 1e-9;
+            if (power != (pass == 0))
+                continue;
+            char label[32];
+            format_tick(vals[i], label, sizeof label);
+            double extent = yaxis ? ht : text_width(label, ht);
+            double half = span_mm > 0 ? 0.5 * extent / span_mm : 0.0;
+            if (label_collides((const double (*)[2])placed, nplaced, pos - half, pos + half, gap))
+                continue;
+            placed[nplaced][0] = pos - half, placed[nplaced][1] = pos + half, nplaced++;
+            if (yaxis)
+                plmtex("lv", 0.7, pos, 1.0, label);
+            else
+                plmtex("b", 1.6, pos, 0.5, label);
+        }
 }
 
 /* Characters of the widest y tick label: the y label goes just beyond it, so that neither
@@ -759,7 +776,7 @@ static double heatmap_xtick(int cols)
     plgchr(&def, &ht);
     char widest[16];
     snprintf(widest, sizeof widest, "%d", cols);
-    double width_mm = viewport_width_mm();
+    double width_mm = viewport_extent_mm(0);
     double slot = text_width(widest, ht) + 2.0 * text_width("0", ht);
     return width_mm > 0 ? nice_step(cols * slot / width_mm) : 0.0;
 }

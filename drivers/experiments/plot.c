@@ -187,6 +187,15 @@ done:
     free(x), free(y), free(lo), free(hi);
 }
 
+/* The viewport's width (vertical = 0) or height in millimetres. */
+static double viewport_extent_mm(int vertical)
+{
+    PLFLT sx0, sx1, sy0, sy1, vx0, vx1, vy0, vy1;
+    plgspa(&sx0, &sx1, &sy0, &sy1);
+    plgvpd(&vx0, &vx1, &vy0, &vy1);
+    return vertical ? (vy1 - vy0) * (sy1 - sy0) : (vx1 - vx0) * (sx1 - sx0);
+}
+
 /* The legend is drawn here rather than by pllegend: pllegend sizes its box from PLplot's own
  * string lengths, which the svg device does not have (its boxes ran across the whole panel and
  * over the y labels while the PNG's fitted), and the corner that covers the fewest data must
@@ -245,12 +254,9 @@ static void legend_layout(const atf_plot_panel *p, legend_geom *g)
     g->ncol = g->n > 4 ? 2 : 1; /* long legends in two columns */
     g->nrow = (g->n + g->ncol - 1) / g->ncol;
     g->text_scale = g->ncol > 1 ? 0.65 : 0.75;
-    PLFLT def, ht, sx0, sx1, sy0, sy1, vx0, vx1, vy0, vy1;
+    PLFLT def, ht;
     plgchr(&def, &ht);
-    plgspa(&sx0, &sx1, &sy0, &sy1);
-    plgvpd(&vx0, &vx1, &vy0, &vy1);
-    g->mm_x = (vx1 - vx0) * (sx1 - sx0);
-    g->mm_y = (vy1 - vy0) * (sy1 - sy0);
+    g->mm_x = viewport_extent_mm(0), g->mm_y = viewport_extent_mm(1);
     double th = g->text_scale * ht;
     g->pad = 0.5 * th, g->sym = 3.0 * th, g->gap = 0.6 * th, g->colgap = 1.5 * th;
     g->row = 1.5 * th;
@@ -345,7 +351,7 @@ static atf_legend_pos best_corner(const atf_plot_panel *p, const legend_geom *g,
 /* Draws the legend in the viewport's unit square (the world window is put back after). */
 static void draw_legend(const legend_geom *g, atf_legend_pos where)
 {
-    if (!g->n || where == ATF_LEGEND_NONE)
+    if (!g->n) /* no labelled series, or ATF_LEGEND_NONE */
         return;
     PLFLT wx0, wx1, wy0, wy1, def, ht;
     plgvpw(&wx0, &wx1, &wy0, &wy1);
@@ -480,15 +486,6 @@ static int log_tick_values(double lo, double hi, int yaxis, double *vals)
     return n;
 }
 
-/* The viewport's width (vertical = 0) or height in millimetres. */
-static double viewport_extent_mm(int vertical)
-{
-    PLFLT sx0, sx1, sy0, sy1, vx0, vx1, vy0, vy1;
-    plgspa(&sx0, &sx1, &sy0, &sy1);
-    plgvpd(&vx0, &vx1, &vy0, &vy1);
-    return vertical ? (vy1 - vy0) * (sy1 - sy0) : (vx1 - vx0) * (sx1 - sx0);
-}
-
 /* Whether a label covering [a, b] (viewport fractions) comes within gap of one already placed. */
 static int label_collides(const double (*placed)[2], int n, double a, double b, double gap)
 {
@@ -612,12 +609,11 @@ static double nice_step(double raw)
     return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * p10;
 }
 
-/* The data range, grown above or below the curves until the legend's box (as laid out in the
- * current viewport) covers none of them, when even the emptiest corner has data; *where gets
- * the corner. */
+/* The limits of panel_limits grown above or below the curves until the legend's box (as laid
+ * out in the current viewport) covers none of them, when even the emptiest corner has data;
+ * *where gets the corner. */
 static void lines_limits(const atf_plot_panel *p, double lim[4], atf_legend_pos *where)
 {
-    panel_limits(p, lim);
     *where = p->legend;
     if (*where != ATF_LEGEND_AUTO)
         return;

@@ -18,11 +18,13 @@
  * α = 1 and a larger ρ. */
 #include <cblas.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "solver_cg.h"
 #include "solver_internal.h"
 
 #define RHO_PERIOD 50   /* iterations between two changes of ρ, at least */
@@ -103,10 +105,15 @@ static void log_header(const atf_solver *s)
                "structure %s\n",
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
-    atf_sv_log(s, "atf admm: projection by %s, rank %d, condition %.1e (%d refinement "
-               "passes); rho0 %.3e (floor %.3e), alpha %.2f, eps_abs %.1e, eps_rel %.1e, "
-               "max_iter %d\n", projection_name(s->proj.kind), s->proj.rank, s->proj.kappa,
-            in_loop_refinement(s), atf_sv_unscale_rho(s, s->rho0),
+    if (s->proj.kind == ATF_PROJ_CG) /* no Gram: no rank or condition number known */
+        atf_sv_log(s, "atf admm: projection by %s, no Gram in double; ",
+                   projection_name(s->proj.kind));
+    else
+        atf_sv_log(s, "atf admm: projection by %s, rank %d, condition %.1e (%d refinement "
+                   "passes); ", projection_name(s->proj.kind), s->proj.rank, s->proj.kappa,
+                   in_loop_refinement(s));
+    atf_sv_log(s, "rho0 %.3e (floor %.3e), alpha %.2f, eps_abs %.1e, eps_rel %.1e, "
+               "max_iter %d\n", atf_sv_unscale_rho(s, s->rho0),
             atf_sv_unscale_rho(s, s->rho_min), s->set.alpha, s->set.eps_abs, s->set.eps_rel,
             s->set.max_iter);
     atf_sv_log(s, "atf admm: equilibrated: %s, variables in units of 2^%d (docs/solver.md §7)\n",
@@ -399,6 +406,7 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     initial_dual(s, &st);
     if (s->set.verbose)
         log_header(s);
+    int cg0 = atf_sv_cg_steps(s);
     res->info.status = run(s, &st, x);
     if (res->info.status == ATF_STATUS_NUMERICAL_ERROR || !atf_sv_all_finite(x, n)) {
         res->info.status = ATF_STATUS_NUMERICAL_ERROR;
@@ -409,6 +417,10 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         project_timed(s, x, 3); /* polish: feasibility to machine precision */
     }
     res->info.iterations = st.iter;
+    if (s->proj.kind == ATF_PROJ_CG) { /* the projections' PCG steps and passes over the data */
+        res->info.inner_iterations = atf_sv_cg_steps(s) - cg0;
+        res->info.operator_passes = s->passes > INT_MAX ? INT_MAX : (int)s->passes;
+    }
     res->info.primal_residual = atf_sv_unscale_primal(s, st.pri);
     res->info.dual_residual = atf_sv_unscale_dual(s, st.dual);
     if (res->info.status == ATF_STATUS_NUMERICAL_ERROR)

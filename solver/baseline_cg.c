@@ -169,12 +169,38 @@ atf_error atf_sv_cg_build(atf_solver *s, char *err)
     const char *env = getenv("ATF_CG_PRECOND");
     if (env && *env && atf_cg_precond_parse(env, &p->cg->opt.precond) != ATF_OK) {
         atf_errorf(err, "cg: ATF_CG_PRECOND='%s' is not one of default, none, jacobi, nystrom, "
-                   "nystrom-block", env);
+                   "nystrom-block, gram32", env);
         return ATF_E_USAGE;
     }
     s->rnorm = atf_sv_norm(s->work.r, M);
     s->consistent = 1; /* decided by each solve */
     s->ls_residual = NAN;
+    return ATF_OK;
+}
+
+static atf_error ensure_preconditioner(atf_sv_cg *c, char *err);
+
+atf_error atf_sv_cg_build_projection(atf_solver *s, char *err)
+{
+    atf_error e = atf_sv_cg_build(s, err);
+    if (e != ATF_OK)
+        return e;
+    const char *env = getenv("ATF_CG_PRECOND");
+    if (!env || !*env)
+        s->proj.cg->opt.precond = ATF_CG_PRECOND_GRAM32;
+    e = ensure_preconditioner(s->proj.cg, err); /* its error, not plain CG's fallback */
+    if (e != ATF_OK)
+        return e;
+    memset(s->x_ls, 0, (s->n ? s->n : 1) * sizeof *s->x_ls);
+    atf_sv_project(s, s->x_ls, s->work.r, 0);
+    double res = atf_sv_constraint_norm(s, s->x_ls, s->work.r);
+    s->ls_residual = s->rnorm > 0.0 ? res / s->rnorm : res;
+    if (!(s->ls_residual <= 1.5 * tolerance(s)) && !atf_sv_interrupted(s)) {
+        atf_errorf(err, "admm: the projection by CG reached a relative constraint residual of "
+                        "%.2e at the min-norm point, over %.1e: r may be inconsistent (`atf "
+                        "baseline --method cg` decides it)", s->ls_residual, 1.5 * tolerance(s));
+        return ATF_E_NUMERICAL;
+    }
     return ATF_OK;
 }
 
@@ -187,6 +213,11 @@ atf_error atf_sv_cg_configure(atf_solver *s, const atf_cg_options *opt, char *er
     s->proj.cg->opt = *opt;
     s->proj.cg->built = 0;
     return ATF_OK;
+}
+
+int atf_sv_cg_steps(const atf_solver *s)
+{
+    return s && s->proj.kind == ATF_PROJ_CG && s->proj.cg ? s->proj.cg->total_steps : 0;
 }
 
 const atf_cg_report *atf_sv_cg_last(const atf_solver *s)
@@ -250,6 +281,9 @@ static void log_header(const atf_sv_cg *c, const pcg_job *job)
     if (c->pre.k > 0)
         atf_sv_log(s, " rank %d (residual trace %.1f%%, shift %.2e)", c->pre.k,
                 100.0 * c->pre.trace_res / c->pre.trace0, c->pre.shift);
+    else if (c->pre.kind == ATF_CG_PRECOND_GRAM32)
+        atf_sv_log(s, " (single precision, shift %.2e of the mean diagonal)",
+                c->pre.shift * c->pre.M / c->pre.trace0);
     atf_sv_log(s, ", built in %.2f s\natf cg: tol %.1e (relative residual), max %d steps\n",
             c->pre.seconds, job->tol, job->max_steps);
     atf_sv_log(s, "%8s %12s %12s %9s %9s\n", "step", "rel res", "|x| work", "time(s)", "ETA(s)");
@@ -751,6 +785,11 @@ static void method_note(const atf_sv_cg *c, const atf_cg_report *rep, atf_result
                         "shift %.2g", pre->k,
                         (unsigned long long)(c->opt.seed ? c->opt.seed : ATF_CG_SEED),
                         100.0 * pre->trace_res / pre->trace0, pre->shift);
+    else if (pre->kind == ATF_CG_PRECOND_GRAM32 && len > 0 &&
+             (size_t)len < sizeof res->info.method_note)
+        len += snprintf(res->info.method_note + len, sizeof res->info.method_note - (size_t)len,
+                        " (single precision, shift %.2g of the mean diagonal)",
+                        pre->shift * pre->M / pre->trace0);
     if (len > 0 && (size_t)len < sizeof res->info.method_note)
         snprintf(res->info.method_note + len, sizeof res->info.method_note - (size_t)len,
                  ", built in %.2f s; %d steps + %d for the certificate", pre->seconds,

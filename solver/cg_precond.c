@@ -8,7 +8,13 @@
  *    rejection"), which samples exactly as the one-pivot-at-a-time algorithm while computing
  *    the columns by GEMM. G ≈ F Fᵀ (F is M × k), and P = F Fᵀ + B with B = μI (nystrom) or the
  *    C × C diagonal blocks of the residual G − F Fᵀ plus a shift (nystrom-block), applied by
- *    Woodbury: P⁻¹ = B⁻¹ − B⁻¹F (I + FᵀB⁻¹F)⁻¹ FᵀB⁻¹.
+ *    Woodbury: P⁻¹ = B⁻¹ − B⁻¹F (I + FᵀB⁻¹F)⁻¹ FᵀB⁻¹;
+ *  - gram32: all of G, formed a panel of columns at a time in double and kept in single
+ *    precision (M(M+1)/2 floats, LAPACK's rectangular full packed storage), plus a shift of
+ *    10⁻⁶ of its mean diagonal, Cholesky-factored by LAPACK (spftrf). Its rounding (about 10⁻⁷
+ *    relative) leaves CG a handful of steps where the low-rank preconditioners take hundreds
+ *    (docs/solver.md §9.1); it is for one process, where the double Gram of the Gram path does
+ *    not fit but a quarter of it does.
  *
  * A Gram column of a factored block is (H h_j) ∘ (D δ_s) expanded to rows (row m = i·C + c takes
  * the i-th entry of H h_j): O(N·P + M·Q) per column, computed for a block of pivots at once by two
@@ -57,9 +63,16 @@
  * rank-deficient problem diverged), while eigenvalues of G below it are still reached. Block
  * Jacobi uses it to keep a singular C × C block positive definite. */
 #define CG_SHIFT_MIN 1e-6
+/* gram32: columns of G formed per panel, and the largest shift (relative to the mean diagonal)
+ * tried when the single-precision factorisation meets a nonpositive pivot; beyond it the factor
+ * would no longer be a close preconditioner. */
+#define CG_G32_PANEL 128
+#define CG_G32_SHIFT_MAX 1e-2
+/* gram32 takes at most this fraction of the available memory. */
+#define CG_G32_MEMORY 0.9
 
 static const char *const PRECOND_NAMES[] = {"default", "none", "jacobi", "nystrom",
-                                            "nystrom-block"};
+                                            "nystrom-block", "gram32"};
 
 const char *atf_cg_precond_name(atf_cg_precond p)
 {
@@ -641,6 +654,155 @@ static int gram_diagonal(atf_solver *s, atf_cg_pre *pre, double *d)
     return st;
 }
 
+/* ---- gram32: the whole Gram in single precision ---- */
+
+/* Where G[i][j] (i ≥ j) lies in LAPACK's rectangular full packed array (TRANSR 'N', UPLO 'L'):
+ * the first n1 = M − ⌊M/2⌋ columns of the lower triangle as they are (one row down when M is
+ * even; leading dimension M + 1, else M), the trailing triangle's lower part transposed into the
+ * rows above them. */
+static size_t rfp_at(int M, int i, int j)
+{
+    int n1 = M - M / 2, odd = M % 2;
+    size_t lda = (size_t)(odd ? M : M + 1);
+    if (j < n1)
+        return (size_t)j * lda + (size_t)(i + !odd);
+    return (size_t)(i - n1 + odd) * lda + (size_t)(j - n1);
+}
+
+/* The lower part of the panel's columns j0 … j0 + nb − 1 (cols: M × nb, column-major), plus the
+ * shift on the diagonal, into the packed array: a column of the leading part at a time, and in
+ * the trailing part a row at a time (each is contiguous there). */
+static void rfp_store(float *rfp, int M, const double *cols, int j0, int nb, double shift)
+{
+    int n1 = M - M / 2;
+    for (int t = 0; t < nb && j0 + t < n1; t++) {
+        int j = j0 + t;
+        const double *c = cols + (size_t)t * M;
+        float *out = rfp + rfp_at(M, j, j);
+        for (int i = j; i < M; i++)
+            out[i - j] = (float)c[i];
+        out[0] = (float)(c[j] + shift);
+    }
+    int t0 = j0 < n1 ? n1 - j0 : 0;
+    for (int i = j0 + t0; t0 < nb && i < M; i++) {
+        float *out = rfp + rfp_at(M, i, j0 + t0);
+        for (int t = t0; t < nb && j0 + t <= i; t++)
+            out[t - t0] = (float)(cols[(size_t)t * M + i] + (i == j0 + t ? shift : 0.0));
+    }
+}
+
+/* G, a panel at a time, into the packed array with the shift. Returns 1 when an interrupt ended
+ * it, -1 out of memory. */
+static int gram32_fill(atf_solver *s, atf_cg_pre *pre, double shift)
+{
+    int M = pre->M, nb = M < CG_G32_PANEL ? M : CG_G32_PANEL, chunk = atf_shard_chunk(s->work.N);
+    rpc_state r = {.s = s, .M = M, .Mh = M};
+    r.cols = malloc((size_t)M * (size_t)nb * sizeof *r.cols);
+    r.piv = malloc((factor_rows_len(s, nb) + 1) * sizeof *r.piv);
+    r.X = malloc((size_t)chunk * (size_t)nb * sizeof *r.X);
+    r.Y = malloc((size_t)chunk * (size_t)pre->C * (size_t)nb * sizeof *r.Y);
+    r.S = malloc((size_t)nb * sizeof *r.S);
+    int st = r.cols && r.piv && r.X && r.Y && r.S ? 0 : -1;
+    for (int j0 = 0; st == 0 && j0 < M; j0 += nb) {
+        int w = M - j0 < nb ? M - j0 : nb;
+        for (int t = 0; t < w; t++)
+            r.S[t] = j0 + t;
+        candidate_rows(&r, w); /* k = 0: the pivots' H and D rows only */
+        st = residual_columns(&r, w);
+        if (st == 0)
+            rfp_store(pre->rfp, M, r.cols, j0, w, shift);
+        if (st == 0 && atf_sv_interrupted(s))
+            st = 1;
+    }
+    rpc_free(&r);
+    return st;
+}
+
+int atf_sv_cg_gram32_fits(int M, double *need_bytes)
+{
+    double need = (double)M * ((double)M + 1.0) / 2.0 * sizeof(float), avail = available_bytes();
+    if (need_bytes)
+        *need_bytes = need;
+    return avail > 0.0 && need <= CG_G32_MEMORY * avail;
+}
+
+/* The factor of G + shift·I in single precision, the shift growing tenfold from 10⁻⁶ of the mean
+ * diagonal while the factorisation meets a nonpositive pivot (G is formed again each time: the
+ * factorisation overwrites it). One process: the packed array is not spread. */
+static atf_error build_gram32(atf_solver *s, atf_cg_pre *pre, char *err)
+{
+    int M = pre->M;
+    if (pre->Nh != pre->N) {
+        atf_errorf(err, "cg: the gram32 preconditioner holds all of A'A'ᵀ and needs one process, "
+                        "not %d", s->procs ? s->procs->size : 1);
+        return ATF_E_USAGE;
+    }
+    size_t len = (size_t)M * ((size_t)M + 1) / 2;
+    double need;
+    if (!atf_sv_cg_gram32_fits(M, &need)) {
+        atf_errorf(err, "cg: the gram32 preconditioner needs %.1f GB for the single-precision "
+                        "Gram (M = %d), over %.0f%% of the %.1f GB available", need / 1e9, M,
+                   100.0 * CG_G32_MEMORY, available_bytes() / 1e9);
+        return ATF_E_NOMEM;
+    }
+    double *d = malloc((size_t)M * sizeof *d);
+    pre->rfp = malloc(len * sizeof *pre->rfp);
+    pre->v32 = malloc((size_t)M * sizeof *pre->v32);
+    int st = d && pre->rfp && pre->v32 ? gram_diagonal(s, pre, d) : -1;
+    free(d);
+    double mean = pre->trace0 / M, shift = CG_SHIFT_MIN * mean, t0 = atf_now();
+    if (s->set.verbose)
+        atf_sv_log(s, "atf cg: gram32: the Gram in single precision (M = %d, %.2f GB), then "
+                      "its Cholesky factor (%.2g flops, one LAPACK call)\n",
+                   M, need / 1e9, (double)M * M * M / 3.0);
+    while (st == 0) {
+        st = gram32_fill(s, pre, shift);
+        if (st != 0)
+            break;
+        lapack_int info = LAPACKE_spftrf_work(LAPACK_COL_MAJOR, 'N', 'L', M, pre->rfp);
+        if (info == 0) {
+            pre->factored = 1;
+            break;
+        }
+        if (info < 0 || (shift *= 10.0) > CG_G32_SHIFT_MAX * mean) {
+            atf_errorf(err, "cg: the single-precision Gram (M = %d) is not positive definite "
+                            "with a shift of %.1e of its mean diagonal", M, shift / 10.0 / mean);
+            return ATF_E_NUMERICAL;
+        }
+    }
+    pre->shift = shift;
+    if (st == 0 && s->set.verbose)
+        atf_sv_log(s, "atf cg: gram32: formed and factored in %.1f s (shift %.1e of the "
+                      "mean diagonal)\n", atf_now() - t0, shift / mean);
+    if (st < 0) {
+        atf_errorf(err, "cg: out of memory for the gram32 preconditioner (M = %d: %.1f GB)", M,
+                   need / 1e9);
+        return ATF_E_NOMEM;
+    }
+    return ATF_OK; /* st = 1: interrupted, not factored; the solve stops at its first step */
+}
+
+/* out = (G + shift·I)⁻¹ v through the single-precision factor, v scaled to at most 1 in size
+ * first (a power of two) so that no value leaves the range of floats; the identity before the
+ * factor is complete. */
+static void gram32_apply(atf_cg_pre *pre, const double *v, double *out)
+{
+    int M = pre->M, e;
+    double big = 0.0;
+    for (int m = 0; m < M; m++)
+        big = fmax(big, fabs(v[m]));
+    if (!pre->factored || !(big > 0.0) || !isfinite(big)) {
+        memcpy(out, v, (size_t)M * sizeof *out);
+        return;
+    }
+    frexp(big, &e);
+    for (int m = 0; m < M; m++)
+        pre->v32[m] = (float)ldexp(v[m], -e);
+    LAPACKE_spftrs_work(LAPACK_COL_MAJOR, 'N', 'L', M, 1, pre->rfp, pre->v32, M);
+    for (int m = 0; m < M; m++)
+        out[m] = ldexp((double)pre->v32[m], e);
+}
+
 static atf_error build_low_rank(atf_solver *s, const atf_cg_options *opt, atf_cg_pre *pre,
                                 char *err)
 {
@@ -700,6 +862,8 @@ atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_
                             "C = %d)", pre->N, pre->C);
             e = ATF_E_NOMEM;
         }
+    } else if (pre->kind == ATF_CG_PRECOND_GRAM32) {
+        e = build_gram32(s, pre, err);
     } else if (pre->kind != ATF_CG_PRECOND_NONE) {
         e = build_low_rank(s, opt, pre, err);
     }
@@ -741,6 +905,10 @@ void atf_sv_cg_precond_apply(atf_cg_pre *pre, const double *v, double *out)
         memcpy(out, v, (size_t)pre->M * sizeof *out);
         return;
     }
+    if (pre->kind == ATF_CG_PRECOND_GRAM32) {
+        gram32_apply(pre, v, out);
+        return;
+    }
     const double *vh = v + pre->m0;
     double *oh = out + pre->m0;
     if (k == 0) { /* block Jacobi, or a low-rank part that found no pivot */
@@ -766,5 +934,6 @@ void atf_sv_cg_precond_apply(atf_cg_pre *pre, const double *v, double *out)
 void atf_sv_cg_precond_free(atf_cg_pre *pre)
 {
     free(pre->F), free(pre->S), free(pre->blk), free(pre->u), free(pre->t);
+    free(pre->rfp), free(pre->v32);
     memset(pre, 0, sizeof *pre);
 }

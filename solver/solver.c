@@ -138,6 +138,37 @@ static void release_build(atf_solver *s)
     atf_sv_equilibrate_free(s);
 }
 
+/* ADMM's projection by PCG with the single-precision Gram as preconditioner (docs/solver.md
+ * §6.1): on one process, where the Gram in double does not fit the memory and the one in single
+ * precision does. ATF_ADMM_PROJECTION=cg|gram decides instead, for the tests and measurements
+ * (ADMM's iterates are the same either way, to the projection's tolerance). The reason goes
+ * into the result's note. */
+static int admm_projection_by_cg(atf_solver *s)
+{
+    const char *env = getenv("ATF_ADMM_PROJECTION");
+    char why[200] = "";
+    double need = 0.0;
+    int cg;
+    if (env && (!strcmp(env, "cg") || !strcmp(env, "gram"))) {
+        cg = !strcmp(env, "cg");
+        snprintf(why, sizeof why, "ATF_ADMM_PROJECTION=%s", env);
+    } else {
+        const atf_processes *procs = s->hooks.processes;
+        cg = (!procs || procs->size <= 1) &&
+             !atf_sv_gram_fits(s->prob, procs, 0, why, sizeof why) &&
+             atf_sv_cg_gram32_fits(s->prob->M, &need);
+        if (cg)
+            snprintf(why + strlen(why), sizeof why - strlen(why),
+                     "; in single precision %.3g GiB", need / (1024.0 * 1024.0 * 1024.0));
+    }
+    if (cg) {
+        size_t used = strlen(s->note);
+        snprintf(s->note + used, sizeof s->note - used, "%sadmm: projection by PCG with the single-precision Gram (%s)",
+                 used ? "; " : "", why);
+    }
+    return cg;
+}
+
 /* Consistency is decided on the row-equilibrated data: rows of very different sizes would
  * otherwise fall below the rank cutoff of the Gram (rows × 1e-8 next to rows × 1: a false
  * `infeasible`). Inconsistent data are rebuilt with one common row factor, which keeps the
@@ -153,6 +184,8 @@ static atf_error setup(atf_solver *s, char *err)
         e = build_alm(s, err);
     else if (e == ATF_OK && s->set.method == ATF_METHOD_CG)
         e = atf_sv_cg_build(s, err); /* matrix-free: no Gram, consistency decided by the run */
+    else if (e == ATF_OK && s->set.method == ATF_METHOD_ADMM && admm_projection_by_cg(s))
+        e = atf_sv_cg_build_projection(s, err);
     else if (e == ATF_OK)
         e = build(s, ATF_EQ_ROWS, err);
     if (e == ATF_OK && !s->consistent) {
@@ -169,7 +202,8 @@ static atf_error setup(atf_solver *s, char *err)
 /* The method `auto` stands for (docs/solver.md "Choosing the method"), decided once here:
  * Newton for the penalized losses (faster to a certified point than FISTA at every size
  * measured), for interpolation ADMM on the M × M Gram where it fits the memory it needs,
- * estimated up front, and otherwise the matrix-free augmented Lagrangian. */
+ * estimated up front, then ADMM with its projection by PCG where the Gram fits in single
+ * precision on one process, and otherwise the matrix-free augmented Lagrangian. */
 static void resolve_auto(atf_solver *s)
 {
     char why[200];
@@ -183,10 +217,16 @@ static void resolve_auto(atf_solver *s)
         snprintf(s->note, sizeof s->note, "auto: a penalized loss: newton");
         return;
     }
-    /* ADMM: the Gram at any M */
-    int gram = atf_sv_gram_fits(s->prob, s->hooks.processes, 0, why, sizeof why);
-    s->set.method = gram ? ATF_METHOD_ADMM : ATF_METHOD_ALM;
-    snprintf(s->note, sizeof s->note, "auto: %s: %s", why, gram ? "admm" : "alm");
+    /* ADMM: the Gram at any M, else its projection by PCG with the Gram in single precision
+     * (one process; admm_projection_by_cg decides it again and says so in the note) */
+    const atf_processes *procs = s->hooks.processes;
+    int gram = atf_sv_gram_fits(s->prob, procs, 0, why, sizeof why);
+    int gram32 = !gram && (!procs || procs->size <= 1) && atf_sv_cg_gram32_fits(s->prob->M, NULL);
+    s->set.method = gram || gram32 ? ATF_METHOD_ADMM : ATF_METHOD_ALM;
+    if (!gram32)
+        snprintf(s->note, sizeof s->note, "auto: %s: %s", why, gram ? "admm" : "alm");
+    else
+        snprintf(s->note, sizeof s->note, "auto: admm");
 }
 
 atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,

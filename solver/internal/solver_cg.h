@@ -34,10 +34,12 @@ typedef enum {
     ATF_CG_PRECOND_NONE,        /* plain CG                                                     */
     ATF_CG_PRECOND_JACOBI,      /* block Jacobi: per example the exact C × C diagonal block     */
     ATF_CG_PRECOND_NYSTROM,     /* F Fᵀ + μI, F from k steps of randomly pivoted Cholesky        */
-    ATF_CG_PRECOND_NYSTROM_BLOCK /* F Fᵀ + the C × C blocks of the residual AAᵀ − F Fᵀ (+ shift) */
+    ATF_CG_PRECOND_NYSTROM_BLOCK, /* F Fᵀ + the C × C blocks of the residual AAᵀ − F Fᵀ (+ shift) */
+    ATF_CG_PRECOND_GRAM32       /* the whole A'A'ᵀ (+ shift) in single precision, Cholesky-factored
+                                   in rectangular full packed storage (2·M² bytes; one process) */
 } atf_cg_precond;
 
-/* "default", "none", "jacobi", "nystrom", "nystrom-block"; NULL outside the enum. */
+/* "default", "none", "jacobi", "nystrom", "nystrom-block", "gram32"; NULL outside the enum. */
 const char *atf_cg_precond_name(atf_cg_precond p);
 /* ATF_OK and *p set, or ATF_E_INPUT for any other name. */
 atf_error atf_cg_precond_parse(const char *name, atf_cg_precond *p);
@@ -100,6 +102,10 @@ typedef struct {
     double mu;             /* B = μI when blk is NULL */
     double shift;          /* what was added to the blocks (nystrom-block, jacobi) */
     double trace0, trace_res; /* trace of A'A'ᵀ and of the residual A'A'ᵀ − F Fᵀ */
+    float *rfp;            /* gram32: the Cholesky factor of A'A'ᵀ + shift·I, M(M+1)/2 floats in
+                              LAPACK's rectangular full packed layout (TRANSR 'N', UPLO 'L') */
+    float *v32;            /* gram32: [M] the right-hand side of an application */
+    int factored;          /* gram32: the factor is complete (an interrupt can end the build) */
     double *u, *t;         /* workspace [Mh], [2k] */
     double seconds;        /* time to build */
 } atf_cg_pre;
@@ -108,6 +114,9 @@ atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_
                                   char *err);
 void atf_sv_cg_precond_apply(atf_cg_pre *pre, const double *v, double *out);
 void atf_sv_cg_precond_free(atf_cg_pre *pre);
+/* Whether gram32's single-precision Gram of M rows (4·M(M+1)/2 bytes, in *need_bytes) fits 90 %
+ * of the available memory. */
+int atf_sv_cg_gram32_fits(int M, double *need_bytes);
 /* The default rank of the low-rank part for M rows (memory budget, capped). */
 int atf_sv_cg_default_rank(int M, double budget_bytes);
 
@@ -117,6 +126,15 @@ int atf_sv_cg_default_rank(int M, double budget_bytes);
  * stationarity certificate and the least-squares fallback of solver.c work through CG), and
  * no Gram. Consistency is decided by each solve (s->consistent stays 1). */
 atf_error atf_sv_cg_build(atf_solver *s, char *err);
+/* Method admm where the Gram does not fit: the work problem as atf_sv_cg_build makes it, the
+ * projection by PCG with the gram32 preconditioner (or ATF_CG_PRECOND's), and the least-squares
+ * point x_ls (the min-norm interpolant) from it. ATF_E_NUMERICAL when the PCG cannot bring the
+ * constraint residual of that point to the check before `solved` (an inconsistent r: the CG
+ * baseline, which certifies it, is the method for that question). */
+atf_error atf_sv_cg_build_projection(atf_solver *s, char *err);
+/* PCG steps taken on the solver's CG state so far (0 without one); ADMM reports the difference
+ * over its run as inner_iterations. */
+int atf_sv_cg_steps(const atf_solver *s);
 /* Internal options (preconditioner, rank, seed) before the next solve; ATF_E_USAGE when the
  * solver was not initialised for method cg. */
 atf_error atf_sv_cg_configure(atf_solver *s, const atf_cg_options *opt, char *err);

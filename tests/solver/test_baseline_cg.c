@@ -2,7 +2,7 @@
  * against the Gram baseline (method baseline), which is exact:
  *  - factored blocks with C = 1 and C = 3, dense and sparse blocks alone and mixed: B to 1e-8
  *    relative, the objective to 1e-9, the constraint residual and the stationarity certificate,
- *    for every preconditioner (none, block Jacobi, nystrom, nystrom-block, the default), and
+ *    for every preconditioner (none, block Jacobi, nystrom, nystrom-block, gram32, the default), and
  *    the default tolerance interpolates (relative residual ≤ 1e-8, status solved); a rank of
  *    300 (several blocks of pivots);
  *  - rows of very different scale (A and r × 1e3 and × 1e-3): the same B as the plain problem;
@@ -12,6 +12,12 @@
  *    random r): status infeasible, long before the step limit, finite numbers, a residual no
  *    smaller than the Gram's least-squares residual, and the message says why;
  *  - the step limit and the interrupt flag give honest statuses; r = 0 gives B = 0;
+ *  - gram32 (the Gram in single precision, packed): odd and even M over several panels of
+ *    columns, C = 1 and 3, the Gram's B in at most 6 steps (a misplaced entry of the packed
+ *    array leaves CG hundreds); an interrupt before it ends the solve at step 0;
+ *  - ADMM with its projection by PCG and gram32 (ATF_ADMM_PROJECTION=cg, what it takes where
+ *    the Gram does not fit): the Gram ADMM's iterations, objective and B for convex and
+ *    nonconvex penalties and mixed blocks; an inconsistent r is a clear error, not a run;
  *  - reproducible (same seed, same B bit for bit), another seed gives the same B to 1e-8;
  *  - a second solve on the same solver, and the projection through CG (ATF_PROJ_CG);
  *  - atf_baseline_method (auto): the Gram for small M, CG when the Gram does not fit;
@@ -180,6 +186,7 @@ static const atf_cg_options PRECONDS[] = {
     {.precond = ATF_CG_PRECOND_NYSTROM, .rank = 4},
     {.precond = ATF_CG_PRECOND_NYSTROM_BLOCK, .rank = 4},
     {.precond = ATF_CG_PRECOND_DEFAULT, .krylov = ATF_CG_KRYLOV_CRAIG}, /* consistent r only */
+    {.precond = ATF_CG_PRECOND_GRAM32},
 };
 enum { NPRE = sizeof PRECONDS / sizeof PRECONDS[0] };
 
@@ -250,6 +257,131 @@ static void test_against_gram(void)
         check_against_gram(cases[c].name, p);
         atf_problem_free(p);
     }
+}
+
+/* gram32 on problems whose M is odd and even and spans several panels of 128 columns (the
+ * first straddles the two parts of the packed array): the Gram's B, in a handful of steps. */
+static void test_gram32(void)
+{
+    const shape fac1[] = {{ATF_OP_FACTORED, 30, 20}, {ATF_OP_FACTORED, 20, 1}};
+    const shape fac3[] = {{ATF_OP_FACTORED, 30, 20}, {ATF_OP_FACTORED, 20, 3}};
+    const shape mixed[] = {{ATF_OP_FACTORED, 20, 12}, {ATF_OP_DENSE, 3, 4}, {ATF_OP_SPARSE, 4, 4}};
+    struct {
+        const char *name;
+        int N, C, nb;
+        const shape *sh;
+    } cases[] = {{"gram32, M = 131 (odd), C = 1", 131, 1, 2, fac1},
+                 {"gram32, M = 130 (even), C = 1", 130, 1, 2, fac1},
+                 {"gram32, M = 261 (odd), C = 3", 87, 3, 2, fac3},
+                 {"gram32, M = 258 (even), C = 2, mixed blocks", 129, 2, 3, mixed}};
+    atf_cg_options g = {.precond = ATF_CG_PRECOND_GRAM32};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        atf_problem *p = make_problem(300 + c, cases[c].N, cases[c].C, cases[c].sh, cases[c].nb);
+        char err[ATF_ERRLEN];
+        atf_result *ref = solve(p, NULL, 0.0, 0, NULL, err);
+        atf_result *r = solve(p, &g, 1e-13, 0, NULL, err);
+        CHECK(ref && r && r->info.status == ATF_STATUS_SOLVED, "%s: %s", cases[c].name,
+              r ? atf_status_name(r->info.status) : err);
+        if (ref && r) {
+            CHECK(b_diff(r, ref) < 1e-8, "%s: B differs from the Gram's by %.3e", cases[c].name,
+                  b_diff(r, ref));
+            CHECK(r->info.iterations <= 6, "%s: %d steps", cases[c].name, r->info.iterations);
+            CHECK(strstr(r->info.method_note, "gram32 preconditioner (single precision") != NULL,
+                  "%s: note '%s'", cases[c].name, r->info.method_note);
+        }
+        atf_result_free(r);
+        atf_result_free(ref);
+        volatile sig_atomic_t flag = 1;
+        r = solve(p, &g, 0.0, 0, &flag, err);
+        CHECK(r && r->info.status == ATF_STATUS_INTERRUPTED && r->info.iterations == 0 &&
+                  result_finite(r),
+              "%s, interrupted: %s", cases[c].name, r ? atf_status_name(r->info.status) : err);
+        atf_result_free(r);
+        atf_problem_free(p);
+    }
+}
+
+/* ADMM on problem (16) interpolation with the projection through the Gram or through PCG. */
+static atf_result *solve_admm(const atf_problem *p, const char *projection, atf_error *e,
+                              char *err)
+{
+    setenv("ATF_ADMM_PROJECTION", projection, 1);
+    atf_settings set = atf_settings_default();
+    set.method = ATF_METHOD_ADMM;
+    atf_solver *s = NULL;
+    atf_result *res = NULL;
+    *e = atf_solver_init(p, &set, NULL, &s, err);
+    if (!*e)
+        *e = atf_solver_solve(s, &res, err);
+    atf_solver_free(s);
+    unsetenv("ATF_ADMM_PROJECTION");
+    return *e ? NULL : res;
+}
+
+static void test_admm_by_cg(void)
+{
+    const shape fac3[] = {{ATF_OP_FACTORED, 30, 20}, {ATF_OP_FACTORED, 20, 3}};
+    const shape mixed[] = {{ATF_OP_FACTORED, 20, 12}, {ATF_OP_DENSE, 3, 4}, {ATF_OP_SPARSE, 4, 4}};
+    struct {
+        const char *name, *penalty;
+        int N, C, nb;
+        const shape *sh;
+    } cases[] = {{"admm by cg, nuclear, M = 261", "nuclear", 87, 3, 2, fac3},
+                 {"admm by cg, balanced+balanced, M = 261", "balanced+balanced", 87, 3, 2, fac3},
+                 {"admm by cg, sq, mixed blocks, M = 130", "sq", 65, 2, 3, mixed}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        atf_problem *p = make_problem(400 + c, cases[c].N, cases[c].C, cases[c].sh, cases[c].nb);
+        char err[ATF_ERRLEN];
+        atf_error e;
+        CHECK(atf_problem_set_penalty(p, cases[c].penalty, err) == ATF_OK, "%s: %s",
+              cases[c].name, err);
+        atf_result *ref = solve_admm(p, "gram", &e, err);
+        CHECK(ref && ref->info.status == ATF_STATUS_SOLVED, "%s, gram: %s", cases[c].name,
+              ref ? atf_status_name(ref->info.status) : err);
+        atf_result *r = solve_admm(p, "cg", &e, err);
+        CHECK(r && r->info.status == ATF_STATUS_SOLVED, "%s: %s", cases[c].name,
+              r ? atf_status_name(r->info.status) : err);
+        if (ref && r) {
+            CHECK(rel_diff(r->info.objective, ref->info.objective) < 1e-9,
+                  "%s: objective %.15g vs the Gram's %.15g", cases[c].name, r->info.objective,
+                  ref->info.objective);
+            CHECK(b_diff(r, ref) < 1e-6, "%s: B differs from the Gram ADMM's by %.3e",
+                  cases[c].name, b_diff(r, ref));
+            CHECK(abs(r->info.iterations - ref->info.iterations) <= 2,
+                  "%s: %d iterations against the Gram's %d", cases[c].name, r->info.iterations,
+                  ref->info.iterations);
+            CHECK(r->info.constraint_residual < 1e-9 && r->info.stationarity <= 1e-6,
+                  "%s: constraint residual %.3e, stationarity %.3e", cases[c].name,
+                  r->info.constraint_residual, r->info.stationarity);
+            CHECK(strstr(r->info.method_note, "projection by PCG") != NULL, "%s: note '%s'",
+                  cases[c].name, r->info.method_note);
+            /* every iteration projects once, each PCG step costs two passes */
+            CHECK(r->info.inner_iterations >= r->info.iterations &&
+                      r->info.operator_passes >= 2 * r->info.inner_iterations,
+                  "%s: %d PCG steps, %d passes over %d iterations", cases[c].name,
+                  r->info.inner_iterations, r->info.operator_passes, r->info.iterations);
+            CHECK(ref->info.inner_iterations < 0, "%s: the Gram's run counts %d PCG steps",
+                  cases[c].name, ref->info.inner_iterations);
+        }
+        atf_result_free(r);
+        atf_result_free(ref);
+        atf_problem_free(p);
+    }
+    /* inconsistent r: the Gram decides it (infeasible); PCG cannot reach the tolerance at the
+     * min-norm point and says so in one line */
+    atf_problem *p = make_problem(409, 40, 3, fac3, 2);
+    repeat_examples(p, 1);
+    char err[ATF_ERRLEN] = "";
+    atf_error e;
+    atf_result *ref = solve_admm(p, "gram", &e, err);
+    CHECK(ref && ref->info.status == ATF_STATUS_INFEASIBLE, "inconsistent, gram: %s",
+          ref ? atf_status_name(ref->info.status) : err);
+    atf_result_free(ref);
+    atf_result *r = solve_admm(p, "cg", &e, err);
+    CHECK(!r && e == ATF_E_NUMERICAL && strstr(err, "inconsistent") && !strchr(err, '\n'),
+          "inconsistent, cg: %s, '%s'", r ? atf_status_name(r->info.status) : "error", err);
+    atf_result_free(r);
+    atf_problem_free(p);
 }
 
 /* A rank beyond one block of pivots (128): several rounds of the randomly pivoted Cholesky with
@@ -675,6 +807,8 @@ int main(void)
 {
     test_against_gram();
     test_pivot_blocks();
+    test_gram32();
+    test_admm_by_cg();
     test_row_scales();
     test_rank_deficient();
     test_inconsistent();

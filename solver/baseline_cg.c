@@ -185,8 +185,7 @@ atf_error atf_sv_cg_build_projection(atf_solver *s, char *err)
     atf_error e = atf_sv_cg_build(s, err);
     if (e != ATF_OK)
         return e;
-    const char *env = getenv("ATF_CG_PRECOND");
-    if (!env || !*env)
+    if (s->proj.cg->opt.precond == ATF_CG_PRECOND_DEFAULT) /* ATF_CG_PRECOND names no other */
         s->proj.cg->opt.precond = ATF_CG_PRECOND_GRAM32;
     e = ensure_preconditioner(s->proj.cg, err); /* its error, not plain CG's fallback */
     if (e != ATF_OK)
@@ -194,11 +193,12 @@ atf_error atf_sv_cg_build_projection(atf_solver *s, char *err)
     memset(s->x_ls, 0, (s->n ? s->n : 1) * sizeof *s->x_ls);
     atf_sv_project(s, s->x_ls, s->work.r, 0);
     double res = atf_sv_constraint_norm(s, s->x_ls, s->work.r);
+    double limit = 1.5 * tolerance(s);
     s->ls_residual = s->rnorm > 0.0 ? res / s->rnorm : res;
-    if (!(s->ls_residual <= 1.5 * tolerance(s)) && !atf_sv_interrupted(s)) {
+    if (!(s->ls_residual <= limit) && !atf_sv_interrupted(s)) {
         atf_errorf(err, "admm: the projection by CG reached a relative constraint residual of "
                         "%.2e at the min-norm point, over %.1e: r may be inconsistent (`atf "
-                        "baseline --method cg` decides it)", s->ls_residual, 1.5 * tolerance(s));
+                        "baseline --method cg` decides it)", s->ls_residual, limit);
         return ATF_E_NUMERICAL;
     }
     return ATF_OK;

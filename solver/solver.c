@@ -138,32 +138,44 @@ static void release_build(atf_solver *s)
     atf_sv_equilibrate_free(s);
 }
 
-/* ADMM's projection by PCG with the single-precision Gram as preconditioner (docs/solver.md
- * §6.1): on one process, where the Gram in double does not fit the memory and the one in single
- * precision does. ATF_ADMM_PROJECTION=cg|gram decides instead, for the tests and measurements
- * (ADMM's iterates are the same either way, to the projection's tolerance). The reason goes
- * into the result's note. */
+/* Where ADMM's projection can factor the Gram (docs/solver.md §2.1): in double where it fits the
+ * memory; else, on one process, by PCG with the Gram in single precision where that fits; else
+ * nowhere. why says which and why (atf_sv_gram_fits's reason, and the single precision's size). */
+typedef enum { GRAM_NOWHERE, GRAM_DOUBLE, GRAM_SINGLE } gram_room;
+
+static gram_room room_for_gram(const atf_solver *s, char *why, size_t len)
+{
+    const atf_processes *procs = s->hooks.processes;
+    double need = 0.0;
+    if (atf_sv_gram_fits(s->prob, procs, 0, why, len))
+        return GRAM_DOUBLE;
+    if ((procs && procs->size > 1) || !atf_sv_cg_gram32_fits(s->prob->M, &need))
+        return GRAM_NOWHERE;
+    size_t used = strlen(why);
+    snprintf(why + used, len - used, "; in single precision %.3g GiB",
+             need / (1024.0 * 1024.0 * 1024.0));
+    return GRAM_SINGLE;
+}
+
+/* ADMM's projection by PCG with the single-precision Gram as preconditioner where only that
+ * fits; ATF_ADMM_PROJECTION=cg|gram decides instead, for the tests and measurements (ADMM's
+ * iterates are the same either way, to the projection's tolerance). The reason goes into the
+ * result's note. */
 static int admm_projection_by_cg(atf_solver *s)
 {
     const char *env = getenv("ATF_ADMM_PROJECTION");
     char why[200] = "";
-    double need = 0.0;
     int cg;
     if (env && (!strcmp(env, "cg") || !strcmp(env, "gram"))) {
         cg = !strcmp(env, "cg");
         snprintf(why, sizeof why, "ATF_ADMM_PROJECTION=%s", env);
     } else {
-        const atf_processes *procs = s->hooks.processes;
-        cg = (!procs || procs->size <= 1) &&
-             !atf_sv_gram_fits(s->prob, procs, 0, why, sizeof why) &&
-             atf_sv_cg_gram32_fits(s->prob->M, &need);
-        if (cg)
-            snprintf(why + strlen(why), sizeof why - strlen(why),
-                     "; in single precision %.3g GiB", need / (1024.0 * 1024.0 * 1024.0));
+        cg = room_for_gram(s, why, sizeof why) == GRAM_SINGLE;
     }
     if (cg) {
         size_t used = strlen(s->note);
-        snprintf(s->note + used, sizeof s->note - used, "%sadmm: projection by PCG with the single-precision Gram (%s)",
+        snprintf(s->note + used, sizeof s->note - used,
+                 "%sadmm: projection by PCG with the single-precision Gram (%s)",
                  used ? "; " : "", why);
     }
     return cg;
@@ -217,16 +229,14 @@ static void resolve_auto(atf_solver *s)
         snprintf(s->note, sizeof s->note, "auto: a penalized loss: newton");
         return;
     }
-    /* ADMM: the Gram at any M, else its projection by PCG with the Gram in single precision
-     * (one process; admm_projection_by_cg decides it again and says so in the note) */
-    const atf_processes *procs = s->hooks.processes;
-    int gram = atf_sv_gram_fits(s->prob, procs, 0, why, sizeof why);
-    int gram32 = !gram && (!procs || procs->size <= 1) && atf_sv_cg_gram32_fits(s->prob->M, NULL);
-    s->set.method = gram || gram32 ? ATF_METHOD_ADMM : ATF_METHOD_ALM;
-    if (!gram32)
-        snprintf(s->note, sizeof s->note, "auto: %s: %s", why, gram ? "admm" : "alm");
-    else
+    /* ADMM: the Gram at any M, in double or as its projection's preconditioner in single
+     * precision (admm_projection_by_cg then puts the reason into the note) */
+    gram_room room = room_for_gram(s, why, sizeof why);
+    s->set.method = room == GRAM_NOWHERE ? ATF_METHOD_ALM : ATF_METHOD_ADMM;
+    if (room == GRAM_SINGLE)
         snprintf(s->note, sizeof s->note, "auto: admm");
+    else
+        snprintf(s->note, sizeof s->note, "auto: %s: %s", why, room == GRAM_DOUBLE ? "admm" : "alm");
 }
 
 atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,

@@ -187,6 +187,25 @@ int atf_checkpoint_to_file(void *ctx, const atf_checkpoint *state);
  * ATF_E_USAGE); else err (ATF_ERRLEN bytes) as it is. */
 void atf_checkpoint_explain(const atf_checkpoint_file *sink, int resumed, atf_error e, char *err);
 
+/* A preconditioner's factor kept on disk beside a long solve (atf_hooks.precond_file;
+ * docs/formats.md "Preconditioner files"), so that a solve resumed from a checkpoint reads it
+ * instead of building it again (gram32 at M = 80 000: 12.8 GB, most of an hour to form and
+ * factor). key names what it belongs to, as a checkpoint's key does; meta holds the numbers the
+ * factor comes with (gram32: its shift and the Gram's trace). Since 1.6. */
+#define ATF_PRECOND_META 4
+typedef struct {
+    char key[ATF_CHECKPOINT_KEYLEN];
+    int64_t len;  /* floats in data */
+    float *data;  /* the caller's, never freed here */
+    double meta[ATF_PRECOND_META];
+} atf_precond_state;
+/* Atomic write (the file is complete or absent); every number must be finite. */
+atf_error atf_precond_write(const char *path, const atf_precond_state *pc, char *err);
+/* Into pc->data (pc->len floats, the caller's) and pc->meta, when the file's key is pc->key and
+ * its length pc->len; ATF_E_INPUT naming the file and what differs otherwise, as for a damaged
+ * file (format, version, non-finite values). */
+atf_error atf_precond_read(const char *path, atf_precond_state *pc, char *err);
+
 /* Whether a result was computed from this problem, by fingerprint: ATF_OK when they agree;
  * ATF_E_INPUT naming both files when they differ; ATF_OK with a one-line note (what is missing)
  * when the result records no problem fingerprint (an earlier atf wrote it). note (ATF_ERRLEN

@@ -569,6 +569,36 @@ atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int
     return ATF_OK;
 }
 
+atf_error h5io_read_floats(hid_t file, const char *fname, const char *path, int64_t n, float *out,
+                           char *err)
+{
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    hid_t t = d >= 0 ? H5Dget_type(d) : -1;
+    int single = t >= 0 && H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == sizeof(float);
+    herr_t st = d >= 0 ? 0 : -1;
+    if (single && n > 0)
+        st = H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out);
+    if (t >= 0)
+        H5Tclose(t);
+    if (d >= 0)
+        H5Dclose(d);
+    if (d >= 0 && !single) {
+        atf_errorf(err, "%s: %s: expected float32 values", fname, path);
+        return ATF_E_INPUT;
+    }
+    if (st < 0) {
+        atf_errorf(err, "%s: %s: cannot read data (truncated or corrupt file)", fname, path);
+        return ATF_E_INPUT;
+    }
+    for (int64_t j = 0; j < n; j++)
+        if (!isfinite(out[j])) {
+            atf_errorf(err, "%s: %s: non-finite value %g at [%lld]", fname, path, (double)out[j],
+                       (long long)j);
+            return ATF_E_INPUT;
+        }
+    return ATF_OK;
+}
+
 /* Rows row0 … row0 + nrows − 1 of the 2-D double dataset `path` as a hyperslab of the file's
  * dataspace, to or from a memory space of just their size (libhdf5 then reads or writes those
  * rows only). Negative on any failure, the dataset's close included. */
@@ -769,6 +799,11 @@ static int write_int64s(hid_t file, const char *path, int64_t n, const int64_t *
     return write_dataset(file, path, 1, &n, H5T_STD_I64LE, H5T_NATIVE_INT64, data);
 }
 
+static int write_floats(hid_t file, const char *path, int64_t n, const float *data)
+{
+    return write_dataset(file, path, 1, &n, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data);
+}
+
 static int write_ints(hid_t file, const char *path, int64_t n, const int *data)
 {
     return write_dataset(file, path, 1, &n, H5T_STD_I64LE, H5T_NATIVE_INT, data);
@@ -824,6 +859,12 @@ void h5io_put_int64s(h5io_out *o, const char *path, int64_t n, const int64_t *da
 {
     if (!o->failed[0])
         note(o, write_int64s(o->w.file, path, n, data), path, NULL);
+}
+
+void h5io_put_floats(h5io_out *o, const char *path, int64_t n, const float *data)
+{
+    if (!o->failed[0])
+        note(o, write_floats(o->w.file, path, n, data), path, NULL);
 }
 
 void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data)

@@ -15,7 +15,12 @@
  *
  * Nonconvex penalties get two safeguards (docs/solver.md §6): ρ never falls below the
  * weak-convexity bound through balancing, and a stalled run (cycle or rest point) switches to
- * α = 1 and a larger ρ. */
+ * α = 1 and a larger ρ.
+ *
+ * Checkpoints (hooks.checkpoint / hooks.resume, one process; docs/solver.md §2.2) are taken at
+ * the top of an iteration: Z, U, the last X⁺ and the loop's bookkeeping are all the state there
+ * is (the projection and ρ0 come from the problem again), so a resumed run takes the same
+ * iterations to the same answer. */
 #include <cblas.h>
 #include <float.h>
 #include <limits.h>
@@ -65,7 +70,30 @@ typedef struct {
     /* stagnation guard: best merit max(pri/eps_pri, dual/eps_dual) per window of RHO_PERIOD */
     double window_best, previous_best;
     int window_start;
+    int last_change; /* the iteration ρ last changed at */
+    /* checkpoints */
+    int checkpointing;        /* hooks.checkpoint is called */
+    int checkpoint_failed;    /* the run ended because a state could not be kept */
+    int first;                /* the first iteration of this run (1, or after the resumed one) */
+    double last_checkpoint;   /* when the last state was kept (or the run began) */
+    int cg_before, cg0;       /* PCG steps of the iterations before a resume; the count at start */
+    double passes_before;     /* passes over the data before the resume (since ADMM began) */
+    long passes0;             /* s->passes when ADMM began (after the setup) */
+    int cg_cut;               /* PCG steps and passes of iterations an interrupt cut short */
+    long passes_cut;
+    struct admm_top *top;     /* the state at the top of the iteration (projection by PCG) */
+    char key[ATF_CHECKPOINT_KEYLEN];
 } admm_state;
+
+/* By PCG an interrupt can cut a projection short, and an iteration that used it is not ADMM's:
+ * the state at the top of each iteration is copied, and an iteration during which the flag rose
+ * is undone (the stop keeps, and returns, the state before it). */
+typedef struct admm_top {
+    admm_state st;
+    double *z, *u, *x;
+    int cg;      /* PCG steps, */
+    long passes; /* and passes at the top */
+} admm_top;
 
 /* ‖a − b‖, scaled by the largest difference so that squares neither overflow nor underflow. */
 static double dist(const double *a, const double *b, size_t n)
@@ -348,32 +376,188 @@ static int certified(atf_solver *s, admm_state *st, const double *x)
     return 0;
 }
 
+/* ---- checkpoints ----------------------------------------------------------------------------
+ * At the top of iteration `done` + 1: the header below, then Z, U and the last X⁺ [n each]. A
+ * state is finite: an infinite merit (none yet) is kept as −1. */
+enum { AD_MAGIC, AD_VERSION, AD_N, AD_DONE, AD_RHO, AD_ALPHA, AD_TIGHTEN, AD_CERT, AD_PRI,
+       AD_DUAL, AD_EPS_PRI, AD_EPS_DUAL, AD_WINDOW_BEST, AD_PREVIOUS_BEST, AD_WINDOW_START,
+       AD_LAST_CHANGE, AD_ELAPSED, AD_CG_STEPS, AD_PASSES, AD_PROJECTION_S, AD_PROX_S,
+       AD_HEADER };
+#define AD_MAGIC_VALUE 2.4160e7 /* "ATF ADMM state", any fixed value that is not a count */
+#define AD_VERSION_VALUE 1.0
+
+static double finite_or(double v) { return isfinite(v) ? v : -1.0; }
+static double back_from(double v) { return v < 0.0 ? INFINITY : v; }
+
+/* The key: the method, its state's version and the settings of its own that shape the
+ * iterates, then what every checkpoint key names (atf_sv_checkpoint_key). The projection's kind
+ * is not in it: by the Gram or by PCG the iterates agree to rounding, and a state kept by one
+ * may go on with the other when the memory differs. */
+static atf_error admm_key(atf_solver *s, admm_state *st, char *err)
+{
+    char state[256];
+    snprintf(state, sizeof state, "admm state 1; rho %.17g; alpha %.17g; eps_abs %.17g; "
+             "adaptive_rho %d", s->set.rho, s->set.alpha, s->set.eps_abs, s->set.adaptive_rho);
+    return atf_sv_checkpoint_key(s, state, &s->set.loss, s->set.eps_rel, NULL, st->key, err);
+}
+
+/* Hands the state at the top of iteration done + 1 to hooks.checkpoint: 0, or −1 when the
+ * caller could not keep it. */
+static int keep_state(atf_solver *s, admm_state *st, const double *x, int done)
+{
+    size_t n = s->n;
+    atf_checkpoint cp = {.len = (int64_t)(AD_HEADER + 3 * n)};
+    memcpy(cp.key, st->key, sizeof cp.key);
+    double *h = cp.data = malloc((size_t)cp.len * sizeof *cp.data);
+    if (!h)
+        return -1;
+    h[AD_MAGIC] = AD_MAGIC_VALUE, h[AD_VERSION] = AD_VERSION_VALUE, h[AD_N] = (double)n;
+    h[AD_DONE] = done, h[AD_RHO] = st->rho, h[AD_ALPHA] = st->alpha, h[AD_TIGHTEN] = st->tighten;
+    h[AD_CERT] = finite_or(st->cert), h[AD_PRI] = finite_or(st->pri);
+    h[AD_DUAL] = finite_or(st->dual), h[AD_EPS_PRI] = st->eps_pri, h[AD_EPS_DUAL] = st->eps_dual;
+    h[AD_WINDOW_BEST] = finite_or(st->window_best);
+    h[AD_PREVIOUS_BEST] = finite_or(st->previous_best);
+    h[AD_WINDOW_START] = st->window_start, h[AD_LAST_CHANGE] = st->last_change;
+    h[AD_ELAPSED] = atf_now() - st->start;
+    h[AD_CG_STEPS] = st->cg_before + atf_sv_cg_steps(s) - st->cg0 - st->cg_cut;
+    h[AD_PASSES] = st->passes_before + (double)(s->passes - st->passes0 - st->passes_cut);
+    h[AD_PROJECTION_S] = s->t.projection, h[AD_PROX_S] = s->t.prox;
+    memcpy(h + AD_HEADER, st->z, n * sizeof *h);
+    memcpy(h + AD_HEADER + n, st->u, n * sizeof *h);
+    memcpy(h + AD_HEADER + 2 * n, x, n * sizeof *h);
+    int r = atf_sv_all_finite(h, (size_t)cp.len) ? s->hooks.checkpoint(s->hooks.checkpoint_ctx,
+                                                                        &cp)
+                                                  : -1;
+    free(cp.data);
+    st->last_checkpoint = atf_now();
+    if (r == 0 && s->set.verbose)
+        atf_sv_log(s, "atf admm: checkpoint kept after iteration %d\n", done);
+    return r == 0 ? 0 : -1;
+}
+
+static int state_ok(const atf_solver *s, const atf_checkpoint *cp)
+{
+    const double *h = cp->data;
+    return cp->len == (int64_t)(AD_HEADER + 3 * s->n) && h[AD_MAGIC] == AD_MAGIC_VALUE &&
+           h[AD_VERSION] == AD_VERSION_VALUE && h[AD_N] == (double)s->n && h[AD_DONE] >= 0.0 &&
+           h[AD_DONE] <= s->set.max_iter && h[AD_RHO] > 0.0 && h[AD_TIGHTEN] > 0.0 &&
+           h[AD_TIGHTEN] <= 1.0 && h[AD_WINDOW_START] >= 0.0 &&
+           h[AD_WINDOW_START] <= h[AD_DONE] && h[AD_LAST_CHANGE] >= 0.0 &&
+           h[AD_LAST_CHANGE] <= h[AD_DONE] && h[AD_CG_STEPS] >= 0.0 && h[AD_PASSES] >= 0.0;
+}
+
+/* Go on from hooks.resume (its key checked): the bookkeeping, Z, U and X⁺. */
+static atf_error resume_state(atf_solver *s, admm_state *st, double *x, char *err)
+{
+    const atf_checkpoint *cp = s->hooks.resume;
+    atf_error e = atf_sv_checkpoint_is_ours("admm", cp, st->key, err);
+    if (e)
+        return e;
+    if (!state_ok(s, cp)) {
+        atf_errorf(err, "admm: the checkpoint's state is not an ADMM state of %zu variables "
+                        "(%lld numbers, or its header is damaged)", s->n, (long long)cp->len);
+        return ATF_E_INPUT;
+    }
+    const double *h = cp->data;
+    size_t n = s->n;
+    st->iter = (int)h[AD_DONE], st->first = st->iter + 1;
+    st->rho = h[AD_RHO], st->alpha = h[AD_ALPHA], st->tighten = h[AD_TIGHTEN];
+    st->cert = h[AD_CERT] < 0.0 ? NAN : h[AD_CERT];
+    st->pri = back_from(h[AD_PRI]), st->dual = back_from(h[AD_DUAL]);
+    st->eps_pri = h[AD_EPS_PRI], st->eps_dual = h[AD_EPS_DUAL];
+    st->window_best = back_from(h[AD_WINDOW_BEST]);
+    st->previous_best = back_from(h[AD_PREVIOUS_BEST]);
+    st->window_start = (int)h[AD_WINDOW_START], st->last_change = (int)h[AD_LAST_CHANGE];
+    st->start = atf_now() - h[AD_ELAPSED];
+    st->cg_before = (int)h[AD_CG_STEPS], st->passes_before = h[AD_PASSES];
+    s->t.projection = h[AD_PROJECTION_S], s->t.prox = h[AD_PROX_S];
+    memcpy(st->z, h + AD_HEADER, n * sizeof *st->z);
+    memcpy(st->u, h + AD_HEADER + n, n * sizeof *st->u);
+    memcpy(x, h + AD_HEADER + 2 * n, n * sizeof *x);
+    if (s->set.verbose)
+        atf_sv_log(s, "atf admm: resumed from a checkpoint after iteration %d (%.0f s into the "
+                      "solve)\n", st->iter, h[AD_ELAPSED]);
+    return ATF_OK;
+}
+
+/* The checkpoints of this run, when the caller keeps or resumes them (one process). */
+static atf_error checkpoints_begin(atf_solver *s, admm_state *st, char *err)
+{
+    if (!s->hooks.checkpoint && !s->hooks.resume)
+        return ATF_OK;
+    if (s->procs) {
+        atf_errorf(err, "admm: checkpoints are kept in one process only");
+        return ATF_E_USAGE;
+    }
+    atf_error e = admm_key(s, st, err);
+    st->checkpointing = !e && s->hooks.checkpoint;
+    return e;
+}
+
+static void remember_top(const atf_solver *s, admm_state *st, const double *x)
+{
+    admm_top *top = st->top;
+    size_t bytes = s->n * sizeof *x;
+    top->st = *st;
+    memcpy(top->z, st->z, bytes), memcpy(top->u, st->u, bytes), memcpy(top->x, x, bytes);
+    top->cg = atf_sv_cg_steps(s), top->passes = s->passes;
+}
+
+static void back_to_top(const atf_solver *s, admm_state *st, double *x)
+{
+    admm_top *top = st->top;
+    size_t bytes = s->n * sizeof *x;
+    int cg_cut = atf_sv_cg_steps(s) - top->cg;
+    long passes_cut = s->passes - top->passes;
+    *st = top->st; /* the buffers as they were paired then (iterate swaps z and zprev) */
+    st->cg_cut += cg_cut, st->passes_cut += passes_cut;
+    memcpy(st->z, top->z, bytes), memcpy(st->u, top->u, bytes), memcpy(x, top->x, bytes);
+}
+
 static atf_status run(atf_solver *s, admm_state *st, double *x)
 {
     const atf_settings *set = &s->set;
-    int last_change = 0;
-    for (st->iter = 1; st->iter <= set->max_iter; st->iter++) {
-        if (atf_sv_interrupted(s)) {
+    for (st->iter = st->first; st->iter <= set->max_iter; st->iter++) {
+        int stop = atf_sv_interrupted(s);
+        if (st->checkpointing &&
+            (stop || atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds) &&
+            keep_state(s, st, x, st->iter - 1) != 0) {
+            st->iter--;
+            st->checkpoint_failed = 1;
+            return ATF_STATUS_INTERRUPTED;
+        }
+        if (stop) {
             st->iter--;
             return ATF_STATUS_INTERRUPTED;
         }
+        if (st->top)
+            remember_top(s, st, x);
         iterate(s, st, x);
         residuals(s, st, x);
+        int done = st->pri <= st->eps_pri && st->dual <= st->eps_dual;
+        int solved = done && isfinite(st->pri) && isfinite(st->dual) && certified(s, st, x);
+        if (st->top && atf_sv_interrupted(s)) { /* undone: the next top keeps and stops */
+            back_to_top(s, st, x);
+            st->iter--;
+            continue;
+        }
         if (!isfinite(st->pri) || !isfinite(st->dual))
             return ATF_STATUS_NUMERICAL_ERROR;
-        int done = st->pri <= st->eps_pri && st->dual <= st->eps_dual;
         if (st->rows && (done || st->iter == 1 || st->iter % set->log_every == 0 ||
                              st->iter == set->max_iter))
             log_row(s, st);
-        if (done && certified(s, st, x))
+        if (solved)
             return ATF_STATUS_SOLVED;
         if (!set->adaptive_rho)
             continue;
         if (guard_stagnation(s, st) ||
-            (st->iter - last_change >= RHO_PERIOD && rebalance(s, st, x)))
-            last_change = st->iter;
+            (st->iter - st->last_change >= RHO_PERIOD && rebalance(s, st, x)))
+            st->last_change = st->iter;
     }
     st->iter = set->max_iter;
+    /* the state at the limit, so that a run with a larger limit goes on from here */
+    if (st->checkpointing && keep_state(s, st, x, st->iter) != 0)
+        st->checkpoint_failed = 1;
     return ATF_STATUS_MAX_ITERATIONS;
 }
 
@@ -381,12 +565,19 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
 {
     size_t n = s->n, bytes = (n ? n : 1) * sizeof(double);
     admm_state st = {.rho = s->rho0, .alpha = s->set.alpha, .start = atf_now(),
-                     .window_best = INFINITY, .previous_best = INFINITY, .tighten = 1.0};
+                     .window_best = INFINITY, .previous_best = INFINITY, .tighten = 1.0,
+                     .first = 1, .cert = NAN};
     st.z = malloc(bytes), st.u = malloc(bytes), st.w = malloc(bytes), st.zprev = malloc(bytes);
     st.xc = malloc(bytes);
+    admm_top top = {0};
+    if (s->proj.kind == ATF_PROJ_CG && s->hooks.interrupt) { /* only PCG can be cut short */
+        top.z = malloc(bytes), top.u = malloc(bytes), top.x = malloc(bytes);
+        st.top = &top;
+    }
+    int top_ok = !st.top || (top.z && top.u && top.x);
     st.rows = atf_sv_max(s, s->set.verbose ? 1.0 : 0.0) != 0.0;
     atf_error e = ATF_OK;
-    if (atf_sv_max(s, st.z && st.u && st.w && st.zprev && st.xc ? 0.0 : 1.0) != 0.0) {
+    if (atf_sv_max(s, st.z && st.u && st.w && st.zprev && st.xc && top_ok ? 0.0 : 1.0) != 0.0) {
         atf_errorf(err, "admm: out of memory for %zu variables", n);
         e = ATF_E_NOMEM;
         goto done;
@@ -400,14 +591,27 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         res->info.stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
         goto done;
     }
-    memcpy(st.z, s->warm ? s->warm : s->x_ls, n * sizeof *st.z);
-    memcpy(x, st.z, n * sizeof *x); /* the iterate returned if stopped before iteration 1 */
-    project_timed(s, x, 1);
-    initial_dual(s, &st);
+    st.passes0 = s->passes; /* the start's projections count as iterations' passes do */
+    if ((e = checkpoints_begin(s, &st, err)))
+        goto done;
+    if (s->hooks.resume) {
+        if ((e = resume_state(s, &st, x, err)))
+            goto done;
+    } else {
+        memcpy(st.z, s->warm ? s->warm : s->x_ls, n * sizeof *st.z);
+        memcpy(x, st.z, n * sizeof *x); /* the iterate returned if stopped before iteration 1 */
+        project_timed(s, x, 1);
+        initial_dual(s, &st);
+    }
     if (s->set.verbose)
         log_header(s);
-    int cg0 = atf_sv_cg_steps(s);
+    st.cg0 = atf_sv_cg_steps(s), st.last_checkpoint = atf_now();
     res->info.status = run(s, &st, x);
+    if (st.checkpoint_failed) {
+        atf_errorf(err, "admm: the checkpoint after iteration %d could not be kept", st.iter);
+        e = ATF_E_IO;
+        goto done;
+    }
     if (res->info.status == ATF_STATUS_NUMERICAL_ERROR || !atf_sv_all_finite(x, n)) {
         res->info.status = ATF_STATUS_NUMERICAL_ERROR;
         memcpy(x, s->x_ls, n * sizeof *x); /* never hand out NaN: fall back to a feasible point */
@@ -418,8 +622,9 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     }
     res->info.iterations = st.iter;
     if (s->proj.kind == ATF_PROJ_CG) { /* the projections' PCG steps and passes over the data */
-        res->info.inner_iterations = atf_sv_cg_steps(s) - cg0;
-        res->info.operator_passes = s->passes > INT_MAX ? INT_MAX : (int)s->passes;
+        res->info.inner_iterations = st.cg_before + atf_sv_cg_steps(s) - st.cg0 - st.cg_cut;
+        double passes = st.passes_before + (double)(s->passes - st.passes_cut);
+        res->info.operator_passes = passes > INT_MAX ? INT_MAX : (int)passes;
     }
     res->info.primal_residual = atf_sv_unscale_primal(s, st.pri);
     res->info.dual_residual = atf_sv_unscale_dual(s, st.dual);
@@ -432,5 +637,6 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         log_summary(s, res, &st);
 done:
     free(st.z), free(st.u), free(st.w), free(st.zprev), free(st.xc);
+    free(top.z), free(top.u), free(top.x);
     return e;
 }

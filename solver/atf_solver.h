@@ -76,9 +76,10 @@ typedef struct {
                                          interrupted and returns the last iterate */
     const atf_processes *processes; /* the problem is a shard of a job spread over processes
                                        (methods newton, fista and cg); NULL: one process */
-    /* Checkpoints of a long solve (methods newton and alm, one process; docs/solver.md §15,
-     * §16): once at least checkpoint_seconds (≥ 0) have passed since the start or the last
-     * checkpoint, at the top of the next Newton step, the solver calls checkpoint(ctx, state)
+    /* Checkpoints of a long solve (methods newton, alm, cg and, since 1.6, admm; one process;
+     * docs/solver.md §2.2, §9.1, §15, §16): once at least checkpoint_seconds (≥ 0) have passed
+     * since the start or the last checkpoint, at the top of the next step (Newton's, LSQR's,
+     * an ADMM iteration), the solver calls checkpoint(ctx, state)
      * with its state (valid during the call); and once more when the interrupt flag stops it
      * (since 1.2: the top of the step it stopped in, so that no finished step is lost; 1.1
      * kept states only at steps that rebuild the preconditioner and none at the stop). A
@@ -91,6 +92,13 @@ typedef struct {
     void *checkpoint_ctx;
     double checkpoint_seconds;
     const atf_checkpoint *resume;
+    /* Since 1.6: a file for the preconditioner's factor of a long solve (gram32, which admm's
+     * projection by PCG and `cg` with ATF_CG_PRECOND=gram32 build: 2·M² bytes, most of an hour
+     * at M = 80 000). The factor is written there once it is built, and read from there instead
+     * of built when the file exists and is this solve's (ATF_E_INPUT if it is another's or
+     * damaged). A factor that cannot be written leaves the solve going (the verbose log says
+     * why). NULL: none. One process. */
+    const char *precond_file;
 } atf_hooks;
 
 typedef struct atf_solver atf_solver;

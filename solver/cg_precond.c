@@ -37,6 +37,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,6 +69,8 @@
  * would no longer be a close preconditioner. */
 #define CG_G32_PANEL 128
 #define CG_G32_SHIFT_MAX 1e-2
+/* The numbers a gram32 factor file keeps beside the factor (atf_precond_state.meta). */
+enum { G32_META_SHIFT, G32_META_TRACE };
 /* gram32 takes at most this fraction of the available memory. */
 #define CG_G32_MEMORY 0.9
 
@@ -726,6 +729,52 @@ int atf_sv_cg_gram32_fits(int M, double *need_bytes)
     return avail > 0.0 && need <= CG_G32_MEMORY * avail;
 }
 
+/* The factor of G + shift·I from hooks.precond_file (its key checked against this solve's, its
+ * trace against the Gram's diagonal just computed: another Gram's factor is refused). */
+static atf_error read_gram32(atf_solver *s, atf_cg_pre *pre, const char *key, char *err)
+{
+    const char *path = s->hooks.precond_file;
+    int M = pre->M;
+    atf_precond_state pc = {.len = (int64_t)M * ((int64_t)M + 1) / 2, .data = pre->rfp};
+    snprintf(pc.key, sizeof pc.key, "%s", key);
+    double t0 = atf_now();
+    atf_error e = atf_precond_read(path, &pc, err);
+    if (e)
+        return e;
+    double trace = pc.meta[G32_META_TRACE];
+    if (!(fabs(trace - pre->trace0) <= 1e-10 * fabs(pre->trace0)) ||
+        !(pc.meta[G32_META_SHIFT] > 0.0)) {
+        atf_errorf(err, "%s: the preconditioner is of another Gram (trace %.17g, this one's "
+                        "%.17g)", path, trace, pre->trace0);
+        return ATF_E_INPUT;
+    }
+    pre->shift = pc.meta[G32_META_SHIFT];
+    pre->factored = 1;
+    if (s->set.verbose)
+        atf_sv_log(s, "atf cg: gram32: the factor read from %s in %.1f s (shift %.1e of the mean "
+                      "diagonal)\n", path, atf_now() - t0, pre->shift * M / pre->trace0);
+    return ATF_OK;
+}
+
+/* The factor just built into hooks.precond_file; a failure is said in the verbose log and the
+ * solve goes on (the factor is only a saving of time for a resumed solve). */
+static void keep_gram32(atf_solver *s, const atf_cg_pre *pre, const char *key)
+{
+    int M = pre->M;
+    atf_precond_state pc = {.len = (int64_t)M * ((int64_t)M + 1) / 2, .data = pre->rfp};
+    snprintf(pc.key, sizeof pc.key, "%s", key);
+    pc.meta[G32_META_SHIFT] = pre->shift;
+    pc.meta[G32_META_TRACE] = pre->trace0;
+    char why[ATF_ERRLEN];
+    double t0 = atf_now();
+    atf_error e = atf_precond_write(s->hooks.precond_file, &pc, why);
+    if (s->set.verbose && e)
+        atf_sv_log(s, "atf cg: gram32: the factor was not kept (%s)\n", why);
+    else if (s->set.verbose)
+        atf_sv_log(s, "atf cg: gram32: the factor kept in %s in %.1f s\n",
+                   s->hooks.precond_file, atf_now() - t0);
+}
+
 /* The factor of G + shift·I in single precision, the shift growing tenfold from 10⁻⁶ of the mean
  * diagonal while the factorisation meets a nonpositive pivot (G is formed again each time: the
  * factorisation overwrites it). One process: the packed array is not spread. */
@@ -751,6 +800,15 @@ static atf_error build_gram32(atf_solver *s, atf_cg_pre *pre, char *err)
     int st = d && pre->rfp && pre->v32 ? gram_diagonal(s, pre, d) : -1;
     free(d);
     double mean = pre->trace0 / M, shift = CG_SHIFT_MIN * mean, t0 = atf_now();
+    char key[ATF_CHECKPOINT_KEYLEN] = "";
+    if (st == 0 && s->hooks.precond_file) {
+        atf_error e = atf_sv_checkpoint_key(s, "gram32 factor 1", &s->set.loss, s->set.eps_rel,
+                                            NULL, key, err);
+        if (!e && access(s->hooks.precond_file, F_OK) == 0)
+            e = read_gram32(s, pre, key, err);
+        if (e || pre->factored)
+            return e;
+    }
     if (s->set.verbose)
         atf_sv_log(s, "atf cg: gram32: the Gram in single precision (M = %d, %.2f GB), then "
                       "its Cholesky factor (%.2g flops, one LAPACK call)\n",
@@ -774,6 +832,8 @@ static atf_error build_gram32(atf_solver *s, atf_cg_pre *pre, char *err)
     if (st == 0 && s->set.verbose)
         atf_sv_log(s, "atf cg: gram32: formed and factored in %.1f s (shift %.1e of the "
                       "mean diagonal)\n", atf_now() - t0, shift / mean);
+    if (st == 0 && s->hooks.precond_file)
+        keep_gram32(s, pre, key);
     if (st < 0) {
         atf_errorf(err, "cg: out of memory for the gram32 preconditioner (M = %d: %.1f GB)", M,
                    need / 1e9);

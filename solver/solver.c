@@ -456,9 +456,10 @@ static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err
         return ATF_OK;
     }
     if (s->hooks.resume && s->set.method != ATF_METHOD_NEWTON &&
-        s->set.method != ATF_METHOD_ALM && s->set.method != ATF_METHOD_CG) {
-        atf_errorf(err, "a checkpoint can only be resumed by method newton, alm or cg (this "
-                        "solve's method is %s)", atf_method_name(s->set.method));
+        s->set.method != ATF_METHOD_ALM && s->set.method != ATF_METHOD_CG &&
+        s->set.method != ATF_METHOD_ADMM) {
+        atf_errorf(err, "a checkpoint can only be resumed by method newton, alm, cg or admm "
+                        "(this solve's method is %s)", atf_method_name(s->set.method));
         return ATF_E_USAGE;
     }
     switch (s->set.method) {

@@ -28,7 +28,7 @@ static void usage(FILE *out)
             "                 [--tol EPS] [--eps-abs E] [--max-iter N] [--rho R] [--alpha A]\n"
             "                 [--no-reduce] [--no-adaptive-rho] [--warm RESULT.h5]\n"
             "                 [--newton-rank K] [--continuation R]\n"
-            "                 [--checkpoint FILE [--checkpoint-every S]]\n"
+            "                 [--checkpoint FILE [--checkpoint-every S]] [--precond-file F]\n"
             "                 [--log-every K] [--quiet] [--json]\n"
             "\n"
             "Solve problem (16): minimise the sum over blocks of the spectral penalty\n"
@@ -76,13 +76,19 @@ static void usage(FILE *out)
             "                      nonconvex penalties: go there through lambdas at most a\n"
             "                      factor R apart, each solved to pg residual 1e-3 (default\n"
             "                      2; 0: straight to the lambda asked)\n"
-            "  --checkpoint FILE   newton, alm: keep the solve's state in FILE every S seconds\n"
+            "  --checkpoint FILE   newton, alm, admm: keep the solve's state in FILE every S\n"
+            "                      seconds\n"
             "                      (--checkpoint-every, default 600); when FILE exists the\n"
             "                      solve goes on from it, to the answer the uninterrupted\n"
             "                      solve gives (bit for bit). Kept after Ctrl-C (with the\n"
             "                      step it stopped in: none is lost) and the iteration\n"
             "                      limit (run again, with a larger --max-iter), else\n"
             "                      removed once RESULT.h5 is written. One process only\n"
+            "  --precond-file F    keep the single-precision Gram's factor (2 M^2 bytes) in F\n"
+            "                      once built, and read it from F instead of building it when\n"
+            "                      F exists (a solve resumed from --checkpoint): admm with its\n"
+            "                      projection by CG, or ATF_CG_PRECOND=gram32. Removed\n"
+            "                      once RESULT.h5 is written. One process only\n"
             "  --log-every K       iteration table row every K iterations (default 50)\n"
             "  --quiet             no iteration table and no summary on stderr\n"
             "  --json              one JSON line on stdout (status, loss, objective,\n"
@@ -95,6 +101,7 @@ static void usage(FILE *out)
 typedef struct {
     const char *problem, *output, *penalty, *warm;
     const char *checkpoint;       /* --checkpoint FILE, or NULL */
+    const char *precond_file;     /* --precond-file FILE, or NULL */
     double checkpoint_seconds;    /* --checkpoint-every */
     atf_settings set;
     int quiet, json;
@@ -162,6 +169,7 @@ enum {
     OPT_WARM,
     OPT_CHECKPOINT,
     OPT_CHECKPOINT_EVERY,
+    OPT_PRECOND_FILE,
     OPT_LOG_EVERY,
     OPT_NEWTON_RANK,
     OPT_CONTINUATION,
@@ -184,6 +192,7 @@ static const struct option options[] = {
     {"warm", required_argument, NULL, OPT_WARM},
     {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
     {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+    {"precond-file", required_argument, NULL, OPT_PRECOND_FILE},
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"newton-rank", required_argument, NULL, OPT_NEWTON_RANK},
     {"continuation", required_argument, NULL, OPT_CONTINUATION},
@@ -203,6 +212,7 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
     case OPT_PENALTY: a->penalty = val; break;
     case OPT_WARM: a->warm = val; break;
     case OPT_CHECKPOINT: a->checkpoint = val; break;
+    case OPT_PRECOND_FILE: a->precond_file = val; break;
     case OPT_CHECKPOINT_EVERY:
         if (!(e = atf_cli_double("--checkpoint-every", val, &a->checkpoint_seconds, err)) &&
             !(a->checkpoint_seconds >= 0.0)) {
@@ -262,8 +272,9 @@ static atf_error parse_args(int argc, char **argv, solve_args *a, char *err)
         atf_errorf(err, "missing -o RESULT.h5 (atf %s --help)", cmd);
         return ATF_E_USAGE;
     }
-    if (a->checkpoint && atf_cli_processes()) {
-        atf_errorf(err, "--checkpoint: one process only (not under mpirun)");
+    if ((a->checkpoint || a->precond_file) && atf_cli_processes()) {
+        atf_errorf(err, "%s: one process only (not under mpirun)",
+                   a->checkpoint ? "--checkpoint" : "--precond-file");
         return ATF_E_USAGE;
     }
     return ATF_OK;
@@ -394,7 +405,7 @@ static int run(const char *cmd, solve_args *a)
     }
     a->set.verbose = !a->quiet && rank() == 0; /* the iteration table on stderr */
     atf_hooks hooks = {.warm = warm, .interrupt = atf_cli_interrupt_flag(),
-                       .processes = atf_cli_processes()};
+                       .processes = atf_cli_processes(), .precond_file = a->precond_file};
     atf_checkpoint_file sink = {a->checkpoint, ""};
     if (a->checkpoint) {
         hooks.checkpoint = atf_checkpoint_to_file, hooks.checkpoint_ctx = &sink;
@@ -439,9 +450,13 @@ static int run(const char *cmd, solve_args *a)
         code = atf_cli_fail(cmd, we, werr);
         goto done;
     }
-    if (a->checkpoint && res->info.status != ATF_STATUS_INTERRUPTED &&
-        res->info.status != ATF_STATUS_MAX_ITERATIONS)
-        remove(a->checkpoint); /* RESULT.h5 holds the answer; else the next run goes on */
+    if (res->info.status != ATF_STATUS_INTERRUPTED &&
+        res->info.status != ATF_STATUS_MAX_ITERATIONS) {
+        if (a->checkpoint) /* RESULT.h5 holds the answer; else the next run goes on */
+            remove(a->checkpoint);
+        if (a->precond_file)
+            remove(a->precond_file);
+    }
     if (res->info.status != ATF_STATUS_SOLVED) /* err explains the status */
         fprintf(stderr, "atf %s: %s: %s\n", cmd, a->problem, err);
     report(a, res);

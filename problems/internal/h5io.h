@@ -71,6 +71,12 @@ atf_error h5io_expect_dim(const char *fname, const char *path, int rank, const i
 atf_error h5io_read_doubles(hid_t file, const char *fname, const char *path, int rank,
                             const int64_t *dims, double **out, char *err);
 
+/* A rank-1 float32 dataset of n values (its shape already checked with h5io_shape) into out,
+ * caller-allocated (a large array is read where it will be used, never copied); every value
+ * must be finite. Other types are refused: the values are a single-precision array's own. */
+atf_error h5io_read_floats(hid_t file, const char *fname, const char *path, int64_t n, float *out,
+                           char *err);
+
 /* h5io_shape, then h5io_expect_dim on every axis (dim_names[a] says what dims[a] is). */
 atf_error h5io_check_shape(hid_t file, const char *fname, const char *path, int rank,
                            const int64_t *dims, const char *const *dim_names, char *err);
@@ -125,6 +131,7 @@ void h5io_put_string(h5io_out *o, const char *obj, const char *name, const char 
 void h5io_put_doubles(h5io_out *o, const char *path, int rank, const int64_t *dims,
                       const double *data);
 void h5io_put_int64s(h5io_out *o, const char *path, int64_t n, const int64_t *data);
+void h5io_put_floats(h5io_out *o, const char *path, int64_t n, const float *data);
 void h5io_put_ints(h5io_out *o, const char *path, int64_t n, const int *data);
 /* An array written in pieces (a problem whose rows arrive from several processes,
  * atf_problem_write_rows): h5io_put_array creates the float64 dataset [dims[0], dims[1]] without

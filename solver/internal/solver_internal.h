@@ -148,6 +148,17 @@ void atf_sv_log(const atf_solver *s, const char *fmt, ...) __attribute__((format
 /* Whether the caller's stop flag is raised. */
 int atf_sv_interrupted(const atf_solver *s);
 
+/* Checkpoint keys (newton.c): what a state belongs to: `state` (the method and its state's
+ * version, and any setting of the method's own that shapes the iterates), the problem's
+ * fingerprint, the loss, eps, the settings that shape the iterates and every block's penalty
+ * (bridge_to: the loss a continuation's stage leads to, or NULL). */
+atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss *loss,
+                                double eps, const atf_loss *bridge_to, char *key, char *err);
+/* ATF_OK when the checkpoint cp has this solve's key; else ATF_E_INPUT with the message
+ * "<method>: the checkpoint is another solve's (…)". */
+atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp,
+                                    const char *key, char *err);
+
 /* ---- small helpers (settings.c) ---- */
 /* Euclidean norm of n values (0 for n = 0). */
 double atf_sv_norm(const double *x, size_t n);

@@ -159,10 +159,8 @@ long atf_newton_sketch_passes(const atf_newton *nw);
  * header). The sketch is not in the state: atf_newton_sketch_weight is the loss weight it was
  * built at (0: none), and atf_newton_rebuild_sketch builds it again at weights[0] and scales
  * it by each weights[i]/weights[i−1] in turn, as atf_newton_set_weight did, so that the resumed
- * run is the uninterrupted one bit for bit (0, or −1 when it could not be built). The key names
- * what a state belongs to: `state` (the method and its state's version), the problem's
- * fingerprint, the loss, eps, the settings that shape the iterates and every block's penalty
- * (bridge_to: the loss a continuation's stage leads to, or NULL). */
+ * run is the uninterrupted one bit for bit (0, or −1 when it could not be built). Keys:
+ * atf_sv_checkpoint_key (solver_internal.h). */
 size_t atf_newton_state_len(const atf_solver *s);
 /* The host's checkpoint: once hooks.checkpoint_seconds have passed since the run's start, its
  * load or the last call, atf_newton_run calls save(ctx) at the top of a Newton step (where
@@ -176,12 +174,6 @@ atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *sta
                                 char *err);
 double atf_newton_sketch_weight(const atf_newton *nw);
 int atf_newton_rebuild_sketch(atf_solver *s, atf_newton *nw, const double *weights, int count);
-atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss *loss,
-                                double eps, const atf_loss *bridge_to, char *key, char *err);
-/* ATF_OK when the checkpoint cp has this solve's key; else ATF_E_INPUT with the message
- * "<method>: the checkpoint is another solve's (…)". */
-atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp,
-                                    const char *key, char *err);
 
 /* ---- alm.c ---- */
 /* Interpolation by the augmented Lagrangian with Newton subproblems, from the warm start or 0;

@@ -86,6 +86,7 @@ static void settings(void)
     OFF(atf_hooks, log); OFF(atf_hooks, log_ctx); OFF(atf_hooks, warm);
     OFF(atf_hooks, interrupt); OFF(atf_hooks, processes); OFF(atf_hooks, checkpoint);
     OFF(atf_hooks, checkpoint_ctx); OFF(atf_hooks, checkpoint_seconds); OFF(atf_hooks, resume);
+    OFF(atf_hooks, precond_file);
     SIZE(atf_checkpoint);
     OFF(atf_checkpoint, key); OFF(atf_checkpoint, len); OFF(atf_checkpoint, data);
     SIZE(atf_checkpoint_file);

@@ -384,6 +384,186 @@ static void test_admm_by_cg(void)
     atf_problem_free(p);
 }
 
+/* The verbose log of a solve, kept (hooks.log). */
+typedef struct {
+    char text[1 << 16];
+    size_t len;
+} log_text;
+
+static void keep_log(void *ctx, const char *piece)
+{
+    log_text *l = ctx;
+    int k = snprintf(l->text + l->len, sizeof l->text - l->len, "%s", piece);
+    if (k > 0)
+        l->len = l->len + (size_t)k < sizeof l->text ? l->len + (size_t)k : sizeof l->text - 1;
+}
+
+/* ADMM (projection by the Gram or by PCG with ATF_ADMM_PROJECTION) with these hooks; the log
+ * kept in *log when given. */
+static atf_result *admm_hooks(const atf_problem *p, const char *projection, int max_iter,
+                              atf_hooks hooks, log_text *log, atf_error *e, char *err)
+{
+    setenv("ATF_ADMM_PROJECTION", projection, 1);
+    atf_settings set = atf_settings_default();
+    set.method = ATF_METHOD_ADMM;
+    if (max_iter > 0)
+        set.max_iter = max_iter;
+    if (log) {
+        log->len = 0, log->text[0] = '\0';
+        set.verbose = 1, hooks.log = keep_log, hooks.log_ctx = log;
+    }
+    atf_result *res = solve_with_hooks(p, &set, &hooks, e, err);
+    unsetenv("ATF_ADMM_PROJECTION");
+    return res;
+}
+
+/* ADMM's checkpoints: a state at the top of every iteration; the run resumed from any of them,
+ * after a stop or at the iteration limit ends where the uninterrupted one does, bit for bit;
+ * states of another solve or damaged ones are refused. By PCG, the gram32 factor is kept in
+ * hooks.precond_file and read back by the resumed runs (the same factor: the same bits), and
+ * another Gram's factor is refused. */
+static void admm_checkpoint_case(const char *projection, atf_problem *p, atf_problem *other,
+                                 const char *precond)
+{
+    char err[ATF_ERRLEN] = "";
+    int n = (int)atf_problem_nvars(p), by_cg = !strcmp(projection, "cg");
+    atf_error e;
+    static log_text log;
+    atf_result *plain = admm_hooks(p, projection, 0, (atf_hooks){0}, NULL, &e, err);
+    CHECK(plain && plain->info.status == ATF_STATUS_SOLVED && plain->info.iterations > 8,
+          "admm checkpoints (%s): the plain solve (%s, %d iterations)", projection, err,
+          plain ? plain->info.iterations : -1);
+    if (!plain)
+        return;
+    static kept_states k;
+    k = (kept_states){.fail_at = -1, .stop_at = -1};
+    remove(precond);
+    atf_hooks every = {.checkpoint = keep_state, .checkpoint_ctx = &k, .precond_file = precond};
+    atf_result *kept = admm_hooks(p, projection, 0, every, &log, &e, err);
+    CHECK(kept && same_result(plain, kept, n) && k.count == plain->info.iterations,
+          "admm checkpoints (%s): checkpoints changed the solve or their number (%d states, %d "
+          "iterations; %s)", projection, k.count, plain->info.iterations, err);
+    CHECK(by_cg == (access(precond, F_OK) == 0 && strstr(log.text, "factor kept in") != NULL),
+          "admm checkpoints (%s): the factor file %s", projection,
+          by_cg ? "was not written" : "was written without gram32");
+    for (int i = 0; i < k.count && i < MAX_STATES; i += k.count / 5 + 1) {
+        atf_hooks from = {.resume = &k.states[i], .precond_file = precond};
+        atf_result *res = admm_hooks(p, projection, 0, from, &log, &e, err);
+        CHECK(res && same_result(plain, res, n), "admm checkpoints (%s): resumed at state %d of "
+              "%d: %s (%d iterations)", projection, i, k.count, err,
+              res ? res->info.iterations : -1);
+        CHECK(!by_cg || strstr(log.text, "factor read from"), "admm checkpoints (cg): resumed "
+              "at state %d without reading the kept factor", i);
+        atf_result_free(res);
+    }
+    /* Ctrl-C, then go on. The flag rises while the state at the top of iteration j + 1 is kept:
+     * by the Gram that iteration runs whole; by PCG it is undone (its projection was cut short) */
+    for (int j = 2; j < k.count; j += k.count / 2) {
+        volatile sig_atomic_t flag = 0;
+        static kept_states stop;
+        stop = (kept_states){.fail_at = -1, .stop_at = j, .stop = &flag};
+        atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &stop, .interrupt = &flag};
+        atf_result *cut = admm_hooks(p, projection, 0, hooks, NULL, &e, err);
+        CHECK(cut && cut->info.status == ATF_STATUS_INTERRUPTED && stop.count == j + 2 &&
+                  cut->info.iterations == j + !by_cg,
+              "admm checkpoints (%s): stopped at state %d: %s, %d states", projection, j,
+              cut ? atf_status_name(cut->info.status) : err, stop.count);
+        atf_hooks from = {.resume = &stop.states[stop.count - 1]};
+        atf_result *res = stop.count == j + 2 ? admm_hooks(p, projection, 0, from, NULL, &e, err)
+                                              : NULL;
+        CHECK(res && same_result(plain, res, n), "admm checkpoints (%s): resumed after the stop "
+              "at %d: %s", projection, j, err);
+        atf_result_free(cut), atf_result_free(res);
+        kept_states_free(&stop);
+    }
+    { /* the iteration limit keeps the state it stopped at */
+        static kept_states lim;
+        lim = (kept_states){.fail_at = -1, .stop_at = -1};
+        atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &lim,
+                           .checkpoint_seconds = 1e9};
+        atf_result *cut = admm_hooks(p, projection, 3, hooks, NULL, &e, err);
+        atf_hooks from = {.resume = &lim.states[0]};
+        atf_result *res = lim.count == 1 ? admm_hooks(p, projection, 0, from, NULL, &e, err)
+                                         : NULL;
+        CHECK(cut && cut->info.status == ATF_STATUS_MAX_ITERATIONS && lim.count == 1 && res &&
+                  same_result(plain, res, n),
+              "admm checkpoints (%s): the iteration limit: %d states kept, then %s", projection,
+              lim.count, err);
+        atf_result_free(cut), atf_result_free(res);
+        kept_states_free(&lim);
+    }
+    { /* a state that cannot be kept ends the solve */
+        static kept_states fail;
+        fail = (kept_states){.fail_at = 3, .stop_at = -1};
+        atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &fail};
+        atf_result *res = admm_hooks(p, projection, 0, hooks, NULL, &e, err);
+        CHECK(!res && e == ATF_E_IO && strstr(err, "could not be kept"),
+              "admm checkpoints (%s): a refused state: %d, %s", projection, (int)e, err);
+        atf_result_free(res);
+        kept_states_free(&fail);
+    }
+    if (k.count > 0) {
+        atf_settings set = atf_settings_default();
+        set.method = ATF_METHOD_ADMM, set.alpha = 1.5;
+        atf_hooks from = {.resume = &k.states[0]};
+        setenv("ATF_ADMM_PROJECTION", projection, 1);
+        atf_result *res = solve_with_hooks(p, &set, &from, &e, err);
+        unsetenv("ATF_ADMM_PROJECTION");
+        CHECK(!res && e == ATF_E_INPUT && strstr(err, "another solve") && strstr(err, "alpha"),
+              "admm checkpoints (%s): another alpha's state: %d, %s", projection, (int)e, err);
+        atf_result_free(res);
+        atf_checkpoint damaged = k.states[0];
+        damaged.len--;
+        from.resume = &damaged;
+        res = admm_hooks(p, projection, 0, from, NULL, &e, err);
+        CHECK(!res && e == ATF_E_INPUT && strstr(err, "not an ADMM state") && !strchr(err, '\n'),
+              "admm checkpoints (%s): a damaged state: %d, %s", projection, (int)e, err);
+        atf_result_free(res);
+    }
+    if (by_cg) { /* another problem's factor (the same shape) */
+        atf_hooks hooks = {.precond_file = precond};
+        atf_result *res = admm_hooks(other, projection, 0, hooks, NULL, &e, err);
+        CHECK(!res && e == ATF_E_INPUT && strstr(err, precond) && strstr(err, "another solve") &&
+                  !strchr(err, '\n'),
+              "admm checkpoints (cg): another problem's factor: %d, %s", (int)e, err);
+        atf_result_free(res);
+        FILE *f = fopen(precond, "r+b"); /* a damaged factor file */
+        if (f) {
+            fseek(f, 0, SEEK_END);
+            long size = ftell(f);
+            fseek(f, size / 2, SEEK_SET);
+            fputs("damage", f);
+            fclose(f);
+        }
+        hooks.precond_file = precond;
+        res = admm_hooks(p, projection, 0, hooks, NULL, &e, err);
+        CHECK(!res && e == ATF_E_INPUT && strstr(err, precond) && !strchr(err, '\n'),
+              "admm checkpoints (cg): a damaged factor file: %d, %s", (int)e, err);
+        atf_result_free(res);
+    }
+    remove(precond);
+    atf_result_free(plain), atf_result_free(kept);
+    kept_states_free(&k);
+}
+
+static void test_admm_checkpoints(void)
+{
+    const shape fac3[] = {{ATF_OP_FACTORED, 30, 20}, {ATF_OP_FACTORED, 20, 3}};
+    atf_problem *p = make_problem(431, 87, 3, fac3, 2), *other = make_problem(432, 87, 3, fac3, 2);
+    char err[ATF_ERRLEN], dir[] = "/tmp/atf_admm_ckpt_XXXXXX", precond[64];
+    CHECK(atf_problem_set_penalty(p, "balanced+balanced", err) == ATF_OK &&
+              atf_problem_set_penalty(other, "balanced+balanced", err) == ATF_OK, "%s", err);
+    if (mkdtemp(dir)) {
+        snprintf(precond, sizeof precond, "%s/factor.h5", dir);
+        admm_checkpoint_case("gram", p, other, precond);
+        admm_checkpoint_case("cg", p, other, precond);
+        rmdir(dir);
+    } else {
+        CHECK(0, "mkdtemp failed");
+    }
+    atf_problem_free(p), atf_problem_free(other);
+}
+
 /* A rank beyond one block of pivots (128): several rounds of the randomly pivoted Cholesky with
  * its rejection step, a residual trace that shrinks, and the Woodbury core of rank 300. */
 static void test_pivot_blocks(void)
@@ -809,6 +989,7 @@ int main(void)
     test_pivot_blocks();
     test_gram32();
     test_admm_by_cg();
+    test_admm_checkpoints();
     test_row_scales();
     test_rank_deficient();
     test_inconsistent();

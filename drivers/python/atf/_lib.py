@@ -212,6 +212,7 @@ class HooksC(Structure):
         ("checkpoint_ctx", c_void_p),
         ("checkpoint_seconds", c_double),
         ("resume", POINTER(CheckpointC)),
+        ("precond_file", c_char_p),
     ]
 
 

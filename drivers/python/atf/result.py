@@ -228,7 +228,8 @@ class _Checkpoints:
             self.state = None
 
 
-def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, every=600.0):
+def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, every=600.0,
+           precond_file=None):
     if not isinstance(problem, Problem):
         raise TypeError("atf.solve: problem must be an atf.Problem")
     err = _lib.errbuf()
@@ -257,6 +258,8 @@ def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, eve
         if writer is not None:
             hooks.log = writer
         cps = _Checkpoints(checkpoint, every, hooks, err) if checkpoint is not None else None
+        if precond_file is not None:
+            hooks.precond_file = precond_file
         try:
             solver = ctypes.c_void_p()
             e = _c.atf_solver_init(prob, ctypes.byref(set_), ctypes.byref(hooks),
@@ -272,8 +275,12 @@ def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, eve
             if e and cps:
                 cps.explain(e, err)
             _errors.check(e, err)
+            status = _lib.text(_c.atf_status_name(out.contents.info.status))
             if cps:
-                cps.done(_lib.text(_c.atf_status_name(out.contents.info.status)))
+                cps.done(status)
+            if precond_file is not None and status not in ("interrupted", "max_iterations") \
+                    and os.path.exists(precond_file):
+                os.remove(precond_file)  # as the checkpoint: the answer is in hand
         finally:
             if cps:
                 cps.free()
@@ -315,26 +322,31 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
           warm: Optional["Result"] = None, verbose: bool = False,
           log: Union[None, Callable[[str], Any], IO[str]] = None,
           checkpoint: Union[None, str, "os.PathLike[str]"] = None,
-          checkpoint_every: float = 600.0) -> Result:
+          checkpoint_every: float = 600.0,
+          precond_file: Union[None, str, "os.PathLike[str]"] = None) -> Result:
     """Solve problem (16) for `problem` (an atf.Problem), as `atf solve`.
 
     penalty overrides every block's penalty for this solve (the problem keeps its own);
     loss: "interpolate" (the constraints A vec B = r exactly), or a penalized loss
     "squared:lambda=λ" or "xent:lambda=λ" (cross-entropy needs the problem's labels), as
     `--loss`; method: auto (the library picks: newton for a penalized loss; for interpolation
-    ADMM on the Gram where it fits in memory, else the augmented Lagrangian alm — the choice and
-    its reason are in Result.method and Result.method_note), newton, fista (penalized losses),
-    admm, alm, lp, irls (interpolation); structure: layer, diagonal or full; tol is the relative
-    tolerance eps_rel; newton_rank the Nyström preconditioner's rank (-1 auto, 0 none);
-    warm an earlier atf.Result of the same problem; continuation (newton, nonconvex penalties,
-    warm solved at another λ of the same loss) the largest ratio of the λ solved on the way
-    there, each to pg residual 1e-3 (0: none), as `atf solve --continuation`; verbose writes
-    the solver's iteration table to `log` (a callable taking a str, or a file-like object;
-    default Python's sys.stderr); checkpoint (methods newton, alm) a file that keeps the solve's
-    state every checkpoint_every seconds: when it exists the solve goes on from it, to the
-    answer the uninterrupted solve gives, bit for bit; it is removed once the answer is
-    returned (kept after Ctrl-C, with the step it stopped in, and the iteration limit), as
-    `atf solve --checkpoint`.
+    ADMM where the Gram fits in memory — in double, or on one process in single precision for
+    ADMM's projection by PCG — else the augmented Lagrangian alm; the choice and its reason are
+    in Result.method and Result.method_note), newton, fista (penalized losses), admm, alm, lp,
+    irls (interpolation); structure: layer, diagonal or full; tol is the relative tolerance
+    eps_rel; newton_rank the Nyström preconditioner's rank (-1 auto, 0 none); warm an earlier
+    atf.Result of the same problem; continuation (newton, nonconvex penalties, warm solved at
+    another λ of the same loss) the largest ratio of the λ solved on the way there, each to pg
+    residual 1e-3 (0: none), as `atf solve --continuation`; verbose writes the solver's
+    iteration table to `log` (a callable taking a str, or a file-like object; default Python's
+    sys.stderr); checkpoint (methods newton, alm, admm) a file that keeps the solve's state
+    every checkpoint_every seconds: when it exists the solve goes on from it, to the answer
+    the uninterrupted solve gives, bit for bit; it is removed once the answer is returned
+    (kept after Ctrl-C, with the step it stopped in, and the iteration limit), as
+    `atf solve --checkpoint`; precond_file a file for the single-precision Gram's factor that
+    admm's projection by PCG builds (2·M² bytes; most of an hour at M = 80 000): written once
+    built, read instead of built when it exists (a resumed solve), removed as the checkpoint
+    is, as `atf solve --precond-file`.
     Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with
     an atf.IterationLimitWarning); raises atf.Infeasible (with `.result`, the least-squares point),
     atf.InputError for refused settings and inputs, atf.NumericalError when an iteration broke
@@ -351,7 +363,9 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     s.continuation = _check.nonnegative(continuation, "atf.solve: continuation")
     every = _check.nonnegative(checkpoint_every, "atf.solve: checkpoint_every")
     path = _check.path(checkpoint, "atf.solve: checkpoint") if checkpoint is not None else None
-    return _solve(problem, s, penalty, warm, log, path, every)
+    pc = (_check.path(precond_file, "atf.solve: precond_file") if precond_file is not None
+          else None)
+    return _solve(problem, s, penalty, warm, log, path, every, pc)
 
 
 def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,

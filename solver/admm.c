@@ -60,6 +60,9 @@
 typedef struct {
     double *z, *u, *w, *zprev;
     double *xc;   /* the polished point whose certificate was checked (the answer if solved) */
+    double *lam;  /* [M] by PCG: the λ of the last iteration's projection, where the next one
+                     starts (NULL: a direct projection, which needs no start) */
+    int lam_ready; /* lam holds one */
     double rho, alpha;
     double pri, dual, eps_pri, eps_dual;
     double tighten, cert; /* factor on both tolerances (1, then CERT_TIGHTEN^k); xc's certificate */
@@ -90,7 +93,7 @@ typedef struct {
  * is undone (the stop keeps, and returns, the state before it). */
 typedef struct admm_top {
     admm_state st;
-    double *z, *u, *x;
+    double *z, *u, *x, *lam;
     int cg;      /* PCG steps, */
     long passes; /* and passes at the top */
 } admm_top;
@@ -258,7 +261,14 @@ static void iterate(atf_solver *s, admm_state *st, double *x)
     int refine = in_loop_refinement(s);
     for (size_t i = 0; i < n; i++)
         x[i] = st->z[i] - st->u[i];
-    project_timed(s, x, refine);
+    if (st->lam) { /* by PCG from the last λ: as the iterates settle, it is nearly this one */
+        double t0 = atf_now();
+        atf_sv_project_from(s, x, s->work.r, st->lam_ready ? st->lam : NULL, st->lam);
+        st->lam_ready = 1;
+        s->t.projection += atf_now() - t0;
+    } else {
+        project_timed(s, x, refine);
+    }
     for (size_t i = 0; i < n; i++) /* w = X̂ + U */
         st->w[i] = alpha * x[i] + (1.0 - alpha) * st->z[i] + st->u[i];
     double *tmp = st->zprev;
@@ -377,16 +387,23 @@ static int certified(atf_solver *s, admm_state *st, const double *x)
 }
 
 /* ---- checkpoints ----------------------------------------------------------------------------
- * At the top of iteration `done` + 1: the header below, then Z, U and the last X⁺ [n each]. A
- * state is finite: an infinite merit (none yet) is kept as −1. */
+ * At the top of iteration `done` + 1: the header below, then Z, U and the last X⁺ [n each] and,
+ * by PCG, the last projection's λ [M] (where the next one starts). A state is finite: an
+ * infinite merit (none yet) is kept as −1. */
 enum { AD_MAGIC, AD_VERSION, AD_N, AD_DONE, AD_RHO, AD_ALPHA, AD_TIGHTEN, AD_CERT, AD_PRI,
        AD_DUAL, AD_EPS_PRI, AD_EPS_DUAL, AD_WINDOW_BEST, AD_PREVIOUS_BEST, AD_WINDOW_START,
        AD_LAST_CHANGE, AD_ELAPSED, AD_CG_STEPS, AD_PASSES, AD_PROJECTION_S, AD_PROX_S,
-       AD_HEADER };
+       AD_LAM_LEN, AD_LAM_READY, AD_HEADER };
 #define AD_MAGIC_VALUE 2.4160e7 /* "ATF ADMM state", any fixed value that is not a count */
 #define AD_VERSION_VALUE 1.0
 
 static double finite_or(double v) { return isfinite(v) ? v : -1.0; }
+
+/* The numbers of a state: λ only by PCG. */
+static size_t state_len(const atf_solver *s, const admm_state *st)
+{
+    return AD_HEADER + 3 * s->n + (st->lam ? (size_t)s->work.M : 0);
+}
 static double back_from(double v) { return v < 0.0 ? INFINITY : v; }
 
 /* The key: the method, its state's version and the settings of its own that shape the
@@ -406,7 +423,7 @@ static atf_error admm_key(atf_solver *s, admm_state *st, char *err)
 static int keep_state(atf_solver *s, admm_state *st, const double *x, int done)
 {
     size_t n = s->n;
-    atf_checkpoint cp = {.len = (int64_t)(AD_HEADER + 3 * n)};
+    atf_checkpoint cp = {.len = (int64_t)state_len(s, st)};
     memcpy(cp.key, st->key, sizeof cp.key);
     double *h = cp.data = malloc((size_t)cp.len * sizeof *cp.data);
     if (!h)
@@ -422,9 +439,12 @@ static int keep_state(atf_solver *s, admm_state *st, const double *x, int done)
     h[AD_CG_STEPS] = st->cg_before + atf_sv_cg_steps(s) - st->cg0 - st->cg_cut;
     h[AD_PASSES] = st->passes_before + (double)(s->passes - st->passes0 - st->passes_cut);
     h[AD_PROJECTION_S] = s->t.projection, h[AD_PROX_S] = s->t.prox;
+    h[AD_LAM_LEN] = st->lam ? s->work.M : 0, h[AD_LAM_READY] = st->lam_ready;
     memcpy(h + AD_HEADER, st->z, n * sizeof *h);
     memcpy(h + AD_HEADER + n, st->u, n * sizeof *h);
     memcpy(h + AD_HEADER + 2 * n, x, n * sizeof *h);
+    if (st->lam)
+        memcpy(h + AD_HEADER + 3 * n, st->lam, (size_t)s->work.M * sizeof *h);
     int r = atf_sv_all_finite(h, (size_t)cp.len) ? s->hooks.checkpoint(s->hooks.checkpoint_ctx,
                                                                         &cp)
                                                   : -1;
@@ -435,15 +455,17 @@ static int keep_state(atf_solver *s, admm_state *st, const double *x, int done)
     return r == 0 ? 0 : -1;
 }
 
-static int state_ok(const atf_solver *s, const atf_checkpoint *cp)
+static int state_ok(const atf_solver *s, const admm_state *st, const atf_checkpoint *cp)
 {
     const double *h = cp->data;
-    return cp->len == (int64_t)(AD_HEADER + 3 * s->n) && h[AD_MAGIC] == AD_MAGIC_VALUE &&
+    return cp->len == (int64_t)state_len(s, st) && h[AD_MAGIC] == AD_MAGIC_VALUE &&
            h[AD_VERSION] == AD_VERSION_VALUE && h[AD_N] == (double)s->n && h[AD_DONE] >= 0.0 &&
            h[AD_DONE] <= s->set.max_iter && h[AD_RHO] > 0.0 && h[AD_TIGHTEN] > 0.0 &&
            h[AD_TIGHTEN] <= 1.0 && h[AD_WINDOW_START] >= 0.0 &&
            h[AD_WINDOW_START] <= h[AD_DONE] && h[AD_LAST_CHANGE] >= 0.0 &&
-           h[AD_LAST_CHANGE] <= h[AD_DONE] && h[AD_CG_STEPS] >= 0.0 && h[AD_PASSES] >= 0.0;
+           h[AD_LAST_CHANGE] <= h[AD_DONE] && h[AD_CG_STEPS] >= 0.0 && h[AD_PASSES] >= 0.0 &&
+           h[AD_LAM_LEN] == (st->lam ? s->work.M : 0) &&
+           (h[AD_LAM_READY] == 0.0 || h[AD_LAM_READY] == 1.0);
 }
 
 /* Go on from hooks.resume (its key checked): the bookkeeping, Z, U and X⁺. */
@@ -453,9 +475,10 @@ static atf_error resume_state(atf_solver *s, admm_state *st, double *x, char *er
     atf_error e = atf_sv_checkpoint_is_ours("admm", cp, st->key, err);
     if (e)
         return e;
-    if (!state_ok(s, cp)) {
+    if (!state_ok(s, st, cp)) {
         atf_errorf(err, "admm: the checkpoint's state is not an ADMM state of %zu variables "
-                        "(%lld numbers, or its header is damaged)", s->n, (long long)cp->len);
+                        "%s(%lld numbers, or its header is damaged)", s->n,
+                   st->lam ? "and a projection by PCG " : "", (long long)cp->len);
         return ATF_E_INPUT;
     }
     const double *h = cp->data;
@@ -474,6 +497,10 @@ static atf_error resume_state(atf_solver *s, admm_state *st, double *x, char *er
     memcpy(st->z, h + AD_HEADER, n * sizeof *st->z);
     memcpy(st->u, h + AD_HEADER + n, n * sizeof *st->u);
     memcpy(x, h + AD_HEADER + 2 * n, n * sizeof *x);
+    if (st->lam) {
+        memcpy(st->lam, h + AD_HEADER + 3 * n, (size_t)s->work.M * sizeof *st->lam);
+        st->lam_ready = h[AD_LAM_READY] != 0.0;
+    }
     if (s->set.verbose)
         atf_sv_log(s, "atf admm: resumed from a checkpoint after iteration %d (%.0f s into the "
                       "solve)\n", st->iter, h[AD_ELAPSED]);
@@ -500,6 +527,8 @@ static void remember_top(const atf_solver *s, admm_state *st, const double *x)
     size_t bytes = s->n * sizeof *x;
     top->st = *st;
     memcpy(top->z, st->z, bytes), memcpy(top->u, st->u, bytes), memcpy(top->x, x, bytes);
+    if (st->lam)
+        memcpy(top->lam, st->lam, (size_t)s->work.M * sizeof *st->lam);
     top->cg = atf_sv_cg_steps(s), top->passes = s->passes;
 }
 
@@ -512,6 +541,8 @@ static void back_to_top(const atf_solver *s, admm_state *st, double *x)
     *st = top->st; /* the buffers as they were paired then (iterate swaps z and zprev) */
     st->cg_cut += cg_cut, st->passes_cut += passes_cut;
     memcpy(st->z, top->z, bytes), memcpy(st->u, top->u, bytes), memcpy(x, top->x, bytes);
+    if (st->lam)
+        memcpy(st->lam, top->lam, (size_t)s->work.M * sizeof *st->lam);
 }
 
 static atf_status run(atf_solver *s, admm_state *st, double *x)
@@ -569,12 +600,17 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
                      .first = 1, .cert = NAN};
     st.z = malloc(bytes), st.u = malloc(bytes), st.w = malloc(bytes), st.zprev = malloc(bytes);
     st.xc = malloc(bytes);
+    size_t mbytes = (size_t)(s->work.M > 0 ? s->work.M : 1) * sizeof(double);
+    if (s->proj.kind == ATF_PROJ_CG)
+        st.lam = malloc(mbytes);
     admm_top top = {0};
     if (s->proj.kind == ATF_PROJ_CG && s->hooks.interrupt) { /* only PCG can be cut short */
         top.z = malloc(bytes), top.u = malloc(bytes), top.x = malloc(bytes);
+        top.lam = malloc(mbytes);
         st.top = &top;
     }
-    int top_ok = !st.top || (top.z && top.u && top.x);
+    int top_ok = !st.top || (top.z && top.u && top.x && top.lam);
+    top_ok &= s->proj.kind != ATF_PROJ_CG || st.lam != NULL;
     st.rows = atf_sv_max(s, s->set.verbose ? 1.0 : 0.0) != 0.0;
     atf_error e = ATF_OK;
     if (atf_sv_max(s, st.z && st.u && st.w && st.zprev && st.xc && top_ok ? 0.0 : 1.0) != 0.0) {
@@ -637,6 +673,6 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         log_summary(s, res, &st);
 done:
     free(st.z), free(st.u), free(st.w), free(st.zprev), free(st.xc);
-    free(top.z), free(top.u), free(top.x);
+    free(top.z), free(top.u), free(top.x), free(top.lam), free(st.lam);
     return e;
 }

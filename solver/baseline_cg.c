@@ -58,6 +58,7 @@ struct atf_sv_cg {
     int M;
     size_t n;
     double *rho, *z, *p, *gp, *tmp, *y, *bs; /* [M] */
+    double *bw, *lam0;      /* [M] atf_sv_cg_gram_solve_from: b − A'A'ᵀλ0, and λ0 */
     double *q, *qprev, *w, *xbuf;   /* [n] */
     int total_steps;        /* PCG steps since the last solve began (with the certificate's) */
     atf_cg_report last;     /* the last main solve */
@@ -113,6 +114,7 @@ void atf_sv_cg_free(atf_sv_cg *c)
         return;
     atf_sv_cg_precond_free(&c->pre);
     free(c->rho), free(c->z), free(c->p), free(c->gp), free(c->tmp), free(c->y), free(c->bs);
+    free(c->bw), free(c->lam0);
     free(c->q), free(c->qprev), free(c->w), free(c->xbuf);
     free(c);
 }
@@ -126,7 +128,7 @@ static atf_sv_cg *cg_alloc(atf_solver *s)
     c->M = s->work.M;
     c->n = s->n;
     size_t M = (size_t)c->M, n = c->n ? c->n : 1;
-    double **vm[] = {&c->rho, &c->z, &c->p, &c->gp, &c->tmp, &c->y, &c->bs};
+    double **vm[] = {&c->rho, &c->z, &c->p, &c->gp, &c->tmp, &c->y, &c->bs, &c->bw, &c->lam0};
     double **vn[] = {&c->q, &c->qprev, &c->w, &c->xbuf};
     int ok = 1;
     for (size_t i = 0; i < sizeof vm / sizeof vm[0]; i++)
@@ -713,7 +715,8 @@ static void pcg(atf_sv_cg *c, const pcg_job *job_in, atf_cg_report *rep)
     rep->seconds = atf_now() - t0;
 }
 
-void atf_sv_cg_gram_solve(atf_sv_cg *c, const double *b, double *lambda)
+/* λ with ‖b − A'A'ᵀλ‖ ≤ tol·bn (bn = ‖b‖) by PCG. */
+static void gram_solve_to(atf_sv_cg *c, const double *b, double bn, double tol, double *lambda)
 {
     char err[ATF_ERRLEN];
     if (ensure_preconditioner(c, err) != ATF_OK) { /* out of memory: plain CG still works */
@@ -721,10 +724,43 @@ void atf_sv_cg_gram_solve(atf_sv_cg *c, const double *b, double *lambda)
         plain.precond = ATF_CG_PRECOND_NONE;
         atf_sv_cg_precond_build(c->s, &plain, &c->pre, err);
     }
-    pcg_job job = {.b = b, .bn = atf_sv_norm(b, (size_t)c->M), .tol = tolerance(c->s),
-                   .max_steps = c->s->set.max_iter, .x = c->xbuf, .lam = lambda};
+    pcg_job job = {.b = b, .bn = bn, .tol = tol, .max_steps = c->s->set.max_iter, .x = c->xbuf,
+                   .lam = lambda};
     atf_cg_report rep;
     pcg(c, &job, &rep);
+}
+
+void atf_sv_cg_gram_solve(atf_sv_cg *c, const double *b, double *lambda)
+{
+    gram_solve_to(c, b, atf_sv_norm(b, (size_t)c->M), tolerance(c->s), lambda);
+}
+
+void atf_sv_cg_gram_solve_from(atf_sv_cg *c, const double *b, const double *from,
+                               double *lambda)
+{
+    size_t M = (size_t)c->M;
+    double bn = atf_sv_norm(b, M);
+    if (!from || !(bn > 0.0)) {
+        atf_sv_cg_gram_solve(c, b, lambda);
+        return;
+    }
+    atf_sv_adjoint(c->s, from, c->xbuf); /* bw = b − A'A'ᵀλ0 */
+    atf_sv_apply(c->s, c->xbuf, c->bw);
+    for (size_t m = 0; m < M; m++)
+        c->bw[m] = b[m] - c->bw[m];
+    double rn = atf_sv_norm(c->bw, M), tol = tolerance(c->s);
+    if (!(rn > tol * bn)) { /* λ0 solves it already (or b − A'A'ᵀλ0 is not finite: from 0) */
+        if (isfinite(rn)) {
+            memmove(lambda, from, M * sizeof *lambda);
+            return;
+        }
+        atf_sv_cg_gram_solve(c, b, lambda);
+        return;
+    }
+    memcpy(c->lam0, from, M * sizeof *c->lam0); /* from may be lambda */
+    gram_solve_to(c, c->bw, rn, tol * bn / rn, lambda);
+    for (size_t m = 0; m < M; m++)
+        lambda[m] += c->lam0[m];
 }
 
 /* ---- the method ---- */

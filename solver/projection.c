@@ -134,6 +134,24 @@ void atf_sv_project(atf_solver *s, double *v, const double *r, int refine)
     }
 }
 
+void atf_sv_project_from(atf_solver *s, double *v, const double *r, const double *from,
+                         double *lam_out)
+{
+    atf_sv_proj *p = &s->proj;
+    if (p->kind != ATF_PROJ_CG || p->dist) {
+        atf_sv_project(s, v, r, 0);
+        return;
+    }
+    stacked_residual(s, v, r, p->s);
+    if (atf_sv_all_finite(p->s, (size_t)p->M))
+        atf_sv_cg_gram_solve_from(p->cg, p->s, from, p->lambda);
+    else
+        gram_solve(p, p->s, p->lambda); /* NaN, as gram_solve gives it */
+    if (lam_out)
+        memcpy(lam_out, p->lambda, (size_t)p->M * sizeof *lam_out);
+    stacked_adjoint_sub(s, p->lambda, v);
+}
+
 double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r)
 {
     double *w = s->proj.s ? s->proj.s : malloc((size_t)s->prob->M * sizeof *w);
@@ -445,3 +463,4 @@ void atf_sv_proj_free(atf_sv_proj *p)
     free(p->gram), free(p->winv), free(p->s), free(p->lambda), free(p->t);
     p->gram = p->winv = p->s = p->lambda = p->t = NULL;
 }
+

@@ -141,6 +141,11 @@ atf_error atf_sv_cg_configure(atf_solver *s, const atf_cg_options *opt, char *er
 void atf_sv_cg_free(atf_sv_cg *c);
 /* λ ≈ (A'A'ᵀ)⁺ b by PCG to the projection tolerance (gram_solve of projection.c). */
 void atf_sv_cg_gram_solve(atf_sv_cg *c, const double *b, double *lambda);
+/* The same from λ0 (from; NULL: 0): the correction δ of A'A'ᵀδ = b − A'A'ᵀλ0 (two passes more)
+ * to the same tolerance relative to ‖b‖, λ = λ0 + δ. From a λ0 near the answer (ADMM's last
+ * projection's, as its iterates settle) it takes fewer PCG steps. from may alias lambda. */
+void atf_sv_cg_gram_solve_from(atf_sv_cg *c, const double *b, const double *from,
+                               double *lambda);
 /* The method: x = A'ᵀλ, A'A'ᵀλ = r' by PCG; fills status, iterations, inner_iterations,
  * operator_passes, primal_residual (the relative constraint residual), stationarity and the
  * method note. */

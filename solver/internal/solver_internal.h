@@ -259,6 +259,11 @@ void atf_sv_proj_free(atf_sv_proj *p);
 /* v ← Π(v) = v − Aᵀ(AAᵀ)⁺(A v − r) with `refine` extra correction steps (0: one solve);
  * with r = NULL the projection onto null(A), so v − Π(v) is the part in range(Aᵀ). */
 void atf_sv_project(atf_solver *s, double *v, const double *r, int refine);
+/* One projection (refine 0) that by PCG starts from λ0 = from [M] (the λ of a projection of a
+ * nearby vector, ADMM's last; NULL: from 0) and leaves its own λ in lam_out [M] (may be from;
+ * NULL: not wanted). Other projections solve directly and ignore both. */
+void atf_sv_project_from(atf_solver *s, double *v, const double *r, const double *from,
+                         double *lam_out);
 /* ‖A v − r‖ (absolute) with workspace proj.s. */
 double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r);
 

@@ -392,8 +392,8 @@ static int certified(atf_solver *s, admm_state *st, const double *x)
  * infinite merit (none yet) is kept as −1. */
 enum { AD_MAGIC, AD_VERSION, AD_N, AD_DONE, AD_RHO, AD_ALPHA, AD_TIGHTEN, AD_CERT, AD_PRI,
        AD_DUAL, AD_EPS_PRI, AD_EPS_DUAL, AD_WINDOW_BEST, AD_PREVIOUS_BEST, AD_WINDOW_START,
-       AD_LAST_CHANGE, AD_ELAPSED, AD_CG_STEPS, AD_PASSES, AD_PROJECTION_S, AD_PROX_S,
-       AD_LAM_LEN, AD_LAM_READY, AD_HEADER };
+       AD_LAST_CHANGE, AD_ELAPSED, AD_CG_STEPS, AD_PASSES, AD_LAM_LEN, AD_LAM_READY,
+       AD_HEADER };
 #define AD_MAGIC_VALUE 2.4160e7 /* "ATF ADMM state", any fixed value that is not a count */
 #define AD_VERSION_VALUE 1.0
 
@@ -438,7 +438,6 @@ static int keep_state(atf_solver *s, admm_state *st, const double *x, int done)
     h[AD_ELAPSED] = atf_now() - st->start;
     h[AD_CG_STEPS] = st->cg_before + atf_sv_cg_steps(s) - st->cg0 - st->cg_cut;
     h[AD_PASSES] = st->passes_before + (double)(s->passes - st->passes0 - st->passes_cut);
-    h[AD_PROJECTION_S] = s->t.projection, h[AD_PROX_S] = s->t.prox;
     h[AD_LAM_LEN] = st->lam ? s->work.M : 0, h[AD_LAM_READY] = st->lam_ready;
     memcpy(h + AD_HEADER, st->z, n * sizeof *h);
     memcpy(h + AD_HEADER + n, st->u, n * sizeof *h);
@@ -493,7 +492,6 @@ static atf_error resume_state(atf_solver *s, admm_state *st, double *x, char *er
     st->window_start = (int)h[AD_WINDOW_START], st->last_change = (int)h[AD_LAST_CHANGE];
     st->start = atf_now() - h[AD_ELAPSED];
     st->cg_before = (int)h[AD_CG_STEPS], st->passes_before = h[AD_PASSES];
-    s->t.projection = h[AD_PROJECTION_S], s->t.prox = h[AD_PROX_S];
     memcpy(st->z, h + AD_HEADER, n * sizeof *st->z);
     memcpy(st->u, h + AD_HEADER + n, n * sizeof *st->u);
     memcpy(x, h + AD_HEADER + 2 * n, n * sizeof *x);
@@ -643,6 +641,9 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         log_header(s);
     st.cg0 = atf_sv_cg_steps(s), st.last_checkpoint = atf_now();
     res->info.status = run(s, &st, x);
+    /* Stopped by the flag, which still stands: PCG would stop at once, so neither the polish nor
+     * the certificate can be computed (X⁺ of the last whole iteration is already projected). */
+    int stopped_by_cg = res->info.status == ATF_STATUS_INTERRUPTED && s->proj.kind == ATF_PROJ_CG;
     if (st.checkpoint_failed) {
         atf_errorf(err, "admm: the checkpoint after iteration %d could not be kept", st.iter);
         e = ATF_E_IO;
@@ -653,7 +654,7 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         memcpy(x, s->x_ls, n * sizeof *x); /* never hand out NaN: fall back to a feasible point */
     } else if (res->info.status == ATF_STATUS_SOLVED) {
         memcpy(x, st.xc, n * sizeof *x); /* polished and certified (certified) */
-    } else {
+    } else if (!stopped_by_cg) {
         project_timed(s, x, 3); /* polish: feasibility to machine precision */
     }
     res->info.iterations = st.iter;
@@ -666,6 +667,8 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     res->info.dual_residual = atf_sv_unscale_dual(s, st.dual);
     if (res->info.status == ATF_STATUS_NUMERICAL_ERROR)
         res->info.stationarity = atf_sv_stationarity(s, x, NULL, 0.0);
+    else if (stopped_by_cg)
+        res->info.stationarity = NAN; /* not computed: its projections would stop at once */
     else
         res->info.stationarity = res->info.status == ATF_STATUS_SOLVED ? st.cert
                                                                       : admm_certificate(s, &st, x);

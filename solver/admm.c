@@ -398,13 +398,24 @@ enum { AD_MAGIC, AD_VERSION, AD_N, AD_DONE, AD_RHO, AD_ALPHA, AD_TIGHTEN, AD_CER
 #define AD_VERSION_VALUE 1.0
 
 static double finite_or(double v) { return isfinite(v) ? v : -1.0; }
+static double back_from(double v) { return v < 0.0 ? INFINITY : v; }
 
 /* The numbers of a state: λ only by PCG. */
 static size_t state_len(const atf_solver *s, const admm_state *st)
 {
     return AD_HEADER + 3 * s->n + (st->lam ? (size_t)s->work.M : 0);
 }
-static double back_from(double v) { return v < 0.0 ? INFINITY : v; }
+
+/* The projections' PCG steps of the iterations so far (those before a resume with them, those
+ * an interrupt cut short without them), and their passes over the data since ADMM began. */
+static int cg_steps_so_far(const atf_solver *s, const admm_state *st)
+{
+    return st->cg_before + atf_sv_cg_steps(s) - st->cg0 - st->cg_cut;
+}
+static double passes_so_far(const atf_solver *s, const admm_state *st)
+{
+    return st->passes_before + (double)(s->passes - st->passes0 - st->passes_cut);
+}
 
 /* The key: the method, its state's version and the settings of its own that shape the
  * iterates, then what every checkpoint key names (atf_sv_checkpoint_key). The projection's kind
@@ -436,8 +447,7 @@ static int keep_state(atf_solver *s, admm_state *st, const double *x, int done)
     h[AD_PREVIOUS_BEST] = finite_or(st->previous_best);
     h[AD_WINDOW_START] = st->window_start, h[AD_LAST_CHANGE] = st->last_change;
     h[AD_ELAPSED] = atf_now() - st->start;
-    h[AD_CG_STEPS] = st->cg_before + atf_sv_cg_steps(s) - st->cg0 - st->cg_cut;
-    h[AD_PASSES] = st->passes_before + (double)(s->passes - st->passes0 - st->passes_cut);
+    h[AD_CG_STEPS] = cg_steps_so_far(s, st), h[AD_PASSES] = passes_so_far(s, st);
     h[AD_LAM_LEN] = st->lam ? s->work.M : 0, h[AD_LAM_READY] = st->lam_ready;
     memcpy(h + AD_HEADER, st->z, n * sizeof *h);
     memcpy(h + AD_HEADER + n, st->u, n * sizeof *h);
@@ -659,8 +669,8 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     }
     res->info.iterations = st.iter;
     if (s->proj.kind == ATF_PROJ_CG) { /* the projections' PCG steps and passes over the data */
-        res->info.inner_iterations = st.cg_before + atf_sv_cg_steps(s) - st.cg0 - st.cg_cut;
-        double passes = st.passes_before + (double)(s->passes - st.passes_cut);
+        res->info.inner_iterations = cg_steps_so_far(s, &st);
+        double passes = passes_so_far(s, &st) + (double)st.passes0; /* with the setup's */
         res->info.operator_passes = passes > INT_MAX ? INT_MAX : (int)passes;
     }
     res->info.primal_residual = atf_sv_unscale_primal(s, st.pri);

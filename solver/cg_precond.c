@@ -729,14 +729,22 @@ int atf_sv_cg_gram32_fits(int M, double *need_bytes)
     return avail > 0.0 && need <= CG_G32_MEMORY * avail;
 }
 
+/* The packed factor as a preconditioner file holds it, under this solve's key. */
+static atf_precond_state gram32_file_state(const atf_cg_pre *pre, const char *key)
+{
+    atf_precond_state pc = {.len = (int64_t)pre->M * ((int64_t)pre->M + 1) / 2,
+                            .data = pre->rfp};
+    snprintf(pc.key, sizeof pc.key, "%s", key);
+    return pc;
+}
+
 /* The factor of G + shift·I from hooks.precond_file (its key checked against this solve's, its
  * trace against the Gram's diagonal just computed: another Gram's factor is refused). */
 static atf_error read_gram32(atf_solver *s, atf_cg_pre *pre, const char *key, char *err)
 {
     const char *path = s->hooks.precond_file;
     int M = pre->M;
-    atf_precond_state pc = {.len = (int64_t)M * ((int64_t)M + 1) / 2, .data = pre->rfp};
-    snprintf(pc.key, sizeof pc.key, "%s", key);
+    atf_precond_state pc = gram32_file_state(pre, key);
     double t0 = atf_now();
     atf_error e = atf_precond_read(path, &pc, err);
     if (e)
@@ -760,9 +768,7 @@ static atf_error read_gram32(atf_solver *s, atf_cg_pre *pre, const char *key, ch
  * solve goes on (the factor is only a saving of time for a resumed solve). */
 static void keep_gram32(atf_solver *s, const atf_cg_pre *pre, const char *key)
 {
-    int M = pre->M;
-    atf_precond_state pc = {.len = (int64_t)M * ((int64_t)M + 1) / 2, .data = pre->rfp};
-    snprintf(pc.key, sizeof pc.key, "%s", key);
+    atf_precond_state pc = gram32_file_state(pre, key);
     pc.meta[G32_META_SHIFT] = pre->shift;
     pc.meta[G32_META_TRACE] = pre->trace0;
     char why[ATF_ERRLEN];

@@ -463,4 +463,3 @@ void atf_sv_proj_free(atf_sv_proj *p)
     free(p->gram), free(p->winv), free(p->s), free(p->lambda), free(p->t);
     p->gram = p->winv = p->s = p->lambda = p->t = NULL;
 }
-

@@ -193,6 +193,13 @@ def _log_writer(log):
     return _lib.LOG_FN(write)
 
 
+def _remove_when_answered(path, status):
+    """A file that serves a resume (a checkpoint, a kept factor) goes once the answer is in
+    hand, unless the solve stopped short of it."""
+    if status not in ("interrupted", "max_iterations") and os.path.exists(path):
+        os.remove(path)
+
+
 class _Checkpoints:
     """atf.solve's checkpoint file (hooks.checkpoint and hooks.resume, docs/solver.md §15): its
     state read back when the file exists, every state written to it while the solve runs."""
@@ -219,8 +226,7 @@ class _Checkpoints:
 
     def done(self, status):
         """The answer is in hand: the file goes, unless the solve stopped short of it."""
-        if status not in ("interrupted", "max_iterations") and os.path.exists(self.path):
-            os.remove(self.path)
+        _remove_when_answered(self.path, status)
 
     def free(self):
         if self.state is not None:
@@ -278,9 +284,8 @@ def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, eve
             status = _lib.text(_c.atf_status_name(out.contents.info.status))
             if cps:
                 cps.done(status)
-            if precond_file is not None and status not in ("interrupted", "max_iterations") \
-                    and os.path.exists(precond_file):
-                os.remove(precond_file)  # as the checkpoint: the answer is in hand
+            if precond_file is not None:
+                _remove_when_answered(precond_file, status)
         finally:
             if cps:
                 cps.free()

@@ -27,13 +27,7 @@
 #include "atf_data.h"
 #include "atf_util.h"
 #include "solver_penalized.h"
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_timing.h"
 
 typedef struct {
     double *T, *S; /* [N × cols] of the widest factored block */
@@ -61,18 +55,6 @@ static void floor_block(const atf_block *b, const double *B, const double *u, do
                     u + (size_t)i * C, 1, 0.0, w->S + (size_t)i * Q, 1);
     cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, P, Q, N, 1.0, b->H, P, w->S, Q, 0.0, G,
                 Q);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 static int parse_args(int argc, char **argv, char *loss_spec, size_t len, int *reps)
@@ -146,22 +128,22 @@ int main(int argc, char **argv)
     double *fl_wall = fw, *fl_cpu = fw + reps, *hv_wall = fw + 2 * reps, *hv_cpu = fw + 3 * reps;
     double *un_wall = fw + 4 * reps, *un_cpu = fw + 5 * reps;
     for (int r = 0; r < reps; r++) {
-        double t0 = atf_now(), c0 = cpu_now();
+        double t0 = atf_now(), c0 = bench_cpu_now();
         for (int l = 0; l < s->nvars; l++)
             floor_block(&s->vars[l].op, v + s->vars[l].off, z, z, g + s->vars[l].off, &w);
-        fl_wall[r] = atf_now() - t0, fl_cpu[r] = cpu_now() - c0;
-        t0 = atf_now(), c0 = cpu_now();
+        fl_wall[r] = atf_now() - t0, fl_cpu[r] = bench_cpu_now() - c0;
+        t0 = atf_now(), c0 = bench_cpu_now();
         atf_sv_hess(s, atf_pg_loss_curv, &pl, v, z, g);
-        hv_wall[r] = atf_now() - t0, hv_cpu[r] = cpu_now() - c0;
-        t0 = atf_now(), c0 = cpu_now();
+        hv_wall[r] = atf_now() - t0, hv_cpu[r] = bench_cpu_now() - c0;
+        t0 = atf_now(), c0 = bench_cpu_now();
         atf_sv_apply(s, v, z);
         atf_pg_loss_hess(&pl, NULL, 0, z, z);
         atf_sv_adjoint(s, z, g);
-        un_wall[r] = atf_now() - t0, un_cpu[r] = cpu_now() - c0;
+        un_wall[r] = atf_now() - t0, un_cpu[r] = bench_cpu_now() - c0;
     }
-    double fwall = median(fl_wall, reps), fcpu = median(fl_cpu, reps);
-    double hwall = median(hv_wall, reps), hcpu = median(hv_cpu, reps);
-    double uwall = median(un_wall, reps), ucpu = median(un_cpu, reps);
+    double fwall = bench_median(fl_wall, reps), fcpu = bench_median(fl_cpu, reps);
+    double hwall = bench_median(hv_wall, reps), hcpu = bench_median(hv_cpu, reps);
+    double uwall = bench_median(un_wall, reps), ucpu = bench_median(un_cpu, reps);
     printf("# bench_hvp %s: N %d, M %d, %zu variables (%d blocks), loss %s, %d reps, medians\n",
            argv[1], p->N, p->M, n, s->nvars, loss_spec, reps);
     printf("%-38s %10s %10s %8s %8s\n", "", "wall s", "CPU s", "wall/fl", "CPU/fl");

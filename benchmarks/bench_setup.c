@@ -33,13 +33,7 @@
 
 #include "atf_util.h"
 #include "solver_internal.h"
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_timing.h"
 
 static double rss_mib(void)
 {
@@ -61,7 +55,7 @@ static void time_side(const double *X, int nr, int nc, atf_sv_basis_how how, con
     int rank = nc;
     double *Qt = NULL;
     atf_sv_basis_rule rule;
-    double c0 = cpu_now(), w0 = atf_now();
+    double c0 = bench_cpu_now(), w0 = atf_now();
     atf_error e = atf_sv_row_basis(X, nr, nc, how, &rank, &Qt, &rule, "bench", err);
     double *red = NULL;
     if (e == ATF_OK && Qt) {
@@ -70,7 +64,7 @@ static void time_side(const double *X, int nr, int nc, atf_sv_basis_how how, con
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, rank, nc, 1.0, X, nc, Qt,
                         nc, 0.0, red, rank);
     }
-    double cpu = cpu_now() - c0, wall = atf_now() - w0;
+    double cpu = bench_cpu_now() - c0, wall = atf_now() - w0;
     if (e != ATF_OK)
         printf("      %-8s error: %s\n", label, err);
     else
@@ -148,18 +142,18 @@ static void run_config(atf_problem *p, const char *config, int iters)
     }
     char err[ATF_ERRLEN] = "";
     atf_solver *s = NULL;
-    double c0 = cpu_now(), w0 = atf_now();
+    double c0 = bench_cpu_now(), w0 = atf_now();
     atf_error e = atf_solver_init(p, &set, NULL, &s, err);
-    double init_cpu = cpu_now() - c0, init_wall = atf_now() - w0, init_rss = rss_mib();
+    double init_cpu = bench_cpu_now() - c0, init_wall = atf_now() - w0, init_rss = rss_mib();
     if (e != ATF_OK) {
         printf("  %-7s init failed: %s\n", config, err);
         return;
     }
     size_t n = s->n;
     atf_result *res = NULL;
-    c0 = cpu_now();
+    c0 = bench_cpu_now();
     e = atf_solver_solve(s, &res, err);
-    double solve_cpu = cpu_now() - c0;
+    double solve_cpu = bench_cpu_now() - c0;
     /* FISTA's backtracking makes the passes per iteration differ between runs: the CPU per
      * pass over the data (one application of A or Aᵀ) is what compares the configurations */
     long passes = s->passes;

@@ -9,13 +9,14 @@
 # times); `report` rebuilds the summaries and figures from every row recorded (after `merge`
 # has brought in the rows of fair-large, fair-60000 and fair-2000-p16, which run beside the others in
 # directories of their own). Runs with
-# OPENBLAS_NUM_THREADS=1 from build-results/ (a release build made here when missing). Steps
+# OPENBLAS_NUM_THREADS=1 (ATF_STUDY_THREADS=T sets T; the problem (16) interpolants at
+# n = 8 000 ran with 2, alone on the machine) from build-results/ (a release build made here when missing). Steps
 # that share a table may run at the same time only if they write different directories. Do not
 # edit this file while a step runs: bash reads it as it goes, and the running step reads the
 # edited text when its command ends (seen: a syntax error after fair-2000-p16 had finished).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export OPENBLAS_NUM_THREADS=1
+export OPENBLAS_NUM_THREADS=${ATF_STUDY_THREADS:-1}
 # The study's problems were built, and its checkpoints kept, under OpenBLAS's SkylakeX kernels.
 # Other kernels round the GEMMs differently in the last bits: the problems' fingerprints change
 # and a solve's checkpoint is refused as being for other numbers. Seen on an AMD EPYC whose
@@ -77,7 +78,7 @@ case "$step" in
   fair-8000-interp)  # M = 80 000: the NTK interpolant by CG and problem (16) interpolation
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
       "${fair[@]}" --ns 8000 --seeds 5 --batch 50 --models ntk,p16 \
-      --xent-penalties "$xent_pens" --out $out/fair ;;
+      --xent-penalties "$xent_pens" --out $out/fair --solver-log $out/fair/solver-8000-interp.log ;;
   fair-2000-p16)  # problem (16) interpolation at n = 2 000 solved again after ADMM's `solved` came
                   # to require a certificate <= --tol (docs/solver.md §6): the first run stopped at
                   # 1.02-1.03e-6; `merge` puts these rows in place of the first ones

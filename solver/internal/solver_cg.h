@@ -117,6 +117,10 @@ void atf_sv_cg_precond_free(atf_cg_pre *pre);
 /* Whether gram32's single-precision Gram of M rows (4·M(M+1)/2 bytes, in *need_bytes) fits 90 %
  * of the available memory. */
 int atf_sv_cg_gram32_fits(int M, double *need_bytes);
+/* x ← (L Lᵀ)⁻¹ x for a Cholesky factor L of order M in LAPACK's rectangular full packed storage
+ * (TRANSR 'N', UPLO 'L': spftrf's output), as spftrs with one right-hand side computes it, by
+ * level-2 BLAS (gram32's application; tests and benchmarks). */
+void atf_sv_cg_rfp_solve(int M, const float *rfp, float *x);
 /* The default rank of the low-rank part for M rows (memory budget, capped). */
 int atf_sv_cg_default_rank(int M, double budget_bytes);
 

@@ -25,6 +25,7 @@
  *    (M chosen from it): CG, solved, interpolating — not an out-of-memory error;
  *  - checkpoints of the LSQR solve: resumed from any state, after Ctrl-C or the step limit, the
  *    solve ends as the uninterrupted one, bit for bit; other solves' states refused. */
+#include <lapacke.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -298,6 +299,38 @@ static void test_gram32(void)
               "%s, interrupted: %s", cases[c].name, r ? atf_status_name(r->info.status) : err);
         atf_result_free(r);
         atf_problem_free(p);
+    }
+}
+
+/* gram32's solve through the packed factor against LAPACK's spftrs, odd and even orders (the
+ * two layouts of the packed array), down to 1 and 2. */
+static void test_rfp_solve(void)
+{
+    const int orders[] = {1, 2, 3, 8, 131, 130, 257};
+    for (size_t c = 0; c < sizeof orders / sizeof orders[0]; c++) {
+        int M = orders[c];
+        size_t len = (size_t)M * (M + 1) / 2;
+        float *full = calloc((size_t)M * M, sizeof *full), *rfp = malloc(len * sizeof *rfp);
+        float *x = malloc((size_t)M * sizeof *x), *y = malloc((size_t)M * sizeof *y);
+        atf_test_rng rng;
+        atf_test_rng_seed(&rng, 77 + (uint64_t)M);
+        for (int j = 0; j < M; j++) /* diagonally dominant: well conditioned */
+            for (int i = j; i < M; i++)
+                full[i + (size_t)j * M] = i == j ? (float)M : (float)(0.5 * atf_test_symmetric(&rng));
+        for (int i = 0; i < M; i++)
+            x[i] = y[i] = (float)atf_test_symmetric(&rng);
+        lapack_int info = LAPACKE_strttf(LAPACK_COL_MAJOR, 'N', 'L', M, full, M, rfp);
+        if (!info)
+            info = LAPACKE_spftrf(LAPACK_COL_MAJOR, 'N', 'L', M, rfp);
+        CHECK(info == 0, "rfp solve, M = %d: the factorisation failed (%d)", M, (int)info);
+        LAPACKE_spftrs(LAPACK_COL_MAJOR, 'N', 'L', M, 1, rfp, x, M);
+        atf_sv_cg_rfp_solve(M, rfp, y);
+        double diff = 0.0, size = 0.0;
+        for (int i = 0; i < M; i++)
+            diff = fmax(diff, fabs((double)x[i] - y[i])), size = fmax(size, fabs((double)x[i]));
+        CHECK(diff <= 1e-5 * size, "rfp solve, M = %d: %.3e from spftrs (size %.3e)", M, diff,
+              size);
+        free(full), free(rfp), free(x), free(y);
     }
 }
 
@@ -989,6 +1022,7 @@ int main(void)
     test_against_gram();
     test_pivot_blocks();
     test_gram32();
+    test_rfp_solve();
     test_admm_by_cg();
     test_admm_checkpoints();
     test_row_scales();

@@ -328,7 +328,7 @@ static int rebalance(const atf_solver *s, admm_state *st, const double *x)
  * Seen at M = 80 000 (balanced+balanced, ρ0 = 0.63·2μ): a 2-cycle whose residual grew by 1% an
  * iteration, which a test for equal windows never caught. Counting worse windows as stalls too
  * took tests/solver/study_nonconvex.py from 11 runs not converged and 186 228 iterations to 9
- * and 131 122 (docs/solver.md §7). Residual balancing stays free afterwards. Returns 1 if ρ
+ * and 131 122 (docs/solver.md §6). Residual balancing stays free afterwards. Returns 1 if ρ
  * changed. */
 static int guard_stagnation(const atf_solver *s, admm_state *st)
 {

@@ -38,6 +38,7 @@
 #include "atf_solver.h"
 #include "atf_util.h"
 #include "solver_cg.h"
+#include "bench_timing.h"
 
 #ifndef ATF_SOURCE_DATA
 #define ATF_SOURCE_DATA "data"
@@ -65,13 +66,6 @@ typedef struct {
     atf_cg_options opt;
     double tol;
 } config;
-
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The MNIST problem of the header. */
 static atf_problem *mnist_problem(const char *data, int n)
@@ -126,13 +120,13 @@ static void run_child(const bench_args *a, int n, const config *cf, const char *
     char err[ATF_ERRLEN] = "";
     atf_solver *s = NULL;
     atf_result *res = NULL;
-    double c0 = cpu_seconds(), w0 = atf_now();
+    double c0 = bench_cpu_now(), w0 = atf_now();
     atf_error e = atf_solver_init(p, &set, NULL, &s, err);
     if (!e && !cf->gram)
         e = atf_sv_cg_configure(s, &cf->opt, err);
     if (!e)
         e = atf_solver_solve(s, &res, err);
-    double cpu = cpu_seconds() - c0, wall = atf_now() - w0;
+    double cpu = bench_cpu_now() - c0, wall = atf_now() - w0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const atf_cg_report *rep = cf->gram ? NULL : atf_sv_cg_last(s);

@@ -36,6 +36,7 @@
 #include "atf_data.h"
 #include "atf_util.h"
 #include "atf_solver.h"
+#include "bench_timing.h"
 
 #define DIN 784
 #define WIDTH 128
@@ -132,13 +133,6 @@ static atf_problem *mlp_problem(int N, uint64_t seed)
     return p;
 }
 
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void run_one(int N, const char *loss_name, double lambda0, double tol, int max_iter,
                     uint64_t seed)
 {
@@ -152,12 +146,12 @@ static void run_one(int N, const char *loss_name, double lambda0, double tol, in
     set.max_iter = max_iter;
     atf_result *res = NULL;
     atf_solver *solver = NULL;
-    double c0 = cpu_seconds();
+    double c0 = bench_cpu_now();
     atf_error e = atf_solver_init(p, &set, NULL, &solver, err);
-    double c1 = cpu_seconds();
+    double c1 = bench_cpu_now();
     if (e == ATF_OK)
         e = atf_solver_solve(solver, &res, err);
-    double c2 = cpu_seconds();
+    double c2 = bench_cpu_now();
     atf_solver_free(solver);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);

@@ -5,7 +5,7 @@
  *
  * The floor: reading the factor twice (a solve goes forward and back through it), timed as two
  * sgemv over the same M(M+1)/2 floats viewed as a matrix. The factor is a synthetic one (unit
- * diagonal, entries of 1e-6 elsewhere): the time does not depend on the values, and a real
+ * diagonal, entries of 1e-6 below it): the time does not depend on the values, and a real
  * spftrf at M = 20 000 would take longer than the benchmark. The two solves' results are
  * compared (the largest difference relative to the largest entry).
  *
@@ -15,6 +15,7 @@
  * usage: bench_rfp_solve [M] [--reps K]     defaults: M = 20000, K = 5
  *        (threads: OPENBLAS_NUM_THREADS) */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,20 +27,23 @@
 #include "solver_cg.h"
 #include "bench_timing.h"
 
-/* The synthetic factor: where rfp_at puts the diagonal of L11 and U22, 1; elsewhere ±1e-6. */
-static void synthetic_factor(int M, float *rfp)
+/* The synthetic factor L (unit diagonal, ±1e-6 below it), packed by LAPACK (strttf) into the
+ * layout spftrf writes. Returns 0, or -1 when the full triangle (4·M² bytes) does not fit. */
+static int synthetic_factor(int M, float *rfp)
 {
-    int n2 = M / 2, n1 = M - n2, odd = M % 2, lda = odd ? M : M + 1;
-    size_t len = (size_t)M * (M + 1) / 2;
+    float *full = malloc((size_t)M * (size_t)M * sizeof *full);
+    if (!full)
+        return -1;
     uint64_t z = 12345;
-    for (size_t i = 0; i < len; i++) {
-        z = z * 6364136223846793005ULL + 1442695040888963407ULL;
-        rfp[i] = (float)(1e-6 * ((double)(z >> 11) / 9007199254740992.0 - 0.5));
-    }
-    for (int i = 0; i < n1; i++)
-        rfp[(size_t)!odd + (size_t)i * (lda + 1)] = 1.0f;
-    for (int i = 0; i < n2; i++)
-        rfp[(size_t)(odd ? M : 0) + (size_t)i * (lda + 1)] = 1.0f;
+    for (int j = 0; j < M; j++)
+        for (int i = j; i < M; i++) {
+            z = z * 6364136223846793005ULL + 1442695040888963407ULL;
+            full[i + (size_t)j * M] =
+                i == j ? 1.0f : (float)(1e-6 * ((double)(z >> 11) / 9007199254740992.0 - 0.5));
+        }
+    lapack_int info = LAPACKE_strttf(LAPACK_COL_MAJOR, 'N', 'L', M, full, M, rfp);
+    free(full);
+    return info == 0 ? 0 : -1;
 }
 
 int main(int argc, char **argv)
@@ -60,12 +64,11 @@ int main(int argc, char **argv)
     float *x = malloc((size_t)M * sizeof *x), *y = malloc((size_t)M * sizeof *y);
     float *g = malloc((size_t)(M + 1) * sizeof *g);
     double *t = malloc(6 * (size_t)reps * sizeof *t);
-    if (!rfp || !b || !x || !y || !g || !t) {
+    if (!rfp || !b || !x || !y || !g || !t || synthetic_factor(M, rfp) != 0) {
         fprintf(stderr, "bench_rfp_solve: out of memory for M = %d (%.1f GB)\n", M,
-                (double)len * 4e-9);
+                (double)(len + (size_t)M * M) * 4e-9);
         return 2;
     }
-    synthetic_factor(M, rfp);
     for (int i = 0; i < M; i++)
         b[i] = (float)sin(0.1 * i);
     int rows = M % 2 ? M : M + 1, cols = (int)(len / (size_t)rows); /* the array as a matrix */

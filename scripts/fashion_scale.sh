@@ -8,10 +8,9 @@
 # run it again after an interruption and it completes its table, bit for bit, apart from the wall
 # times); `report` rebuilds the summaries and figures from every row recorded (after `merge`
 # has brought in the rows of fair-large, fair-60000 and fair-2000-p16, which run beside the others in
-# directories of their own). Runs with
-# OPENBLAS_NUM_THREADS=1 (ATF_STUDY_THREADS=T sets T; the problem (16) interpolants at
-# n = 8 000 ran with 2, alone on the machine) from build-results/ (a release build made here when missing). Steps
-# that share a table may run at the same time only if they write different directories. Do not
+# directories of their own). Runs with OPENBLAS_NUM_THREADS=1 (ATF_STUDY_THREADS=T sets T; the
+# problem (16) interpolants at n = 8 000 ran with 2, alone on the machine) from build-results/ (a
+# release build made here when missing). Steps that share a table may run at the same time only if they write different directories. Do not
 # edit this file while a step runs: bash reads it as it goes, and the running step reads the
 # edited text when its command ends (seen: a syntax error after fair-2000-p16 had finished).
 set -euo pipefail

@@ -858,8 +858,8 @@ static atf_error build_gram32(atf_solver *s, atf_cg_pre *pre, char *err)
  * layout): L = [L11 0; L21 U22ᵀ] with L11 (n1 × n1, lower) and L21 (n2 × n1) where the leading
  * columns were, and U22 (n2 × n2, upper) where the trailing triangle was. LAPACK's spftrs does
  * the same through strsm and sgemm, which for one right-hand side copy (pack) the whole factor
- * on every call: 80 % of an ADMM iteration at M = 80 000 went to those copies. Level-2 BLAS
- * reads each entry once: 2.4× faster at M = 20 000 (docs/solver.md §2.1). */
+ * on every call: 68 % of an ADMM iteration at M = 80 000 went to those copies. Level-2 BLAS
+ * reads each entry once: 2.82× faster at M = 20 000 (bench_rfp_solve, docs/solver.md §2.1). */
 void atf_sv_cg_rfp_solve(int M, const float *rfp, float *x)
 {
     int n2 = M / 2, n1 = M - n2, odd = M % 2, lda = odd ? M : M + 1;

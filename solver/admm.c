@@ -518,7 +518,11 @@ static atf_error resume_state(atf_solver *s, admm_state *st, double *x, char *er
     return ATF_OK;
 }
 
-/* The checkpoints of this run, when the caller keeps or resumes them (one process). */
+/* The checkpoints of this run, when the caller keeps or resumes them (one process). None are
+ * kept when the interrupt flag already stands: it cut the setup short (the Gram's factor, the
+ * least-squares point and ρ0 from it), so a state of iteration 0 would hold a start that is not
+ * this solve's, and a run resumed from it would go on to another answer. The solve then stops
+ * at its first check, and the caller's state (a resumed one is read, and returned) stays. */
 static atf_error checkpoints_begin(atf_solver *s, admm_state *st, char *err)
 {
     if (!s->hooks.checkpoint && !s->hooks.resume)
@@ -528,7 +532,7 @@ static atf_error checkpoints_begin(atf_solver *s, admm_state *st, char *err)
         return ATF_E_USAGE;
     }
     atf_error e = admm_key(s, st, err);
-    st->checkpointing = !e && s->hooks.checkpoint;
+    st->checkpointing = !e && s->hooks.checkpoint && !atf_sv_interrupted(s);
     return e;
 }
 

@@ -526,6 +526,29 @@ static void admm_checkpoint_case(const char *projection, atf_problem *p, atf_pro
         atf_result_free(cut), atf_result_free(res);
         kept_states_free(&lim);
     }
+    if (k.count > 2) { /* the flag up before ADMM begins: by PCG it cut the setup short (the
+                           factor, the least-squares point, ρ0), so no state is kept (one of
+                           iteration 0 would be another start); a resumed state is read and
+                           returned, and none is kept either */
+        volatile sig_atomic_t flag = 1;
+        static kept_states none;
+        none = (kept_states){.fail_at = -1, .stop_at = -1};
+        atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &none, .interrupt = &flag};
+        atf_result *cut = admm_hooks(p, projection, 0, hooks, NULL, &e, err);
+        CHECK(cut && cut->info.status == ATF_STATUS_INTERRUPTED && cut->info.iterations == 0 &&
+                  none.count == 0,
+              "admm checkpoints (%s): stopped before the first iteration: %s, %d states kept",
+              projection, cut ? atf_status_name(cut->info.status) : err, none.count);
+        hooks.resume = &k.states[2];
+        atf_result *res = admm_hooks(p, projection, 0, hooks, NULL, &e, err);
+        CHECK(res && res->info.status == ATF_STATUS_INTERRUPTED && res->info.iterations == 2 &&
+                  none.count == 0,
+              "admm checkpoints (%s): resumed with the flag up: %s after %d iterations, %d "
+              "states kept", projection, res ? atf_status_name(res->info.status) : err,
+              res ? res->info.iterations : -1, none.count);
+        atf_result_free(cut), atf_result_free(res);
+        kept_states_free(&none);
+    }
     { /* a state that cannot be kept ends the solve */
         static kept_states fail;
         fail = (kept_states){.fail_at = 3, .stop_at = -1};

@@ -170,12 +170,14 @@ static void log_row(atf_solver *s, const admm_state *st)
 
 static void log_summary(const atf_solver *s, const atf_result *res, const admm_state *st)
 {
+    /* The clock of a resumed solve counts its earlier runs; the projection and prox times are
+     * this process's, so the line says so rather than pair a total with parts of one run. */
     atf_sv_log(s, "atf admm: %s after %d iterations: pri res %.3e (tol %.3e), dual res %.3e "
-            "(tol %.3e), %.3f s (projection %.3f s, prox %.3f s)\n",
+            "(tol %.3e), %.3f s (%sprojection %.3f s, prox %.3f s)\n",
             atf_status_name(res->info.status), st->iter, atf_sv_unscale_primal(s, st->pri),
             atf_sv_unscale_primal(s, st->eps_pri), atf_sv_unscale_dual(s, st->dual),
-            atf_sv_unscale_dual(s, st->eps_dual), atf_now() - st->start, s->t.projection,
-            s->t.prox);
+            atf_sv_unscale_dual(s, st->eps_dual), atf_now() - st->start,
+            st->first > 1 ? "this run: " : "", s->t.projection, s->t.prox);
 }
 
 /* μ = max(0, −inf ω̃'') estimated by finite differences of ω̃' on a log grid up to vmax.

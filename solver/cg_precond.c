@@ -210,13 +210,18 @@ static int reserve_dd(atf_solver *s, size_t n)
 
 /* cols (Mh × nb, column-major: the held rows) += the columns of one factored operator's Gram at
  * the pivots whose H rows are hs (P × nb) and D rows ds (Q × nb): (H hs)[m div C] · (D ds)[m],
- * chunk by chunk. X, Y: chunk × nb and chunk·C × nb scratch. */
+ * chunk by chunk, from the example of held row row0 on (the rows above it are left alone).
+ * X, Y: chunk × nb and chunk·C × nb scratch. */
 static void factored_columns(const atf_block *b, const atf_sv_share *sh, const double *hs,
-                             const double *ds, int nb, double *cols, int ld, double *X, double *Y)
+                             const double *ds, int nb, int row0, double *cols, int ld, double *X,
+                             double *Y)
 {
-    int C = b->C, P = b->rows, Q = b->cols;
+    int C = b->C, P = b->rows, Q = b->cols, e0 = row0 / C;
     for (int c = 0; c < sh->ncuts; c++) {
-        int i0 = sh->cuts[c], ni = sh->cuts[c + 1] - i0, r0 = i0 * C, nr = ni * C;
+        int i0 = sh->cuts[c] > e0 ? sh->cuts[c] : e0, ni = sh->cuts[c + 1] - i0;
+        if (ni <= 0)
+            continue;
+        int r0 = i0 * C, nr = ni * C;
         cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, ni, nb, P, 1.0,
                     b->H + (size_t)i0 * P, P, hs, P, 0.0, X, ni);
         cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, nr, nb, Q, 1.0,
@@ -224,8 +229,9 @@ static void factored_columns(const atf_block *b, const atf_sv_share *sh, const d
         for (int t = 0; t < nb; t++) {
             const double *x = X + (size_t)t * ni, *y = Y + (size_t)t * nr;
             double *col = cols + (size_t)t * ld + r0;
-            for (int m = 0; m < nr; m++)
-                col[m] += x[m / C] * y[m];
+            for (int e = 0; e < ni; e++) /* an example's C rows share its x */
+                for (int q = 0; q < C; q++)
+                    col[(size_t)e * C + q] += x[e] * y[(size_t)e * C + q];
         }
     }
 }
@@ -274,6 +280,8 @@ typedef struct {
     atf_solver *s;
     int M, kmax, k;  /* M: all rows */
     int Mh, m0;      /* the rows held, from m0 on */
+    int row0;        /* the factored columns' rows before it are not formed (gram32 keeps only
+                        the lower triangle: row0 is the panel's first column); 0 in RPCholesky */
     double *F;       /* Mh × kmax: the held rows of F */
     double *d, *cum; /* [M] the residual diagonal (whole on every process) */
     double *cols;    /* Mh × nb: the held rows of the candidates' residual columns */
@@ -355,7 +363,8 @@ static void candidate_rows(rpc_state *r, int nb)
     complete(s, r->piv, len);
 }
 
-/* cols (Mh × nb) = the held rows of G[:, S] − F F[S, :]ᵀ. */
+/* cols (Mh × nb) = the held rows of G[:, S] − F F[S, :]ᵀ (of the factored blocks only the rows
+ * from row0's example on). */
 static int residual_columns(rpc_state *r, int nb)
 {
     atf_solver *s = r->s;
@@ -367,7 +376,8 @@ static int residual_columns(rpc_state *r, int nb)
         const atf_block *b = &s->vars[l].op;
         int st = 0;
         if (b->kind == ATF_OP_FACTORED) {
-            factored_columns(b, sh, p, p + (size_t)nb * b->rows, nb, r->cols, r->Mh, r->X, r->Y);
+            factored_columns(b, sh, p, p + (size_t)nb * b->rows, nb, r->row0, r->cols, r->Mh, r->X,
+                             r->Y);
             p += (size_t)nb * (size_t)(b->rows + b->cols);
         } else {
             st = b->kind == ATF_OP_DENSE ? dense_columns(b, r->S, nb, r->cols)
@@ -710,6 +720,7 @@ static int gram32_fill(atf_solver *s, atf_cg_pre *pre, double shift)
         int w = M - j0 < nb ? M - j0 : nb;
         for (int t = 0; t < w; t++)
             r.S[t] = j0 + t;
+        r.row0 = j0;
         candidate_rows(&r, w); /* k = 0: the pivots' H and D rows only */
         st = residual_columns(&r, w);
         if (st == 0)

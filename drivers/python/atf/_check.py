@@ -77,6 +77,23 @@ def check_finite(x: np.ndarray, what: str) -> None:
               "are not accepted)")
 
 
+def as_inputs(X: Any, width: int, what: str) -> np.ndarray:
+    """A network's inputs: X as a C-contiguous float64 [N, width] array (a view when it already is
+    one); numpy arrays, torch tensors and lists; float32 and integers converted to float64;
+    complex, bool, object and string arrays, NaN and infinities refused (atf.MLP's call and the
+    tangent features, kernels and predictions at new inputs)."""
+    a = floats(X, what)
+    if a.ndim == 1 and width == 1:
+        a = a.reshape(-1, 1)
+    if a.ndim != 2 or a.shape[1] != width or a.shape[0] == 0:
+        _fail(f"{what}: shape {a.shape}, expected [N, {width}] (N > 0) for a network with input "
+              f"width {width}")
+    a = np.ascontiguousarray(a)
+    if not np.all(np.isfinite(a)):
+        _fail(f"{what}: the inputs contain NaN or infinite values")
+    return a
+
+
 def ints(a: Any, what: str, lo: int = INT_MIN, hi: int = INT_MAX) -> np.ndarray:
     """a as an integer array of values in lo … hi (within a C int), as numpy intc. Floats (even
     integral ones), bool, complex, object and strings are refused; the first value out of range

@@ -184,8 +184,7 @@ class MLP:
     def __call__(self, X: Any) -> np.ndarray:
         """f(X) [N, C] for X [N, in] (atf_mlp_forward; X a numpy array or torch tensor, float32
         converted to float64; NaN, infinities, complex, bool and strings refused)."""
-        from .tangent import as_inputs
-        X = as_inputs(X, self.widths[0], "X")
+        X = _check.as_inputs(X, self.widths[0], "X")
         F = np.empty((X.shape[0], self.widths[-1]))
         err = _lib.errbuf()
         _errors.check(_c.atf_mlp_forward(self._h, X.shape[0], X.ctypes.data_as(_lib.P_D),

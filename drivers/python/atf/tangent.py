@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional, Union
 import numpy as np
 
 from . import _check, _errors, _lib, _torch
+from ._check import as_inputs
 from ._progress import Progress, ProgressArg
 from .mlp import MLP
 
@@ -68,22 +69,6 @@ class Tangent:
 
     def names(self):
         return [b.name for b in self.blocks]
-
-
-def as_inputs(X: Any, width: int, what: str) -> np.ndarray:
-    """X as a C-contiguous float64 [N, width] array (a view when it already is one); numpy
-    arrays, torch tensors and lists; float32 and integers converted to float64; complex, bool,
-    object and string arrays, NaN and infinities refused."""
-    a = _check.floats(X, what)
-    if a.ndim == 1 and width == 1:
-        a = a.reshape(-1, 1)
-    if a.ndim != 2 or a.shape[1] != width or a.shape[0] == 0:
-        _fail(f"{what}: shape {a.shape}, expected [N, {width}] (N > 0) for a network with input "
-              f"width {width}")
-    a = np.ascontiguousarray(a)
-    if not np.all(np.isfinite(a)):
-        _fail(f"{what}: the inputs contain NaN or infinite values")
-    return a
 
 
 def mlp_tangent(mlp: MLP, X: Any, what: str = "X", prog: Optional[Progress] = None

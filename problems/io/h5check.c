@@ -1,4 +1,4 @@
-/* h5check.c — atf-h5check, the program that reads an HDF5 file before atf does (h5io.c).
+/* h5check.c — atf-h5check, the program that reads an HDF5 file before atf does (h5_checker.c).
  *
  *   atf-h5check CALLER_PID CPU_SECONDS FILE
  *
@@ -14,7 +14,7 @@
  * If libhdf5 crashes or hangs here instead, no report comes and the caller refuses the file.
  *
  * What is read (a superset of what the readers of problems/ and problems/tangent/ do, which go
- * through h5io.c and H5Gget_info / H5Lget_name_by_idx only): H5Fis_hdf5 and H5Fopen (strong
+ * through h5_read.c and H5Gget_info / H5Lget_name_by_idx only): H5Fis_hdf5 and H5Fopen (strong
  * close degree); from "/" down, every group (H5Gopen2, H5Gget_info, every member name by
  * H5Lget_name_by_idx in name order) and every link in it (H5Lexists on each prefix of its path,
  * as h5io_exists does; hard links, soft links that resolve, external links); every object's

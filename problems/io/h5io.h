@@ -1,5 +1,8 @@
-/* h5io.h — private HDF5 helpers of problems/ and problems/tangent/ (not installed, not part of
- * the API).
+/* h5io.h — the storage layer: private HDF5 helpers of problems/ and problems/tangent/ (not
+ * installed, not part of the API; on the include path of atf's modules only, as meson's
+ * problems_io_inc). Implemented in problems/io/: h5_read.c (readers), h5_write.c (writers),
+ * h5_driver.c (the writing file driver), h5_checker.c (running atf-h5check, h5check.c) and
+ * h5_file.c (whole files).
  *
  * Readers check presence, type class, rank and finiteness and write one-line messages of the
  * form "FILE: ITEM: reason" into err (ATF_ERRLEN bytes). Items are absolute HDF5 paths; an
@@ -102,7 +105,7 @@ atf_error h5io_read_ints(hid_t file, const char *fname, const char *path, int64_
 
 /* ---- writing (inside h5io_write_file) ---- */
 
-/* The first failure of the file under libhdf5 (h5io.c's writing driver records it; libhdf5
+/* The first failure of the file under libhdf5 (h5_driver.c's writing driver records it; libhdf5
  * never sees it). */
 typedef struct {
     int errnum;      /* 0: none */
@@ -174,7 +177,7 @@ atf_error h5io_read_file_opt(const char *path, int check, h5io_read_fn fn, void 
 /* The check alone: run atf-h5check on `path` (started with posix_spawn, never fork) and wait
  * for it at most 3 s + 1 s per 50 MB of file (the environment variable ATF_H5_CHECK_SECONDS
  * overrides). The checker reads every group, link, attribute and numeric dataset of the file
- * with the calls the readers use (problems/h5check.c). ATF_OK if it read everything;
+ * with the calls the readers use (problems/io/h5check.c). ATF_OK if it read everything;
  * ATF_E_INPUT with its message if libhdf5 failed on some item ("FILE: ITEM: reason"), or
  * "FILE: refused: reading it did not finish within T s (a corrupt file can hang libhdf5)" /
  * "FILE: refused: reading it crashed libhdf5 (segmentation fault, signal 11)"; ATF_E_IO if
@@ -190,8 +193,8 @@ atf_error h5io_check_file(const char *path, char *err);
  * (created like any new file, with the umask's mode), which is synced and renamed over `path`
  * only if every put succeeded ("FILE: cannot write ITEM: reason" otherwise, ATF_E_IO); on any
  * failure the temporary is removed and `path` is untouched. libhdf5 writes through a file driver
- * of h5io.c that never lets it see a failed write (it cannot recover from one: its exit handler
- * crashes) and never writes past the file-size limit (no SIGXFSZ): the first failure is
+ * (h5_driver.c) that never lets it see a failed write (it cannot recover from one: its exit
+ * handler crashes) and never writes past the file-size limit (no SIGXFSZ): the first failure is
  * recorded, the remaining puts are skipped and libhdf5 closes the file cleanly. In this
  * process, without a child. */
 atf_error h5io_write_file(const char *path, h5io_put_fn fn, const void *ctx, char *err);

@@ -37,7 +37,7 @@
 #include "atf_mlp.h"
 #include "atf_solver.h"
 #include "atf_util.h"
-#include "solver_cg.h"
+#include "pcg.h"
 #include "bench_timing.h"
 
 #ifndef ATF_SOURCE_DATA
@@ -48,7 +48,7 @@
 
 typedef struct {
     int ns[MAXLIST], nn;
-    atf_cg_precond pre[MAXLIST];
+    atf_precond pre[MAXLIST];
     int npre;
     long ranks[MAXLIST];
     int nranks;
@@ -130,7 +130,7 @@ static void run_child(const bench_args *a, int n, const config *cf, const char *
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const atf_cg_report *rep = cf->gram ? NULL : atf_sv_cg_last(s);
-    const char *pname = cf->gram ? "-" : atf_cg_precond_name(cf->opt.precond);
+    const char *pname = cf->gram ? "-" : atf_precond_name(cf->opt.precond);
     if (e) {
         printf("%6d %7d %-5s %-13s failed: %s\n", n, p->M, cf->gram ? "gram" : "cg", pname, err);
         exit(1);
@@ -222,8 +222,8 @@ static void run_n(const bench_args *a, int n)
                 c.opt.precond = a->pre[i];
                 c.opt.rank = (int)a->ranks[j];
                 c.opt.shift_factor = a->shifts[k];
-                int low_rank = a->pre[i] != ATF_CG_PRECOND_NONE &&
-                               a->pre[i] != ATF_CG_PRECOND_JACOBI;
+                int low_rank = a->pre[i] != ATF_PRECOND_NONE &&
+                               a->pre[i] != ATF_PRECOND_JACOBI;
                 if (!low_rank && (j > 0 || k > 0))
                     continue; /* rank and shift do not apply */
                 run_config(a, n, &c, index++, ref[0] ? ref : NULL);
@@ -260,7 +260,7 @@ static void parse_list(const char *opt, const char *text, bench_args *a)
         snprintf(buf, sizeof buf, "%s", text);
         a->npre = 0;
         for (char *t = strtok(buf, ","); t && a->npre < MAXLIST; t = strtok(NULL, ","))
-            if (atf_cg_precond_parse(t, &a->pre[a->npre++]) != ATF_OK)
+            if (atf_precond_parse(t, &a->pre[a->npre++]) != ATF_OK)
                 usage_exit("--precond: unknown preconditioner");
     } else if (!strcmp(opt, "--krylov")) {
         a->nkrylov = 0;
@@ -281,7 +281,7 @@ static void parse_list(const char *opt, const char *text, bench_args *a)
 
 int main(int argc, char **argv)
 {
-    bench_args a = {.ns = {1000, 2000}, .nn = 2, .pre = {ATF_CG_PRECOND_DEFAULT}, .npre = 1,
+    bench_args a = {.ns = {1000, 2000}, .nn = 2, .pre = {ATF_PRECOND_AUTO}, .npre = 1,
                     .ranks = {0}, .nranks = 1, .shifts = {0.0}, .nshifts = 1,
                     .krylov = {ATF_CG_KRYLOV_LSQR}, .nkrylov = 1, .gram_max = 2000,
                     .max_iter = 10000, .tol = 1e-8, .ref_tol = 0.0, .data = ATF_SOURCE_DATA};

@@ -24,7 +24,7 @@
 #include <lapacke.h>
 
 #include "atf_util.h"
-#include "solver_cg.h"
+#include "pcg.h"
 #include "bench_timing.h"
 
 /* The synthetic factor L (unit diagonal, ±1e-6 below it), packed by LAPACK (strttf) into the

@@ -13,6 +13,9 @@
 extern "C" {
 #endif
 
+/* Room for a method's or a linear-system backend's name, with its terminating NUL. */
+#define ATF_METHOD_NAMELEN 24
+
 /* How a solve ended. Every status comes with a result (the solver returns ATF_OK and the
  * result; errors are failures only): solved; max_iterations (the last iterate); infeasible (the
  * least-squares point); interrupted (the last iterate); numerical_error (the least-squares
@@ -28,28 +31,6 @@ typedef enum {
 /* "solved", "max_iterations", "infeasible", "interrupted", "numerical_error" */
 const char *atf_status_name(atf_status s);
 atf_error atf_status_parse(const char *name, atf_status *s);
-
-/* The method that computed a result (file attribute `method`), or the one asked for
- * (atf_settings.method, solver/atf_solver.h). AUTO is only ever asked for: the solver resolves
- * it once, in atf_solver_init, and a result names the method that ran (docs/solver.md
- * "Choosing the method"). */
-typedef enum {
-    ATF_METHOD_ADMM = 0, /* Douglas–Rachford ADMM with over-relaxation                */
-    ATF_METHOD_LP,       /* exact GLPK LP: diagonal structure + nuclear penalty only  */
-    ATF_METHOD_BASELINE, /* NTK min-norm interpolant (Theorem 1) by the M × M Gram    */
-    ATF_METHOD_FISTA,    /* accelerated proximal gradient on a penalized loss         */
-    ATF_METHOD_IRLS,     /* alternating adapted-kernel regression                     */
-    ATF_METHOD_NEWTON,   /* semismooth Newton-CG on a penalized loss (matrix-free)    */
-    ATF_METHOD_ALM,      /* augmented Lagrangian for interpolation (matrix-free)      */
-    ATF_METHOD_CG,       /* NTK min-norm interpolant by CG on A Aᵀ (matrix-free)      */
-    ATF_METHOD_AUTO      /* the solver picks one of the above (never in a result)     */
-} atf_method;
-
-/* "admm", "lp", "baseline", "fista", "irls", "newton", "alm", "cg", "auto"; "unknown" outside
- * the enum. */
-const char *atf_method_name(atf_method m);
-/* ATF_OK and *m set, or ATF_E_INPUT (no message: the caller names the item) for any other text. */
-atf_error atf_method_parse(const char *name, atf_method *m);
 
 /* The global block structure a result was solved with (file attribute `structure`). */
 typedef enum {
@@ -94,7 +75,12 @@ typedef struct {
  * solution): how it ended, its residuals and certificate, its work and its time. */
 typedef struct {
     atf_status status;
-    atf_method method;            /* what computed it (files: the attribute's name) */
+    char method[ATF_METHOD_NAMELEN]; /* the method that computed it ("admm", "newton", ...; the
+                                     solver's table, atf_solver.h:
+                                     atf_method_info_of) */
+    char linsys[ATF_METHOD_NAMELEN]; /* the backend of the linear systems with A Aᵀ it solved:
+                                     "cholesky", "eigen", "cholmod", "pcg", "dist-cholesky",
+                                     "dist-eigen"; "" when it solved none (matrix-free) */
     double objective;             /* Σ_ℓ Ω̃_ℓ(B_ℓ), plus the loss value for penalized losses */
     int iterations;
     double primal_residual;       /* ‖X − Z‖ at exit */
@@ -139,7 +125,7 @@ typedef struct {
 } atf_result;
 
 /* Allocate a result with blocks shaped like prob's (B zeroed, vectors allocated; diagonal-
- * structure blocks get the ENTRYWISE layout), method ADMM (the solver sets its own) and
+ * structure blocks get the ENTRYWISE layout), method and linsys "" (the solver sets them) and
  * structure LAYER. NULL on NOMEM. */
 atf_result *atf_result_alloc(const atf_problem *prob);
 void atf_result_free(atf_result *res);

@@ -1,4 +1,4 @@
-/* result.c — results in memory: status, method and structure names, allocation, the fit check and factor recovery
+/* result.c — results in memory: status and structure names, allocation, the fit check and factor recovery
  * (docs/math.md §5–6: singular values of each B and the eq. 15 split d = s1·σ·s2). */
 #include <lapacke.h>
 #include <math.h>
@@ -31,27 +31,7 @@ atf_error atf_status_parse(const char *name, atf_status *s)
     return ATF_E_INPUT;
 }
 
-/* ------------------------------------------------------------------ methods, structures */
-
-static const char *const method_names[] = {"admm", "lp",     "baseline", "fista", "irls",
-                                           "newton", "alm", "cg",       "auto"};
-#define NMETHOD (int)(sizeof method_names / sizeof method_names[0])
-
-const char *atf_method_name(atf_method m)
-{
-    return ((int)m >= 0 && (int)m < NMETHOD) ? method_names[m] : "unknown";
-}
-
-atf_error atf_method_parse(const char *name, atf_method *m)
-{
-    for (int j = 0; name && j < NMETHOD; j++) {
-        if (strcmp(name, method_names[j]) == 0) {
-            *m = (atf_method)j;
-            return ATF_OK;
-        }
-    }
-    return ATF_E_INPUT;
-}
+/* ------------------------------------------------------------------ structures */
 
 static const char *const structure_names[] = {"layer", "diagonal", "full"};
 #define NSTRUCTURE (int)(sizeof structure_names / sizeof structure_names[0])
@@ -142,7 +122,6 @@ atf_result *atfr_new(int nblocks)
     if (!res)
         return NULL;
     res->info.status = ATF_STATUS_SOLVED;
-    res->info.method = ATF_METHOD_ADMM;
     res->structure = ATF_GLOBAL_LAYER;
     /* NaN marks "not computed"; the solver overwrites what it measures. */
     res->info.objective = res->info.primal_residual = res->info.dual_residual = NAN;

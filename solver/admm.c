@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_cg.h"
-#include "solver_internal.h"
+#include "linsys.h"
+#include "pcg.h"
 
 #define RHO_PERIOD 50   /* iterations between two changes of ρ, at least */
 #define RHO_FACTOR 5.0  /* ρ changes only by more than this factor */
@@ -57,7 +57,20 @@
  * M = 20 000, balanced+balanced stopped with certificate 1.02–1.03e-6 at eps_rel = 1e-6). */
 #define CERT_TIGHTEN 0.3
 
+/* What ADMM derives from the data once, at atf_solver_init (atf_sv_admm_prepare), and keeps for
+ * every solve of the same solver: its own part of the solver (s->method_data). */
 typedef struct {
+    double rho0;          /* initial ρ (data-scaled, times settings.rho) */
+    double rho_min;       /* floor of ρ from the weak convexity of nonconvex ω̃ (0 if convex) */
+    double tol_unit_pri;  /* what ε_abs multiplies in the primal test: ‖x_ls‖ (data units) */
+    double tol_unit_dual; /* ... and in the dual test: curvature scale × ‖x_ls‖ */
+    int nonconvex;        /* some ω̃ is nonconvex */
+    int curvature_underflow; /* ω̃'(σ)/σ at the least-squares point is not a normal double */
+} admm_setup;
+
+typedef struct {
+    const atf_sv_budget *b;
+    const admm_setup *a;
     double *z, *u, *w, *zprev;
     double *xc;   /* the polished point whose certificate was checked (the answer if solved) */
     double *lam;  /* [M] by PCG: the λ of the last iteration's projection, where the next one
@@ -111,42 +124,48 @@ static double dist(const double *a, const double *b, size_t n)
     return big * sqrt(d2);
 }
 
-static const char *projection_name(atf_proj_kind k)
+static const char *projection_name(const atf_linsys *ls)
 {
-    switch (k) {
-    case ATF_PROJ_CHOLESKY: return "dense Cholesky";
-    case ATF_PROJ_EIGEN: return "eigendecomposition";
-    case ATF_PROJ_CHOLMOD: return "CHOLMOD";
-    case ATF_PROJ_CG: return "preconditioned CG";
+    switch (ls->backend->kind) {
+    case ATF_LS_CHOLESKY: return "dense Cholesky";
+    case ATF_LS_EIGEN: return "eigendecomposition";
+    case ATF_LS_CHOLMOD: return "CHOLMOD";
+    case ATF_LS_PCG: return "preconditioned CG";
     }
     return "?";
+}
+
+/* The projection is solved by PCG: it can be cut short, and it starts from the last λ. */
+static int by_pcg(const atf_solver *s)
+{
+    return s->proj.ls->backend->kind == ATF_LS_PCG;
 }
 
 /* Refinement passes of the projections in the loop. */
 static int in_loop_refinement(const atf_solver *s)
 {
-    if (s->proj.kind == ATF_PROJ_CHOLMOD)
+    if (s->proj.ls->backend->kind == ATF_LS_CHOLMOD)
         return IN_LOOP_REFINE_CHOLMOD;
-    return s->proj.kappa > REFINE_KAPPA ? IN_LOOP_REFINE_DENSE : 0;
+    return s->proj.ls->kappa > REFINE_KAPPA ? IN_LOOP_REFINE_DENSE : 0;
 }
 
-static void log_header(const atf_solver *s)
+static void log_header(const atf_solver *s, const admm_state *st)
 {
     atf_sv_log(s, "atf admm: %d blocks, %zu variables (%lld before reduction), %d constraints, "
                "structure %s\n",
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
-    if (s->proj.kind == ATF_PROJ_CG) /* no Gram: no rank or condition number known */
+    if (by_pcg(s)) /* no Gram: no rank or condition number known */
         atf_sv_log(s, "atf admm: projection by %s, no Gram in double; ",
-                   projection_name(s->proj.kind));
+                   projection_name(s->proj.ls));
     else
         atf_sv_log(s, "atf admm: projection by %s, rank %d, condition %.1e (%d refinement "
-                   "passes); ", projection_name(s->proj.kind), s->proj.rank, s->proj.kappa,
-                   in_loop_refinement(s));
+                   "passes); ", projection_name(s->proj.ls), s->proj.ls->rank,
+                   s->proj.ls->kappa, in_loop_refinement(s));
     atf_sv_log(s, "rho0 %.3e (floor %.3e), alpha %.2f, eps_abs %.1e, eps_rel %.1e, "
-               "max_iter %d\n", atf_sv_unscale_rho(s, s->rho0),
-            atf_sv_unscale_rho(s, s->rho_min), s->set.alpha, s->set.eps_abs, s->set.eps_rel,
-            s->set.max_iter);
+               "max_iter %d\n", atf_sv_unscale_rho(s, st->a->rho0),
+            atf_sv_unscale_rho(s, st->a->rho_min), s->set.alpha, s->set.eps_abs, st->b->eps,
+            st->b->max_iter);
     atf_sv_log(s, "atf admm: equilibrated: %s, variables in units of 2^%d (docs/solver.md §7)\n",
             s->eq_mode == ATF_EQ_ROWS ? "each row by its own power of two"
                                       : "all rows by one power of two",
@@ -161,7 +180,7 @@ static void log_row(atf_solver *s, const admm_state *st)
     double cres = atf_sv_constraint_norm(s, st->z, s->work.r);
     if (s->rnorm > 0.0)
         cres /= s->rnorm;
-    if (s->set.verbose)
+    if (st->b->verbose)
         atf_sv_log(s, "%8d %14.7e %10.3e %10.3e %10.3e %10.3e %9.3f\n", st->iter,
             atf_sv_unscale_objective(s, obj), atf_sv_unscale_primal(s, st->pri),
             atf_sv_unscale_dual(s, st->dual), cres, atf_sv_unscale_rho(s, st->rho),
@@ -202,8 +221,8 @@ static double weak_convexity(const atf_penalty *pen, double vmax)
 }
 
 /* ρ0 from the data (atf_sv_rho_scale) and, for nonconvex penalties, the weak-convexity bound
- * 2μ that guard_stagnation and rebalance respect. */
-void atf_sv_rho_init(atf_solver *s)
+ * 2μ that guard_stagnation and rebalance respect, into a. */
+static void rho_setup(atf_solver *s, admm_setup *a)
 {
     /* ‖B0‖_F bounds every singular value, entry and norm of the least-squares point */
     double vmax = atf_sv_norm(s->x_ls, s->n), mu = 0.0;
@@ -212,12 +231,12 @@ void atf_sv_rho_init(atf_solver *s)
     else
         for (int l = 0; l < s->nvars; l++)
             mu = fmax(mu, weak_convexity(&s->vars[l].pen, vmax));
-    s->rho_min = s->set.rho * 2.0 * mu;
+    a->rho_min = s->set.rho * 2.0 * mu;
     double curvature = atf_sv_rho_scale(s);
-    s->curvature_underflow = curvature == 0.0;
-    if (s->curvature_underflow)
-        curvature = 2.0; /* unused: atf_sv_admm refuses to iterate */
-    s->rho0 = s->set.rho * curvature;
+    a->curvature_underflow = curvature == 0.0;
+    if (a->curvature_underflow)
+        curvature = 2.0; /* unused: the run refuses to iterate */
+    a->rho0 = s->set.rho * curvature;
     /* ε_abs is measured in the data's own units: ε_abs·√n times the RMS entry of the
      * least-squares point (and of its penalty gradient for the dual). A bare ε_abs·√n would
      * dominate the relative term on large problems (making --tol inert) and would make the
@@ -227,9 +246,21 @@ void atf_sv_rho_init(atf_solver *s)
      * unit will do). */
     double warm = s->warm ? atf_sv_norm(s->warm, s->n) : 0.0;
     double unit = vmax > 0.0 ? vmax : warm > 0.0 ? warm : 1.0;
-    s->tol_unit_pri = unit;
-    s->tol_unit_dual = curvature * unit;
-    s->nonconvex = !atf_sv_all_convex(s);
+    a->tol_unit_pri = unit;
+    a->tol_unit_dual = curvature * unit;
+    a->nonconvex = !atf_sv_all_convex(s);
+}
+
+atf_error atf_sv_admm_prepare(atf_solver *s, char *err)
+{
+    admm_setup *a = calloc(1, sizeof *a);
+    if (!a) {
+        atf_errorf(err, "admm: out of memory");
+        return ATF_E_NOMEM;
+    }
+    rho_setup(s, a);
+    s->method_data = a;
+    return ATF_OK;
 }
 
 /* U0 = P ∇Ω̃(Z0) / ρ (P the projection onto range(Aᵀ)); w is scratch. */
@@ -293,8 +324,8 @@ static void residuals(const atf_solver *s, admm_state *st, const double *x)
     st->dual = st->rho * dist(st->z, st->zprev, n);
     double scale_pri = fmax(atf_sv_norm(x, n), atf_sv_norm(st->z, n));
     double scale_dual = st->rho * atf_sv_norm(st->u, n);
-    st->eps_pri = st->tighten * (s->set.eps_abs * s->tol_unit_pri + s->set.eps_rel * scale_pri);
-    st->eps_dual = st->tighten * (s->set.eps_abs * s->tol_unit_dual + s->set.eps_rel * scale_dual);
+    st->eps_pri = st->tighten * (s->set.eps_abs * st->a->tol_unit_pri + st->b->eps * scale_pri);
+    st->eps_dual = st->tighten * (s->set.eps_abs * st->a->tol_unit_dual + st->b->eps * scale_dual);
 }
 
 static void set_rho(const atf_solver *s, admm_state *st, double rho_new)
@@ -313,8 +344,9 @@ static int rebalance(const atf_solver *s, admm_state *st, const double *x)
         return 0;
     double ratio = sqrt((st->pri / scale_pri) / (st->dual / scale_dual));
     /* with a nonconvex ω̃, ρ may fall below ρ0 only down to the weak-convexity bound */
-    double lowest = s->nonconvex ? fmin(s->rho0, s->rho_min) : s->rho0 / RHO_RANGE;
-    double rho_new = fmin(s->rho0 * RHO_RANGE, fmax(lowest, st->rho * ratio));
+    const admm_setup *a = st->a;
+    double lowest = a->nonconvex ? fmin(a->rho0, a->rho_min) : a->rho0 / RHO_RANGE;
+    double rho_new = fmin(a->rho0 * RHO_RANGE, fmax(lowest, st->rho * ratio));
     if (!(rho_new > RHO_FACTOR * st->rho || rho_new < st->rho / RHO_FACTOR))
         return 0;
     set_rho(s, st, rho_new);
@@ -343,12 +375,12 @@ static int guard_stagnation(const atf_solver *s, admm_state *st)
     st->previous_best = st->window_best;
     st->window_best = INFINITY;
     st->window_start = st->iter;
-    if (!stalled || !s->nonconvex)
+    if (!stalled || !st->a->nonconvex)
         return 0;
     st->alpha = fmin(st->alpha, 1.0);
-    if (st->rho >= s->rho_min)
+    if (st->rho >= st->a->rho_min)
         return 0;
-    set_rho(s, st, fmin(s->rho_min, RHO_FACTOR * st->rho));
+    set_rho(s, st, fmin(st->a->rho_min, RHO_FACTOR * st->rho));
     return 1;
 }
 
@@ -381,12 +413,12 @@ static int certified(atf_solver *s, admm_state *st, const double *x)
     memcpy(st->xc, x, s->n * sizeof *x);
     project_timed(s, st->xc, 3);
     st->cert = admm_certificate(s, st, st->xc);
-    if (!(st->cert > s->set.eps_rel))
+    if (!(st->cert > st->b->eps))
         return 1;
     st->tighten *= CERT_TIGHTEN;
-    if (s->set.verbose)
+    if (st->b->verbose)
         atf_sv_log(s, "atf admm: iteration %d: certificate %.3e > eps_rel %.1e; tolerances "
-                   "tightened to %.1e of the set ones\n", st->iter, st->cert, s->set.eps_rel,
+                   "tightened to %.1e of the set ones\n", st->iter, st->cert, st->b->eps,
                    st->tighten);
     return 0;
 }
@@ -431,7 +463,7 @@ static atf_error admm_key(atf_solver *s, admm_state *st, char *err)
     char state[256];
     snprintf(state, sizeof state, "admm state 1; rho %.17g; alpha %.17g; eps_abs %.17g; "
              "adaptive_rho %d", s->set.rho, s->set.alpha, s->set.eps_abs, s->set.adaptive_rho);
-    return atf_sv_checkpoint_key(s, state, &s->set.loss, s->set.eps_rel, NULL, st->key, err);
+    return atf_sv_checkpoint_key(s, state, &s->set.loss, st->b->eps, NULL, st->key, err);
 }
 
 /* Hands the state at the top of iteration done + 1 to hooks.checkpoint: 0, or −1 when the
@@ -464,7 +496,7 @@ static int keep_state(atf_solver *s, admm_state *st, const double *x, int done)
                                                   : -1;
     free(cp.data);
     st->last_checkpoint = atf_now();
-    if (r == 0 && s->set.verbose)
+    if (r == 0 && st->b->verbose)
         atf_sv_log(s, "atf admm: checkpoint kept after iteration %d\n", done);
     return r == 0 ? 0 : -1;
 }
@@ -474,7 +506,7 @@ static int state_ok(const atf_solver *s, const admm_state *st, const atf_checkpo
     const double *h = cp->data;
     return cp->len == (int64_t)state_len(s, st) && h[AD_MAGIC] == AD_MAGIC_VALUE &&
            h[AD_VERSION] == AD_VERSION_VALUE && h[AD_N] == (double)s->n && h[AD_DONE] >= 0.0 &&
-           h[AD_DONE] <= s->set.max_iter && h[AD_RHO] > 0.0 && h[AD_TIGHTEN] > 0.0 &&
+           h[AD_DONE] <= st->b->max_iter && h[AD_RHO] > 0.0 && h[AD_TIGHTEN] > 0.0 &&
            h[AD_TIGHTEN] <= 1.0 && h[AD_WINDOW_START] >= 0.0 &&
            h[AD_WINDOW_START] <= h[AD_DONE] && h[AD_LAST_CHANGE] >= 0.0 &&
            h[AD_LAST_CHANGE] <= h[AD_DONE] && h[AD_CG_STEPS] >= 0.0 && h[AD_PASSES] >= 0.0 &&
@@ -514,7 +546,7 @@ static atf_error resume_state(atf_solver *s, admm_state *st, double *x, char *er
         memcpy(st->lam, h + AD_HEADER + 3 * n, (size_t)s->work.M * sizeof *st->lam);
         st->lam_ready = h[AD_LAM_READY] != 0.0;
     }
-    if (s->set.verbose)
+    if (st->b->verbose)
         atf_sv_log(s, "atf admm: resumed from a checkpoint after iteration %d (%.0f s into the "
                       "solve)\n", st->iter, h[AD_ELAPSED]);
     return ATF_OK;
@@ -564,8 +596,8 @@ static void back_to_top(const atf_solver *s, admm_state *st, double *x)
 
 static atf_status run(atf_solver *s, admm_state *st, double *x)
 {
-    const atf_settings *set = &s->set;
-    for (st->iter = st->first; st->iter <= set->max_iter; st->iter++) {
+    const atf_sv_budget *b = st->b;
+    for (st->iter = st->first; st->iter <= b->max_iter; st->iter++) {
         int stop = atf_sv_interrupted(s);
         if (st->checkpointing &&
             (stop || atf_now() - st->last_checkpoint >= s->hooks.checkpoint_seconds) &&
@@ -591,51 +623,53 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
         }
         if (!isfinite(st->pri) || !isfinite(st->dual))
             return ATF_STATUS_NUMERICAL_ERROR;
-        if (st->rows && (done || st->iter == 1 || st->iter % set->log_every == 0 ||
-                             st->iter == set->max_iter))
+        if (st->rows && (done || st->iter == 1 || st->iter % b->log_every == 0 ||
+                         st->iter == b->max_iter))
             log_row(s, st);
         if (solved)
             return ATF_STATUS_SOLVED;
-        if (!set->adaptive_rho)
+        if (!s->set.adaptive_rho)
             continue;
         if (guard_stagnation(s, st) ||
             (st->iter - st->last_change >= RHO_PERIOD && rebalance(s, st, x)))
             st->last_change = st->iter;
     }
-    st->iter = set->max_iter;
+    st->iter = b->max_iter;
     /* the state at the limit, so that a run with a larger limit goes on from here */
     if (st->checkpointing && keep_state(s, st, x, st->iter) != 0)
         st->checkpoint_failed = 1;
     return ATF_STATUS_MAX_ITERATIONS;
 }
 
-atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
+atf_error atf_sv_admm_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
+                          char *err)
 {
     size_t n = s->n, bytes = (n ? n : 1) * sizeof(double);
-    admm_state st = {.rho = s->rho0, .alpha = s->set.alpha, .start = atf_now(),
+    const admm_setup *a = s->method_data;
+    admm_state st = {.b = b, .a = a, .rho = a->rho0, .alpha = s->set.alpha, .start = atf_now(),
                      .window_best = INFINITY, .previous_best = INFINITY, .tighten = 1.0,
                      .first = 1, .cert = NAN};
     st.z = malloc(bytes), st.u = malloc(bytes), st.w = malloc(bytes), st.zprev = malloc(bytes);
     st.xc = malloc(bytes);
     size_t mbytes = (size_t)(s->work.M > 0 ? s->work.M : 1) * sizeof(double);
-    if (s->proj.kind == ATF_PROJ_CG)
+    if (by_pcg(s))
         st.lam = malloc(mbytes);
     admm_top top = {0};
-    if (s->proj.kind == ATF_PROJ_CG && s->hooks.interrupt) { /* only PCG can be cut short */
+    if (by_pcg(s) && s->hooks.interrupt) { /* only PCG can be cut short */
         top.z = malloc(bytes), top.u = malloc(bytes), top.x = malloc(bytes);
         top.lam = malloc(mbytes);
         st.top = &top;
     }
     int top_ok = !st.top || (top.z && top.u && top.x && top.lam);
-    top_ok &= s->proj.kind != ATF_PROJ_CG || st.lam != NULL;
-    st.rows = atf_sv_max(s, s->set.verbose ? 1.0 : 0.0) != 0.0;
+    top_ok &= !by_pcg(s) || st.lam != NULL;
+    st.rows = atf_sv_max(s, b->verbose ? 1.0 : 0.0) != 0.0;
     atf_error e = ATF_OK;
     if (atf_sv_max(s, st.z && st.u && st.w && st.zprev && st.xc && top_ok ? 0.0 : 1.0) != 0.0) {
         atf_errorf(err, "admm: out of memory for %zu variables", n);
         e = ATF_E_NOMEM;
         goto done;
     }
-    if (s->curvature_underflow) {
+    if (a->curvature_underflow) {
         snprintf(s->check, sizeof s->check, "admm: the penalty's curvature ω̃'(σ)/σ at the "
                  "least-squares point is below the range of doubles (singular values too far "
                  "beyond the penalty's scale γ, in any units), so the iteration cannot be run");
@@ -656,13 +690,13 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         project_timed(s, x, 1);
         initial_dual(s, &st);
     }
-    if (s->set.verbose)
-        log_header(s);
+    if (b->verbose)
+        log_header(s, &st);
     st.cg0 = atf_sv_cg_steps(s), st.last_checkpoint = atf_now();
     res->info.status = run(s, &st, x);
     /* Stopped by the flag, which still stands: PCG would stop at once, so neither the polish nor
      * the certificate can be computed (X⁺ of the last whole iteration is already projected). */
-    int stopped_by_cg = res->info.status == ATF_STATUS_INTERRUPTED && s->proj.kind == ATF_PROJ_CG;
+    int stopped_by_cg = res->info.status == ATF_STATUS_INTERRUPTED && by_pcg(s);
     if (st.checkpoint_failed) {
         atf_errorf(err, "admm: the checkpoint after iteration %d could not be kept", st.iter);
         e = ATF_E_IO;
@@ -677,7 +711,7 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
         project_timed(s, x, 3); /* polish: feasibility to machine precision */
     }
     res->info.iterations = st.iter;
-    if (s->proj.kind == ATF_PROJ_CG) { /* the projections' PCG steps and passes over the data */
+    if (by_pcg(s)) { /* the projections' PCG steps and passes over the data */
         res->info.inner_iterations = cg_steps_so_far(s, &st);
         double passes = passes_so_far(s, &st) + (double)st.passes0; /* with the setup's */
         res->info.operator_passes = passes > INT_MAX ? INT_MAX : (int)passes;
@@ -691,7 +725,7 @@ atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err)
     else
         res->info.stationarity = res->info.status == ATF_STATUS_SOLVED ? st.cert
                                                                       : admm_certificate(s, &st, x);
-    if (s->set.verbose)
+    if (b->verbose)
         log_summary(s, res, &st);
 done:
     free(st.z), free(st.u), free(st.w), free(st.zprev), free(st.xc);

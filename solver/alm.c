@@ -38,6 +38,7 @@
 #define ALM_STATE "alm state 1"
 
 typedef struct {
+    const atf_sv_budget *b;     /* the run's: outer iterations, tolerance, verbose */
     double *y, *target, *resid; /* [M] multiplier, shifted target, A'x − r' (work units) */
     double *weight;             /* [M] row scale / the largest (exact powers of two ≤ 1) */
     double sigma, feas, feas_prev, stationarity, eps_inner;
@@ -78,7 +79,7 @@ static void log_header(atf_solver *s, const alm_state *a)
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
     atf_sv_log(s, "atf alm: sigma0 %.3e (work units), eps_rel %.1e, constraint tolerance %.1e\n",
-            a->sigma, s->set.eps_rel, ALM_FEAS);
+            a->sigma, a->b->eps, ALM_FEAS);
     atf_sv_log(s, "%5s %14s %11s %11s %11s %10s %7s %8s %9s\n", "outer", "penalty", "constraint",
             "stationary", "sigma", "inner tol", "newton", "passes", "time(s)");
 }
@@ -155,7 +156,7 @@ static atf_error alm_alloc(atf_solver *s, alm_state *a, atf_newton **nw, double 
     *g = malloc((n ? n : 1) * sizeof **g);
     atf_error e = *u && *g ? alloc_state(a, M) : ATF_E_NOMEM;
     if (e == ATF_OK)
-        return atf_newton_init(s, &loss, nw, err);
+        return atf_newton_init(s, &loss, a->b, nw, err);
     atf_errorf(err, "alm: out of memory for %d rows", M);
     return e;
 }
@@ -216,7 +217,7 @@ static int save_state(void *ctx)
     free(cp.data);
     if (r != 0)
         return -1;
-    if (s->set.verbose)
+    if (a->b->verbose)
         atf_sv_log(s, "atf alm: checkpoint kept in outer iteration %d, Newton step %d\n",
                    a->outer, atf_newton_steps(a->nw));
     return 0;
@@ -255,7 +256,7 @@ static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char 
         return e;
     if ((size_t)cp->len != state_len(s) || h[AL_MAGIC] != AL_MAGIC_VALUE ||
         h[AL_VERSION] != AL_VERSION_VALUE || h[AL_M] != M || !(h[AL_OUTER] >= 1.0) ||
-        !(h[AL_OUTER] <= s->set.max_iter) || !(h[AL_SIGMA] > 0.0) ||
+        !(h[AL_OUTER] <= a->b->max_iter) || !(h[AL_SIGMA] > 0.0) ||
         !(h[AL_STEPS_BEFORE] >= 0.0) || !(h[AL_SKETCH_SIGMA] >= 0.0))
         return damaged(s, cp, err);
     double chain[AL_CHAIN_MAX];
@@ -282,7 +283,7 @@ static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char 
     }
     a->start = atf_now() - h[AL_ELAPSED];
     a->resumed = 1;
-    if (s->set.verbose)
+    if (a->b->verbose)
         atf_sv_log(s, "atf alm: resumed from a checkpoint in outer iteration %d, Newton step %d "
                       "(%.0f s into the solve)\n", a->outer, atf_newton_steps(nw), h[AL_ELAPSED]);
     return ATF_OK;
@@ -296,7 +297,7 @@ static atf_error alm_start(atf_solver *s, alm_state *a, atf_newton *nw, double *
     if (!s->hooks.processes && s->hooks.checkpoint)
         atf_newton_checkpoint_by(nw, save_state, a);
     if (!s->hooks.processes && (s->hooks.checkpoint || s->hooks.resume)) {
-        atf_error e = atf_sv_checkpoint_key(s, ALM_STATE, &s->set.loss, s->set.eps_rel, NULL,
+        atf_error e = atf_sv_checkpoint_key(s, ALM_STATE, &s->set.loss, a->b->eps, NULL,
                                             a->key, err);
         if (e)
             return e;
@@ -306,7 +307,7 @@ static atf_error alm_start(atf_solver *s, alm_state *a, atf_newton *nw, double *
         atf_error e = resume_state(s, a, nw, err);
         if (e == ATF_OK)
             memcpy(x, atf_newton_point(nw), s->n * sizeof *x);
-        if (e == ATF_OK && s->set.verbose)
+        if (e == ATF_OK && a->b->verbose)
             log_header(s, a);
         return e;
     }
@@ -314,7 +315,7 @@ static atf_error alm_start(atf_solver *s, alm_state *a, atf_newton *nw, double *
     a->sigma = initial_sigma(s, nw, g, u);
     a->eps_inner = 1e-1;
     a->feas_prev = INFINITY;
-    if (s->set.verbose)
+    if (a->b->verbose)
         log_header(s, a);
     if (s->warm)
         memcpy(x, s->warm, s->n * sizeof *x);
@@ -323,10 +324,11 @@ static atf_error alm_start(atf_solver *s, alm_state *a, atf_newton *nw, double *
     return ATF_OK;
 }
 
-atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
+atf_error atf_sv_alm_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
+                         char *err)
 {
     atf_newton *nw = NULL;
-    alm_state a = {.start = atf_now()};
+    alm_state a = {.b = b, .start = atf_now()};
     double *u = NULL, *g = NULL;
     atf_error e = alm_alloc(s, &a, &nw, &u, &g, err);
     if (e != ATF_OK) {
@@ -339,7 +341,7 @@ atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
         return e;
     }
     atf_status status = ATF_STATUS_MAX_ITERATIONS;
-    for (; a.outer <= s->set.max_iter; a.outer++) {
+    for (; a.outer <= b->max_iter; a.outer++) {
         int inner_max = ALM_INNER_MAX;
         if (a.resumed) { /* the checkpoint's subproblem, its loss set by resume_state */
             inner_max -= atf_newton_steps(nw) - a.steps_before;
@@ -364,17 +366,17 @@ atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
             break;
         }
         update(s, &a, x, u, g);
-        if (s->set.verbose)
+        if (b->verbose)
             log_row(s, &a, atf_sv_unscale_objective(s, atf_sv_objective(s, x)));
-        if (a.feas <= ALM_FEAS && a.stationarity <= s->set.eps_rel &&
+        if (a.feas <= ALM_FEAS && a.stationarity <= b->eps &&
             st == ATF_STATUS_SOLVED) {
             status = ATF_STATUS_SOLVED;
             break;
         }
-        next_sigma(&a, s->set.eps_rel);
+        next_sigma(&a, b->eps);
     }
-    if (a.outer > s->set.max_iter)
-        a.outer = s->set.max_iter;
+    if (a.outer > b->max_iter)
+        a.outer = b->max_iter;
     res->info.status = status;
     res->info.iterations = a.outer;
     res->info.inner_iterations = atf_newton_cg_steps(nw);
@@ -383,7 +385,7 @@ atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err)
     res->info.dual_residual = NAN;
     res->info.stationarity = a.stationarity;
     s->passes += atf_newton_sketch_passes(nw);
-    if (s->set.verbose)
+    if (b->verbose)
         atf_sv_log(s, "atf alm: %s after %d outer iterations (%d Newton steps, %d CG "
                                "steps, %ld passes): constraint residual %.3e, stationarity "
                                "%.3e, sigma %.3e, %.2f s\n",

@@ -25,8 +25,97 @@
 extern "C" {
 #endif
 
-/* atf_method and atf_global_structure (with their names and parsers) are defined in
- * atf_result.h, since results carry them. */
+/* The methods (docs/solver.md, "Methods"). What each solves and may do is one row of the
+ * solver's method table (atf_method_info_of); a result names the one that ran (atf_info.method). */
+typedef enum {
+    ATF_METHOD_ADMM = 0, /* Douglas–Rachford ADMM with over-relaxation (interpolation)          */
+    ATF_METHOD_LP,       /* exact GLPK LP: diagonal structure + nuclear penalty only            */
+    ATF_METHOD_BASELINE, /* NTK min-norm interpolant (Theorem 1) by a factorisation of A Aᵀ     */
+    ATF_METHOD_FISTA,    /* accelerated proximal gradient on a penalized loss                   */
+    ATF_METHOD_IRLS,     /* alternating adapted-kernel regression (interpolation)               */
+    ATF_METHOD_NEWTON,   /* semismooth Newton-CG on a penalized loss (matrix-free)              */
+    ATF_METHOD_ALM,      /* augmented Lagrangian for interpolation (matrix-free)                */
+    ATF_METHOD_CG,       /* NTK min-norm interpolant by preconditioned Krylov steps on A Aᵀ     */
+    ATF_METHOD_AUTO      /* the solver picks one of the above, once, in atf_solver_init          */
+} atf_method;
+
+/* How a method treats a warm start (hooks.warm). */
+typedef enum {
+    ATF_WARM_IGNORED = 0, /* its answer does not depend on a start (baseline, cg, lp) */
+    ATF_WARM_TAKEN = 1,   /* it starts there                                          */
+    ATF_WARM_REFUSED = 2  /* it refuses one (irls: its monotone path starts at the
+                             minimum-norm interpolant)                                */
+} atf_warm_use;
+
+/* How a method runs when the examples are spread over processes (hooks.processes). */
+typedef enum {
+    ATF_PROCS_NEVER = 0,  /* one process only                                              */
+    ATF_PROCS_ALWAYS,     /* through products with the held examples, summed exactly        */
+    ATF_PROCS_GRAM        /* where the command can spread the M × M Gram (atf_processes.gram) */
+} atf_procs_use;
+
+/* One row of the method table: what a method solves and may do. Static data, never freed. */
+typedef struct {
+    atf_method method;
+    const char *name;        /* as in files, JSON and on the command line: "admm", ... */
+    const char *summary;     /* one line: what it is and when it is the one to use */
+    int interpolation;       /* solves the interpolation problem (loss interpolate) */
+    int penalized;           /* solves the penalized losses (squared, xent) */
+    int baseline;            /* computes the NTK min-norm interpolant (settings.baseline) */
+    int resumable;           /* keeps and resumes checkpoints (hooks.checkpoint, hooks.resume) */
+    int matrix_free;         /* works through products with A and Aᵀ only: never an M × M
+                                matrix; its work is counted in passes over the data */
+    int linsys;              /* solves linear systems with A Aᵀ (atf_info.linsys names how) */
+    atf_warm_use warm;
+    atf_procs_use processes;
+} atf_method_info;
+
+/* The table has a row for every method m = 0 … atf_method_count() − 1, in the order of
+ * atf_method (ATF_METHOD_AUTO, which stands for one of them, has none). */
+int atf_method_count(void);
+/* The row of method m; NULL for ATF_METHOD_AUTO and values outside the enum. */
+const atf_method_info *atf_method_info_of(atf_method m);
+/* The method's name ("auto" for ATF_METHOD_AUTO; "unknown" outside the enum). */
+const char *atf_method_name(atf_method m);
+/* ATF_OK and *m set for a method's name or "auto"; ATF_E_INPUT (no message: the caller names
+ * the item) for any other text. */
+atf_error atf_method_parse(const char *name, atf_method *m);
+
+/* How the linear systems with A Aᵀ are solved (the projection of admm, irls and lp, the Gram
+ * baseline; docs/solver.md, "Linear systems"). The result names the backend that ran
+ * (atf_info.linsys). */
+typedef enum {
+    ATF_LINSYS_AUTO = 0, /* the chooser: a factorisation where the Gram fits memory_fraction of
+                            the available memory (one solve: up to gram_max_rows rows), else
+                            PCG (repeated solves: where the single-precision Gram fits) */
+    ATF_LINSYS_DIRECT,   /* factorise A Aᵀ: CHOLMOD for all-sparse operators, else the dense Gram
+                            by Cholesky, or by its eigendecomposition where it is singular or
+                            too ill-conditioned; spread over processes under mpirun */
+    ATF_LINSYS_PCG       /* preconditioned CG on A Aᵀ, which is never formed (precond) */
+} atf_linsys_kind;
+
+/* "auto", "direct", "pcg"; NULL outside the enum. */
+const char *atf_linsys_kind_name(atf_linsys_kind k);
+/* ATF_OK and *k set, or ATF_E_INPUT (no message) for any other text. */
+atf_error atf_linsys_kind_parse(const char *name, atf_linsys_kind *k);
+
+/* The preconditioner of PCG on A Aᵀ (docs/solver.md, "Linear systems"). */
+typedef enum {
+    ATF_PRECOND_AUTO = 0,     /* gram32 for a projection solved every iteration (admm),
+                                 nystrom-block for one solve (the cg baseline) */
+    ATF_PRECOND_NONE,         /* plain CG */
+    ATF_PRECOND_JACOBI,       /* per example the exact C × C diagonal block */
+    ATF_PRECOND_NYSTROM,      /* F Fᵀ + μI, F from randomly pivoted Cholesky */
+    ATF_PRECOND_NYSTROM_BLOCK,/* F Fᵀ + the C × C blocks of the residual (+ a shift) */
+    ATF_PRECOND_GRAM32        /* the whole A Aᵀ (+ a shift) in single precision, Cholesky-
+                                 factored (2·M² bytes; one process) */
+} atf_precond;
+
+/* "auto", "none", "jacobi", "nystrom", "nystrom-block", "gram32"; NULL outside the enum. */
+const char *atf_precond_name(atf_precond p);
+/* ATF_OK and *p set, or ATF_E_INPUT (no message) for any other text. */
+atf_error atf_precond_parse(const char *name, atf_precond *p);
+
 typedef struct {
     atf_method method;     /* AUTO (default: the solver picks, docs/solver.md "Choosing the
                               method"); interpolation: ADMM, ALM, LP, BASELINE, CG or IRLS;
@@ -55,6 +144,14 @@ typedef struct {
                               loss, same kind) with a nonconvex penalty: the largest ratio of
                               consecutive λ, the bridges between solved to a pg residual of
                               1e-3 first; default 2; 0 (or 1): none (docs/solver.md §15) */
+    atf_linsys_kind linsys;/* how the systems with A Aᵀ are solved; default AUTO */
+    atf_precond precond;   /* PCG's preconditioner; default AUTO */
+    double memory_fraction;/* a factorisation (the Gram in double, or gram32's in single
+                              precision) may take this fraction of the available memory;
+                              default 0.75, in (0, 1] */
+    int gram_max_rows;     /* one solve (the baseline under auto) factorises the Gram up to this
+                              many rows; above it CG is the faster (measured); default 10000;
+                              0: no bound */
 } atf_settings;
 
 atf_settings atf_settings_default(void);

@@ -4,16 +4,24 @@
  * projection of 0 onto {A vec B = r}, with refinement), reported under the blocks' own penalties
  * with its objective, certificates and Theorem 2 factors. Factored blocks are reduced as for
  * ADMM: the min-norm point lies in range(Aᵀ), inside the reduced subspace, so it is unchanged. */
-#include "solver_internal.h"
-#include "internal/solver_cg.h"
+#include "solver_method.h"
 
-/* The Gram wherever it fits the memory (as always: the same bits at every size it served),
- * and preconditioned CG where it does not (M = 80 000 needs 51 GB), instead of failing there. */
+/* The method: the least-squares point set up with the linear system (no iterations). */
+atf_error atf_sv_baseline_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
+                              char *err)
+{
+    (void)b, (void)err;
+    atf_sv_least_squares_result(s, res, x, ATF_STATUS_SOLVED);
+    return ATF_OK;
+}
+
+/* The chooser's rule for one solve (the settings' defaults): the Gram where it fits the memory
+ * and M ≤ gram_max_rows, preconditioned CG otherwise. */
 atf_error atf_baseline_hooks(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
                              char *err)
 {
     atf_settings set = atf_settings_default();
-    set.method = atf_sv_gram_fits(prob, NULL, 0, NULL, 0) ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
+    set.baseline = 1; /* method auto: the baseline's rule */
     set.verbose = hooks && hooks->log; /* a log asked for is a log wanted: no settings here */
     return atf_solve(prob, &set, hooks, out, err);
 }

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solver_method.h"
 #include "solver_penalized.h"
 
 /* A momentum step may raise F by rounding (1e-16 relative) near the optimum; only more than
@@ -40,6 +41,8 @@ typedef struct {
     double *zx, *zprev, *zy, *zn, *u;    /* [M] */
     double t, theta, F, loss, pen;
     double res;          /* residual of the last step (at y) */
+    double eps;          /* the residual that certifies a point (the run's tolerance) */
+    int max_iter;        /* the run's iteration budget (for the ETA) */
     int momentum;        /* 0: the next step starts at y = x */
     int iter, restarts, backtracks;
     int power_iterations;  /* used by the first step */
@@ -63,7 +66,7 @@ static void log_header(atf_solver *s, const atf_loss *loss, const fista_state *s
             spec, s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
     atf_sv_log(s, "atf fista: first step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
-               "max_iter %d\n", st->t, st->power_iterations, s->set.eps_rel, s->set.max_iter);
+               "max_iter %d\n", st->t, st->power_iterations, st->eps, st->max_iter);
     atf_sv_log(s, "%8s %14s %13s %13s %10s %10s %8s %9s %9s\n", "iter", "objective", "loss",
             "penalty", "pg res", "step", "restarts", "time(s)", "ETA(s)");
 }
@@ -72,18 +75,18 @@ static void log_header(atf_solver *s, const atf_loss *loss, const fista_state *s
  * the first iteration began for the first row) times the iterations left — those the residual's recent decay
  * rate needs to reach eps_rel, capped by the iteration budget; the whole budget while the
  * residual does not decrease. */
-static double eta_seconds(atf_solver *s, fista_state *st, double now)
+static double eta_seconds(fista_state *st, double now)
 {
     double eta = NAN;
     if (st->iter > st->eta_iter) {
         double per_iter = (now - st->eta_time) / (st->iter - st->eta_iter);
-        double left = (double)(s->set.max_iter - st->iter);
-        if (st->res <= s->set.eps_rel) {
+        double left = (double)(st->max_iter - st->iter);
+        if (st->res <= st->eps) {
             left = 0.0;
         } else if (st->eta_iter > 0 && st->res > 0.0 && st->eta_res > 0.0) {
             double rate = log(st->eta_res / st->res) / (st->iter - st->eta_iter);
             if (rate > 0.0)
-                left = fmin(log(st->res / s->set.eps_rel) / rate, left);
+                left = fmin(log(st->res / st->eps) / rate, left);
         }
         eta = left * per_iter;
     }
@@ -93,7 +96,7 @@ static double eta_seconds(atf_solver *s, fista_state *st, double now)
 
 static void log_row(atf_solver *s, fista_state *st)
 {
-    double now = atf_now() - st->start, eta = eta_seconds(s, st, now);
+    double now = atf_now() - st->start, eta = eta_seconds(st, now);
     char etabuf[24];
     if (isfinite(eta))
         snprintf(etabuf, sizeof etabuf, "%9.1f", eta);
@@ -135,7 +138,7 @@ static int iterate(atf_solver *s, atf_pg_loss *pl, fista_state *st)
     if (!isfinite(F))
         return -1;
     st->res = atf_pg_residual(st->y, st->xn, st->g, st->t, n);
-    if (beta == 0.0 && st->res <= s->set.eps_rel) /* y = x itself is certified */
+    if (beta == 0.0 && st->res <= st->eps) /* y = x itself is certified */
         return 1;
     if (beta != 0.0 && F > st->F + RESTART_SLACK * fabs(st->F)) {
         /* the momentum step increased F: discard it, no momentum next time */
@@ -156,7 +159,7 @@ static int iterate(atf_solver *s, atf_pg_loss *pl, fista_state *st)
     st->F = F, st->loss = loss, st->pen = pen;
     st->theta = reset ? 1.0 : theta_next;
     /* a small residual at y: certify x next time by a step without momentum */
-    st->momentum = !(st->res <= s->set.eps_rel);
+    st->momentum = !(st->res <= st->eps);
     if (!st->momentum)
         st->theta = 1.0;
     return 0;
@@ -200,7 +203,7 @@ static int support_settled(atf_solver *s, const double *x, int nv, int *last, in
 int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b)
 {
     fista_state st = {.theta = 1.0, .start = atf_now(), .t = b->t, .F = b->F, .pen = b->pen,
-                      .loss = b->loss, .res = INFINITY};
+                      .loss = b->loss, .res = INFINITY, .eps = b->eps, .max_iter = b->max_iter};
     size_t n = s->n;
     int nv = s->set.structure == ATF_GLOBAL_FULL ? 1 : s->nvars;
     int *last = calloc((size_t)nv, sizeof *last), *now = calloc((size_t)nv, sizeof *now);
@@ -227,14 +230,14 @@ int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b)
     return done < 0 ? -1 : it;
 }
 
-atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
-                       atf_pg_info *info, char *err)
+atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, const atf_sv_budget *b,
+                       atf_result *res, double *x, atf_pg_info *info, char *err)
 {
     atf_pg_loss pl;
     atf_error e = atf_pg_loss_init(s, loss, &pl, err);
     if (e != ATF_OK)
         return e;
-    fista_state st = {.theta = 1.0, .start = atf_now()};
+    fista_state st = {.theta = 1.0, .start = atf_now(), .eps = b->eps, .max_iter = b->max_iter};
     memset(info, 0, sizeof *info);
     if (alloc_state(&st, s->n, pl.M) != ATF_OK) {
         free_state(&st), atf_pg_loss_free(&pl);
@@ -249,12 +252,11 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
     st.F = st.pen + st.loss;
     st.t = atf_pg_first_step(s, &pl, st.w, st.zn, &st.power_iterations);
     st.res = INFINITY;
-    if (s->set.verbose)
+    if (b->verbose)
         log_header(s, loss, &st);
     atf_status status = ATF_STATUS_MAX_ITERATIONS;
-    const atf_settings *set = &s->set;
     st.eta_time = atf_now() - st.start; /* the iterations start here (after the first step) */
-    for (st.iter = 1; st.iter <= set->max_iter; st.iter++) {
+    for (st.iter = 1; st.iter <= b->max_iter; st.iter++) {
         if (atf_sv_interrupted(s)) {
             st.iter--;
             status = ATF_STATUS_INTERRUPTED;
@@ -263,14 +265,14 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
         int done = iterate(s, &pl, &st);
         status = done > 0 ? ATF_STATUS_SOLVED
                           : done < 0 ? ATF_STATUS_NUMERICAL_ERROR : ATF_STATUS_MAX_ITERATIONS;
-        if (set->verbose && (done || st.iter == 1 || st.iter % set->log_every == 0 ||
-                             st.iter == set->max_iter))
+        if (b->verbose && (done || st.iter == 1 || st.iter % b->log_every == 0 ||
+                           st.iter == b->max_iter))
             log_row(s, &st);
         if (done)
             break;
     }
-    if (st.iter > set->max_iter)
-        st.iter = set->max_iter;
+    if (st.iter > b->max_iter)
+        st.iter = b->max_iter;
     if (status == ATF_STATUS_NUMERICAL_ERROR && !atf_sv_all_finite(st.x, n)) {
         memset(st.x, 0, n * sizeof *st.x); /* never hand out NaN: B = 0, i.e. f = f0 */
         atf_sv_apply(s, st.x, st.zx);
@@ -291,7 +293,7 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
     info->iterations = st.iter;
     info->restarts = st.restarts;
     info->backtracks = st.backtracks;
-    if (set->verbose)
+    if (b->verbose)
         atf_sv_log(s, "atf fista: %s after %d iterations: loss %.9e, penalty %.9e, "
                                "objective %.9e; pg residual %.3e, stationarity %.3e, duality "
                                "gap %.3e; %d restarts, %d backtracks, %.2f s\n",
@@ -301,4 +303,19 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, dou
     free_state(&st);
     atf_pg_loss_free(&pl);
     return ATF_OK;
+}
+
+/* The method: FISTA from the warm start, or from B = 0 (the predictions f0). */
+atf_error atf_sv_fista_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
+                           char *err)
+{
+    if (s->warm)
+        memcpy(x, s->warm, s->n * sizeof *x);
+    else
+        memset(x, 0, s->n * sizeof *x);
+    atf_pg_info info;
+    atf_error e = atf_sv_fista(s, &s->set.loss, b, res, x, &info, err);
+    res->info.pg_residual = info.pg_residual;
+    res->info.duality_gap = info.duality_gap;
+    return e;
 }

@@ -305,13 +305,13 @@ static double stationarity_at(atf_solver *s, const double *x)
     return atf_sv_stationarity(s, x, NULL, 1e-12 * atf_sv_norm(x, s->n));
 }
 
-static int certified(const atf_solver *s, double stationarity)
+static int certified(const atf_sv_budget *b, double stationarity)
 {
-    return stationarity <= fmax(CERTIFY_FACTOR * s->set.eps_rel, CERTIFY_FLOOR);
+    return stationarity <= fmax(CERTIFY_FACTOR * b->eps, CERTIFY_FLOOR);
 }
 
-atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *info,
-                      char *err)
+atf_error atf_sv_irls(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
+                      atf_irls_info *info, char *err)
 {
     size_t n = s->n, bn = (n ? n : 1) * sizeof(double);
     int M = s->work.M;
@@ -328,7 +328,7 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
     memcpy(x, s->x_ls, n * sizeof *x); /* M̂ = I: the NTK minimum-norm interpolant */
     double F = atf_sv_objective(s, x);
     info->first_objective = atf_sv_unscale_objective(s, F);
-    if (s->set.verbose)
+    if (b->verbose)
         atf_sv_log(s, "atf irls: %d blocks, %zu variables, %d constraints\n%8s %14s "
                                "%10s %9s\n", s->nvars, n, M, "iter", "objective", "rel step",
                 "time(s)");
@@ -336,7 +336,7 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
     int iter;
     double step = NAN;
     double cert = NAN; /* stationarity of the current x, once computed */
-    for (iter = 1; iter <= s->set.max_iter; iter++) {
+    for (iter = 1; iter <= b->max_iter; iter++) {
         if (atf_sv_interrupted(s)) {
             iter--;
             res->info.status = ATF_STATUS_INTERRUPTED;
@@ -363,18 +363,18 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
         step = sqrt(d2) / fmax(atf_sv_norm(xn, n), DBL_MIN);
         memcpy(x, xn, n * sizeof *x);
         F = Fn;
-        int done = step <= s->set.eps_rel;
-        if (s->set.verbose && (done || iter == 1 || iter % s->set.log_every == 0))
+        int done = step <= b->eps;
+        if (b->verbose && (done || iter == 1 || iter % b->log_every == 0))
             atf_sv_log(s, "%8d %14.7e %10.3e %9.3f\n", iter,
                     atf_sv_unscale_objective(s, F), step, atf_now() - start);
         cert = done ? stationarity_at(s, x) : NAN;
-        if (done && certified(s, cert)) {
+        if (done && certified(b, cert)) {
             res->info.status = ATF_STATUS_SOLVED;
             break;
         }
     }
-    if (iter > s->set.max_iter)
-        iter = s->set.max_iter;
+    if (iter > b->max_iter)
+        iter = b->max_iter;
     res->info.iterations = iter;
     res->info.primal_residual = step;
     res->info.dual_residual = NAN;
@@ -383,7 +383,7 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
         res->info.status = ATF_STATUS_NUMERICAL_ERROR; /* stalled away from a stationary point */
     info->iterations = iter;
     info->objective = atf_sv_unscale_objective(s, F);
-    if (s->set.verbose)
+    if (b->verbose)
         atf_sv_log(s, "atf irls: %s after %d iterations, objective %.9e, stationarity "
                                "%.3e, %d safeguarded steps, %.3f s\n",
                 atf_status_name(res->info.status), iter, info->objective, res->info.stationarity,
@@ -391,4 +391,11 @@ atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *
 done:
     free(K), free(lambda), free(xn), free(trial);
     return e;
+}
+
+atf_error atf_sv_irls_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
+                          char *err)
+{
+    atf_irls_info info;
+    return atf_sv_irls(s, b, res, x, &info, err);
 }

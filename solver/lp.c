@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "solver_method.h"
 
 /* Primal and dual feasibility tolerances of the simplex (GLPK's defaults are 1e-7). */
 #define LP_TOLERANCE 1e-10
@@ -144,8 +144,11 @@ static glp_prob *build_lp(const atf_solver *s, triplets *t)
     return lp;
 }
 
-atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err)
+/* The simplex runs to its optimal vertex: no iteration budget applies. */
+atf_error atf_sv_lp_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
+                        char *err)
 {
+    (void)b;
     int M = s->prob->M, n = (int)s->n;
     if (s->n > (size_t)(1 << 29)) {
         atf_errorf(err, "method lp: %zu variables are too many for GLPK", s->n);

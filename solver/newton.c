@@ -109,6 +109,8 @@ typedef struct {
     double start;
     int power_iterations;
     double last_checkpoint; /* atf_now() at the start, the resume or the last checkpoint */
+    atf_sv_budget b;      /* the budget of the solve this run serves: its tolerance aims the
+                             forcing term and the FISTA bursts, verbose its log lines */
 } newton_state;
 
 static atf_error alloc_state(newton_state *st, size_t n, int M, int nvars)
@@ -293,7 +295,7 @@ static int fallback_step(atf_solver *s, atf_pg_loss *pl, newton_state *st)
 static int fista_burst(atf_solver *s, atf_pg_loss *pl, newton_state *st)
 {
     atf_pg_burst b = {.x = st->x, .zx = st->zx, .F = st->F, .pen = st->pen, .loss = st->loss,
-                      .t = st->t, .max_iter = BURST_MAX, .stable = BURST_STABLE,
+                      .t = st->t, .eps = st->b.eps, .max_iter = BURST_MAX, .stable = BURST_STABLE,
                       .stable_moving = BURST_STABLE_MOVING};
     int it = atf_sv_fista_burst(s, pl, &b);
     st->backtracks += b.backtracks;
@@ -367,7 +369,7 @@ static void grow_preconditioner(atf_solver *s, newton_state *st)
         return;
     }
     st->ny_grown_at = st->iter;
-    if (s->set.verbose)
+    if (st->b.verbose)
         atf_sv_log(s, "atf newton: the preconditioner's rank grows from %d to %d (the last step "
                       "took %d CG steps)\n", from, st->ny.k, st->cg_last);
 }
@@ -441,7 +443,7 @@ static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_stat
     refresh_preconditioner(s, pl, st);
     if (st->ny.ready)
         atf_nys_prepare(&st->ny, jac, mu);
-    st->cg_last = conjugate_gradient(s, pl, jac, st, forcing(st->res, s->set.eps_rel), mu);
+    st->cg_last = conjugate_gradient(s, pl, jac, st, forcing(st->res, st->b.eps), mu);
     if (atf_sv_interrupted(s)) {
         undo_step(s, st, &top);
         return 1;
@@ -494,7 +496,7 @@ static void log_header(atf_solver *s, const atf_loss *loss, const newton_state *
             spec, s->nvars, s->n, (long long)s->n_orig, s->prob->M,
             atf_structure_name(s->set.structure));
     atf_sv_log(s, "atf newton: prox step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
-               "max_iter %d\n", st->t, st->power_iterations, s->set.eps_rel, s->set.max_iter);
+               "max_iter %d\n", st->t, st->power_iterations, st->b.eps, st->b.max_iter);
     atf_sv_log(s, "%6s %14s %13s %13s %10s %6s %8s %8s %9s %8s\n", "iter", "objective", "loss",
             "penalty", "pg res", "cg", "step", "passes", "time(s)", "sigma");
 }
@@ -546,7 +548,8 @@ struct atf_newton {
     char key[ATF_CHECKPOINT_KEYLEN]; /* of this solve's checkpoints (checkpoint_key) */
 };
 
-atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out, char *err)
+atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, const atf_sv_budget *b,
+                          atf_newton **out, char *err)
 {
     *out = NULL;
     atf_newton *nw = calloc(1, sizeof *nw);
@@ -588,6 +591,7 @@ atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out,
         grow_to > nw->st.ny.k)
         nw->st.ny_grow_to = grow_to;
     nw->st.ny_grown_at = -1;
+    nw->st.b = *b;
     *out = nw;
     return ATF_OK;
 }
@@ -706,83 +710,11 @@ static int save_checkpoint(atf_solver *s, atf_newton *nw)
         memcpy(tail + SK_HEADER, st->zx_sketch, (size_t)nw->pl.M * sizeof *tail);
     int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
     free(cp.data);
-    if (r == 0 && s->set.verbose)
+    if (r == 0 && st->b.verbose)
         atf_sv_log(s, "atf newton: checkpoint kept at step %d\n", st->iter);
     return r == 0 ? 0 : -1;
 }
 
-/* A checkpoint key names the problem's fingerprint after this tag. */
-#define FINGERPRINT_TAG "; problem "
-
-atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss *loss,
-                                double eps, const atf_loss *bridge_to, char *key, char *err)
-{
-    char *fp = s->fingerprint, spec[ATF_LOSS_SPECLEN];
-    if (!fp[0]) /* a problem built in code has none stored: hashed once per solve */
-        snprintf(fp, ATF_FINGERPRINT_LEN, "%s", s->prob->fingerprint);
-    if (!fp[0] && atf_problem_fingerprint(s->prob, fp) != ATF_OK) {
-        fp[0] = '\0';
-        atf_errorf(err, "%s: checkpoint: cannot fingerprint the problem", state);
-        return ATF_E_USAGE;
-    }
-    atf_loss_format(loss, spec, sizeof spec);
-    int k = snprintf(key, ATF_CHECKPOINT_KEYLEN,
-                     "%s" FINGERPRINT_TAG "%s; loss %s; structure %s; reduce %d; newton_rank %d; "
-                     "eps_rel %.17g; variables %zu; penalties", state, fp, spec,
-                     atf_structure_name(s->set.structure), s->set.reduce, s->set.newton_rank,
-                     eps, s->n);
-    for (int b = 0; b < s->prob->nblocks && k < ATF_CHECKPOINT_KEYLEN; b++)
-        k += snprintf(key + k, ATF_CHECKPOINT_KEYLEN - (size_t)k, " %s",
-                      s->prob->blocks[b].penalty_spec);
-    if (bridge_to && k < ATF_CHECKPOINT_KEYLEN) {
-        atf_loss_format(bridge_to, spec, sizeof spec);
-        k += snprintf(key + k, ATF_CHECKPOINT_KEYLEN - (size_t)k, "; on the way to %s", spec);
-    }
-    if (k >= ATF_CHECKPOINT_KEYLEN) {
-        atf_errorf(err, "%s: checkpoint: the solve's description is longer than %d bytes "
-                        "(too many blocks)", state, ATF_CHECKPOINT_KEYLEN - 1);
-        return ATF_E_USAGE;
-    }
-    return ATF_OK;
-}
-
-/* The fingerprint in a key ("" without the tag). */
-static const char *key_fingerprint(const char *key)
-{
-    const char *at = strstr(key, FINGERPRINT_TAG);
-    return at ? at + sizeof FINGERPRINT_TAG - 1 : "";
-}
-
-/* Whether two checkpoint keys differ only in the problem's fingerprint (the 32 hex digits after
- * the tag): the same solve of a problem whose numbers are not bit for bit the same. */
-static int only_the_data_differ(const char *a, const char *b)
-{
-    const char *pa = strstr(a, FINGERPRINT_TAG), *pb = strstr(b, FINGERPRINT_TAG);
-    if (!pa || !pb || pa - a != pb - b || strncmp(a, b, (size_t)(pa - a)) != 0)
-        return 0;
-    size_t fp = sizeof FINGERPRINT_TAG - 1 + ATF_FINGERPRINT_LEN - 1;
-    return strlen(pa) >= fp && strlen(pb) >= fp && strcmp(pa + fp, pb + fp) == 0;
-}
-
-atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp,
-                                    const char *key, char *err)
-{
-    if (strcmp(cp->key, key) == 0)
-        return ATF_OK;
-    if (only_the_data_differ(cp->key, key)) {
-        /* The common way to get here is rebuilding the problem on another machine: OpenBLAS
-         * picks its kernels by CPU, and kernels round differently. Say so, since the rest of the
-         * key is the same and "another solve's" would send the user looking in the wrong place. */
-        atf_errorf(err, "%s: the checkpoint is for the same solve of a problem whose numbers "
-                        "differ (problem fingerprint %.32s there, %.32s here): built again on "
-                        "another machine or BLAS kernel? (OpenBLAS: OPENBLAS_CORETYPE)",
-                   method, key_fingerprint(cp->key), key_fingerprint(key));
-        return ATF_E_INPUT;
-    }
-    atf_errorf(err, "%s: the checkpoint is another solve's (it is for \"%.300s\"; this solve "
-                    "is \"%.300s\")", method, cp->key, key);
-    return ATF_E_INPUT;
-}
 
 /* What a Newton checkpoint belongs to: the method and its state's version, the problem's
  * content, the loss, every block's penalty and the settings that shape the iterates. */
@@ -902,7 +834,7 @@ static atf_error resume(atf_solver *s, atf_newton *nw, const atf_checkpoint *cp,
     atf_error e = atf_sv_checkpoint_is_ours("newton", cp, nw->key, err);
     if (e == ATF_OK)
         e = load_own(s, nw, cp->data, cp->len, err);
-    if (e == ATF_OK && s->set.verbose)
+    if (e == ATF_OK && nw->st.b.verbose)
         atf_sv_log(s, "atf newton: resumed from a checkpoint at step %d (%.0f s into the "
                       "solve)\n", nw->st.iter, cp->data[CP_ELAPSED]);
     return e;
@@ -1049,7 +981,7 @@ static void report(atf_solver *s, const newton_state *st, const atf_pg_info *inf
     res->info.primal_residual = res->info.dual_residual = NAN;
     res->info.inner_iterations = st->cg_total;
     res->info.fallback_steps = st->fallbacks;
-    if (s->set.verbose)
+    if (st->b.verbose)
         atf_sv_log(s, "atf newton: %s after %d Newton steps (%d CG steps, %d "
                                "proximal-gradient fallbacks, %ld passes): loss %.9e, penalty "
                                "%.9e, objective %.9e; pg residual %.3e, stationarity %.3e, "
@@ -1118,14 +1050,14 @@ static int bridges(const atf_solver *s, const atf_loss *loss, double *lam)
 }
 
 /* The stage a resumed solve goes on in: the bridge whose key is the state's, else the last. */
-static atf_error resumed_stage(atf_solver *s, const atf_loss *loss, const double *lam, int nb,
-                               int *stage, char *err)
+static atf_error resumed_stage(atf_solver *s, const atf_sv_budget *b, const atf_loss *loss,
+                               const double *lam, int nb, int *stage, char *err)
 {
     *stage = nb;
     for (int k = 0; k < nb && s->hooks.resume; k++) {
         char key[ATF_CHECKPOINT_KEYLEN];
         atf_loss bl = {loss->kind, lam[k]};
-        atf_error e = checkpoint_key(s, &bl, fmax(BRIDGE_EPS, s->set.eps_rel), loss, key, err);
+        atf_error e = checkpoint_key(s, &bl, fmax(BRIDGE_EPS, b->eps), loss, key, err);
         if (e)
             return e;
         if (strcmp(key, s->hooks.resume->key) == 0) {
@@ -1141,12 +1073,12 @@ static atf_error resumed_stage(atf_solver *s, const atf_loss *loss, const double
  * error). bridge_to: the loss this stage is on the way to (NULL: the last stage). keep: its
  * states go to hooks.checkpoint (not after an interrupted bridge: the last stage's start is
  * not where the uninterrupted solve goes on from, and its state would replace the bridge's). */
-static atf_error run_stage(atf_solver *s, const atf_loss *loss, const atf_loss *bridge_to,
-                           double eps, const double *x, int resume_here, int keep,
-                           newton_carry *c, atf_newton **out, atf_status *status, int *gave_up,
-                           char *err)
+static atf_error run_stage(atf_solver *s, const atf_sv_budget *b, const atf_loss *loss,
+                           const atf_loss *bridge_to, double eps, const double *x,
+                           int resume_here, int keep, newton_carry *c, atf_newton **out,
+                           atf_status *status, int *gave_up, char *err)
 {
-    atf_error e = atf_newton_init(s, loss, out, err);
+    atf_error e = atf_newton_init(s, loss, b, out, err);
     if (e != ATF_OK)
         return e;
     atf_newton *nw = *out;
@@ -1155,12 +1087,11 @@ static atf_error run_stage(atf_solver *s, const atf_loss *loss, const atf_loss *
         ((e = checkpoint_key(s, loss, eps, bridge_to, nw->key, err)) ||
          (resume_here && (e = resume(s, nw, s->hooks.resume, err)))))
         return e;
-    if (nw->started && s->set.verbose) /* resumed: atf_newton_run does not start it */
+    if (nw->started && b->verbose) /* resumed: atf_newton_run does not start it */
         log_header(s, loss, &nw->st);
     if (!nw->started)
         carry_in(&nw->st, c);
-    *status = atf_newton_run(s, nw, x, eps, s->set.max_iter - nw->st.iter, s->set.verbose,
-                             gave_up);
+    *status = atf_newton_run(s, nw, x, eps, b->max_iter - nw->st.iter, b->verbose, gave_up);
     if (nw->checkpoint_failed) {
         atf_errorf(err, "newton: the checkpoint at step %d could not be kept", nw->st.iter);
         return ATF_E_IO;
@@ -1175,19 +1106,20 @@ static atf_error run_stage(atf_solver *s, const atf_loss *loss, const atf_loss *
  * answer (unchanged where a bridge broke down). An interrupted bridge ends them (*stopped = 1)
  * and leaves the interrupt flag set: the last stage then stops at its first check, with its own
  * certificate. */
-static atf_error run_bridges(atf_solver *s, const atf_loss *loss, const double *lam, int nb,
-                             int first, double *x, newton_carry *c, int *stopped, char *err)
+static atf_error run_bridges(atf_solver *s, const atf_sv_budget *b, const atf_loss *loss,
+                             const double *lam, int nb, int first, double *x, newton_carry *c,
+                             int *stopped, char *err)
 {
     for (int k = first; k < nb; k++) {
         atf_loss bl = {loss->kind, lam[k]};
-        double eps = fmax(BRIDGE_EPS, s->set.eps_rel);
-        if (s->set.verbose)
+        double eps = fmax(BRIDGE_EPS, b->eps);
+        if (b->verbose)
             atf_sv_log(s, "atf newton: continuation, stage %d of %d: lambda %g on the way to "
                           "%g, to pg residual %.0e\n", k + 1, nb + 1, lam[k], loss->lambda, eps);
         atf_newton *nw = NULL;
         atf_status status;
         int gave_up;
-        atf_error e = run_stage(s, &bl, loss, eps, x, s->hooks.resume && k == first, 1, c,
+        atf_error e = run_stage(s, b, &bl, loss, eps, x, s->hooks.resume && k == first, 1, c,
                                 &nw, &status, &gave_up, err);
         if (e == ATF_OK && nw->started && atf_sv_all_finite(nw->st.x, s->n))
             memcpy(x, nw->st.x, s->n * sizeof *x);
@@ -1224,20 +1156,20 @@ static void continuation_note(atf_result *res, const atf_loss *loss, const doubl
         snprintf(note + used + k, len - used - (size_t)k, " (each to pg residual %.0e)", eps);
 }
 
-atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
-                        atf_pg_info *info, int *gave_up, char *err)
+atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, const atf_sv_budget *b,
+                        atf_result *res, double *x, atf_pg_info *info, int *gave_up, char *err)
 {
     double lam[BRIDGES_MAX];
     int nb = bridges(s, loss, lam), first = 0, bridge_stopped = 0;
     newton_carry c = {0};
-    atf_error e = s->hooks.resume ? resumed_stage(s, loss, lam, nb, &first, err) : ATF_OK;
+    atf_error e = s->hooks.resume ? resumed_stage(s, b, loss, lam, nb, &first, err) : ATF_OK;
     if (e == ATF_OK && first < nb)
-        e = run_bridges(s, loss, lam, nb, first, x, &c, &bridge_stopped, err);
+        e = run_bridges(s, b, loss, lam, nb, first, x, &c, &bridge_stopped, err);
     if (e != ATF_OK)
         return e;
     atf_newton *nw = NULL;
     atf_status status;
-    e = run_stage(s, loss, NULL, s->set.eps_rel, x, s->hooks.resume && first == nb,
+    e = run_stage(s, b, loss, NULL, b->eps, x, s->hooks.resume && first == nb,
                   !bridge_stopped, &c, &nw, &status, gave_up, err);
     if (e != ATF_OK) {
         atf_newton_free(nw);
@@ -1265,9 +1197,43 @@ atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, do
     info->backtracks = st->backtracks;
     report(s, st, info, status, res);
     if (nb > 0)
-        continuation_note(res, loss, lam, nb, fmax(BRIDGE_EPS, s->set.eps_rel));
+        continuation_note(res, loss, lam, nb, fmax(BRIDGE_EPS, b->eps));
     if (st->ny_grown_at >= 0)
         growth_note(res, st);
     atf_newton_free(nw);
     return ATF_OK;
+}
+
+/* The method: Newton-CG from the warm start or B = 0; where its line search kept failing it
+ * says so and FISTA continues from its last point with the iterations left of the budget. */
+atf_error atf_sv_newton_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
+                            char *err)
+{
+    if (s->warm)
+        memcpy(x, s->warm, s->n * sizeof *x);
+    else
+        memset(x, 0, s->n * sizeof *x);
+    atf_pg_info info;
+    int gave_up = 0;
+    atf_error e = atf_sv_newton(s, &s->set.loss, b, res, x, &info, &gave_up, err);
+    res->info.pg_residual = info.pg_residual;
+    res->info.duality_gap = info.duality_gap;
+    if (e != ATF_OK || !gave_up)
+        return e;
+    int steps = res->info.iterations, cg = res->info.inner_iterations;
+    int fallbacks = res->info.fallback_steps;
+    size_t used = strlen(res->info.method_note);
+    snprintf(res->info.method_note + used, sizeof res->info.method_note - used,
+             "%snewton: the line search failed %d times in a row after %d steps (pg residual "
+             "%.2e): fista continued from there", used ? "; " : "", fallbacks, steps,
+             info.pg_residual);
+    atf_sv_budget rest = *b;
+    rest.max_iter = b->max_iter - steps > 1 ? b->max_iter - steps : 1;
+    e = atf_sv_fista(s, &s->set.loss, &rest, res, x, &info, err);
+    res->info.pg_residual = info.pg_residual;
+    res->info.duality_gap = info.duality_gap;
+    res->info.iterations += steps;
+    res->info.inner_iterations = cg;
+    res->info.fallback_steps = fallbacks;
+    return e;
 }

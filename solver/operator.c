@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "solver_method.h"
 
 /* ---- examples spread over processes ----
  * A shard's blocks hold the rows of the examples this process holds; the vars' operators are
@@ -18,6 +18,13 @@
  * gathered, a sum over examples (adjoint, Hessian product) is formed chunk by chunk in
  * double-double and the processes' pairs are added (atf_shard.h), the same bits everywhere, so
  * that every process takes the same steps as the others and as one process alone. */
+
+/* Whether a method runs over these processes (ctx: whether they can spread the Gram). */
+static int runs_over(const atf_method_info *in, const void *ctx)
+{
+    int gram = *(const int *)ctx;
+    return in->processes == ATF_PROCS_ALWAYS || (in->processes == ATF_PROCS_GRAM && gram);
+}
 
 atf_error atf_sv_shards_init(atf_solver *s, char *err)
 {
@@ -44,17 +51,17 @@ atf_error atf_sv_shards_init(atf_solver *s, char *err)
                    first, first + count - 1);
         return ATF_E_USAGE;
     }
-    /* The Gram methods (admm, the Gram baseline) run when the command can spread the Gram's
-     * factorisation over the processes (atf_processes.gram: ScaLAPACK; gram_dist.c); the
-     * matrix-free ones need only the products. */
-    atf_method m = s->set.method;
-    int gram = (m == ATF_METHOD_ADMM || m == ATF_METHOD_BASELINE) && pr->gram;
-    if (m != ATF_METHOD_NEWTON && m != ATF_METHOD_FISTA && m != ATF_METHOD_CG &&
-        m != ATF_METHOD_ALM && !gram) {
-        atf_errorf(err, "solver: method %s%s does not run over several processes (newton and "
-                   "fista with a loss, alm, the baseline by cg%s do)", atf_method_name(m),
-                   s->requested == ATF_METHOD_AUTO ? " (the choice of auto)" : "",
-                   pr->gram ? ", admm and the Gram baseline" : "");
+    /* The method's row says whether it runs over processes: the matrix-free ones through the
+     * products alone, the Gram methods (admm, the Gram baseline) where the command can spread
+     * the Gram's factorisation over them (atf_processes.gram: ScaLAPACK; gram_dist.c). */
+    const atf_method_info *in = &s->method->info;
+    int gram = pr->gram != NULL;
+    if (!runs_over(in, &gram)) {
+        char which[160];
+        atf_sv_method_list(runs_over, &gram, "and", which, sizeof which);
+        atf_errorf(err, "solver: method %s%s does not run over several processes (%s do)",
+                   in->name, s->requested == ATF_METHOD_AUTO ? " (the choice of auto)" : "",
+                   which);
         return ATF_E_USAGE;
     }
     for (int l = 0; l < p->nblocks; l++)

@@ -1,18 +1,17 @@
-/* projection.c — Euclidean projection onto {A vec X = r}, factorised once.
+/* projection.c — the Euclidean projection onto {A'x = r'} and the least-squares point, through
+ * the solver's linear system (linsys/).
  *
- * Π(V) = V − Aᵀ(AAᵀ)⁺(A vec V − r) does not involve ρ, so AAᵀ is factorised a single time at
- * setup, whatever ρ does later. Three factorisations, tried in this order:
- *  - all blocks sparse: CHOLMOD factors AAᵀ + βI straight from the sparse A (AAᵀ is never
- *    formed); a tiny β keeps the factorisation defined, iterative refinement removes its bias,
- *    and a singular AAᵀ (tiny pivot, or refinement that cannot reproduce r) goes to the dense path;
- *  - otherwise the dense Gram Σ_ℓ A_ℓA_ℓᵀ (Hadamard form for factored blocks) and dpotrf;
- *  - if the Gram is singular or too ill-conditioned (dpotrf fails, or its condition estimate is
- *    below M·ε, or the full-rank paths cannot reproduce r), an eigendecomposition with a
- *    relative cutoff gives the pseudo-inverse; consistency of the constraints is then decided
- *    from the residual of the least-squares point Aᵀ(AAᵀ)⁺r.
- * Over processes (method admm under mpirun) the dense Gram is spread over them in tiles and
- * factorised by ScaLAPACK through the command's hooks (gram_dist.c), with the same rules for
- * the Cholesky factor's acceptance and the eigenvalue cutoff, decided alike on every process. */
+ * Π(V) = V − A'ᵀ(A'A'ᵀ)⁺(A'V − r') does not involve ρ, so the system is set up a single time,
+ * whatever ADMM's ρ does later. A direct plan tries the chooser's backends in order (CHOLMOD for
+ * all-sparse operators, the dense Cholesky factor, the eigendecomposition) and keeps the first
+ * that serves and whose least-squares point A'ᵀ(A'A'ᵀ)⁺r' reproduces r' to √ε — the rank-
+ * revealing eigendecomposition, last, is kept whatever its residual, and decides the
+ * consistency of the constraints from it. A PCG plan solves to the projection's tolerance, from
+ * the last projection's λ where the caller has one (ADMM), and does not decide consistency: an
+ * r that its least-squares point cannot reproduce is an error here (the cg method certifies an
+ * inconsistent r). Over processes (admm and the Gram baseline under mpirun) the dense Gram is
+ * spread over them and factorised through the command's hooks, with the same rules, decided
+ * alike on every process. */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>
@@ -20,20 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_cg.h"
-#include "solver_gram.h"
-
-/* Relative LS residual that the full-rank paths must reach on r to be trusted (√ε): above it
- * the factorisation is not accurate enough and the rank-revealing path takes over. */
-#define FULL_RANK_CHECK 1.5e-8
-/* CHOLMOD regularisation β relative to the largest diagonal entry of AAᵀ, and the smallest
- * accepted (min diag L / max diag L)²: a pivot within a factor 1000 of β means AAᵀ is singular
- * to working precision, and the rank-revealing dense path takes over. */
-#define CHOLMOD_BETA_REL 1e-13
-#define CHOLMOD_RCOND_MIN 1e-10
-/* Bounds of the consistency tolerance of the eigen path (see eigen_feas_tol). */
-#define FEAS_TOL_MIN 1e-10
-#define FEAS_TOL_MAX 1e-2
+#include "gram.h"
+#include "linsys.h"
+#include "pcg.h"
 
 static double norm2(const double *x, size_t n)
 {
@@ -77,46 +65,6 @@ static void stacked_adjoint_sub(atf_solver *s, double *lambda, double *v)
     free(g);
 }
 
-/* λ = (AAᵀ)⁺ b. A non-finite b (a diverged iterate) gives λ = NaN without calling LAPACK or
- * CHOLMOD, so that the caller's finiteness checks see it and no solver routine gets NaN/Inf. */
-static void gram_solve(atf_sv_proj *p, const double *b, double *lambda)
-{
-    int M = p->M;
-    if (!atf_sv_all_finite(b, (size_t)M)) {
-        for (int i = 0; i < M; i++)
-            lambda[i] = NAN;
-        return;
-    }
-    if (p->dist) { /* over processes (gram_dist.c) */
-        atf_sv_dgram_solve(p->dist, p->kind == ATF_PROJ_EIGEN ? p->winv : NULL, b, lambda);
-        return;
-    }
-    switch (p->kind) {
-    case ATF_PROJ_CHOLESKY:
-        memcpy(lambda, b, (size_t)M * sizeof *lambda);
-        LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', M, 1, p->gram, M, lambda, M);
-        break;
-    case ATF_PROJ_EIGEN: /* V diag(winv) Vᵀ b */
-        cblas_dgemv(CblasColMajor, CblasTrans, M, M, 1.0, p->gram, M, b, 1, 0.0, p->t, 1);
-        for (int i = 0; i < M; i++)
-            p->t[i] *= p->winv[i];
-        cblas_dgemv(CblasColMajor, CblasNoTrans, M, M, 1.0, p->gram, M, p->t, 1, 0.0, lambda,
-                    1);
-        break;
-    case ATF_PROJ_CHOLMOD:
-        memcpy(p->rhs->x, b, (size_t)M * sizeof *lambda);
-        if (cholmod_l_solve2(CHOLMOD_A, p->F, p->rhs, NULL, &p->sol, NULL, &p->ws_y, &p->ws_e,
-                             &p->cc))
-            memcpy(lambda, p->sol->x, (size_t)M * sizeof *lambda);
-        else /* only on allocation failure inside CHOLMOD; leave v unchanged */
-            memset(lambda, 0, (size_t)M * sizeof *lambda);
-        break;
-    case ATF_PROJ_CG:
-        atf_sv_cg_gram_solve(p->cg, b, lambda);
-        break;
-    }
-}
-
 void atf_sv_project(atf_solver *s, double *v, const double *r, int refine)
 {
     atf_sv_proj *p = &s->proj;
@@ -129,7 +77,7 @@ void atf_sv_project(atf_solver *s, double *v, const double *r, int refine)
                 break;
             previous = now;
         }
-        gram_solve(p, p->s, p->lambda);
+        atf_linsys_solve(p->ls, p->s, NULL, 0.0, p->lambda);
         stacked_adjoint_sub(s, p->lambda, v);
     }
 }
@@ -138,15 +86,8 @@ void atf_sv_project_from(atf_solver *s, double *v, const double *r, const double
                          double *lam_out)
 {
     atf_sv_proj *p = &s->proj;
-    if (p->kind != ATF_PROJ_CG || p->dist) {
-        atf_sv_project(s, v, r, 0);
-        return;
-    }
     stacked_residual(s, v, r, p->s);
-    if (atf_sv_all_finite(p->s, (size_t)p->M))
-        atf_sv_cg_gram_solve_from(p->cg, p->s, from, p->lambda);
-    else
-        gram_solve(p, p->s, p->lambda); /* NaN, as gram_solve gives it */
+    atf_linsys_solve(p->ls, p->s, from, 0.0, p->lambda);
     if (lam_out)
         memcpy(lam_out, p->lambda, (size_t)p->M * sizeof *lam_out);
     stacked_adjoint_sub(s, p->lambda, v);
@@ -164,302 +105,112 @@ double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r)
     return value;
 }
 
-/* ---- factorisations ---- */
-
-/* The whole Gram Σ_ℓ A_ℓA_ℓᵀ in one process: p->gram (M × M). */
-static atf_error whole_gram(atf_solver *s, double **g, size_t *len, char *err)
+void atf_sv_least_squares_result(atf_solver *s, atf_result *res, double *x, atf_status status)
 {
-    int M = s->prob->M;
-    atf_sv_proj *p = &s->proj;
-    if (!p->gram)
-        p->gram = malloc((size_t)M * (size_t)M * sizeof *p->gram);
-    if (!p->gram) {
-        atf_errorf(err, "projection: out of memory for the %d × %d Gram matrix", M, M);
-        return ATF_E_NOMEM;
-    }
-    *g = p->gram;
-    *len = (size_t)M * (size_t)M;
-    memset(p->gram, 0, *len * sizeof *p->gram);
-    for (int l = 0; l < s->nvars; l++)
-        atf_block_gram(&s->vars[l].op, 1.0, p->gram);
-    return ATF_OK;
-}
-
-/* The dense Gram: whole in one process, this process's tiles over processes (gram_dist.c);
- * non-finite entries are refused on every process alike. */
-static atf_error dense_gram(atf_solver *s, char *err)
-{
-    double *g = NULL;
-    size_t len = 0;
-    atf_error e = s->procs ? atf_sv_dgram_form(s, &g, &len, err) : whole_gram(s, &g, &len, err);
-    if (e != ATF_OK)
-        return e;
-    if (atf_sv_max(s, atf_sv_all_finite(g, len) ? 0.0 : 1.0) != 0.0) {
-        atf_errorf(err, "projection: the Gram matrix AAᵀ has non-finite entries");
-        return ATF_E_NUMERICAL;
-    }
-    return ATF_OK;
-}
-
-/* dpotrf and dpocon on the whole Gram: 0, or LAPACK's nonzero info. */
-static int whole_cholesky(atf_sv_proj *p, double *rcond)
-{
-    int M = p->M;
-    double anorm = LAPACKE_dlansy(LAPACK_COL_MAJOR, '1', 'L', M, p->gram, M);
-    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', M, p->gram, M);
-    if (info == 0)
-        info = LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', M, p->gram, M, anorm, rcond);
-    return (int)info;
-}
-
-/* Cholesky of the dense Gram (in one process, or ScaLAPACK's over processes, decided alike on
- * every one). Returns 1 if it succeeded and is well enough conditioned: its condition estimate
- * above M·ε. */
-static int try_cholesky(atf_solver *s)
-{
-    atf_sv_proj *p = &s->proj;
-    double rcond = 0.0;
-    if ((s->procs ? atf_sv_dgram_cholesky(s, &rcond) : whole_cholesky(p, &rcond)) != 0)
-        return 0;
-    p->kind = ATF_PROJ_CHOLESKY;
-    p->rank = p->M;
-    p->kappa = rcond > 0.0 ? 1.0 / rcond : INFINITY;
-    return rcond > (double)p->M * DBL_EPSILON;
-}
-
-/* Consistency tolerance of the eigen path. For a consistent r = A x0 with x0 the min-norm
- * solution, the part of r on a dropped eigenvector u is |uᵀA x0| ≤ ‖Aᵀu‖‖x0‖ with
- * ‖Aᵀu‖² = uᵀ(AAᵀ)u ≲ 2·cutoff·λ_max (dropped eigenvalue plus the eigensolver's backward error)
- * and ‖x0‖ ≤ ‖r‖/√λ_min,kept. Hence a consistent problem has relative LS residual at most
- * √(n_dropped · 2·cutoff · λ_max/λ_min,kept); ten times that bound (clamped to
- * [1e-10, 1e-2]) separates rounding from a genuine inconsistency. */
-static double eigen_feas_tol(double cutoff, double kappa_kept, int ndrop)
-{
-    double tol = 10.0 * sqrt((double)ndrop * 2.0 * cutoff * kappa_kept);
-    return fmin(FEAS_TOL_MAX, fmax(FEAS_TOL_MIN, tol));
-}
-
-/* The pseudo-inverse's spectrum from the eigenvalues w (ascending), one process's or ScaLAPACK's:
- * winv, the rank, the cutoff and the consistency tolerance. */
-static void eigen_rule(atf_sv_proj *p, const double *w)
-{
-    int M = p->M;
-    /* dsyevd is backward stable: eigenvalues below about M·ε·λ_max cannot be told from 0. */
-    double lmax = fmax(w[M - 1], 0.0);
-    p->cutoff = (double)(M > 10 ? M : 10) * DBL_EPSILON;
-    double lmin_kept = lmax;
-    p->rank = 0;
-    for (int i = 0; i < M; i++) {
-        int keep = lmax > 0.0 && w[i] > p->cutoff * lmax;
-        p->winv[i] = keep ? 1.0 / w[i] : 0.0;
-        if (keep) {
-            p->rank++;
-            lmin_kept = fmin(lmin_kept, w[i]);
-        }
-    }
-    p->kind = ATF_PROJ_EIGEN;
-    p->kappa = lmax > 0.0 ? lmax / lmin_kept : 1.0;
-    p->feas_tol = eigen_feas_tol(p->cutoff, p->kappa, M - p->rank);
-}
-
-static atf_error whole_eigen(atf_sv_proj *p, double *w, char *err)
-{
-    lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', p->M, p->gram, p->M, w);
-    if (info != 0) {
-        atf_errorf(err, "projection: eigendecomposition of AAᵀ failed (info %d)", (int)info);
-        return ATF_E_NUMERICAL;
-    }
-    return ATF_OK;
-}
-
-static atf_error eigen_factor(atf_solver *s, char *err)
-{
-    atf_sv_proj *p = &s->proj;
-    double *w = malloc((size_t)p->M * sizeof *w);
-    if (!p->winv)
-        p->winv = malloc((size_t)p->M * sizeof *p->winv);
-    if (atf_sv_max(s, w && p->winv ? 0.0 : 1.0) != 0.0) {
-        free(w);
-        atf_errorf(err, "projection: out of memory for the eigendecomposition");
-        return ATF_E_NOMEM;
-    }
-    atf_error e = s->procs ? atf_sv_dgram_eigen(s, w, err) : whole_eigen(p, w, err);
-    if (e == ATF_OK)
-        eigen_rule(p, w);
-    free(w);
-    return e;
-}
-
-static atf_error dense_setup(atf_solver *s, char *err)
-{
-    atf_error e = dense_gram(s, err);
-    if (e != ATF_OK)
-        return e;
-    if (try_cholesky(s))
-        return ATF_OK;
-    e = dense_gram(s, err); /* dpotrf overwrote it */
-    if (e != ATF_OK)
-        return e;
-    return eigen_factor(s, err);
-}
-
-static void cholmod_release(atf_sv_proj *p)
-{
-    if (!p->cc_started)
-        return;
-    cholmod_l_free_sparse(&p->A, &p->cc);
-    cholmod_l_free_factor(&p->F, &p->cc);
-    cholmod_l_free_dense(&p->rhs, &p->cc);
-    cholmod_l_free_dense(&p->sol, &p->cc);
-    cholmod_l_free_dense(&p->ws_y, &p->cc);
-    cholmod_l_free_dense(&p->ws_e, &p->cc);
-    cholmod_l_finish(&p->cc);
-    p->cc_started = 0;
-}
-
-/* A (M × n) goes to CHOLMOD as triplets (duplicate CSR entries are summed by the conversion),
- * and CHOLMOD factors AAᵀ + βI from it. Returns ATF_OK with kind CHOLMOD, or ATF_OK with
- * cc_started == 0 when the factor is unusable (not positive definite, or a pivot within
- * CHOLMOD_RCOND_MIN of β: singular to working precision), leaving the choice to the dense path. */
-static atf_error cholmod_setup(atf_solver *s, char *err)
-{
-    atf_sv_proj *p = &s->proj;
-    int M = s->prob->M;
-    int64_t nnz = 0;
-    for (int l = 0; l < s->nvars; l++)
-        nnz += s->vars[l].op.nnz;
-    cholmod_l_start(&p->cc);
-    p->cc_started = 1;
-    p->cc.print = 0;
-    cholmod_triplet *T = cholmod_l_allocate_triplet((size_t)M, s->n, (size_t)(nnz > 0 ? nnz : 1),
-                                                    0, CHOLMOD_REAL, &p->cc);
-    if (!T)
-        goto nomem;
-    SuiteSparse_long *ti = T->i, *tj = T->j;
-    double *tx = T->x, maxdiag = 0.0;
-    size_t pos = 0;
-    for (int m = 0; m < M; m++) {
-        double diag = 0.0;
-        for (int l = 0; l < s->nvars; l++) {
-            const atf_block *b = &s->vars[l].op;
-            for (int64_t k = b->indptr[m]; k < b->indptr[m + 1]; k++) {
-                ti[pos] = m;
-                tj[pos] = (SuiteSparse_long)(b->indices[k] + (int64_t)s->vars[l].off);
-                tx[pos++] = b->data[k];
-                diag += b->data[k] * b->data[k];
-            }
-        }
-        maxdiag = fmax(maxdiag, diag);
-    }
-    T->nnz = pos;
-    p->A = cholmod_l_triplet_to_sparse(T, pos, &p->cc);
-    cholmod_l_free_triplet(&T, &p->cc);
-    if (!p->A)
-        goto nomem;
-    p->beta = CHOLMOD_BETA_REL * (maxdiag > 0.0 ? maxdiag : 1.0);
-    p->F = cholmod_l_analyze(p->A, &p->cc);
-    if (!p->F)
-        goto nomem;
-    double beta[2] = {p->beta, 0.0};
-    if (!cholmod_l_factorize_p(p->A, beta, NULL, 0, p->F, &p->cc) ||
-        p->cc.status != CHOLMOD_OK || p->F->minor < p->F->n) {
-        if (p->cc.status == CHOLMOD_OUT_OF_MEMORY)
-            goto nomem;
-        cholmod_release(p); /* not positive definite: the dense path decides */
-        return ATF_OK;
-    }
-    if (cholmod_l_rcond(p->F, &p->cc) < CHOLMOD_RCOND_MIN) {
-        cholmod_release(p); /* singular up to β: the dense path decides */
-        return ATF_OK;
-    }
-    p->rhs = cholmod_l_allocate_dense((size_t)M, 1, (size_t)M, CHOLMOD_REAL, &p->cc);
-    if (!p->rhs)
-        goto nomem;
-    p->kind = ATF_PROJ_CHOLMOD;
-    p->rank = M;
-    return ATF_OK;
-nomem:
-    cholmod_release(p);
-    atf_errorf(err, "projection: CHOLMOD ran out of memory factorising AAᵀ (M = %d, nnz = %lld)",
-               M, (long long)nnz);
-    return ATF_E_NOMEM;
+    memcpy(x, s->x_ls, s->n * sizeof *x);
+    res->info.status = status;
+    res->info.iterations = 0;
+    res->info.primal_residual = 0.0;
+    res->info.dual_residual = 0.0;
+    double xn = s->n ? cblas_dnrm2((int)s->n, x, 1) : 0.0;
+    res->info.stationarity = atf_sv_stationarity(s, x, NULL, 1e-12 * xn);
 }
 
 /* Least-squares point x_ls = Aᵀ(AAᵀ)⁺r with refinement, and its relative residual. */
-static double least_squares_point(atf_solver *s)
+static double least_squares_point(atf_solver *s, int refine)
 {
     memset(s->x_ls, 0, s->n * sizeof *s->x_ls);
-    atf_sv_project(s, s->x_ls, s->work.r, 4);
+    atf_sv_project(s, s->x_ls, s->work.r, refine);
     double res = atf_sv_constraint_norm(s, s->x_ls, s->work.r);
     return s->rnorm > 0.0 ? res / s->rnorm : res;
 }
 
-static int all_sparse(const atf_solver *s)
+/* A direct plan: the chooser's backends in order, the first that serves and reproduces r (the
+ * last, rank-revealing, whatever its residual); *ls_res its least-squares residual. */
+static atf_error direct_setup(atf_solver *s, double *ls_res, char *err)
 {
-    for (int l = 0; l < s->nvars; l++)
-        if (s->vars[l].op.kind != ATF_OP_SPARSE)
-            return 0;
-    return 1;
+    atf_sv_proj *p = &s->proj;
+    int count = 0;
+    const atf_linsys_backend *const *cand = atf_linsys_direct_candidates(s, &count);
+    for (int c = 0; c < count; c++) {
+        atf_error e = atf_linsys_open(s, cand[c], s->set.precond, &p->ls, err);
+        if (e != ATF_OK)
+            return e;
+        if (p->ls->usable) {
+            *ls_res = least_squares_point(s, 4);
+            if (*ls_res <= ATF_LINSYS_FULL_RANK_CHECK || c == count - 1)
+                return ATF_OK;
+        }
+        atf_linsys_free(p->ls); /* (nearly) singular for it: the next one decides */
+        p->ls = NULL;
+    }
+    atf_errorf(err, "projection: no factorisation of AAᵀ could be made");
+    return ATF_E_NUMERICAL;
 }
 
-atf_error atf_sv_proj_setup(atf_solver *s, char *err)
+/* A PCG plan for repeated projections (ADMM where only the single-precision Gram fits): its
+ * preconditioner built now (gram32 unless another is asked for), the least-squares point by
+ * one projection, which must reproduce r to 1.5 times the tolerance (else r may be
+ * inconsistent, which the cg method decides: ATF_E_NUMERICAL). Consistency is not decided. */
+static atf_error pcg_projection_setup(atf_solver *s, char *err)
+{
+    atf_sv_proj *p = &s->proj;
+    atf_precond pc = s->set.precond == ATF_PRECOND_AUTO ? ATF_PRECOND_GRAM32 : s->set.precond;
+    atf_error e = atf_linsys_open(s, &atf_linsys_pcg, pc, &p->ls, err);
+    if (e == ATF_OK)
+        e = atf_sv_cg_prepare(atf_linsys_pcg_engine(p->ls), err); /* its error, not plain CG's */
+    if (e != ATF_OK)
+        return e;
+    s->ls_residual = least_squares_point(s, 0);
+    double limit = 1.5 * p->ls->tol;
+    if (!(s->ls_residual <= limit) && !atf_sv_interrupted(s)) {
+        atf_errorf(err, "admm: the projection by CG reached a relative constraint residual of "
+                        "%.2e at the min-norm point, over %.1e: r may be inconsistent (`atf "
+                        "baseline --method cg` decides it)", s->ls_residual, limit);
+        return ATF_E_NUMERICAL;
+    }
+    return ATF_OK;
+}
+
+atf_error atf_sv_proj_setup(atf_solver *s, atf_sv_proj_plan plan, char *err)
 {
     atf_sv_proj *p = &s->proj;
     int M = s->prob->M;
     p->M = M;
     p->s = malloc((size_t)M * sizeof *p->s);
     p->lambda = malloc((size_t)M * sizeof *p->lambda);
-    p->t = malloc((size_t)M * sizeof *p->t);
-    s->x_ls = malloc((s->n ? s->n : 1) * sizeof *s->x_ls);
-    if (atf_sv_max(s, p->s && p->lambda && p->t && s->x_ls ? 0.0 : 1.0) != 0.0) {
+    s->x_ls = calloc(s->n ? s->n : 1, sizeof *s->x_ls);
+    if (atf_sv_max(s, p->s && p->lambda && s->x_ls ? 0.0 : 1.0) != 0.0) {
         atf_errorf(err, "projection: out of memory (M = %d, n = %zu)", M, s->n);
         return ATF_E_NOMEM;
     }
     s->rnorm = norm2(s->work.r, (size_t)M);
-    p->feas_tol = FULL_RANK_CHECK;
+    s->consistent = 1, s->ls_residual = NAN;
+    if (plan == ATF_SV_PROJ_KRYLOV) /* the cg method: its run decides everything */
+        return atf_linsys_open(s, &atf_linsys_pcg, s->set.precond, &p->ls, err);
+    if (plan == ATF_SV_PROJ_PCG)
+        return pcg_projection_setup(s, err);
     double ls = INFINITY;
-    if (all_sparse(s)) {
-        atf_error e = cholmod_setup(s, err);
-        if (e != ATF_OK)
-            return e;
-        if (p->cc_started) {
-            ls = least_squares_point(s);
-            if (ls > FULL_RANK_CHECK) { /* refinement did not converge: AAᵀ (nearly) singular */
-                cholmod_release(p);
-                ls = INFINITY;
-            }
-        }
-    }
-    if (!p->cc_started) {
-        atf_error e = dense_setup(s, err);
-        if (e != ATF_OK)
-            return e;
-        ls = least_squares_point(s);
-        if (p->kind == ATF_PROJ_CHOLESKY && ls > FULL_RANK_CHECK) {
-            e = dense_gram(s, err);
-            if (e == ATF_OK)
-                e = eigen_factor(s, err);
-            if (e != ATF_OK)
-                return e;
-            ls = least_squares_point(s);
-        }
-    }
+    atf_error e = direct_setup(s, &ls, err);
+    if (e != ATF_OK)
+        return e;
     s->ls_residual = ls;
     if (!isfinite(ls)) {
         atf_errorf(err, "projection: the least-squares point is not finite");
         return ATF_E_NUMERICAL;
     }
-    s->consistent = s->ls_residual <= p->feas_tol;
+    s->consistent = s->ls_residual <= p->ls->feas_tol;
     return ATF_OK;
+}
+
+double atf_sv_feas_tol(const atf_solver *s)
+{
+    return s->proj.ls ? s->proj.ls->feas_tol : 0.0;
 }
 
 void atf_sv_proj_free(atf_sv_proj *p)
 {
-    cholmod_release(p);
-    atf_sv_cg_free(p->cg);
-    p->cg = NULL;
-    atf_sv_dgram_free(p->dist);
-    p->dist = NULL;
-    free(p->gram), free(p->winv), free(p->s), free(p->lambda), free(p->t);
-    p->gram = p->winv = p->s = p->lambda = p->t = NULL;
+    atf_linsys_free(p->ls);
+    free(p->s), free(p->lambda);
+    memset(p, 0, sizeof *p);
 }

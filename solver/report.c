@@ -43,7 +43,9 @@ json_t *atf_result_json_object(const atf_result *res)
     if (!o)
         return NULL;
     json_object_set_new(o, "status", atf_json_text(atf_status_name(res->info.status)));
-    json_object_set_new(o, "method", json_string(atf_method_name(res->info.method)));
+    json_object_set_new(o, "method", atf_json_text(res->info.method));
+    json_object_set_new(o, "linsys", res->info.linsys[0] ? atf_json_text(res->info.linsys)
+                                                         : json_null());
     json_object_set_new(o, "structure", json_string(atf_structure_name(res->structure)));
     json_object_set_new(o, "loss", res->loss[0] ? atf_json_text(res->loss) : json_null());
     json_object_set_new(o, "iterations", json_integer(res->info.iterations));
@@ -140,12 +142,13 @@ int atf_result_summary(const atf_result *res, char *buf, size_t len)
 {
     sink k = {buf, len, 0};
     add(&k, snprintf(at(&k), room(&k),
-                     "status %s (method %s, structure %s) after %d iterations\n"
+                     "status %s (method %s%s%s, structure %s) after %d iterations\n"
                      "  objective %.10g\n"
                      "  constraint residual %.3e, stationarity %.3e, primal %.3e, dual %.3e, "
                      "least-squares residual %.3e\n"
                      "  time %.3f s (setup %.3f, projection %.3f, prox/SVD %.3f, other %.3f)\n",
-                     atf_status_name(res->info.status), atf_method_name(res->info.method),
+                     atf_status_name(res->info.status), res->info.method,
+                     res->info.linsys[0] ? " by " : "", res->info.linsys,
                      atf_structure_name(res->structure), res->info.iterations,
                      res->info.objective, res->info.constraint_residual, res->info.stationarity,
                      res->info.primal_residual, res->info.dual_residual, res->info.ls_residual,
@@ -168,7 +171,7 @@ int atf_result_summary(const atf_result *res, char *buf, size_t len)
     }
     if (res->info.method_note[0])
         add(&k, snprintf(at(&k), room(&k), "  note: %s\n", res->info.method_note));
-    if (res->info.status == ATF_STATUS_SOLVED && res->info.method == ATF_METHOD_ADMM &&
+    if (res->info.status == ATF_STATUS_SOLVED && !strcmp(res->info.method, "admm") &&
         res->info.stationarity > SUMMARY_CERTIFICATE_NOTE)
         add(&k, snprintf(at(&k), room(&k),
                          "  note: stationarity %.1e is large: the point is not yet stationary; "

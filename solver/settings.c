@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "solver_internal.h"
+#include "solver_method.h"
 
 atf_settings atf_settings_default(void)
 {
@@ -24,12 +24,22 @@ atf_settings atf_settings_default(void)
         .baseline = 0,
         .newton_rank = -1,
         .continuation = 2.0,
+        .linsys = ATF_LINSYS_AUTO,
+        .precond = ATF_PRECOND_AUTO,
+        .memory_fraction = 0.75,
+        .gram_max_rows = 10000,
     };
     return s;
 }
 
-/* Interpolation is solved by admm, lp, baseline, irls, alm or cg; a penalized loss by newton or
- * fista; auto by whichever atf_solver_init picks. */
+static int solves_penalized(const atf_method_info *in, const void *ctx)
+{
+    (void)ctx;
+    return in->penalized;
+}
+
+/* The loss is one the method's row says it solves (auto: any, resolved by atf_solver_init), and
+ * a warm start one it does not refuse. */
 static atf_error check_method_loss(const atf_settings *set, const atf_hooks *hooks, char *err)
 {
     const atf_loss *loss = &set->loss;
@@ -43,38 +53,41 @@ static atf_error check_method_loss(const atf_settings *set, const atf_hooks *hoo
                    atf_loss_name(loss->kind), loss->lambda);
         return ATF_E_USAGE;
     }
-    int penalized = loss->kind != ATF_LOSS_INTERPOLATE;
-    switch (set->method) {
-    case ATF_METHOD_AUTO: return ATF_OK; /* resolved by atf_solver_init for the loss */
-    case ATF_METHOD_FISTA:
-    case ATF_METHOD_NEWTON:
-        if (penalized)
-            return ATF_OK;
-        atf_errorf(err, "settings: method %s needs a penalized loss (squared or xent), not "
-                        "interpolate", atf_method_name(set->method));
-        return ATF_E_USAGE;
-    case ATF_METHOD_IRLS:
-        if (hooks && hooks->warm) { /* its monotone path starts at the minimum-norm interpolant */
-            atf_errorf(err, "settings: method irls starts from the minimum-norm interpolant and "
-                            "takes no warm start");
-            return ATF_E_USAGE;
-        }
-        /* fall through */
-    case ATF_METHOD_ADMM:
-    case ATF_METHOD_LP:
-    case ATF_METHOD_BASELINE:
-    case ATF_METHOD_ALM:
-    case ATF_METHOD_CG:
-        if (!penalized)
-            return ATF_OK;
-        atf_errorf(err, "settings: method %s solves the interpolation problem only; the loss %s "
-                        "needs method newton or fista (or auto)", atf_method_name(set->method),
-                   atf_loss_name(loss->kind));
+    if (set->method == ATF_METHOD_AUTO)
+        return ATF_OK;
+    const atf_method_info *in = atf_method_info_of(set->method);
+    if (!in) {
+        atf_errorf(err, "settings: method %d is not one of the solver's methods (atf_method)",
+                   (int)set->method);
         return ATF_E_USAGE;
     }
-    atf_errorf(err, "settings: method %d is not one of auto, admm, lp, baseline, irls, alm, cg, "
-                    "newton, fista", (int)set->method);
-    return ATF_E_USAGE;
+    int penalized = loss->kind != ATF_LOSS_INTERPOLATE;
+    char which[128];
+    if (penalized && !in->penalized) {
+        atf_sv_method_list(solves_penalized, NULL, "or", which, sizeof which);
+        atf_errorf(err, "settings: method %s solves the interpolation problem only; the loss %s "
+                        "needs method %s (or auto)", in->name, atf_loss_name(loss->kind), which);
+        return ATF_E_USAGE;
+    }
+    if (!penalized && !in->interpolation) {
+        atf_errorf(err, "settings: method %s needs a penalized loss (squared or xent), not "
+                        "interpolate", in->name);
+        return ATF_E_USAGE;
+    }
+    atf_linsys_kind only = atf_sv_method_of(set->method)->linsys_only;
+    if (only != ATF_LINSYS_AUTO && set->linsys != ATF_LINSYS_AUTO && set->linsys != only) {
+        atf_errorf(err, "settings: method %s solves its linear systems by %s, not by %s (%s)",
+                   in->name, atf_linsys_kind_name(only), atf_linsys_kind_name(set->linsys),
+                   only == ATF_LINSYS_PCG ? "method baseline factorises AAᵀ"
+                                          : "method cg solves by PCG");
+        return ATF_E_USAGE;
+    }
+    if (hooks && hooks->warm && in->warm == ATF_WARM_REFUSED) {
+        atf_errorf(err, "settings: method %s starts from the minimum-norm interpolant and takes "
+                        "no warm start", in->name);
+        return ATF_E_USAGE;
+    }
+    return ATF_OK;
 }
 
 /* Checkpoints: a state to resume and a nonnegative interval; not over processes (every rank
@@ -102,10 +115,10 @@ static atf_error check_checkpoint_hooks(const atf_hooks *hooks, char *err)
 
 atf_error atf_sv_settings_check(const atf_settings *set, const atf_hooks *hooks, char *err)
 {
-    if (set->baseline && set->method != ATF_METHOD_AUTO && set->method != ATF_METHOD_BASELINE &&
-        set->method != ATF_METHOD_CG) {
+    const atf_method_info *in = atf_method_info_of(set->method);
+    if (set->baseline && set->method != ATF_METHOD_AUTO && in && !in->baseline) {
         atf_errorf(err, "settings: the baseline is computed by auto, baseline (the Gram) or cg, "
-                        "not %s", atf_method_name(set->method));
+                        "not %s", in->name);
         return ATF_E_USAGE;
     }
     atf_error e = check_method_loss(set, hooks, err);
@@ -124,6 +137,25 @@ atf_error atf_sv_settings_check(const atf_settings *set, const atf_hooks *hooks,
     if (!(set->continuation == 0.0 || (set->continuation >= 1.0 && isfinite(set->continuation)))) {
         atf_errorf(err, "settings: continuation = %g, must be 0 (none) or a finite ratio ≥ 1",
                    set->continuation);
+        return ATF_E_USAGE;
+    }
+    if ((int)set->linsys < 0 || !atf_linsys_kind_name(set->linsys)) {
+        atf_errorf(err, "settings: linsys %d is not one of auto, direct, pcg", (int)set->linsys);
+        return ATF_E_USAGE;
+    }
+    if ((int)set->precond < 0 || !atf_precond_name(set->precond)) {
+        atf_errorf(err, "settings: precond %d is not one of auto, none, jacobi, nystrom, "
+                        "nystrom-block, gram32", (int)set->precond);
+        return ATF_E_USAGE;
+    }
+    if (!(set->memory_fraction > 0.0 && set->memory_fraction <= 1.0)) {
+        atf_errorf(err, "settings: memory_fraction = %g, must lie in (0, 1]",
+                   set->memory_fraction);
+        return ATF_E_USAGE;
+    }
+    if (set->gram_max_rows < 0) {
+        atf_errorf(err, "settings: gram_max_rows = %d, must be 0 (no bound) or more",
+                   set->gram_max_rows);
         return ATF_E_USAGE;
     }
     if (set->max_iter < 1) {

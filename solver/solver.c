@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_cg.h"
-#include "solver_newton.h"
+#include "linsys.h"
+#include "solver_method.h"
 
 /* Relative constraint residual an answer may have before it is reported as solved: √ε, or the
  * consistency tolerance of the projection when that is looser (rank-deficient A). */
@@ -74,19 +74,19 @@ static atf_error check_full_penalty(const atf_problem *prob, char *err)
     return ATF_OK;
 }
 
-/* The equilibrated data (rows scaled as `mode` says), their cores, and the factorisation with
- * the least-squares point and the consistency decision. */
-static atf_error build(atf_solver *s, atf_sv_eq_mode mode, char *err)
+/* The equilibrated data (rows scaled as `mode` says), their cores, and the linear system set up
+ * as `plan` says (a factorisation with the least-squares point and the consistency decision). */
+static atf_error build(atf_solver *s, atf_sv_eq_mode mode, atf_sv_proj_plan plan, char *err)
 {
     atf_error e = atf_sv_equilibrate_mode(s, mode, err);
     if (e == ATF_OK)
         e = atf_sv_vars_build(s, err);
-    if (e == ATF_OK && s->set.method == ATF_METHOD_LP)
-        e = atf_sv_lp_check(s, err);
+    if (e == ATF_OK && s->method->check_vars)
+        e = s->method->check_vars(s, err);
     if (e == ATF_OK)
         e = atf_sv_prox_alloc(s, err);
     if (e == ATF_OK)
-        e = atf_sv_proj_setup(s, err);
+        e = atf_sv_proj_setup(s, plan, err);
     return e;
 }
 
@@ -105,6 +105,11 @@ static atf_error build_matrix_free(atf_solver *s, atf_sv_eq_mode mode, char *err
     return e;
 }
 
+static int penalized(const atf_solver *s)
+{
+    return s->set.loss.kind != ATF_LOSS_INTERPOLATE;
+}
+
 /* A penalized loss: the data in the variable unit only (rows as they are: the loss sees the
  * predictions scale ∘ A'x, which undo any row scaling, so the iterates would not change while
  * a row-scaled copy would double the memory of A). */
@@ -114,10 +119,6 @@ static atf_error build_penalized(atf_solver *s, char *err)
     return e == ATF_OK ? build_matrix_free(s, ATF_EQ_NONE, err) : e;
 }
 
-static int penalized(const atf_solver *s)
-{
-    return s->set.loss.kind != ATF_LOSS_INTERPOLATE;
-}
 
 /* The augmented Lagrangian: interpolation without the Gram. The row-equilibrated data (A'x = r'
  * is the same constraint; rows of very different sizes would otherwise weigh unevenly in σ‖·‖²);
@@ -138,47 +139,23 @@ static void release_build(atf_solver *s)
     atf_sv_equilibrate_free(s);
 }
 
-/* Where ADMM's projection can factor the Gram (docs/solver.md §2.1): in double where it fits the
- * memory; else, on one process, by PCG with the Gram in single precision where that fits; else
- * nowhere. why says which and why (atf_sv_gram_fits's reason, and the single precision's size). */
-typedef enum { GRAM_NOWHERE, GRAM_DOUBLE, GRAM_SINGLE } gram_room;
-
-static gram_room room_for_gram(const atf_solver *s, char *why, size_t len)
+/* How a method that projects solves its systems (the chooser's rule for systems solved every
+ * iteration; the Gram baseline always factorises): by PCG the note says why. A plan of none
+ * (nothing fits) still factorises: the method was asked for by name. */
+static atf_sv_proj_plan projection_plan(atf_solver *s)
 {
-    const atf_processes *procs = s->hooks.processes;
-    double need = 0.0;
-    if (atf_sv_gram_fits(s->prob, procs, 0, why, len))
-        return GRAM_DOUBLE;
-    if ((procs && procs->size > 1) || !atf_sv_cg_gram32_fits(s->prob->M, &need))
-        return GRAM_NOWHERE;
-    size_t used = strlen(why);
-    snprintf(why + used, len - used, "; in single precision %.3g GiB",
-             need / (1024.0 * 1024.0 * 1024.0));
-    return GRAM_SINGLE;
-}
-
-/* ADMM's projection by PCG with the single-precision Gram as preconditioner where only that
- * fits; ATF_ADMM_PROJECTION=cg|gram decides instead, for the tests and measurements (ADMM's
- * iterates are the same either way, to the projection's tolerance). The reason goes into the
- * result's note. */
-static int admm_projection_by_cg(atf_solver *s)
-{
-    const char *env = getenv("ATF_ADMM_PROJECTION");
+    if (s->set.method == ATF_METHOD_BASELINE)
+        return ATF_SV_PROJ_DIRECT;
     char why[200] = "";
-    int cg;
-    if (env && (!strcmp(env, "cg") || !strcmp(env, "gram"))) {
-        cg = !strcmp(env, "cg");
-        snprintf(why, sizeof why, "ATF_ADMM_PROJECTION=%s", env);
-    } else {
-        cg = room_for_gram(s, why, sizeof why) == GRAM_SINGLE;
-    }
-    if (cg) {
-        size_t used = strlen(s->note);
-        snprintf(s->note + used, sizeof s->note - used,
-                 "%sadmm: projection by PCG with the single-precision Gram (%s)",
-                 used ? "; " : "", why);
-    }
-    return cg;
+    if (atf_linsys_choose(s->prob, s->hooks.processes, &s->set, 1, why, sizeof why) !=
+        ATF_LS_PLAN_PCG)
+        return ATF_SV_PROJ_DIRECT;
+    size_t used = strlen(s->note);
+    snprintf(s->note + used, sizeof s->note - used, "%s%s: projection by PCG with the %s (%s)",
+             used ? "; " : "", s->method->info.name,
+             s->set.precond == ATF_PRECOND_AUTO || s->set.precond == ATF_PRECOND_GRAM32
+                 ? "single-precision Gram" : atf_precond_name(s->set.precond), why);
+    return ATF_SV_PROJ_PCG;
 }
 
 /* Consistency is decided on the row-equilibrated data: rows of very different sizes would
@@ -190,37 +167,40 @@ static atf_error setup(atf_solver *s, char *err)
     atf_error e = ATF_OK;
     if (s->set.structure == ATF_GLOBAL_FULL)
         e = check_full_penalty(s->prob, err);
-    if (e == ATF_OK && penalized(s))
-        e = build_penalized(s, err);
-    else if (e == ATF_OK && s->set.method == ATF_METHOD_ALM)
-        e = build_alm(s, err);
-    else if (e == ATF_OK && s->set.method == ATF_METHOD_CG)
-        e = atf_sv_cg_build(s, err); /* matrix-free: no Gram, consistency decided by the run */
-    else if (e == ATF_OK && s->set.method == ATF_METHOD_ADMM && admm_projection_by_cg(s))
-        e = atf_sv_cg_build_projection(s, err);
-    else if (e == ATF_OK)
-        e = build(s, ATF_EQ_ROWS, err);
+    if (e != ATF_OK)
+        return e;
+    switch (s->method->data) {
+    case ATF_SV_DATA_PENALIZED: e = build_penalized(s, err); break;
+    case ATF_SV_DATA_ROWS: e = build_alm(s, err); break;
+    case ATF_SV_DATA_KRYLOV: /* no Gram: consistency decided by the run */
+        e = build(s, ATF_EQ_ROWS, ATF_SV_PROJ_KRYLOV, err);
+        break;
+    case ATF_SV_DATA_PROJECTION: e = build(s, ATF_EQ_ROWS, projection_plan(s), err); break;
+    }
     if (e == ATF_OK && !s->consistent) {
         release_build(s);
-        e = build(s, ATF_EQ_COMMON, err);
+        e = build(s, ATF_EQ_COMMON, ATF_SV_PROJ_DIRECT, err);
     }
     if (e == ATF_OK && s->hooks.warm)
         e = map_warm_start(s, err);
-    if (e == ATF_OK && s->set.method == ATF_METHOD_ADMM)
-        atf_sv_rho_init(s);
+    if (e == ATF_OK && s->method->prepare)
+        e = s->method->prepare(s, err);
     return e;
 }
 
 /* The method `auto` stands for (docs/solver.md "Choosing the method"), decided once here:
  * Newton for the penalized losses (faster to a certified point than FISTA at every size
- * measured), for interpolation ADMM on the M × M Gram where it fits the memory it needs,
- * estimated up front, then ADMM with its projection by PCG where the Gram fits in single
- * precision on one process, and otherwise the matrix-free augmented Lagrangian. */
+ * measured); for interpolation ADMM where the chooser finds a way to solve its projections
+ * (a factorisation, or PCG with the single-precision Gram as preconditioner; projection_plan
+ * then says which), otherwise the matrix-free augmented Lagrangian; for the baseline the Gram
+ * where the chooser factorises it for one solve, else CG. */
 static void resolve_auto(atf_solver *s)
 {
-    char why[200];
+    char why[200] = "";
     if (s->set.baseline) {
-        s->set.method = atf_baseline_method(s->prob, s->hooks.processes, why, sizeof why);
+        atf_ls_plan plan = atf_linsys_choose(s->prob, s->hooks.processes, &s->set, 0, why,
+                                             sizeof why);
+        s->set.method = plan == ATF_LS_PLAN_DIRECT ? ATF_METHOD_BASELINE : ATF_METHOD_CG;
         snprintf(s->note, sizeof s->note, "auto: %s", why);
         return;
     }
@@ -229,14 +209,14 @@ static void resolve_auto(atf_solver *s)
         snprintf(s->note, sizeof s->note, "auto: a penalized loss: newton");
         return;
     }
-    /* ADMM: the Gram at any M, in double or as its projection's preconditioner in single
-     * precision (admm_projection_by_cg then puts the reason into the note) */
-    gram_room room = room_for_gram(s, why, sizeof why);
-    s->set.method = room == GRAM_NOWHERE ? ATF_METHOD_ALM : ATF_METHOD_ADMM;
-    if (room == GRAM_SINGLE)
+    atf_ls_plan plan = atf_linsys_choose(s->prob, s->hooks.processes, &s->set, 1, why,
+                                         sizeof why);
+    s->set.method = plan == ATF_LS_PLAN_NONE ? ATF_METHOD_ALM : ATF_METHOD_ADMM;
+    if (plan == ATF_LS_PLAN_PCG)
         snprintf(s->note, sizeof s->note, "auto: admm");
     else
-        snprintf(s->note, sizeof s->note, "auto: %s: %s", why, room == GRAM_DOUBLE ? "admm" : "alm");
+        snprintf(s->note, sizeof s->note, "auto: %s: %s", why,
+                 plan == ATF_LS_PLAN_DIRECT ? "admm" : "alm");
 }
 
 atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,
@@ -267,6 +247,7 @@ atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,
     s->requested = settings.method;
     if (s->set.method == ATF_METHOD_AUTO)
         resolve_auto(s);
+    s->method = atf_sv_method_of(s->set.method);
     e = atf_sv_shards_init(s, err);
     if (e == ATF_OK)
         e = setup(s, err);
@@ -285,19 +266,8 @@ void atf_solver_free(atf_solver *s)
         return;
     release_build(s);
     free(s->warm);
+    free(s->method_data);
     free(s);
-}
-
-/* The least-squares point, reported as it is (baseline, or an infeasible problem). */
-static void least_squares_result(atf_solver *s, atf_result *res, double *x, atf_status status)
-{
-    memcpy(x, s->x_ls, s->n * sizeof *x);
-    res->info.status = status;
-    res->info.iterations = 0;
-    res->info.primal_residual = 0.0;
-    res->info.dual_residual = 0.0;
-    double xn = s->n ? cblas_dnrm2((int)s->n, x, 1) : 0.0;
-    res->info.stationarity = atf_sv_stationarity(s, x, NULL, 1e-12 * xn);
 }
 
 /* The result's blocks from the stacked x (expanded out of the cores), then objective,
@@ -361,7 +331,7 @@ static void fall_back(atf_solver *s, atf_result *res, double *x)
         res->info.status = ATF_STATUS_NUMERICAL_ERROR;
         res->info.stationarity = res->info.pg_residual = res->info.duality_gap = NAN;
     } else {
-        least_squares_result(s, res, x, ATF_STATUS_NUMERICAL_ERROR);
+        atf_sv_least_squares_result(s, res, x, ATF_STATUS_NUMERICAL_ERROR);
     }
     res->info.iterations = iterations;
 }
@@ -373,7 +343,7 @@ static void check_penalized_answer(atf_solver *s, atf_result *res, double *x)
     if (atf_sv_all_finite(x, s->n) && isfinite(res->info.pg_residual) && !isnan(res->info.stationarity))
         return;
     snprintf(s->check, sizeof s->check, "%s returned a point without a finite certificate",
-             atf_method_name(res->info.method));
+             res->info.method);
     fall_back(s, res, x);
 }
 
@@ -390,133 +360,81 @@ static void check_answer(atf_solver *s, atf_result *res, double *x)
     double cres = atf_sv_constraint_norm(s, x, s->work.r);
     if (s->rnorm > 0.0)
         cres /= s->rnorm;
-    double tol = fmax(ANSWER_RESIDUAL_TOL, s->proj.feas_tol);
+    double tol = fmax(ANSWER_RESIDUAL_TOL, atf_sv_feas_tol(s));
     if (!(cres <= tol))
         snprintf(s->check, sizeof s->check, "%s returned a point with relative constraint "
-                 "residual %.3e (tolerance %.1e)", atf_method_name(res->info.method), cres, tol);
+                 "residual %.3e (tolerance %.1e)", res->info.method, cres, tol);
     else if (!atf_sv_all_finite(x, s->n) || isnan(res->info.stationarity))
         snprintf(s->check, sizeof s->check, "%s returned a point without a finite certificate",
-                 atf_method_name(res->info.method));
+                 res->info.method);
     else
         return;
     fall_back(s, res, x);
 }
 
-/* FISTA from the warm start, or from B = 0 (the predictions f0). */
-static atf_error run_fista(atf_solver *s, atf_result *res, double *x, char *err)
+static int resumable(const atf_method_info *in, const void *ctx)
 {
-    if (s->warm)
-        memcpy(x, s->warm, s->n * sizeof *x);
-    else
-        memset(x, 0, s->n * sizeof *x);
-    atf_pg_info info;
-    atf_error e = atf_sv_fista(s, &s->set.loss, res, x, &info, err);
-    res->info.pg_residual = info.pg_residual;
-    res->info.duality_gap = info.duality_gap;
-    return e;
-}
-
-/* Newton-CG from the warm start or B = 0; where its line search kept failing it says so and
- * FISTA continues from its last point with the iterations left. */
-static atf_error run_newton(atf_solver *s, atf_result *res, double *x, char *err)
-{
-    if (s->warm)
-        memcpy(x, s->warm, s->n * sizeof *x);
-    else
-        memset(x, 0, s->n * sizeof *x);
-    atf_pg_info info;
-    int gave_up = 0;
-    atf_error e = atf_sv_newton(s, &s->set.loss, res, x, &info, &gave_up, err);
-    res->info.pg_residual = info.pg_residual;
-    res->info.duality_gap = info.duality_gap;
-    if (e != ATF_OK || !gave_up)
-        return e;
-    int steps = res->info.iterations, cg = res->info.inner_iterations, fallbacks = res->info.fallback_steps;
-    size_t used = strlen(res->info.method_note);
-    snprintf(res->info.method_note + used, sizeof res->info.method_note - used,
-             "%snewton: the line search failed %d times in a row after %d steps (pg residual "
-             "%.2e): fista continued from there", used ? "; " : "", fallbacks, steps,
-             info.pg_residual);
-    int budget = s->set.max_iter;
-    s->set.max_iter = budget - steps > 1 ? budget - steps : 1;
-    e = atf_sv_fista(s, &s->set.loss, res, x, &info, err);
-    s->set.max_iter = budget;
-    res->info.pg_residual = info.pg_residual;
-    res->info.duality_gap = info.duality_gap;
-    res->info.iterations += steps;
-    res->info.inner_iterations = cg;
-    res->info.fallback_steps = fallbacks;
-    return e;
+    (void)ctx;
+    return in->resumable;
 }
 
 static atf_error run_method(atf_solver *s, atf_result *res, double *x, char *err)
 {
     if (!s->consistent) { /* r ∉ range(A): report the least-squares point */
-        least_squares_result(s, res, x, ATF_STATUS_INFEASIBLE);
+        atf_sv_least_squares_result(s, res, x, ATF_STATUS_INFEASIBLE);
         return ATF_OK;
     }
-    if (s->hooks.resume && s->set.method != ATF_METHOD_NEWTON &&
-        s->set.method != ATF_METHOD_ALM && s->set.method != ATF_METHOD_CG &&
-        s->set.method != ATF_METHOD_ADMM) {
-        atf_errorf(err, "a checkpoint can only be resumed by method newton, alm, cg or admm "
-                        "(this solve's method is %s)", atf_method_name(s->set.method));
+    if (s->hooks.resume && !s->method->info.resumable) {
+        char which[128];
+        atf_sv_method_list(resumable, NULL, "or", which, sizeof which);
+        atf_errorf(err, "a checkpoint can only be resumed by method %s (this solve's method is "
+                        "%s)", which, s->method->info.name);
         return ATF_E_USAGE;
     }
-    switch (s->set.method) {
-    case ATF_METHOD_ADMM: return atf_sv_admm(s, res, x, err);
-    case ATF_METHOD_LP: return atf_sv_lp(s, res, x, err);
-    case ATF_METHOD_BASELINE:
-        least_squares_result(s, res, x, ATF_STATUS_SOLVED);
-        return ATF_OK;
-    case ATF_METHOD_FISTA: return run_fista(s, res, x, err);
-    case ATF_METHOD_IRLS: {
-        atf_irls_info info;
-        return atf_sv_irls(s, res, x, &info, err);
-    }
-    case ATF_METHOD_NEWTON: return run_newton(s, res, x, err);
-    case ATF_METHOD_ALM: return atf_sv_alm(s, res, x, err);
-    case ATF_METHOD_CG: return atf_sv_baseline_cg(s, res, x, err);
-    case ATF_METHOD_AUTO: /* resolved by atf_solver_init */
-        break;
-    }
-    atf_errorf(err, "solver: unknown method");
-    return ATF_E_USAGE;
+    atf_sv_budget budget = atf_sv_budget_of(&s->set);
+    return s->method->run(s, &budget, res, x, err);
 }
 
-/* The methods that work through A and Aᵀ products only (their work is counted in passes). */
-static int matrix_free(atf_method m)
+/* The status line at the iteration limit: what the method measures there. */
+static void limit_message(const atf_solver *s, const atf_result *res, char *err)
 {
-    return m == ATF_METHOD_FISTA || m == ATF_METHOD_NEWTON || m == ATF_METHOD_ALM ||
-           m == ATF_METHOD_CG;
+    const atf_info *in = &res->info;
+    switch (s->method->at_limit) {
+    case ATF_SV_AT_LIMIT_PG:
+        atf_errorf(err, "%s stopped at the iteration limit %d (pg residual %.3e); the last "
+                        "iterate is returned", in->method, in->iterations, in->pg_residual);
+        return;
+    case ATF_SV_AT_LIMIT_STEP:
+        atf_errorf(err, "%s stopped at the iteration limit %d (relative step %.3e); the last "
+                        "iterate is returned", in->method, in->iterations, in->primal_residual);
+        return;
+    case ATF_SV_AT_LIMIT_CONSTRAINT:
+        atf_errorf(err, "%s stopped at the iteration limit %d (relative constraint residual "
+                        "%.3e, stationarity %.3e); the last iterate is returned", in->method,
+                   in->iterations, in->primal_residual, in->stationarity);
+        return;
+    case ATF_SV_AT_LIMIT_RESIDUALS: break;
+    }
+    atf_errorf(err, "%s stopped at the iteration limit %d (primal residual %.3e, dual residual "
+                    "%.3e); the last iterate is returned", in->method, in->iterations,
+               in->primal_residual, in->dual_residual);
 }
 
 static void status_message(const atf_solver *s, const atf_result *res, char *err)
 {
-    if (res->info.method == ATF_METHOD_CG && atf_sv_cg_status_message(s, res, err))
+    if (s->method->status_text && s->method->status_text(s, res, err))
         return;
     switch (res->info.status) {
     case ATF_STATUS_SOLVED: break;
     case ATF_STATUS_INFEASIBLE:
         atf_errorf(err, "the constraints are inconsistent (r is not in the range of A): relative "
                         "least-squares residual %.3e above the tolerance %.1e; the "
-                        "least-squares point is returned", s->ls_residual, s->proj.feas_tol);
+                        "least-squares point is returned", s->ls_residual, atf_sv_feas_tol(s));
         break;
-    case ATF_STATUS_MAX_ITERATIONS:
-        if (res->info.method == ATF_METHOD_FISTA)
-            atf_errorf(err, "fista stopped at the iteration limit %d (pg residual %.3e); the "
-                            "last iterate is returned", res->info.iterations, res->info.pg_residual);
-        else if (res->info.method == ATF_METHOD_IRLS)
-            atf_errorf(err, "irls stopped at the iteration limit %d (relative step %.3e); the "
-                            "last iterate is returned", res->info.iterations, res->info.primal_residual);
-        else
-            atf_errorf(err, "%s stopped at the iteration limit %d (primal residual %.3e, dual "
-                            "residual %.3e); the last iterate is returned",
-                       atf_method_name(res->info.method), res->info.iterations, res->info.primal_residual,
-                       res->info.dual_residual);
-        break;
+    case ATF_STATUS_MAX_ITERATIONS: limit_message(s, res, err); break;
     case ATF_STATUS_INTERRUPTED:
         atf_errorf(err, "%s interrupted after %d iterations; the last iterate is returned",
-                   atf_method_name(res->info.method), res->info.iterations);
+                   res->info.method, res->info.iterations);
         break;
     case ATF_STATUS_NUMERICAL_ERROR:
         if (s->check[0]) {
@@ -524,11 +442,7 @@ static void status_message(const atf_solver *s, const atf_result *res, char *err
             break;
         }
         atf_errorf(err, "%s broke down numerically after %d iterations; %s is returned",
-                   atf_method_name(res->info.method), res->info.iterations,
-                   res->info.method == ATF_METHOD_FISTA || res->info.method == ATF_METHOD_NEWTON
-                       ? "the last finite iterate (or B = 0)"
-                   : res->info.method == ATF_METHOD_IRLS ? "the last iterate"
-                                                    : "the least-squares point");
+                   res->info.method, res->info.iterations, s->method->breakdown_returns);
         break;
     }
 }
@@ -549,14 +463,16 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
         atf_errorf(err, "solver: out of memory for the result");
         return ATF_E_NOMEM;
     }
-    res->info.method = s->set.method;
+    snprintf(res->info.method, sizeof res->info.method, "%s", s->method->info.name);
+    if (s->proj.ls)
+        snprintf(res->info.linsys, sizeof res->info.linsys, "%s", s->proj.ls->name);
     res->structure = s->set.structure;
     snprintf(res->info.method_note, sizeof res->info.method_note, "%s", s->note);
     atf_loss_format(&s->set.loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
     s->check[0] = '\0';
     s->passes = 0;
     atf_error e = run_method(s, res, x, err);
-    if (matrix_free(res->info.method))
+    if (s->method->info.matrix_free)
         res->info.operator_passes = s->passes > INT_MAX ? INT_MAX : (int)s->passes;
     if (e == ATF_OK) {
         check_answer(s, res, x);

@@ -32,6 +32,7 @@ int atf_cmd_kernel(int argc, char **argv);
 int atf_cmd_experiment(int argc, char **argv);
 int atf_cmd_sweep(int argc, char **argv);
 int atf_cmd_path(int argc, char **argv);
+int atf_cmd_methods(int argc, char **argv);
 
 /* ---- shared helpers (drivers/cli/cli.c) ---- */
 
@@ -172,6 +173,23 @@ atf_error atf_cli_check_pair(const char *cmd, const atf_result *res, const char 
 
 /* Print a JSON value as one line on stdout (jansson: properly escaped) and release it. */
 void atf_cli_print_json(json_t *v);
+
+/* ---- the solver's methods, as the method table has them (cli_methods.c) ---- */
+/* Which methods a command's --method takes (NULL: every one). */
+typedef int atf_cli_method_keep(const atf_method_info *info);
+/* --method: "auto" or the name of a method that `keep` takes; ATF_E_USAGE otherwise, the message
+ * listing them ("--method: 'x' is not one of auto, admm, ..."). */
+atf_error atf_cli_parse_method(const char *val, atf_cli_method_keep *keep, atf_method *m,
+                               char *err);
+/* Their help: one entry per method, its name at column `indent`, then what it solves and its
+ * summary, wrapped to 80 columns. */
+void atf_cli_method_help(FILE *out, int indent, atf_cli_method_keep *keep);
+/* What a method solves, as help and lists say it: "interpolation", "squared, xent", "the
+ * baseline". */
+const char *atf_cli_method_solves(const atf_method_info *info);
+/* text wrapped to 80 columns: the first line continues at column `at` (already printed), the
+ * others start at column `indent`. Ends with a newline. */
+void atf_cli_wrap(FILE *out, int at, int indent, const char *text);
 
 /* Before anything else in main(): when OpenBLAS fell back to its generic kernels on a CPU it does
  * not recognise, set OPENBLAS_CORETYPE to the kernel the CPU supports and execute the command

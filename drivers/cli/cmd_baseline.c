@@ -4,7 +4,7 @@
  *
  * The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), with its objective under the blocks'
  * own penalties, its certificates and factors, by the M × M Gram (gram: method baseline) or by
- * preconditioned CG (cg), or whichever fits (auto, the default: atf_baseline_method). It shares
+ * preconditioned CG (cg), or whichever fits (auto, the default: the chooser). It shares
  * the code path of `atf solve`: this file only checks the options a baseline accepts and
  * forwards (cmd_solve.c reads --method gram|cg|auto for the command baseline). */
 #include <stdio.h>
@@ -17,7 +17,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: atf baseline PROBLEM.h5 -o RESULT.h5 [--method gram|cg|auto]\n"
-            "                    [--max-iter N] [--no-reduce]\n"
+            "                    [--max-iter N] [--no-reduce] [--precond P]\n"
+            "                    [--memory-fraction F] [--gram-max-rows N]\n"
             "                    [--checkpoint FILE [--checkpoint-every S]] [--json] [--quiet]\n"
             "\n"
             "NTK min-norm interpolant (Theorem 1): B = A^T (A A^T)^-1 r, the projection of 0\n"
@@ -28,8 +29,16 @@ static void usage(FILE *out)
             "  --method M     gram: factorise the M x M Gram A A^T (exact; memory 8.7 bytes\n"
             "                 x M^2); cg: preconditioned conjugate gradients on A A^T, never\n"
             "                 formed (relative constraint residual 1e-8); auto (default):\n"
-            "                 gram when it fits in memory and M <= 10000, else cg (the\n"
-            "                 reason is the result's method note)\n"
+            "                 gram when it fits --memory-fraction of the available memory\n"
+            "                 and M <= --gram-max-rows, else cg (the reason is the\n"
+            "                 result's method note)\n"
+            "  --precond P    cg's preconditioner: auto (default: nystrom-block), none,\n"
+            "                 jacobi, nystrom, nystrom-block or gram32 (the whole A A^T in\n"
+            "                 single precision: 2 M^2 bytes)\n"
+            "  --memory-fraction F  the fraction of the available memory the Gram may take,\n"
+            "                 in (0, 1] (default 0.75)\n"
+            "  --gram-max-rows N  auto factorises the Gram up to N rows, above it cg is\n"
+            "                 faster (default 10000; 0: no bound)\n"
             "  --max-iter N   cg: step limit (default 10000; exit 4 when reached)\n"
             "  --no-reduce    no exact subspace reduction of factored blocks (needed for a\n"
             "                 rank-deficient factor over several processes)\n"
@@ -47,7 +56,7 @@ static void usage(FILE *out)
 }
 
 enum { OPT_JSON = ATF_CLI_OPT_FIRST, OPT_METHOD, OPT_MAX_ITER, OPT_NO_REDUCE, OPT_CHECKPOINT,
-       OPT_CHECKPOINT_EVERY };
+       OPT_CHECKPOINT_EVERY, OPT_PRECOND, OPT_MEMORY_FRACTION, OPT_GRAM_MAX_ROWS };
 
 /* The options a baseline accepts (a subset of atf solve's). */
 static const struct option options[] = {
@@ -58,6 +67,9 @@ static const struct option options[] = {
     {"no-reduce", no_argument, NULL, OPT_NO_REDUCE},
     {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
     {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+    {"precond", required_argument, NULL, OPT_PRECOND},
+    {"memory-fraction", required_argument, NULL, OPT_MEMORY_FRACTION},
+    {"gram-max-rows", required_argument, NULL, OPT_GRAM_MAX_ROWS},
     {"quiet", no_argument, NULL, 'q'},
     ATF_CLI_HELP_OPTION,
     {NULL, 0, NULL, 0}};

@@ -130,7 +130,7 @@ enum {
     OPT_AUTO_FRACTION, OPT_STRUCTURE, OPT_TOL, OPT_MAX_ITER, OPT_PATH_POINTS, OPT_LOSS,
     OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS, OPT_XENT_LAMBDAS, OPT_XENT_PENALTIES,
     OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE, OPT_THRESHOLDS, OPT_PATIENCE_PATH,
-    OPT_CHECKPOINT_EVERY, OPT_SOLVER_LOG,
+    OPT_CHECKPOINT_EVERY, OPT_SOLVER_LOG, OPT_LINSYS, OPT_PRECOND,
     OPT_REPORT_ONLY
 };
 
@@ -220,7 +220,8 @@ static void samples_usage(FILE *out)
             "          [--momentum MU] [--lr-schedule cosine|constant] [--epochs E] [--batch B]\n"
             "          [--stop final|best-val|test-selected] [--val N] [--patience K]\n"
             "          [--sampling fixed|resample-each-epoch] [--pool N] [--center] [--no-mlp]\n"
-            "          [--checkpoint-every S] [--solver-log FILE] [--out DIR] [--json]\n"
+            "          [--checkpoint-every S] [--solver-log FILE] [--linsys L] [--precond P]\n"
+            "          [--out DIR] [--json]\n"
             "\n"
             "Test error against the number of training examples n for models built on the same\n"
             "random network theta0 (one per seed). Rows go to DIR/samples.csv and .jsonl\n"
@@ -268,6 +269,10 @@ static void samples_usage(FILE *out)
             "                     DIR/solutions/*.partial.h5 every S seconds (default 600;\n"
             "                     -1: never); a re-run goes on from it to the same answer\n"
             "                     (admm by CG also keeps its factor, *.precond.h5)\n"
+            "  --linsys L         problem (16)'s linear systems (ADMM's projection): auto,\n"
+            "                     direct or pcg (see atf solve --help)\n"
+            "  --precond P        PCG's preconditioner, for those and the NTK interpolant's\n"
+            "                     CG: auto, none, jacobi, nystrom, nystrom-block, gram32\n"
             "  --solver-log FILE  append every problem (16), ntk-xent and NTK-interpolant\n"
             "                     solve's iteration table to FILE, under a line naming n,\n"
             "                     seed, model and lambda\n"
@@ -377,6 +382,17 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
     case OPT_CHECKPOINT_EVERY:
         return atf_cli_double("--checkpoint-every", val, &cfg->checkpoint_seconds, err);
     case OPT_SOLVER_LOG: snprintf(cfg->solver_log, sizeof cfg->solver_log, "%s", val); return ATF_OK;
+    case OPT_LINSYS:
+        if (atf_linsys_kind_parse(val, &cfg->linsys) == ATF_OK)
+            return ATF_OK;
+        atf_errorf(err, "--linsys: '%s' is not one of auto, direct, pcg", val);
+        return ATF_E_USAGE;
+    case OPT_PRECOND:
+        if (atf_precond_parse(val, &cfg->precond) == ATF_OK)
+            return ATF_OK;
+        atf_errorf(err, "--precond: '%s' is not one of auto, none, jacobi, nystrom, "
+                        "nystrom-block, gram32", val);
+        return ATF_E_USAGE;
     case OPT_XENT_PENALTIES: return atf_samples_set_xent_penalties(cfg, val, err);
     case OPT_INTERPOLATE_MAX_N: return parse_interpolate_max_n(val, &cfg->interpolate_max_n, err);
     case OPT_ALIGN_EXAMPLES: return parse_count("--align-examples", val, &cfg->align_examples, err);
@@ -464,6 +480,8 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"xent-path-patience", required_argument, NULL, OPT_PATIENCE_PATH},
         {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
         {"solver-log", required_argument, NULL, OPT_SOLVER_LOG},
+        {"linsys", required_argument, NULL, OPT_LINSYS},
+        {"precond", required_argument, NULL, OPT_PRECOND},
         {"xent-penalties", required_argument, NULL, OPT_XENT_PENALTIES},
         {"interpolate-max-n", required_argument, NULL, OPT_INTERPOLATE_MAX_N},
         {"align-examples", required_argument, NULL, OPT_ALIGN_EXAMPLES},

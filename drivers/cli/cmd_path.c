@@ -75,16 +75,10 @@ static atf_error as_flag(atf_error e, char *err)
     return e;
 }
 
-static atf_error parse_method(const char *val, atf_method *m, char *err)
+/* The path solves a penalized loss: the methods that do, or auto. */
+static int penalized_method(const atf_method_info *in)
 {
-    if (atf_method_parse(val, m) == ATF_OK)
-        return ATF_OK;
-    char names[256] = "";
-    for (int k = 0; k <= ATF_METHOD_AUTO; k++)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
-                 atf_method_name((atf_method)k));
-    atf_errorf(err, "--method: '%s' is not one of %s", val, names);
-    return ATF_E_USAGE;
+    return in->penalized;
 }
 
 static atf_error parse_fraction(const char *val, double *f, char *err)
@@ -130,7 +124,7 @@ static atf_error path_option(int c, const char *val, atf_path_config *cfg, path_
         e = atf_cli_int("--max-iter", val, 1, 1000000000L, &v, err);
         cfg->max_iter = (int)v;
         break;
-    case OPT_METHOD: return parse_method(val, &cfg->method, err);
+    case OPT_METHOD: return atf_cli_parse_method(val, penalized_method, &cfg->method, err);
     case OPT_NO_REDUCE: cfg->reduce = 0; break;
     case OPT_VERBOSE: cfg->verbose = 1; break;
     case OPT_QUIET: fl->quiet = 1; break;

@@ -112,7 +112,7 @@ static int predict_result(const char *prob_path, const char *res_path, const cha
     if (!e)
         e = atf_predict_result(p, prob_path, res, res_path, &pr, err);
     char what[64];
-    snprintf(what, sizeof what, "%s result", res ? atf_method_name(res->info.method) : "");
+    snprintf(what, sizeof what, "%s result", res ? res->info.method : "");
     atf_problem_free(p);
     atf_result_free(res);
     if (e)

@@ -8,8 +8,8 @@
  *
  * `atf baseline` forwards here with argv[0] = "baseline" and `--method=auto`, so both commands
  * share one code path and name themselves correctly in messages; for baseline, --method takes
- * gram (method baseline), cg or auto (atf_baseline_method decides once the problem is read, and
- * its reason opens the result's method note). */
+ * gram (method baseline), cg or auto (the solver's chooser decides once the problem is read,
+ * and its reason opens the result's method note). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +24,12 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: atf solve PROBLEM.h5 -o RESULT.h5 [--penalty SPEC] [--loss SPEC]\n"
             "                 [--structure layer|diagonal|full]\n"
-            "                 [--method auto|admm|alm|lp|irls|newton|fista]\n"
+            "                 [--method M]\n"
             "                 [--tol EPS] [--eps-abs E] [--max-iter N] [--rho R] [--alpha A]\n"
             "                 [--no-reduce] [--no-adaptive-rho] [--warm RESULT.h5]\n"
             "                 [--newton-rank K] [--continuation R]\n"
+            "                 [--linsys auto|direct|pcg] [--precond P]\n"
+            "                 [--memory-fraction F] [--gram-max-rows N]\n"
             "                 [--checkpoint FILE [--checkpoint-every S]] [--precond-file F]\n"
             "                 [--log-every K] [--quiet] [--json]\n"
             "\n"
@@ -49,14 +51,10 @@ static void usage(FILE *out)
             "                      (in double, or on one process in single precision as\n"
             "                      the preconditioner of its projection by CG), alm\n"
             "                      otherwise (the choice and its reason are in the log,\n"
-            "                      the JSON and the result's method_note).\n"
-            "                      interpolation: admm (ADMM: its projection by the Gram,\n"
-            "                      or by CG where only the single-precision Gram fits),\n"
-            "                      alm (augmented Lagrangian, matrix-free), lp (exact\n"
-            "                      GLPK; diagonal + nuclear only) or\n"
-            "                      irls (alternating adapted-kernel regression, monotone);\n"
-            "                      squared/xent: newton (semismooth Newton-CG, matrix-free)\n"
-            "                      or fista (accelerated proximal gradient)\n"
+            "                      the JSON and the result's method_note); or one of the\n"
+            "                      methods (atf methods: what each may do):\n");
+    atf_cli_method_help(out, 24, NULL);
+    fprintf(out,
             "  --tol EPS           relative tolerance eps_rel (default 1e-6; newton, fista:\n"
             "                      on the proximal-gradient residual, alm: on stationarity,\n"
             "                      irls: on the relative step)\n"
@@ -76,6 +74,21 @@ static void usage(FILE *out)
             "                      nonconvex penalties: go there through lambdas at most a\n"
             "                      factor R apart, each solved to pg residual 1e-3 (default\n"
             "                      2; 0: straight to the lambda asked)\n"
+            "  --linsys L          how the linear systems with A A^T are solved (admm's,\n"
+            "                      irls's and lp's projection): auto (default: a\n"
+            "                      factorisation where the Gram fits --memory-fraction of\n"
+            "                      the available memory, else PCG where its single-\n"
+            "                      precision Gram fits), direct (CHOLMOD for all-sparse\n"
+            "                      blocks, else the dense Gram by Cholesky or, singular,\n"
+            "                      by its eigendecomposition) or pcg (preconditioned CG,\n"
+            "                      the Gram never formed); the result names the backend\n"
+            "  --precond P         PCG's preconditioner: auto (default: gram32 for a\n"
+            "                      projection, nystrom-block for one solve), none, jacobi,\n"
+            "                      nystrom, nystrom-block or gram32\n"
+            "  --memory-fraction F the fraction of the available memory a factorisation\n"
+            "                      may take, in (0, 1] (default 0.75)\n"
+            "  --gram-max-rows N   one solve (the baseline) factorises the Gram up to N\n"
+            "                      rows, above it CG is faster (default 10000; 0: no bound)\n"
             "  --checkpoint FILE   newton, alm, admm: keep the solve's state in FILE every S\n"
             "                      seconds\n"
             "                      (--checkpoint-every, default 600); when FILE exists the\n"
@@ -87,7 +100,7 @@ static void usage(FILE *out)
             "  --precond-file F    keep the single-precision Gram's factor (2 M^2 bytes) in F\n"
             "                      once built, and read it from F instead of building it when\n"
             "                      F exists (a solve resumed from --checkpoint): admm with its\n"
-            "                      projection by CG, or ATF_CG_PRECOND=gram32. Removed\n"
+            "                      projection by CG, or --precond gram32. Removed\n"
             "                      once RESULT.h5 is written. One process only\n"
             "  --log-every K       iteration table row every K iterations (default 50)\n"
             "  --quiet             no iteration table and no summary on stderr\n"
@@ -113,17 +126,6 @@ static atf_error parse_structure(const char *v, atf_global_structure *s, char *e
 {
     if (atf_structure_parse(v, s) != ATF_OK) {
         atf_errorf(err, "--structure: '%s' is not one of layer, diagonal, full", v ? v : "");
-        return ATF_E_USAGE;
-    }
-    return ATF_OK;
-}
-
-static atf_error parse_method(const char *v, atf_method *m, char *err)
-{
-    /* the baseline is `atf baseline` (parse_baseline_method) */
-    if (atf_method_parse(v, m) != ATF_OK) {
-        atf_errorf(err, "--method: '%s' is not one of auto, admm, alm, lp, irls, newton, fista",
-                   v ? v : "");
         return ATF_E_USAGE;
     }
     return ATF_OK;
@@ -173,6 +175,10 @@ enum {
     OPT_LOG_EVERY,
     OPT_NEWTON_RANK,
     OPT_CONTINUATION,
+    OPT_LINSYS,
+    OPT_PRECOND,
+    OPT_MEMORY_FRACTION,
+    OPT_GRAM_MAX_ROWS,
     OPT_JSON
 };
 
@@ -196,6 +202,10 @@ static const struct option options[] = {
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"newton-rank", required_argument, NULL, OPT_NEWTON_RANK},
     {"continuation", required_argument, NULL, OPT_CONTINUATION},
+    {"linsys", required_argument, NULL, OPT_LINSYS},
+    {"precond", required_argument, NULL, OPT_PRECOND},
+    {"memory-fraction", required_argument, NULL, OPT_MEMORY_FRACTION},
+    {"gram-max-rows", required_argument, NULL, OPT_GRAM_MAX_ROWS},
     {"quiet", no_argument, NULL, 'q'},
     {"json", no_argument, NULL, OPT_JSON},
     ATF_CLI_HELP_OPTION,
@@ -222,7 +232,7 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
         return e;
     case OPT_STRUCTURE: return parse_structure(val, &s->structure, err);
     case OPT_METHOD:
-        return a->baseline ? parse_baseline_method(val, a, err) : parse_method(val, &s->method, err);
+        return a->baseline ? parse_baseline_method(val, a, err) : atf_cli_parse_method(val, NULL, &s->method, err);
     case OPT_LOSS: return parse_loss(val, &s->loss, err);
     case OPT_TOL: return atf_cli_double("--tol", val, &s->eps_rel, err);
     case OPT_EPS_ABS: return atf_cli_double("--eps-abs", val, &s->eps_abs, err);
@@ -241,6 +251,28 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
             s->newton_rank = (int)n;
         return e;
     case OPT_CONTINUATION: return atf_cli_double("--continuation", val, &s->continuation, err);
+    case OPT_LINSYS:
+        if (atf_linsys_kind_parse(val, &s->linsys) == ATF_OK)
+            return ATF_OK;
+        atf_errorf(err, "--linsys: '%s' is not one of auto, direct, pcg", val ? val : "");
+        return ATF_E_USAGE;
+    case OPT_PRECOND:
+        if (atf_precond_parse(val, &s->precond) == ATF_OK)
+            return ATF_OK;
+        atf_errorf(err, "--precond: '%s' is not one of auto, none, jacobi, nystrom, "
+                        "nystrom-block, gram32", val ? val : "");
+        return ATF_E_USAGE;
+    case OPT_MEMORY_FRACTION:
+        if (!(e = atf_cli_double("--memory-fraction", val, &s->memory_fraction, err)) &&
+            !(s->memory_fraction > 0.0 && s->memory_fraction <= 1.0)) {
+            atf_errorf(err, "--memory-fraction: %s is not in (0, 1]", val);
+            e = ATF_E_USAGE;
+        }
+        return e;
+    case OPT_GRAM_MAX_ROWS:
+        if (!(e = atf_cli_int("--gram-max-rows", val, 0, 1000000000L, &n, err)))
+            s->gram_max_rows = (int)n;
+        return e;
     case OPT_NO_REDUCE: s->reduce = 0; break;
     case OPT_NO_ADAPTIVE_RHO: s->adaptive_rho = 0; break;
     case 'q': a->quiet = 1; break;

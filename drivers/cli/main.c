@@ -24,6 +24,7 @@ static const atf_command commands[] = {
     {"sweep", atf_cmd_sweep, "penalty x scale x structure ablations on a problem file"},
     {"path", atf_cmd_path, "regularisation path in lambda of a penalized loss, best lambda"},
     {"demo", atf_cmd_demo, "built-in example: adaptive vs NTK min-norm (no download)"},
+    {"methods", atf_cmd_methods, "the solver's methods and what each may do"},
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 

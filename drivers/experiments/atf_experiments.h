@@ -129,6 +129,10 @@ typedef struct {
     int nscales;                         /* the penalty as given)                           */
     double auto_fraction;           /* scale=auto: √γ = fraction × largest baseline singular value */
     atf_global_structure structure;
+    atf_linsys_kind linsys;         /* problem (16)'s linear systems (ADMM's projection):
+                                       default auto (atf_solver.h) */
+    atf_precond precond;            /* PCG's preconditioner (problem (16)'s projection by PCG
+                                       and the NTK interpolant by CG): default auto */
     atf_loss loss;                  /* problem (16)'s loss: interpolate (default, ADMM) or a
                                        penalized loss (FISTA; rows then carry a `loss` column) */
     int max_iter;

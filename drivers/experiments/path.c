@@ -741,7 +741,7 @@ static void fill_row(atf_row *row, const path_state *s, const char *key, double 
     atf_row_num(row, "lambda", lambda);
     atf_row_str(row, "loss", res->loss);
     atf_row_str(row, "status", atf_status_name(res->info.status));
-    atf_row_str(row, "method", atf_method_name(res->info.method));
+    atf_row_str(row, "method", res->info.method);
     atf_row_num(row, "objective", res->info.objective);
     atf_row_num(row, "loss_value", res->info.loss_value);
     atf_row_num(row, "penalty_value", res->info.penalty_value);

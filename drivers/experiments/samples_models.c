@@ -213,6 +213,8 @@ static atf_error solve_one(samples_state *s, const point *pt, atf_problem *prob,
     set.loss = p16_loss(cfg, m->kind, lambda); /* the method: auto, resolved by the solver */
     set.max_iter = cfg->max_iter;
     set.eps_rel = cfg->tol;
+    set.linsys = cfg->linsys;
+    set.precond = cfg->precond;
     atf_hooks hooks = {.interrupt = s->io->interrupt, .warm = warm};
     char precond[1500];
     if (partial && cfg->checkpoint_seconds >= 0.0) {
@@ -269,7 +271,7 @@ static atf_error partial_path(const samples_state *s, const point *pt, const cha
     return e ? e : solution_path(s, pt, partial, path, len, err);
 }
 
-/* The point's NTK min-norm interpolant (atf_baseline_hooks: the Gram where it fits, else CG,
+/* The point's NTK min-norm interpolant (the baseline's rule: the Gram where it fits, else CG,
  * whose LSQR solve keeps its state in DIR/solutions/n=N_seed=S_ntk.partial.h5 every
  * checkpoint_seconds and goes on from there after an interruption, to the same answer bit for
  * bit); the file goes once the solve has ended other than interrupted, unless a stop came. */
@@ -294,7 +296,9 @@ atf_error samples_baseline(samples_state *s, point *pt, char *err)
         fprintf(s->solver_log, "== n=%d seed=%llu ntk%s\n", pt->n, (unsigned long long)pt->seed,
                 shown);
     }
-    e = atf_baseline_hooks(pt->prob, &hooks, &pt->base, err);
+    atf_settings set = atf_settings_default();
+    set.baseline = 1, set.precond = cfg->precond, set.verbose = hooks.log != NULL;
+    e = atf_solve(pt->prob, &set, &hooks, &pt->base, err);
     if (e)
         atf_checkpoint_explain(&sink, hooks.resume != NULL, e, err);
     else if (pt->base->info.status != ATF_STATUS_INTERRUPTED && !atf_exp_stopped(s->io))

@@ -8,7 +8,6 @@
 #ifndef ATF_SOLVER_INTERNAL_H
 #define ATF_SOLVER_INTERNAL_H
 
-#include <cholmod.h>
 #include <stddef.h>
 
 #include "atf_shard.h"
@@ -40,34 +39,20 @@ typedef struct {
     double *s_prox;        /* singular values after the last prox (objective for the log) */
 } atf_sv_var;
 
+/* How atf_sv_proj_setup sets the linear system up (projection.c). */
 typedef enum {
-    ATF_PROJ_CHOLESKY = 0, /* dense Gram, dpotrf                                  */
-    ATF_PROJ_EIGEN,        /* dense Gram, dsyevd with relative cutoff (rank-deficient) */
-    ATF_PROJ_CHOLMOD,      /* all-sparse: CHOLMOD factor of AAᵀ + βI from A itself */
-    ATF_PROJ_CG            /* method cg: (AAᵀ)⁺b by preconditioned CG, no Gram (baseline_cg.c) */
-} atf_proj_kind;
+    ATF_SV_PROJ_DIRECT = 0, /* a factorisation (the chooser's backends in order); the
+                               least-squares point, and r's consistency from it */
+    ATF_SV_PROJ_PCG,        /* PCG for repeated projections: its preconditioner built now, the
+                               least-squares point checked; consistency not decided */
+    ATF_SV_PROJ_KRYLOV      /* PCG for the cg method, which decides everything in its run */
+} atf_sv_proj_plan;
 
+/* The projection onto {A'x = r'} through the solver's linear system (linsys/linsys.h). */
 typedef struct {
-    atf_proj_kind kind;
+    struct atf_linsys *ls; /* NULL: none set up (the matrix-free methods) */
     int M;
-    double *gram;          /* Cholesky factor (lower, col-major) or eigenvectors [M × M] */
-    double *winv;          /* eigen: 1/λ on the kept spectrum, 0 on the dropped one */
-    int rank;              /* numerical rank of AAᵀ */
-    double cutoff;         /* eigen: relative eigenvalue cutoff used */
-    double kappa;          /* dense: estimated condition number of AAᵀ (1/rcond, or the kept
-                              eigenvalues' ratio); 0 unknown */
-    double feas_tol;       /* relative LS residual above which r ∉ range(A) */
-    double *s, *lambda, *t; /* workspace [M] */
-    /* CHOLMOD */
-    cholmod_common cc;
-    int cc_started;
-    cholmod_sparse *A;
-    cholmod_factor *F;
-    cholmod_dense *rhs, *sol, *ws_y, *ws_e;
-    double beta;
-    struct atf_sv_cg *cg;  /* ATF_PROJ_CG: the CG state and its preconditioner (solver_cg.h) */
-    struct atf_sv_dgram *dist; /* CHOLESKY and EIGEN over processes: the Gram's tiles, spread
-                                  (gram_dist.c, solver_gram.h); gram unused */
+    double *s, *lambda;    /* workspace [M] */
 } atf_sv_proj;
 
 typedef struct {
@@ -100,6 +85,7 @@ struct atf_solver {
     atf_settings set;        /* set.method is the method that runs (auto resolved) */
     atf_hooks hooks;         /* the caller's log, warm start and stop flag (zeroed: none) */
     atf_method requested;    /* the method asked for (may be ATF_METHOD_AUTO) */
+    const struct atf_sv_method *method; /* the row of the method that runs (solver_method.h) */
     char note[256];          /* why this method (auto), copied into every result */
     char fingerprint[ATF_FINGERPRINT_LEN]; /* the problem's, for checkpoint keys: its stored
                                 one, else computed once ("" until then) */
@@ -114,12 +100,8 @@ struct atf_solver {
     double ls_residual;    /* ‖A x_ls − r‖ / ‖r‖ */
     int consistent;        /* r ∈ range(A) up to feas_tol */
     double *warm;          /* warm start mapped into the cores (stacked), or NULL */
-    double rho0;           /* initial ρ (atf_sv_rho_init) */
-    double rho_min;        /* floor of ρ from the weak convexity of nonconvex ω̃ (0 if convex) */
-    double tol_unit_pri;   /* what ε_abs multiplies in the primal test: ‖x_ls‖ (data units)   */
-    double tol_unit_dual;  /* ... and in the dual test: curvature scale × ‖x_ls‖              */
-    int nonconvex;         /* some ω̃ is nonconvex */
-    int curvature_underflow; /* ω̃'(σ)/σ at the least-squares point is not a normal double */
+    void *method_data;     /* what the method derived at init (its row's prepare), one
+                              allocation the solver frees; NULL: nothing */
     char check[ATF_ERRLEN];/* why a method's answer failed the final check ("" if it passed) */
     long passes;           /* applications of A' or A'ᵀ since the last solve began (operator.c) */
     double *op_work;       /* scratch of the vars' operators, for one pass or a fused Hessian
@@ -148,7 +130,8 @@ void atf_sv_log(const atf_solver *s, const char *fmt, ...) __attribute__((format
 /* Whether the caller's stop flag is raised. */
 int atf_sv_interrupted(const atf_solver *s);
 
-/* Checkpoint keys (newton.c): what a state belongs to: `state` (the method and its state's
+/* ---- checkpoint.c ---- */
+/* Checkpoint keys: what a state belongs to: `state` (the method and its state's
  * version, and any setting of the method's own that shapes the iterates), the problem's
  * fingerprint, the loss, eps, the settings that shape the iterates and every block's penalty
  * (bridge_to: the loss a continuation's stage leads to, or NULL). */
@@ -253,8 +236,11 @@ void atf_sv_hess_many(atf_solver *s, const atf_block *const *ops, const atf_sv_s
                       double *z, double *pack);
 
 /* ---- projection.c ---- */
-/* Factorise AAᵀ once; compute the least-squares point and decide consistency. */
-atf_error atf_sv_proj_setup(atf_solver *s, char *err);
+/* Set the linear system up once as `plan` says; the least-squares point x_ls and the
+ * consistency of r (direct), or its check (PCG); s->rnorm. */
+atf_error atf_sv_proj_setup(atf_solver *s, atf_sv_proj_plan plan, char *err);
+/* The relative least-squares residual above which r ∉ range(A) (0 without a system). */
+double atf_sv_feas_tol(const atf_solver *s);
 void atf_sv_proj_free(atf_sv_proj *p);
 /* v ← Π(v) = v − Aᵀ(AAᵀ)⁺(A v − r) with `refine` extra correction steps (0: one solve);
  * with r = NULL the projection onto null(A), so v − Π(v) is the part in range(Aᵀ). */
@@ -266,6 +252,9 @@ void atf_sv_project_from(atf_solver *s, double *v, const double *r, const double
                          double *lam_out);
 /* ‖A v − r‖ (absolute) with workspace proj.s. */
 double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r);
+/* The least-squares point x_ls into x, reported as it is with `status` (the baseline's answer,
+ * an infeasible problem's, a fallback's): no iterations, zero ADMM residuals, its stationarity. */
+void atf_sv_least_squares_result(atf_solver *s, atf_result *res, double *x, atf_status status);
 
 /* ---- block_prox.c ---- */
 /* Workspace for the SVDs of spectral matrix vars. */
@@ -298,14 +287,8 @@ int atf_sv_any_nuclear(const atf_solver *s);
 /* Data-scaled initial ρ: ⟨∇Ω̃(B0), B0⟩ / ‖B0‖² at the least-squares point (2 if undefined). */
 double atf_sv_rho_scale(atf_solver *s);
 
-/* ---- admm.c ---- */
-/* ρ0 = settings.rho · max(data scale, 2μ) with μ the weak-convexity modulus of the penalties
- * over the range of the least-squares point's singular values; sets rho0, rho_min and alpha. */
-void atf_sv_rho_init(atf_solver *s);
-atf_error atf_sv_admm(atf_solver *s, atf_result *res, double *x, char *err);
-
 /* ---- lp.c ---- */
+/* The diagonal structure with the nuclear penalty only (ATF_E_USAGE naming the block). */
 atf_error atf_sv_lp_check(const atf_solver *s, char *err);
-atf_error atf_sv_lp(atf_solver *s, atf_result *res, double *x, char *err);
 
 #endif

@@ -131,7 +131,10 @@ void atf_nys_apply(atf_nystrom *ny, atf_jac *jac, const double *v, double *out);
 /* A Newton run that outlives one solve: the augmented Lagrangian (alm.c) changes the loss's weight
  * and target between its subproblems and continues from the same point. */
 typedef struct atf_newton atf_newton;
-atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, atf_newton **out, char *err);
+/* b: the budget of the solve the run serves (its tolerance aims the forcing term and the FISTA
+ * bursts; verbose, its log lines); atf_newton_run takes its own limits. */
+atf_error atf_newton_init(atf_solver *s, const atf_loss *loss, const atf_sv_budget *b,
+                          atf_newton **out, char *err);
 void atf_newton_free(atf_newton *nw);
 /* The squared loss (weight/2)‖A'x − target‖² of the next runs, wholly in work units (target not
  * owned; atf_pg_loss_set_weight); the point stays (its values are recomputed), the step t and the
@@ -175,17 +178,12 @@ atf_error atf_newton_state_load(atf_solver *s, atf_newton *nw, const double *sta
 double atf_newton_sketch_weight(const atf_newton *nw);
 int atf_newton_rebuild_sketch(atf_solver *s, atf_newton *nw, const double *weights, int count);
 
-/* ---- alm.c ---- */
-/* Interpolation by the augmented Lagrangian with Newton subproblems, from the warm start or 0;
- * x receives the answer (work units). res gets status, iterations (outer), inner_iterations,
- * fallback_steps, primal_residual (the last relative constraint residual) and stationarity. */
-atf_error atf_sv_alm(atf_solver *s, atf_result *res, double *x, char *err);
-
 /* Semismooth Newton-CG on F from x (work units; in: the start, out: the answer) on a solver set up
- * for a penalized loss. res gets status, iterations (Newton steps), objective (problem units),
- * stationarity, inner_iterations (CG steps) and fallback_steps. *gave_up is set when the line
- * search failed NEWTON_GIVE_UP times in a row (the caller hands over to FISTA from x). */
-atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
-                        atf_pg_info *info, int *gave_up, char *err);
+ * for a penalized loss, within the budget b. res gets status, iterations (Newton steps),
+ * objective (problem units), stationarity, inner_iterations (CG steps) and fallback_steps.
+ * *gave_up is set when the line search failed NEWTON_GIVE_UP times in a row (the method's run,
+ * atf_sv_newton_run, then hands over to FISTA from x). */
+atf_error atf_sv_newton(atf_solver *s, const atf_loss *loss, const atf_sv_budget *b,
+                        atf_result *res, double *x, atf_pg_info *info, int *gave_up, char *err);
 
 #endif

@@ -13,7 +13,7 @@
 #define ATF_SOLVER_PENALIZED_H
 
 #include "atf_loss.h"
-#include "solver_internal.h"
+#include "solver_method.h"
 
 /* The loss of a solver in work units. */
 typedef struct {
@@ -111,19 +111,20 @@ void atf_pg_certify(atf_solver *s, atf_pg_loss *pl, const double *x, const doubl
                     atf_pg_info *info, atf_result *res);
 
 /* FISTA on F from x (work units, in: the start, out: the answer) on a solver set up for a
- * penalized loss (atf_solver_init with settings.loss, method fista: no projection). res gets
- * status, iterations, objective (problem units), stationarity (relative distance of −∇L from
- * ∂Ω̃ at the answer). */
-atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, atf_result *res, double *x,
-                       atf_pg_info *info, char *err);
+ * penalized loss (atf_solver_init with settings.loss, method fista: no projection), within the
+ * budget b (solver_method.h: its iterations, tolerance and table). res gets status, iterations,
+ * objective (problem units), stationarity (relative distance of −∇L from ∂Ω̃ at the answer). */
+atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, const atf_sv_budget *b,
+                       atf_result *res, double *x, atf_pg_info *info, char *err);
 
 /* A run of FISTA iterations inside another method (Newton's globalisation, newton.c): from x
  * (predictions zx, objective F = pen + loss, step t), at most max_iter iterations, without
  * certificates, stopping early when the prox's supports (ranks) have not changed for `stable`
- * iterations (0: never) or the step's residual is ≤ eps_rel. In/out: x, zx, F, pen, loss, t. */
+ * iterations (0: never) or the step's residual is ≤ eps. In/out: x, zx, F, pen, loss, t. */
 typedef struct {
     double *x, *zx;
     double F, pen, loss, t;
+    double eps; /* the residual that certifies a point (the host's tolerance) */
     int max_iter, stable, backtracks;
     int stable_moving; /* the window once the support has changed in the burst (≤ stable: none) */
 } atf_pg_burst;
@@ -140,9 +141,9 @@ typedef struct {
 } atf_irls_info;
 
 /* From the min-norm point (M̂ = I), alternate the weighted min-norm solve and the factor
- * recovery; x receives the answer (work units). Needs the projection (atf_solver_init with
- * an interpolate loss); atf_solver_solve runs it for method irls. */
-atf_error atf_sv_irls(atf_solver *s, atf_result *res, double *x, atf_irls_info *info,
-                      char *err);
+ * recovery within the budget b; x receives the answer (work units). Needs the projection
+ * (atf_solver_init with an interpolate loss); the method's run (atf_sv_irls_run) calls it. */
+atf_error atf_sv_irls(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
+                      atf_irls_info *info, char *err);
 
 #endif

@@ -67,7 +67,7 @@ static void solve_with(const atf_problem *p, atf_method method, const char *name
         return;
     }
     check(res->info.status == ATF_STATUS_SOLVED, "status solved");
-    check(res->info.method == method && !strcmp(atf_method_name(res->info.method), name), "method");
+    check(!strcmp(res->info.method, name) && !strcmp(atf_method_name(method), name), "method");
     check(res->structure == ATF_GLOBAL_LAYER, "structure layer");
     const double *B = res->blocks[0].B;
     check(fabs(B[0] - 1.0) < 1e-6 && fabs(B[1] - 2.0) < 1e-6, "B = (1, 2)");

@@ -654,45 +654,41 @@ def case_samples_path_resume(scratch):
 
 
 def samples_admm_resume(scratch, data):
-    """Problem (16) interpolation by ADMM with its projection by PCG (ATF_ADMM_PROJECTION=cg): a
+    """Problem (16) interpolation by ADMM with its projection by PCG (--linsys pcg): a
     Ctrl-C in the solve leaves its checkpoint and the kept factor (…p16.precond.h5); the re-run
     reads both and gives the uninterrupted table bit for bit; both files go with the answer."""
     args = ["experiment", "samples", "--data", data, "--ns", "300", "--seeds", "1",
             "--n-test", "100", "--hidden", "48,48", "--bias", "--models", "p16",
-            "--penalty", "balanced+balanced"]
+            "--penalty", "balanced+balanced", "--linsys", "pcg"]
 
     def files(out, tail):
         sol = os.path.join(out, "solutions")
         return sorted(f for f in os.listdir(sol) if f.endswith(tail)) \
             if os.path.isdir(sol) else []
-    os.environ["ATF_ADMM_PROJECTION"] = "cg"
-    try:
-        ref = os.path.join(scratch, "admm_ref")
-        run(args + ["--out", ref, "--checkpoint-every", "-1"])
-        expected = table_without_seconds(os.path.join(ref, "samples.csv"))
-        assert [r["method"] for r in expected] == ["p16"] and \
-            expected[0]["status"] == "solved", expected
-        resumed = 0
-        for k in range(3):  # the state written at the first, third, fifth iteration allowed
-            out = os.path.join(scratch, f"admm_sigint{k}")
-            seen = []
+    ref = os.path.join(scratch, "admm_ref")
+    run(args + ["--out", ref, "--checkpoint-every", "-1"])
+    expected = table_without_seconds(os.path.join(ref, "samples.csv"))
+    assert [r["method"] for r in expected] == ["p16"] and \
+        expected[0]["status"] == "solved", expected
+    resumed = 0
+    for k in range(3):  # the state written at the first, third, fifth iteration allowed
+        out = os.path.join(scratch, f"admm_sigint{k}")
+        seen = []
 
-            def in_solve():
-                now = files(out, ".partial.h5")
-                if now and files(out, ".precond.h5"):
-                    seen.append(1)
-                return len(seen) > 2 * k
-            interrupt_when(args + ["--out", out, "--checkpoint-every", "0"], in_solve)
-            left = files(out, ".partial.h5") + files(out, ".precond.h5")
-            resumed += len(left) == 2
-            run(args + ["--out", out, "--checkpoint-every", "0"])
-            assert table_without_seconds(os.path.join(out, "samples.csv")) == expected, \
-                f"Ctrl-C in the ADMM solve ({left} left): the table differs"
-            assert files(out, ".h5") == [], files(out, ".h5")
-        print(f"{resumed} of 3 interrupted ADMM runs resumed from a checkpoint and a kept factor")
-        assert resumed, "no interrupted ADMM run left a checkpoint and a factor"
-    finally:
-        del os.environ["ATF_ADMM_PROJECTION"]
+        def in_solve():
+            now = files(out, ".partial.h5")
+            if now and files(out, ".precond.h5"):
+                seen.append(1)
+            return len(seen) > 2 * k
+        interrupt_when(args + ["--out", out, "--checkpoint-every", "0"], in_solve)
+        left = files(out, ".partial.h5") + files(out, ".precond.h5")
+        resumed += len(left) == 2
+        run(args + ["--out", out, "--checkpoint-every", "0"])
+        assert table_without_seconds(os.path.join(out, "samples.csv")) == expected, \
+            f"Ctrl-C in the ADMM solve ({left} left): the table differs"
+        assert files(out, ".h5") == [], files(out, ".h5")
+    print(f"{resumed} of 3 interrupted ADMM runs resumed from a checkpoint and a kept factor")
+    assert resumed, "no interrupted ADMM run left a checkpoint and a factor"
 
 
 def case_samples_checkpoint_resume(scratch):

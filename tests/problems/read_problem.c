@@ -94,7 +94,7 @@ static int result_main(const char *in, const char *out)
         return exit_code(e);
     }
     printf("status %s\nmethod %s\niterations %d\n", atf_status_name(r->info.status),
-           atf_method_name(r->info.method),
+           r->info.method,
            r->info.iterations);
     for (int l = 0; l < r->nblocks; l++)
         printf("block %s %d %d k=%d\n", r->blocks[l].name, r->blocks[l].rows, r->blocks[l].cols,

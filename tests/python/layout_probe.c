@@ -57,6 +57,7 @@ static void result(void)
     OFF(atf_info, stationarity); OFF(atf_info, ls_residual); OFF(atf_info, loss_value);
     OFF(atf_info, penalty_value); OFF(atf_info, pg_residual); OFF(atf_info, duality_gap);
     OFF(atf_info, operator_passes); OFF(atf_info, inner_iterations);
+    OFF(atf_info, linsys);
     OFF(atf_info, fallback_steps); OFF(atf_info, method_note);
     OFF(atf_info, solve_seconds); OFF(atf_info, setup_seconds);
     OFF(atf_info, projection_seconds); OFF(atf_info, prox_seconds);
@@ -81,7 +82,8 @@ static void settings(void)
     OFF(atf_settings, alpha); OFF(atf_settings, rho); OFF(atf_settings, adaptive_rho);
     OFF(atf_settings, reduce); OFF(atf_settings, verbose); OFF(atf_settings, log_every);
     OFF(atf_settings, baseline); OFF(atf_settings, newton_rank);
-    OFF(atf_settings, continuation);
+    OFF(atf_settings, continuation); OFF(atf_settings, linsys); OFF(atf_settings, precond);
+    OFF(atf_settings, memory_fraction); OFF(atf_settings, gram_max_rows);
     SIZE(atf_hooks);
     OFF(atf_hooks, log); OFF(atf_hooks, log_ctx); OFF(atf_hooks, warm);
     OFF(atf_hooks, interrupt); OFF(atf_hooks, processes); OFF(atf_hooks, checkpoint);
@@ -92,6 +94,12 @@ static void settings(void)
     SIZE(atf_checkpoint_file);
     OFF(atf_checkpoint_file, path); OFF(atf_checkpoint_file, err);
     printf("sig_atomic_t %zu\n", sizeof(sig_atomic_t));
+    SIZE(atf_method_info);
+    OFF(atf_method_info, method); OFF(atf_method_info, name); OFF(atf_method_info, summary);
+    OFF(atf_method_info, interpolation); OFF(atf_method_info, penalized);
+    OFF(atf_method_info, baseline); OFF(atf_method_info, resumable);
+    OFF(atf_method_info, matrix_free); OFF(atf_method_info, linsys); OFF(atf_method_info, warm);
+    OFF(atf_method_info, processes);
 }
 
 static void jacobian(void)

@@ -14,6 +14,7 @@ MIRROR = {"atf_omega": _lib.Omega, "atf_penalty": _lib.PenaltyC, "atf_block": _l
           "atf_result": _lib.ResultC, "atf_hooks": _lib.HooksC,
           "atf_checkpoint": _lib.CheckpointC, "atf_checkpoint_file": _lib.CheckpointFileC,
           "atf_loss": _lib.LossC, "atf_settings": _lib.SettingsC,
+          "atf_method_info": _lib.MethodInfoC,
           "atf_jac_block": _lib.JacBlockC, "atf_jacobian": _lib.JacobianC,
           "atf_split_eval": _lib.SplitEvalC, "atf_predictions": _lib.PredictionsC}
 RENAMED = {"lambda": "lambda_"}  # a Python keyword

@@ -117,31 +117,28 @@ check(res.status == "solved" and res.iterations == ref.iterations and not os.pat
       f"cg resumed: {res.status} after {res.iterations} (uninterrupted {ref.iterations}), file "
       f"{os.path.exists(cp)}")
 
-# ADMM by PCG (ATF_ADMM_PROJECTION=cg) with checkpoint and precond_file: stopped at its limit
-# both files stay; the resumed call reads the kept factor and ends at the uninterrupted answer,
-# bit for bit; both files then go
+# ADMM by PCG (linsys="pcg") with checkpoint and precond_file: stopped at its limit both files
+# stay; the resumed call reads the kept factor and ends at the uninterrupted answer, bit for bit;
+# both files then go
 pc = os.path.join(d, "factor.h5")
-os.environ["ATF_ADMM_PROJECTION"] = "cg"
-try:
-    kw = dict(method="admm", checkpoint=cp, checkpoint_every=0, precond_file=pc)
-    ref = atf.solve(prob, "balanced+balanced", method="admm")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        part = atf.solve(prob, "balanced+balanced", max_iter=2, **kw)
-    check(part.status == "max_iterations" and os.path.exists(cp) and os.path.exists(pc),
-          f"admm by PCG at the iteration limit: {part.status}, files {os.path.exists(cp)} "
-          f"{os.path.exists(pc)}")
-    lines = []
-    res = atf.solve(prob, "balanced+balanced", verbose=True, log=lines.append, **kw)
-    text = "".join(lines)
-    check(res.status == "solved" and res.iterations == ref.iterations and ref.iterations > 2
-          and "factor read from" in text and not os.path.exists(cp) and not os.path.exists(pc)
-          and all(np.array_equal(a.B, b.B)
-                  for a, b in zip(res.blocks.values(), ref.blocks.values())),
-          f"admm resumed: {res.status} after {res.iterations} (uninterrupted {ref.iterations}), "
-          f"files {os.path.exists(cp)} {os.path.exists(pc)}")
-finally:
-    del os.environ["ATF_ADMM_PROJECTION"]
+kw = dict(method="admm", checkpoint=cp, checkpoint_every=0, precond_file=pc, linsys="pcg")
+ref = atf.solve(prob, "balanced+balanced", method="admm", linsys="pcg")
+check(ref.linsys == "pcg", f"admm by PCG: linsys {ref.linsys!r}")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    part = atf.solve(prob, "balanced+balanced", max_iter=2, **kw)
+check(part.status == "max_iterations" and os.path.exists(cp) and os.path.exists(pc),
+      f"admm by PCG at the iteration limit: {part.status}, files {os.path.exists(cp)} "
+      f"{os.path.exists(pc)}")
+lines = []
+res = atf.solve(prob, "balanced+balanced", verbose=True, log=lines.append, **kw)
+text = "".join(lines)
+check(res.status == "solved" and res.iterations == ref.iterations and ref.iterations > 2
+      and "factor read from" in text and not os.path.exists(cp) and not os.path.exists(pc)
+      and all(np.array_equal(a.B, b.B)
+              for a, b in zip(res.blocks.values(), ref.blocks.values())),
+      f"admm resumed: {res.status} after {res.iterations} (uninterrupted {ref.iterations}), "
+      f"files {os.path.exists(cp)} {os.path.exists(pc)}")
 
 # continuation: from a warm start at another λ, a nonconvex penalty goes through bridges (the
 # note names them) unless continuation=0; both answers solved

@@ -139,7 +139,7 @@ class BaselineMethods(T.ScratchCase):
             self.assertEqual(js[k], plain[k], k)
         self.baseline("--method", "cg", "--max-iter", "1", "--checkpoint", cp)
         for cmd, args, words in (("solve", ("--method", "cg", "--tol", "1e-9"), "another solve"),
-                                 ("baseline", ("--method", "gram"), "method newton, alm, cg or admm")):
+                                 ("baseline", ("--method", "gram"), "method admm, newton, alm or cg")):
             code, _, err = T.run(cmd, self.pfile, "-o", self.path("o.h5"), *args,
                                  "--checkpoint", cp)
             self.assertEqual(code, 2, err)

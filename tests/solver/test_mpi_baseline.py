@@ -4,7 +4,7 @@ rank the bits of one process (docs/solver.md §19, "The CG baseline over process
 same command in one process, for K = 1, 2 and 3: every block B and the objective equal (the test
 asks for a relative difference of at most 1e-12 and reports whether they are bit for bit), with
 the default preconditioner (nystrom-block: several blocks of pivots) and block Jacobi
-(ATF_CG_PRECOND=jacobi), on a synthetic factored problem whose shares are small enough for
+(--precond jacobi), on a synthetic factored problem whose shares are small enough for
 OpenBLAS's small-matrix kernel; `atf solve --method cg` gives the same bits; on Fashion-MNIST
 features (rank-deficient H: `atf solve --method cg --no-reduce`) K = 3 against one process. A
 method that does not run over processes (irls), a rank-deficient factor under `atf baseline` and
@@ -65,7 +65,7 @@ def one_json(name, p):
 
 
 def run_env(cmd, env, expect=0):
-    """mpi_env.run with another environment (ATF_CG_PRECOND)."""
+    """mpi_env.run with another environment."""
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     shown = " ".join(os.path.basename(c) for c in cmd)
     check(p.returncode == expect, f"{shown[-300:]}: exit {p.returncode}, expected {expect}: "
@@ -89,19 +89,20 @@ def refused(name, cmd, out, needle):
 syn = T.factored_problem(np.random.default_rng(7), 600, 3, [(80, 50), (50, 30), (30, 3)],
                          decay=True).write(path("syn.h5"))
 
-for precond in ("default", "jacobi"):
-    env = dict(ENV, ATF_CG_PRECOND=precond)
+for precond in ("auto", "jacobi"):
+    env = dict(ENV)
     one = path(f"{precond}_1.h5")
-    p = run_env([ATF, "baseline", syn, "-o", one, "--method", "cg", "--quiet", "--json"], env)
+    p = run_env([ATF, "baseline", syn, "-o", one, "--method", "cg", "--precond", precond,
+                 "--quiet", "--json"], env)
     js = one_json(f"{precond} K=1", p)
     check(js.get("method") == "cg" and js.get("status") == "solved", f"{precond} K=1: {js}")
-    name = "nystrom-block" if precond == "default" else precond
+    name = "nystrom-block" if precond == "auto" else precond
     check(js.get("method_note", "").startswith(f"cg: {name} preconditioner"),
           f"{precond} K=1: note {js.get('method_note')!r}")
     for k in (1, 2, 3):
         out = path(f"{precond}_{k}_mpi.h5")
-        p = run_env(mpi(k, ["baseline", syn, "-o", out, "--method", "cg", "--quiet", "--json"]),
-                    env)
+        p = run_env(mpi(k, ["baseline", syn, "-o", out, "--method", "cg", "--precond", precond,
+                            "--quiet", "--json"]), env)
         js = one_json(f"{precond} K={k}", p)
         check(js.get("status") == "solved", f"{precond} K={k}: {js}")
         compare(f"{precond} K={k}", one, out)

@@ -4,7 +4,9 @@
  * nuclear penalties); repeated solves give the same bits (also when a solver is reused); a
  * preset interrupt flag stops before the first iteration with a feasible iterate; a warm start
  * from a solution converges at once, from zero it needs real work; the iteration limit; settings
- * and method refusals with messages; the log is written only when asked; the JSON line. */
+ * and method refusals with messages; the log is written only when asked; the JSON line; the
+ * method table (names round-trip, one row per method in the enum's order, flags that agree with
+ * what the solver does: a method that may not resume or take a warm start refuses one). */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -131,8 +133,8 @@ static void test_determinism_and_reuse(void)
     if (a && b && c) {
         CHECK(same_bits(a, b), "atf_solve and a solver object give different bits");
         CHECK(same_bits(b, c), "a reused solver gives different bits");
-        CHECK(a->info.method == ATF_METHOD_ADMM && a->structure == ATF_GLOBAL_LAYER, "method %s / %s",
-              atf_method_name(a->info.method), atf_structure_name(a->structure));
+        CHECK(!strcmp(a->info.method, "admm") && a->structure == ATF_GLOBAL_LAYER, "method %s / %s",
+              a->info.method, atf_structure_name(a->structure));
     }
     atf_solver_free(s);
     atf_result_free(a), atf_result_free(b), atf_result_free(c);
@@ -265,8 +267,68 @@ static void test_log_and_json(void)
     atf_problem_free(p);
 }
 
+/* The method table: every row names its own method, names round-trip through the parser,
+ * nothing else parses, and the flags say what the solver then does. */
+static void test_method_table(void)
+{
+    int count = atf_method_count();
+    CHECK(count == ATF_METHOD_AUTO, "%d rows for %d methods", count, (int)ATF_METHOD_AUTO);
+    for (int m = 0; m < count; m++) {
+        const atf_method_info *in = atf_method_info_of((atf_method)m);
+        atf_method back = ATF_METHOD_AUTO;
+        CHECK(in && in->method == (atf_method)m && in->name && in->summary && in->summary[0],
+              "row %d", m);
+        if (!in)
+            continue;
+        CHECK(!strcmp(atf_method_name((atf_method)m), in->name) &&
+                  atf_method_parse(in->name, &back) == ATF_OK && back == (atf_method)m,
+              "method %s round trip", in->name);
+        CHECK(in->interpolation || in->penalized, "%s solves nothing", in->name);
+        CHECK(!in->baseline || in->interpolation, "%s: a baseline interpolates", in->name);
+    }
+    atf_method bad;
+    CHECK(atf_method_parse("auto", &bad) == ATF_OK && bad == ATF_METHOD_AUTO &&
+              !atf_method_info_of(ATF_METHOD_AUTO) && !atf_method_info_of((atf_method)99) &&
+              atf_method_parse("ADMM", &bad) == ATF_E_INPUT && atf_method_parse(NULL, &bad) &&
+              !strcmp(atf_method_name((atf_method)99), "unknown") &&
+              !strcmp(atf_method_name(ATF_METHOD_AUTO), "auto"),
+          "method parser accepts bad text");
+    /* a method that does not resume refuses a checkpoint; one that refuses a warm start, too */
+    const int shapes[1][2] = {{3, 4}};
+    atf_problem *p = factored_problem(11, 6, 1, 1, shapes, "sq");
+    double state[4] = {1, 2, 3, 4};
+    atf_checkpoint cp = {.len = 4, .data = state};
+    snprintf(cp.key, sizeof cp.key, "another solve's");
+    atf_result *warm = NULL;
+    char err[ATF_ERRLEN] = "";
+    atf_settings set = atf_settings_default();
+    CHECK(atf_solve(p, &set, NULL, &warm, err) == ATF_OK && warm, "%s", err);
+    for (int m = 0; m < count && warm; m++) {
+        const atf_method_info *in = atf_method_info_of((atf_method)m);
+        if (!in->interpolation || in->baseline || m == ATF_METHOD_LP)
+            continue; /* interpolation methods that run on this problem */
+        atf_settings ms = atf_settings_default();
+        ms.method = (atf_method)m;
+        atf_hooks resume = {.resume = &cp}, start = {.warm = warm};
+        atf_result *res = NULL;
+        atf_error e = atf_solve(p, &ms, &resume, &res, err);
+        CHECK(in->resumable ? e == ATF_E_INPUT && strstr(err, "another solve")
+                            : e == ATF_E_USAGE && strstr(err, "can only be resumed by method"),
+              "%s with another solve's checkpoint: %s: %s", in->name, atf_error_name(e), err);
+        atf_result_free(res), res = NULL;
+        e = atf_solve(p, &ms, &start, &res, err);
+        CHECK(in->warm == ATF_WARM_REFUSED ? e == ATF_E_USAGE && strstr(err, "warm start")
+                                           : e == ATF_OK,
+              "%s with a warm start: %s: %s", in->name, atf_error_name(e), err);
+        atf_result_free(res);
+    }
+    atf_result_free(warm);
+    atf_problem_free(p);
+}
+
 int main(void)
 {
+    test_method_table();
     test_reduction();
     test_determinism_and_reuse();
     test_interrupt_warm_and_limit();

@@ -8,7 +8,7 @@ from ._errors import (Error, FileError, InputError, Infeasible, IterationLimitWa
 from ._lib import lib as _lib_handle
 from .penalty import Penalty
 from .problem import Block, Problem
-from .result import Result, ResultBlock, baseline, solve
+from .result import Result, ResultBlock, baseline, methods, solve
 from .mlp import MLP, from_torch
 from .features import features
 from .tangent import ntk, path_kernel
@@ -20,7 +20,7 @@ __version__ = _lib_handle.atf_version().decode()
 
 __all__ = ["Error", "InputError", "Infeasible", "NumericalError", "FileError",
            "IterationLimitWarning", "Penalty", "Block", "Problem", "Result", "ResultBlock",
-           "solve", "baseline", "MLP", "from_torch", "features", "ntk", "path_kernel",
+           "solve", "baseline", "methods", "MLP", "from_torch", "features", "ntk", "path_kernel",
            "score", "Score",
            "cli", "path", "sweep", "train", "PathResult", "SweepResult", "TrainResult",
            "__version__"]

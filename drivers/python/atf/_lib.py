@@ -17,6 +17,7 @@ NAMELEN = 64          # ATF_NAMELEN
 SPECLEN = 128         # ATF_PENALTY_SPECLEN
 FINGERPRINT_LEN = 33  # ATF_FINGERPRINT_LEN
 COMMANDLEN = 2048     # ATF_COMMANDLEN
+METHOD_NAMELEN = 24   # ATF_METHOD_NAMELEN
 
 
 def _candidates():
@@ -131,7 +132,8 @@ class ResultBlockC(Structure):
 
 class InfoC(Structure):
     _fields_ = [
-        ("status", c_int), ("method", c_int),
+        ("status", c_int), ("method", c_char * METHOD_NAMELEN),
+        ("linsys", c_char * METHOD_NAMELEN),
         ("objective", c_double),
         ("iterations", c_int),
         ("primal_residual", c_double), ("dual_residual", c_double),
@@ -178,7 +180,16 @@ class SettingsC(Structure):
         ("baseline", c_int),
         ("newton_rank", c_int),
         ("continuation", c_double),
+        ("linsys", c_int), ("precond", c_int),
+        ("memory_fraction", c_double), ("gram_max_rows", c_int),
     ]
+
+
+class MethodInfoC(Structure):  # a row of the solver's method table (atf_method_info)
+    _fields_ = [("method", c_int), ("name", c_char_p), ("summary", c_char_p),
+                ("interpolation", c_int), ("penalized", c_int), ("baseline", c_int),
+                ("resumable", c_int), ("matrix_free", c_int), ("linsys", c_int),
+                ("warm", c_int), ("processes", c_int)]
 
 
 # void (*atf_log_fn)(void *ctx, const char *text)
@@ -250,6 +261,10 @@ _proto("atf_error_name", c_char_p, c_int)
 _proto("atf_status_name", c_char_p, c_int)
 _proto("atf_method_name", c_char_p, c_int)
 _proto("atf_method_parse", c_int, c_char_p, POINTER(c_int))
+_proto("atf_method_count", c_int)
+_proto("atf_linsys_kind_parse", c_int, c_char_p, POINTER(c_int))
+_proto("atf_precond_parse", c_int, c_char_p, POINTER(c_int))
+_proto("atf_method_info_of", POINTER(MethodInfoC), c_int)
 _proto("atf_structure_name", c_char_p, c_int)
 _proto("atf_structure_parse", c_int, c_char_p, POINTER(c_int))
 _proto("atf_penalty_parse", c_int, c_char_p, P_PEN, c_char_p)

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import threading
-from typing import IO, Any, Callable, Optional, Union
+from typing import IO, Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
@@ -88,7 +88,8 @@ class Result:
             _c.atf_result_free(p)
 
     status = property(lambda self: _lib.text(_c.atf_status_name(self._p.contents.info.status)))
-    method = property(lambda self: _lib.text(_c.atf_method_name(self._p.contents.info.method)))
+    method = property(lambda self: _lib.text(self._p.contents.info.method))
+    linsys = property(lambda self: _lib.text(self._p.contents.info.linsys))
     structure = property(lambda self: _lib.text(_c.atf_structure_name(self._p.contents.structure)))
     objective = property(lambda self: self._p.contents.info.objective)
     iterations = property(lambda self: self._p.contents.info.iterations)
@@ -309,7 +310,44 @@ def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, eve
     return res
 
 
-SOLVE_METHODS = ("auto", "newton", "fista", "admm", "alm", "lp", "irls")
+_PROCESSES = {0: "no", 1: "always", 2: "gram"}
+_WARM = {0: "ignored", 1: "taken", 2: "refused"}
+
+
+def methods() -> List[Dict[str, Any]]:
+    """The solver's methods, one dict per row of its method table (as `atf methods --json`):
+    name, summary, and what it solves and may do — interpolation, penalized (the losses squared
+    and xent), baseline (the NTK min-norm interpolant), resumable (checkpoints), matrix_free,
+    linsys (solves linear systems with A Aᵀ; Result.linsys names the backend that ran), warm
+    ("taken", "ignored" or "refused") and processes ("always", "gram": where the Gram can be
+    spread, or "no")."""
+    rows = []
+    for m in range(_c.atf_method_count()):
+        row = _c.atf_method_info_of(m).contents
+        rows.append({"name": _lib.text(row.name), "summary": _lib.text(row.summary),
+                     "interpolation": bool(row.interpolation), "penalized": bool(row.penalized),
+                     "baseline": bool(row.baseline), "resumable": bool(row.resumable),
+                     "matrix_free": bool(row.matrix_free), "linsys": bool(row.linsys),
+                     "warm": _WARM.get(row.warm, "?"),
+                     "processes": _PROCESSES.get(row.processes, "?")})
+    return rows
+
+
+# The methods atf.solve takes by name (atf.baseline names the baseline's own: auto, gram, cg).
+SOLVE_METHODS = ("auto",) + tuple(m["name"] for m in methods() if not m["baseline"])
+
+
+def _linear_systems(s: "_lib.SettingsC", where: str, linsys: str, precond: str,
+                    memory_fraction: float, gram_max_rows: int) -> None:
+    """The settings of the linear systems with A Aᵀ (docs/solver.md, "Linear systems")."""
+    s.linsys = _parse(_c.atf_linsys_kind_parse, linsys, "linsys", "auto, direct, pcg")
+    s.precond = _parse(_c.atf_precond_parse, precond, "precond",
+                       "auto, none, jacobi, nystrom, nystrom-block, gram32")
+    s.memory_fraction = _check.positive(memory_fraction, f"{where}: memory_fraction")
+    if s.memory_fraction > 1.0:
+        raise _errors.InputError(f"{where}: memory_fraction = {memory_fraction!r} is not in "
+                                 "(0, 1]", "usage error")
+    s.gram_max_rows = _check.integer(gram_max_rows, f"{where}: gram_max_rows", 0)
 
 
 def _settings(structure: str, tol: float, max_iter: int, verbose: bool) -> "_lib.SettingsC":
@@ -328,7 +366,9 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
           log: Union[None, Callable[[str], Any], IO[str]] = None,
           checkpoint: Union[None, str, "os.PathLike[str]"] = None,
           checkpoint_every: float = 600.0,
-          precond_file: Union[None, str, "os.PathLike[str]"] = None) -> Result:
+          precond_file: Union[None, str, "os.PathLike[str]"] = None,
+          linsys: str = "auto", precond: str = "auto", memory_fraction: float = 0.75,
+          gram_max_rows: int = 10000) -> Result:
     """Solve problem (16) for `problem` (an atf.Problem), as `atf solve`.
 
     penalty overrides every block's penalty for this solve (the problem keeps its own);
@@ -337,8 +377,8 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     `--loss`; method: auto (the library picks: newton for a penalized loss; for interpolation
     ADMM where the Gram fits in memory — in double, or on one process in single precision for
     ADMM's projection by PCG — else the augmented Lagrangian alm; the choice and its reason are
-    in Result.method and Result.method_note), newton, fista (penalized losses), admm, alm, lp,
-    irls (interpolation); structure: layer, diagonal or full; tol is the relative tolerance
+    in Result.method and Result.method_note) or the name of a method (atf.methods() lists them
+    with what each solves and may do); structure: layer, diagonal or full; tol is the relative tolerance
     eps_rel; newton_rank the Nyström preconditioner's rank (-1 auto, 0 none); warm an earlier
     atf.Result of the same problem; continuation (newton, nonconvex penalties, warm solved at
     another λ of the same loss) the largest ratio of the λ solved on the way there, each to pg
@@ -351,7 +391,10 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     `atf solve --checkpoint`; precond_file a file for the single-precision Gram's factor that
     admm's projection by PCG builds (2·M² bytes; most of an hour at M = 80 000): written once
     built, read instead of built when it exists (a resumed solve), removed as the checkpoint
-    is, as `atf solve --precond-file`.
+    is, as `atf solve --precond-file`; linsys ("auto", "direct", "pcg"), precond ("auto",
+    "none", "jacobi", "nystrom", "nystrom-block", "gram32"), memory_fraction and gram_max_rows
+    say how the linear systems with A Aᵀ are solved, as `atf solve --linsys --precond
+    --memory-fraction --gram-max-rows` (Result.linsys names the backend that ran).
     Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with
     an atf.IterationLimitWarning); raises atf.Infeasible (with `.result`, the least-squares point),
     atf.InputError for refused settings and inputs, atf.NumericalError when an iteration broke
@@ -366,6 +409,7 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
         raise _errors.InputError(f"atf.solve: loss: {_lib.text(err.value)}", "usage error")
     s.newton_rank = _check.integer(newton_rank, "atf.solve: newton_rank", -1, 2000)
     s.continuation = _check.nonnegative(continuation, "atf.solve: continuation")
+    _linear_systems(s, "atf.solve", linsys, precond, memory_fraction, gram_max_rows)
     every = _check.nonnegative(checkpoint_every, "atf.solve: checkpoint_every")
     path = _check.path(checkpoint, "atf.solve: checkpoint") if checkpoint is not None else None
     pc = (_check.path(precond_file, "atf.solve: precond_file") if precond_file is not None
@@ -377,9 +421,11 @@ def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,
              max_iter: int = 10000, verbose: bool = False,
              log: Union[None, Callable[[str], Any], IO[str]] = None,
              checkpoint: Union[None, str, "os.PathLike[str]"] = None,
-             checkpoint_every: float = 600.0) -> Result:
+             checkpoint_every: float = 600.0, precond: str = "auto",
+             memory_fraction: float = 0.75, gram_max_rows: int = 10000) -> Result:
     """The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), as `atf baseline`: method
-    auto (the Gram where it fits in memory, else CG), gram or cg; tol and max_iter are CG's.
+    auto (the Gram where it fits memory_fraction of the available memory and M ≤ gram_max_rows,
+    else CG), gram or cg; tol, max_iter and precond are CG's.
     checkpoint (CG): a file that keeps the solve's state every checkpoint_every seconds; when it
     exists the solve goes on from it to the uninterrupted answer, bit for bit, and it is removed
     once the solve has ended other than interrupted or at max_iter, as with atf.solve."""
@@ -390,6 +436,7 @@ def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,
     s = _settings("layer", tol, max_iter, verbose)
     s.baseline = 1
     s.method = _parse(_c.atf_method_parse, names[method], "method", "auto, gram, cg")
+    _linear_systems(s, "atf.baseline", "auto", precond, memory_fraction, gram_max_rows)
     every = _check.nonnegative(checkpoint_every, "atf.baseline: checkpoint_every")
     path = _check.path(checkpoint, "atf.baseline: checkpoint") if checkpoint is not None else None
     return _solve(problem, s, None, None, log, path, every)

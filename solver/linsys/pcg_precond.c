@@ -1,5 +1,5 @@
-/* cg_precond.c — data-space preconditioners of G = A'A'ᵀ for the CG baseline (solver_cg.h),
- * built from the work operator without forming G.
+/* pcg_precond.c — data-space preconditioners of G = A'A'ᵀ for PCG (pcg.h), built from the work
+ * operator without forming G.
  *
  *  - block Jacobi: per example i the exact C × C block G_ii = Σ_ℓ ‖h_iℓ‖² D_iℓ D_iℓᵀ (factored
  *    blocks; row dot products for dense and sparse ones), Cholesky-factored;
@@ -42,7 +42,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "solver_cg.h"
+#include "linsys.h"
+#include "pcg.h"
 
 /* Default memory for F: 1 GiB, at most an eighth of the available memory. */
 #define CG_BUDGET_DEFAULT (1024.0 * 1024.0 * 1024.0)
@@ -71,29 +72,6 @@
 #define CG_G32_SHIFT_MAX 1e-2
 /* The numbers a gram32 factor file keeps beside the factor (atf_precond_state.meta). */
 enum { G32_META_SHIFT, G32_META_TRACE };
-/* gram32 takes at most this fraction of the available memory. */
-#define CG_G32_MEMORY 0.9
-
-static const char *const PRECOND_NAMES[] = {"default", "none", "jacobi", "nystrom",
-                                            "nystrom-block", "gram32"};
-
-const char *atf_cg_precond_name(atf_cg_precond p)
-{
-    if ((int)p < 0 || (size_t)p >= sizeof PRECOND_NAMES / sizeof PRECOND_NAMES[0])
-        return NULL;
-    return PRECOND_NAMES[p];
-}
-
-atf_error atf_cg_precond_parse(const char *name, atf_cg_precond *p)
-{
-    for (size_t i = 0; name && i < sizeof PRECOND_NAMES / sizeof PRECOND_NAMES[0]; i++)
-        if (!strcmp(name, PRECOND_NAMES[i])) {
-            *p = (atf_cg_precond)i;
-            return ATF_OK;
-        }
-    return ATF_E_INPUT;
-}
-
 /* ---- random numbers: splitmix64 (one seeded stream per build) ---- */
 
 static uint64_t next_u64(uint64_t *state)
@@ -112,16 +90,10 @@ static double next_unit(uint64_t *state)
 
 /* ---- memory ---- */
 
-static double available_bytes(void)
-{
-    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
-}
-
 int atf_sv_cg_default_rank(int M, double budget_bytes)
 {
     double budget = budget_bytes > 0.0 ? budget_bytes : CG_BUDGET_DEFAULT;
-    double avail = available_bytes();
+    double avail = atf_linsys_available_bytes();
     if (budget_bytes <= 0.0 && avail > 0.0)
         budget = fmin(budget, avail / 8.0);
     double k = floor(budget / (8.0 * (double)(M > 0 ? M : 1)));
@@ -732,13 +704,6 @@ static int gram32_fill(atf_solver *s, atf_cg_pre *pre, double shift)
     return st;
 }
 
-int atf_sv_cg_gram32_fits(int M, double *need_bytes)
-{
-    double need = (double)M * ((double)M + 1.0) / 2.0 * sizeof(float), avail = available_bytes();
-    if (need_bytes)
-        *need_bytes = need;
-    return avail > 0.0 && need <= CG_G32_MEMORY * avail;
-}
 
 /* The packed factor as a preconditioner file holds it, under this solve's key. */
 static atf_precond_state gram32_file_state(const atf_cg_pre *pre, const char *key)
@@ -805,10 +770,10 @@ static atf_error build_gram32(atf_solver *s, atf_cg_pre *pre, char *err)
     }
     size_t len = (size_t)M * ((size_t)M + 1) / 2;
     double need;
-    if (!atf_sv_cg_gram32_fits(M, &need)) {
+    if (!atf_linsys_gram32_fits(&s->work, s->set.memory_fraction, &need)) {
         atf_errorf(err, "cg: the gram32 preconditioner needs %.1f GB for the single-precision "
                         "Gram (M = %d), over %.0f%% of the %.1f GB available", need / 1e9, M,
-                   100.0 * CG_G32_MEMORY, available_bytes() / 1e9);
+                   100.0 * s->set.memory_fraction, atf_linsys_available_bytes() / 1e9);
         return ATF_E_NOMEM;
     }
     double *d = malloc((size_t)M * sizeof *d);
@@ -920,13 +885,13 @@ static atf_error build_low_rank(atf_solver *s, const atf_cg_options *opt, atf_cg
         for (int m = 0; m < pre->M; m++)
             pre->trace_res += d[m];
         double f = opt->shift_factor > 0.0 ? opt->shift_factor
-                   : pre->kind == ATF_CG_PRECOND_NYSTROM ? CG_MU_FACTOR
+                   : pre->kind == ATF_PRECOND_NYSTROM ? CG_MU_FACTOR
                                                          : CG_BLOCK_SHIFT_FACTOR;
         pre->mu = pre->shift = fmax(f * pre->trace_res / pre->M,
                                     CG_SHIFT_MIN * pre->trace0 / pre->M);
     }
     free(d);
-    if (st == 0 && pre->kind == ATF_CG_PRECOND_NYSTROM_BLOCK)
+    if (st == 0 && pre->kind == ATF_PRECOND_NYSTROM_BLOCK)
         st = agree(s, residual_blocks(s, pre));
     if (st == 0 && pre->k > 0)
         st = woodbury_core(s, pre);
@@ -947,14 +912,14 @@ atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_
 {
     double t0 = atf_now();
     atf_sv_cg_precond_free(pre);
-    pre->kind = opt->precond == ATF_CG_PRECOND_DEFAULT ? ATF_CG_PRECOND_NYSTROM_BLOCK
+    pre->kind = opt->precond == ATF_PRECOND_AUTO ? ATF_PRECOND_NYSTROM_BLOCK
                                                        : opt->precond;
     pre->s = s;
     pre->M = s->work.M, pre->N = s->work.N, pre->C = s->work.C;
     pre->Nh = s->share.count, pre->Mh = s->share.count * pre->C;
     pre->m0 = s->share.first * pre->C;
     atf_error e = ATF_OK;
-    if (pre->kind == ATF_CG_PRECOND_JACOBI) {
+    if (pre->kind == ATF_PRECOND_JACOBI) {
         double *d = malloc((size_t)pre->M * sizeof *d);
         int st = gram_diagonal(s, pre, d);
         free(d);
@@ -964,9 +929,9 @@ atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_
                             "C = %d)", pre->N, pre->C);
             e = ATF_E_NOMEM;
         }
-    } else if (pre->kind == ATF_CG_PRECOND_GRAM32) {
+    } else if (pre->kind == ATF_PRECOND_GRAM32) {
         e = build_gram32(s, pre, err);
-    } else if (pre->kind != ATF_CG_PRECOND_NONE) {
+    } else if (pre->kind != ATF_PRECOND_NONE) {
         e = build_low_rank(s, opt, pre, err);
     }
     pre->u = malloc((size_t)(pre->Mh > 0 ? pre->Mh : 1) * sizeof *pre->u);
@@ -1003,11 +968,11 @@ static void low_rank_coefficients(atf_cg_pre *pre, const double *u, double *t)
 void atf_sv_cg_precond_apply(atf_cg_pre *pre, const double *v, double *out)
 {
     int Mh = pre->Mh, k = pre->k, C = pre->C;
-    if (pre->kind == ATF_CG_PRECOND_NONE) {
+    if (pre->kind == ATF_PRECOND_NONE) {
         memcpy(out, v, (size_t)pre->M * sizeof *out);
         return;
     }
-    if (pre->kind == ATF_CG_PRECOND_GRAM32) {
+    if (pre->kind == ATF_PRECOND_GRAM32) {
         gram32_apply(pre, v, out);
         return;
     }

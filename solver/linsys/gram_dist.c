@@ -1,5 +1,6 @@
-/* gram_dist.c — the projection's M × M Gram G = Σ_l (H_l H_lᵀ ⊗ 1_C 1_Cᵀ) ∘ (D_l D_lᵀ) spread
- * over processes, for method admm under mpirun (docs/solver.md §19, "The Gram over processes").
+/* gram_dist.c — the M × M Gram G = Σ_l (H_l H_lᵀ ⊗ 1_C 1_Cᵀ) ∘ (D_l D_lᵀ) spread over
+ * processes: the storage behind the cholesky and eigen backends under mpirun (admm, the Gram
+ * baseline; docs/solver.md, "Several processes", "The Gram over processes").
  *
  * The command lays G out in ScaLAPACK's block-cyclic layout and factorises it (atf_dist_gram,
  * atf_problem.h); this file picks the block size, forms the process's tiles of the lower
@@ -15,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_gram.h"
+#include "gram.h"
 
 /* Rows per block: the multiple of C from 64 up, ScaLAPACK's customary block size (its panel
  * factorisations and the GEMM updates between them balance between 32 and 128 on one core). */
@@ -265,7 +266,7 @@ static void rounds_of(struct atf_sv_dgram *d)
     d->rounds = ceil_div(most, d->group);
 }
 
-static atf_error layout(atf_solver *s, char *err)
+static atf_error layout(atf_solver *s, struct atf_sv_dgram **dp, char *err)
 {
     struct atf_sv_dgram *d = calloc(1, sizeof *d);
     int K = s->procs->size, *ints = NULL;
@@ -288,7 +289,7 @@ static atf_error layout(atf_solver *s, char *err)
         atf_errorf(err, "projection: out of memory laying out the Gram over %d processes", K);
         return ATF_E_NOMEM;
     }
-    s->proj.dist = d;
+    *dp = d;
     if (any(s, !grid_as_documented(d))) {
         atf_errorf(err, "projection: the processes' grid for the Gram is not laid out as "
                    "atf_dist_matrix says (rank r at grid row r / npcol, column r mod npcol)");
@@ -307,21 +308,21 @@ static atf_error layout(atf_solver *s, char *err)
 
 /* ---- what the projection asks ---- */
 
-atf_error atf_sv_dgram_form(atf_solver *s, double **local, size_t *len, char *err)
+atf_error atf_sv_dgram_form(atf_solver *s, struct atf_sv_dgram **dp, double **local,
+                            size_t *len, char *err)
 {
-    atf_error e = s->proj.dist ? ATF_OK : layout(s, err);
+    atf_error e = *dp ? ATF_OK : layout(s, dp, err);
     if (e != ATF_OK)
         return e;
-    struct atf_sv_dgram *d = s->proj.dist;
+    struct atf_sv_dgram *d = *dp;
     *len = local_len(&d->m);
     *local = d->m.a;
     memset(d->m.a, 0, *len * sizeof *d->m.a);
     return fill_tiles(s, d, err);
 }
 
-int atf_sv_dgram_cholesky(atf_solver *s, double *rcond)
+int atf_sv_dgram_cholesky(atf_solver *s, struct atf_sv_dgram *d, double *rcond)
 {
-    struct atf_sv_dgram *d = s->proj.dist;
     double rc = 0.0;
     int info = d->h->cholesky(d->h->ctx, &d->m, &rc);
     double v[2] = {info != 0 ? 1.0 : 0.0, rc == rc ? -rc : INFINITY};
@@ -330,9 +331,8 @@ int atf_sv_dgram_cholesky(atf_solver *s, double *rcond)
     return v[0] != 0.0;
 }
 
-atf_error atf_sv_dgram_eigen(atf_solver *s, double *w, char *err)
+atf_error atf_sv_dgram_eigen(atf_solver *s, struct atf_sv_dgram *d, double *w, char *err)
 {
-    struct atf_sv_dgram *d = s->proj.dist;
     if (any(s, d->h->eigen(d->h->ctx, &d->m, w) != 0)) {
         atf_errorf(err, "projection: eigendecomposition of AAᵀ over %d processes failed", d->K);
         return ATF_E_NUMERICAL;

@@ -1,17 +1,21 @@
-/* solver_cg.h — private to solver/: the NTK min-norm baseline by preconditioned CG on A'A'ᵀ
- * (baseline_cg.c) and its data-space preconditioners (cg_precond.c). docs/solver.md §9.1.
+/* pcg.h — private to solver/: preconditioned Krylov solves with A'A'ᵀ (pcg.c), the linear-
+ * system backend `pcg` and the engine of the cg method (cg.c), and their data-space
+ * preconditioners (pcg_precond.c). docs/solver.md, "Linear systems".
  *
- * The baseline B = Aᵀ(AAᵀ)⁻¹r is computed as x = A'ᵀλ with A'A'ᵀλ = r' on the solver's
+ * The NTK baseline B = Aᵀ(AAᵀ)⁻¹r is computed as x = A'ᵀλ with A'A'ᵀλ = r' on the solver's
  * equilibrated work problem (rows and variables scaled by powers of two, factored blocks reduced
- * to their cores: none of it moves the min-norm point). Each CG step costs one A'ᵀ and one A'
+ * to their cores: none of it moves the min-norm point). Each step costs one A'ᵀ and one A'
  * product; the M × M Gram is never formed. The preconditioner acts in data space (on λ): a
- * preconditioner in parameter space would change which solution has minimum norm. */
-#ifndef ATF_SOLVER_CG_H
-#define ATF_SOLVER_CG_H
+ * preconditioner in parameter space would change which solution has minimum norm.
+ *
+ * Ownership: the engine (atf_sv_cg) belongs to its linear system (atf_linsys_open with the
+ * backend atf_linsys_pcg; atf_linsys_pcg_engine reaches it); the preconditioner to the engine. */
+#ifndef ATF_SOLVER_PCG_H
+#define ATF_SOLVER_PCG_H
 
 #include <stdint.h>
 
-#include "solver_internal.h"
+#include "solver_method.h"
 
 /* Relative residual ‖A'x − r'‖/‖r'‖ the CG stops at when settings.eps_rel is larger: below the
  * 1.5e-8 every other method must reach before its answer is called solved (solver.c,
@@ -28,21 +32,9 @@
 /* The default seed of the randomly pivoted Cholesky (settings have none). */
 #define ATF_CG_SEED 20230901u
 
-/* Preconditioners of A'A'ᵀ (docs/solver.md §9.1 has the measurements behind the default). */
-typedef enum {
-    ATF_CG_PRECOND_DEFAULT = 0, /* the measured choice (ATF_CG_PRECOND_NYSTROM_BLOCK)          */
-    ATF_CG_PRECOND_NONE,        /* plain CG                                                     */
-    ATF_CG_PRECOND_JACOBI,      /* block Jacobi: per example the exact C × C diagonal block     */
-    ATF_CG_PRECOND_NYSTROM,     /* F Fᵀ + μI, F from k steps of randomly pivoted Cholesky        */
-    ATF_CG_PRECOND_NYSTROM_BLOCK, /* F Fᵀ + the C × C blocks of the residual AAᵀ − F Fᵀ (+ shift) */
-    ATF_CG_PRECOND_GRAM32       /* the whole A'A'ᵀ (+ shift) in single precision, Cholesky-factored
-                                   in rectangular full packed storage (2·M² bytes; one process) */
-} atf_cg_precond;
-
-/* "default", "none", "jacobi", "nystrom", "nystrom-block", "gram32"; NULL outside the enum. */
-const char *atf_cg_precond_name(atf_cg_precond p);
-/* ATF_OK and *p set, or ATF_E_INPUT for any other name. */
-atf_error atf_cg_precond_parse(const char *name, atf_cg_precond *p);
+/* The preconditioners are the public atf_precond (atf_solver.h; their names: atf_precond_name).
+ * AUTO is resolved when the preconditioner is built: nystrom-block (the measured choice for one
+ * solve, docs/solver.md "Linear systems"), or gram32 where the chooser asks for it. */
 
 /* The Krylov method of the main solve: LSQR in the P⁻¹ norm (default), or CG on A'A'ᵀ with
  * x = A'ᵀλ (Craig's method), kept for measurements; both use the same products. */
@@ -50,7 +42,7 @@ typedef enum { ATF_CG_KRYLOV_DEFAULT = 0, ATF_CG_KRYLOV_LSQR, ATF_CG_KRYLOV_CRAI
 
 /* Internal options of the CG baseline, for tests and benchmarks (atf_sv_cg_configure). */
 typedef struct {
-    atf_cg_precond precond;
+    atf_precond precond;
     atf_cg_krylov krylov;
     int rank;            /* rank k of the low-rank part; 0: from the memory budget */
     double budget_bytes; /* memory for the M × k factor; 0: the default budget */
@@ -81,7 +73,7 @@ typedef struct {
 
 typedef struct atf_sv_cg atf_sv_cg;
 
-/* ---- cg_precond.c ---- */
+/* ---- pcg_precond.c ---- */
 /* The preconditioner state: built lazily by atf_sv_cg_precond_build, applied by
  * atf_sv_cg_precond_apply (out = P⁻¹ v over all M rows; out may not alias v). Over processes
  * (docs/solver.md §19) each holds the rows of F and the blocks of its own examples (the rows
@@ -89,7 +81,7 @@ typedef struct atf_sv_cg atf_sv_cg;
  * functions are collective: every process calls them in the same order and gets the same
  * bits as one process alone. */
 typedef struct {
-    atf_cg_precond kind;   /* resolved (never DEFAULT) */
+    atf_precond kind;   /* resolved (never DEFAULT) */
     atf_solver *s;         /* whose processes and share of the examples */
     int M, N, C;           /* all rows and examples */
     int Mh, Nh, m0;        /* the rows and examples held, from row m0 (example m0 / C) on */
@@ -114,9 +106,6 @@ atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_
                                   char *err);
 void atf_sv_cg_precond_apply(atf_cg_pre *pre, const double *v, double *out);
 void atf_sv_cg_precond_free(atf_cg_pre *pre);
-/* Whether gram32's single-precision Gram of M rows (4·M(M+1)/2 bytes, in *need_bytes) fits 90 %
- * of the available memory. */
-int atf_sv_cg_gram32_fits(int M, double *need_bytes);
 /* x ← (L Lᵀ)⁻¹ x for a Cholesky factor L of order M in LAPACK's rectangular full packed storage
  * (TRANSR 'N', UPLO 'L': spftrf's output), as spftrs with one right-hand side computes it, by
  * level-2 BLAS (gram32's application; tests and benchmarks). */
@@ -124,52 +113,77 @@ void atf_sv_cg_rfp_solve(int M, const float *rfp, float *x);
 /* The default rank of the low-rank part for M rows (memory budget, capped). */
 int atf_sv_cg_default_rank(int M, double budget_bytes);
 
-/* ---- baseline_cg.c ---- */
-/* Method cg at atf_solver_init: the row-equilibrated work problem and its cores, the SVD
- * workspace, the PCG state in s->proj (kind ATF_PROJ_CG, so that the generic projection, the
- * stationarity certificate and the least-squares fallback of solver.c work through CG), and
- * no Gram. Consistency is decided by each solve (s->consistent stays 1). */
-atf_error atf_sv_cg_build(atf_solver *s, char *err);
-/* Method admm where the Gram does not fit: the work problem as atf_sv_cg_build makes it, the
- * projection by PCG with the gram32 preconditioner (or ATF_CG_PRECOND's), and the least-squares
- * point x_ls (the min-norm interpolant) from it. ATF_E_NUMERICAL when the PCG cannot bring the
- * constraint residual of that point to the check before `solved` (an inconsistent r: the CG
- * baseline, which certifies it, is the method for that question). */
-atf_error atf_sv_cg_build_projection(atf_solver *s, char *err);
-/* PCG steps taken on the solver's CG state so far (0 without one); ADMM reports the difference
+/* ---- pcg.c: the engine ---- */
+/* The LSQR state's key tag (the checkpoint key's first words: checkpoint.c). */
+#define ATF_CG_LSQR_STATE "lsqr state 1"
+
+struct atf_sv_cg {
+    atf_solver *s;
+    atf_cg_options opt;
+    atf_cg_pre pre;
+    int built;              /* pre matches opt */
+    double tol;             /* the relative residual of a solve of the backend (projection) */
+    int max_steps;          /* ... and its steps at most */
+    int M;
+    size_t n;
+    double *rho, *z, *p, *gp, *tmp, *y, *bs; /* [M] */
+    double *bw, *lam0;      /* [M] atf_sv_cg_gram_solve_from: b − A'A'ᵀλ0, and λ0 */
+    double *q, *qprev, *w, *xbuf;   /* [n] */
+    int total_steps;        /* PCG steps since the last solve began (with the certificate's) */
+    atf_cg_report last;     /* the last main solve */
+    /* checkpoints of the main LSQR solve (hooks.checkpoint / hooks.resume, one process) */
+    char key[ATF_CHECKPOINT_KEYLEN];
+    int checkpointing;      /* hooks.checkpoint is called */
+    int checkpoint_failed;  /* the caller could not keep a state: the solve ends, ATF_E_IO */
+    double last_checkpoint; /* atf_now() at the start, the resume or the last checkpoint */
+    double elapsed0;        /* seconds of the solve before its resume (0: none) */
+    double start;           /* atf_now() when the main solve began */
+    const atf_checkpoint *resume_from; /* the checked state the main solve goes on from, or NULL */
+};
+
+/* One PCG solve of A'A'ᵀλ = b. */
+typedef struct {
+    const double *b;
+    double bn, tol;
+    int max_steps;
+    int log;                /* a table row every `log` steps (0: no table) */
+    int lsqr;               /* LSQR in the P⁻¹ norm instead of CG on A'A'ᵀ (no λ then) */
+    int main_solve;         /* the baseline's own solve: checkpoints are kept and resumed */
+    double *x;              /* [n] A'ᵀλ (required) */
+    double *lam;            /* [M] λ, or NULL */
+    /* The certificate's solve: the stationarity of cert_x with the candidate x (unscaled into
+     * cert_y [n]) is measured every CERT_EVERY steps, and the solve ends once two in a row
+     * agree to CERT_SETTLED; the last value in *cert (NAN until measured). */
+    const double *cert_x;
+    double *cert_y, *cert;
+    int exponent;           /* b was scaled by 2^-exponent (set by atf_sv_cg_solve) */
+} atf_pcg_job;
+
+/* A solve (job: its right-hand side, tolerance and step limit, CG or LSQR, the main solve's
+ * checkpoints, the certificate's test): x (and λ) from 0 — or from the main solve's resumed
+ * state —, scaled internally by a power of two so that no scalar overflows; rep reports it. */
+void atf_sv_cg_solve(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report *rep);
+/* Build the preconditioner asked for (c->opt) unless built: ATF_OK, or its error (no memory,
+ * gram32 that does not fit or is not positive definite). */
+atf_error atf_sv_cg_prepare(atf_sv_cg *c, char *err);
+/* Whether a checkpoint's state is an LSQR state of this engine's shape, with the right-hand
+ * side's exponent (the state's key is checked apart). */
+int atf_sv_cg_state_ok(const atf_sv_cg *c, const atf_checkpoint *cp, int exponent);
+/* PCG steps taken on the solver's PCG engine so far (0 without one); ADMM reports the difference
  * over its run as inner_iterations. */
 int atf_sv_cg_steps(const atf_solver *s);
 /* Internal options (preconditioner, rank, seed) before the next solve; ATF_E_USAGE when the
- * solver was not initialised for method cg. */
+ * solver's linear systems are not solved by PCG. */
 atf_error atf_sv_cg_configure(atf_solver *s, const atf_cg_options *opt, char *err);
 void atf_sv_cg_free(atf_sv_cg *c);
-/* λ ≈ (A'A'ᵀ)⁺ b by PCG to the projection tolerance (gram_solve of projection.c). */
+/* λ ≈ (A'A'ᵀ)⁺ b by PCG to the engine's tolerance (the backend's solve). */
 void atf_sv_cg_gram_solve(atf_sv_cg *c, const double *b, double *lambda);
 /* The same from λ0 (from; NULL: 0): the correction δ of A'A'ᵀδ = b − A'A'ᵀλ0 (two passes more)
  * to the same tolerance relative to ‖b‖, λ = λ0 + δ. From a λ0 near the answer (ADMM's last
  * projection's, as its iterates settle) it takes fewer PCG steps. from may alias lambda. */
 void atf_sv_cg_gram_solve_from(atf_sv_cg *c, const double *b, const double *from,
                                double *lambda);
-/* The method: x = A'ᵀλ, A'A'ᵀλ = r' by PCG; fills status, iterations, inner_iterations,
- * operator_passes, primal_residual (the relative constraint residual), stationarity and the
- * method note. */
-atf_error atf_sv_baseline_cg(atf_solver *s, atf_result *res, double *x, char *err);
-/* The status line of a CG result that is not solved (infeasible, max_iterations, a breakdown);
- * 0 when solver.c's generic message applies. */
-int atf_sv_cg_status_message(const atf_solver *s, const atf_result *res, char *err);
-/* The last run's report (tests, benchmarks). */
+/* The last main solve's report (tests, benchmarks). */
 const atf_cg_report *atf_sv_cg_last(const atf_solver *s);
-/* Whether a Gram path (the baseline's Cholesky, ADMM's projection) fits this problem: its peak
- * memory ≈ 8.7 bytes × M² (docs/solver.md §14.6) plus the operator arrays against 75% of the
- * available memory, and M ≤ max_m (the baseline's measured crossover with CG; ≤ 0: no bound);
- * why (len bytes) receives the reason with numbers. procs (NULL: one process): the examples are
- * spread over processes, each holding its share of the Gram (none without procs->gram); the
- * processes sharing this machine must fit, and all agree (collective). */
-int atf_sv_gram_fits(const atf_problem *prob, const atf_processes *procs, int max_m, char *why,
-                     size_t len);
-/* The baseline's method under auto: ATF_METHOD_BASELINE (the M × M Gram, exact, any rank) when
- * atf_sv_gram_fits, else ATF_METHOD_CG (docs/solver.md §9.1); why as atf_sv_gram_fits. */
-atf_method atf_baseline_method(const atf_problem *prob, const atf_processes *procs, char *why,
-                               size_t len);
 
 #endif

@@ -1,24 +1,23 @@
-/* baseline_cg.c — the NTK min-norm interpolant of Theorem 1 without the M × M Gram (method cg,
- * docs/solver.md §9.1), and the choice between it and the Gram path (auto).
+/* pcg.c — preconditioned Krylov solves with A'A'ᵀ on the solver's work problem, which is never
+ * formed: the linear-system backend `pcg` (linsys.h) and the engine of the cg method (cg.c).
  *
- * x = A'ᵀλ with A'A'ᵀλ = r' on the solver's work problem (rows and variables scaled by powers of
- * two, factored blocks reduced to their cores; none of it moves the min-norm point), by Krylov
- * methods whose every step costs one A'ᵀ and one A' product and one application of a
- * preconditioner P ≈ A'A'ᵀ acting on λ (cg_precond.c). A preconditioner in data space only
- * weights the rows; one in parameter space would change which solution has minimum norm.
+ * Every step costs one A'ᵀ and one A' product and one application of a preconditioner
+ * P ≈ A'A'ᵀ acting on λ (pcg_precond.c). A preconditioner in data space only weights the rows;
+ * one in parameter space would change which solution has minimum norm.
  *
- *  - The main solve is LSQR on P^{-1/2}A' (Golub–Kahan in the P⁻¹ inner product on the data
- *    side): from x = 0 its iterates stay in range(A'ᵀ) and tend to the min-norm minimiser of
- *    ‖A'x − r'‖_{P⁻¹}, i.e. the min-norm interpolant when r' ∈ range(A'), and a weighted
- *    least-squares point otherwise, without the divergence of CG on A'A'ᵀ on inconsistent data.
- *  - CG on A'A'ᵀλ = b (Craig's method: the same Krylov space, x_k the Euclidean projection of the
- *    solution onto it) serves the inner solves whose b = A'v is consistent by construction: the
- *    stationarity certificate's candidate and the projection of solver.c (ATF_PROJ_CG). It is
- *    also selectable for the main solve (atf_cg_options.krylov), for measurements.
+ *  - CG on A'A'ᵀλ = b (Craig's method: x_k the Euclidean projection of the solution onto the
+ *    Krylov space) serves the solves whose b = A'v is consistent by construction: the backend's
+ *    (the projection, the stationarity certificate's candidate) and, for measurements, the cg
+ *    method's main solve (atf_cg_options.krylov).
+ *  - LSQR on P^{-1/2}A' (Golub–Kahan in the P⁻¹ inner product on the data side) is the cg
+ *    method's main solve: from x = 0 its iterates stay in range(A'ᵀ) and tend to the min-norm
+ *    minimiser of ‖A'x − r'‖_{P⁻¹}, i.e. the min-norm interpolant when r' ∈ range(A'), and a
+ *    weighted least-squares point otherwise, without the divergence of CG on A'A'ᵀ on
+ *    inconsistent data. Its state is kept in checkpoints (hooks.checkpoint, hooks.resume).
  *
- * Stopping. Converged when the relative residual ‖r' − A'x‖/‖r'‖ ≤ tol = min(eps_rel, 1e-8), the
- * recursive residual being confirmed by one product with the true one (which replaces it when it
- * does not agree, and "stalled" when three such replacements in a row do not halve it).
+ * Stopping. Converged when the relative residual ‖b − A'x‖/‖b‖ ≤ tol, the recursive residual
+ * being confirmed by one product with the true one (which replaces it when it does not agree,
+ * and "stalled" when three such replacements in a row do not halve it).
  *
  * The inconsistency certificate. For any y ∈ R^M and any x with ‖A'x − b‖ ≤ tol‖b‖,
  *     yᵀb = yᵀA'x − yᵀ(A'x − b) ≤ ‖A'ᵀy‖‖x‖ + tol‖b‖‖y‖,
@@ -35,59 +34,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "solver_cg.h"
-#include "solver_newton.h"
+#include "linsys.h"
+#include "pcg.h"
 
 /* Consecutive true-residual replacements that do not halve the residual before "stalled". */
 #define CG_STALL_REPLACEMENTS 3
 /* Steps between exact confirmations of a recursive inconsistency test that failed. */
 #define CG_CONFIRM_BACKOFF 10
-/* Gram path: bytes per Gram entry (the fit of docs/solver.md §14.6: RSS = 76 MiB + 8.70 M²),
- * the fraction of the available memory it may take, and the largest M auto gives it (above it
- * CG is faster; measured in docs/solver.md §9.1). */
-#define GRAM_BYTES_PER_ENTRY 8.7
-#define GRAM_BYTES_FIXED (76.0 * 1024.0 * 1024.0)
-#define GRAM_MEMORY_FRACTION 0.75
-#define GRAM_AUTO_MAX_M 10000
 
-struct atf_sv_cg {
-    atf_solver *s;
-    atf_cg_options opt;
-    atf_cg_pre pre;
-    int built;              /* pre matches opt */
-    int M;
-    size_t n;
-    double *rho, *z, *p, *gp, *tmp, *y, *bs; /* [M] */
-    double *bw, *lam0;      /* [M] atf_sv_cg_gram_solve_from: b − A'A'ᵀλ0, and λ0 */
-    double *q, *qprev, *w, *xbuf;   /* [n] */
-    int total_steps;        /* PCG steps since the last solve began (with the certificate's) */
-    atf_cg_report last;     /* the last main solve */
-    /* checkpoints of the main LSQR solve (hooks.checkpoint / hooks.resume, one process) */
-    char key[ATF_CHECKPOINT_KEYLEN];
-    int checkpointing;      /* hooks.checkpoint is called */
-    int checkpoint_failed;  /* the caller could not keep a state: the solve ends, ATF_E_IO */
-    double last_checkpoint; /* atf_now() at the start, the resume or the last checkpoint */
-    double elapsed0;        /* seconds of the solve before its resume (0: none) */
-    double start;           /* atf_now() when the main solve began */
-    const atf_checkpoint *resume_from; /* the checked state the main solve goes on from, or NULL */
-};
-
-/* One PCG solve of A'A'ᵀλ = b. */
-typedef struct {
-    const double *b;
-    double bn, tol;
-    int max_steps, log;
-    int lsqr;               /* LSQR in the P⁻¹ norm instead of CG on A'A'ᵀ (no λ then) */
-    int main_solve;         /* the baseline's own solve: checkpoints are kept and resumed */
-    double *x;              /* [n] A'ᵀλ (required) */
-    double *lam;            /* [M] λ, or NULL */
-    /* The certificate's solve: the stationarity of cert_x with the candidate x (unscaled into
-     * cert_y [n]) is measured every CERT_EVERY steps, and the solve ends once two in a row
-     * agree to CERT_SETTLED; the last value in *cert (NAN until measured). */
-    const double *cert_x;
-    double *cert_y, *cert;
-    int exponent;           /* b was scaled by 2^-exponent (set by pcg) */
-} pcg_job;
 
 /* Steps between measurements of the certificate during its solve, and the relative change
  * between two of them below which it has settled. Any candidate in range(A'ᵀ) gives a valid
@@ -95,11 +49,6 @@ typedef struct {
  * less tight: by at most about the change last seen. */
 #define CERT_EVERY 25
 #define CERT_SETTLED 1e-3
-
-static double tolerance(const atf_solver *s)
-{
-    return fmin(s->set.eps_rel, ATF_CG_TOL_MAX);
-}
 
 static double dot(const double *a, const double *b, size_t n)
 {
@@ -142,89 +91,35 @@ static atf_sv_cg *cg_alloc(atf_solver *s)
     return c;
 }
 
-atf_error atf_sv_cg_build(atf_solver *s, char *err)
-{
-    atf_error e = atf_sv_equilibrate_mode(s, ATF_EQ_ROWS, err);
-    if (e == ATF_OK)
-        e = atf_sv_vars_build(s, err);
-    if (e == ATF_OK)
-        e = atf_sv_prox_alloc(s, err);
-    if (e != ATF_OK)
-        return e;
-    atf_sv_proj *p = &s->proj;
-    size_t M = (size_t)s->work.M;
-    p->M = s->work.M;
-    p->kind = ATF_PROJ_CG;
-    p->rank = -1; /* not computed: CG never needs it */
-    p->feas_tol = tolerance(s);
-    p->s = malloc(M * sizeof *p->s);
-    p->lambda = malloc(M * sizeof *p->lambda);
-    p->t = malloc(M * sizeof *p->t);
-    s->x_ls = calloc(s->n ? s->n : 1, sizeof *s->x_ls);
-    p->cg = cg_alloc(s);
-    if (!p->s || !p->lambda || !p->t || !s->x_ls || !p->cg) {
-        atf_errorf(err, "cg: out of memory for the workspace (M = %d, n = %zu)", s->work.M, s->n);
-        return ATF_E_NOMEM;
-    }
-    /* ATF_CG_PRECOND names the preconditioner in place of the default: for the tests and
-     * measurements that run the atf command (under mpirun too), which has no option for it */
-    const char *env = getenv("ATF_CG_PRECOND");
-    if (env && *env && atf_cg_precond_parse(env, &p->cg->opt.precond) != ATF_OK) {
-        atf_errorf(err, "cg: ATF_CG_PRECOND='%s' is not one of default, none, jacobi, nystrom, "
-                   "nystrom-block, gram32", env);
-        return ATF_E_USAGE;
-    }
-    s->rnorm = atf_sv_norm(s->work.r, M);
-    s->consistent = 1; /* decided by each solve */
-    s->ls_residual = NAN;
-    return ATF_OK;
-}
-
 static atf_error ensure_preconditioner(atf_sv_cg *c, char *err);
-
-atf_error atf_sv_cg_build_projection(atf_solver *s, char *err)
-{
-    atf_error e = atf_sv_cg_build(s, err);
-    if (e != ATF_OK)
-        return e;
-    if (s->proj.cg->opt.precond == ATF_CG_PRECOND_DEFAULT) /* ATF_CG_PRECOND names no other */
-        s->proj.cg->opt.precond = ATF_CG_PRECOND_GRAM32;
-    e = ensure_preconditioner(s->proj.cg, err); /* its error, not plain CG's fallback */
-    if (e != ATF_OK)
-        return e;
-    memset(s->x_ls, 0, (s->n ? s->n : 1) * sizeof *s->x_ls);
-    atf_sv_project(s, s->x_ls, s->work.r, 0);
-    double res = atf_sv_constraint_norm(s, s->x_ls, s->work.r);
-    double limit = 1.5 * tolerance(s);
-    s->ls_residual = s->rnorm > 0.0 ? res / s->rnorm : res;
-    if (!(s->ls_residual <= limit) && !atf_sv_interrupted(s)) {
-        atf_errorf(err, "admm: the projection by CG reached a relative constraint residual of "
-                        "%.2e at the min-norm point, over %.1e: r may be inconsistent (`atf "
-                        "baseline --method cg` decides it)", s->ls_residual, limit);
-        return ATF_E_NUMERICAL;
-    }
-    return ATF_OK;
-}
 
 atf_error atf_sv_cg_configure(atf_solver *s, const atf_cg_options *opt, char *err)
 {
-    if (!s || !opt || s->proj.kind != ATF_PROJ_CG || !s->proj.cg) {
-        atf_errorf(err, "cg: the solver was not initialised for method cg");
+    atf_sv_cg *c = s ? atf_linsys_pcg_engine(s->proj.ls) : NULL;
+    if (!c || !opt) {
+        atf_errorf(err, "cg: the solver's linear systems are not solved by PCG");
         return ATF_E_USAGE;
     }
-    s->proj.cg->opt = *opt;
-    s->proj.cg->built = 0;
+    c->opt = *opt;
+    c->built = 0;
     return ATF_OK;
 }
 
 int atf_sv_cg_steps(const atf_solver *s)
 {
-    return s && s->proj.kind == ATF_PROJ_CG && s->proj.cg ? s->proj.cg->total_steps : 0;
+    atf_sv_cg *c = s ? atf_linsys_pcg_engine(s->proj.ls) : NULL;
+    return c ? c->total_steps : 0;
 }
 
 const atf_cg_report *atf_sv_cg_last(const atf_solver *s)
 {
-    return s && s->proj.kind == ATF_PROJ_CG && s->proj.cg ? &s->proj.cg->last : NULL;
+    atf_sv_cg *c = s ? atf_linsys_pcg_engine(s->proj.ls) : NULL;
+    return c ? &c->last : NULL;
+}
+
+atf_error atf_sv_cg_prepare(atf_sv_cg *c, char *err)
+{
+    return ensure_preconditioner(c, err);
 }
 
 static atf_error ensure_preconditioner(atf_sv_cg *c, char *err)
@@ -239,7 +134,7 @@ static atf_error ensure_preconditioner(atf_sv_cg *c, char *err)
 /* ---- PCG ---- */
 
 /* ‖b − A'x‖/‖b‖ into tmp (one pass). */
-static double true_residual(atf_sv_cg *c, const pcg_job *job)
+static double true_residual(atf_sv_cg *c, const atf_pcg_job *job)
 {
     atf_sv_apply(c->s, job->x, c->tmp);
     for (int m = 0; m < c->M; m++)
@@ -249,7 +144,7 @@ static double true_residual(atf_sv_cg *c, const pcg_job *job)
 
 /* The certificate of the header with y = z (current P⁻¹ρ): ‖A'ᵀz‖ from the recursion
  * q − β·qprev, or (exact) from one adjoint pass. 1 when the bound exceeds the ratio. */
-static int inconsistent(atf_sv_cg *c, const pcg_job *job, double beta, int exact,
+static int inconsistent(atf_sv_cg *c, const atf_pcg_job *job, double beta, int exact,
                         atf_cg_report *rep)
 {
     double xn = atf_sv_norm(job->x, c->n);
@@ -275,15 +170,15 @@ static int inconsistent(atf_sv_cg *c, const pcg_job *job, double beta, int exact
     return 1;
 }
 
-static void log_header(const atf_sv_cg *c, const pcg_job *job)
+static void log_header(const atf_sv_cg *c, const atf_pcg_job *job)
 {
     const atf_solver *s = c->s;
     atf_sv_log(s, "atf cg: %d rows, %zu variables (%lld before reduction), preconditioner %s",
-            c->M, c->n, (long long)s->n_orig, atf_cg_precond_name(c->pre.kind));
+            c->M, c->n, (long long)s->n_orig, atf_precond_name(c->pre.kind));
     if (c->pre.k > 0)
         atf_sv_log(s, " rank %d (residual trace %.1f%%, shift %.2e)", c->pre.k,
                 100.0 * c->pre.trace_res / c->pre.trace0, c->pre.shift);
-    else if (c->pre.kind == ATF_CG_PRECOND_GRAM32)
+    else if (c->pre.kind == ATF_PRECOND_GRAM32)
         atf_sv_log(s, " (single precision, shift %.2e of the mean diagonal)",
                 c->pre.shift * c->pre.M / c->pre.trace0);
     atf_sv_log(s, ", built in %.2f s\natf cg: tol %.1e (relative residual), max %d steps\n",
@@ -292,7 +187,7 @@ static void log_header(const atf_sv_cg *c, const pcg_job *job)
 }
 
 /* A table row; the ETA extrapolates the residual's decay since the previous row. */
-static void log_row(atf_sv_cg *c, const pcg_job *job, int k, double rr, double t0, double *prev)
+static void log_row(atf_sv_cg *c, const atf_pcg_job *job, int k, double rr, double t0, double *prev)
 {
     double now = atf_now() - t0, eta = NAN;
     if (prev[0] > 0.0 && rr < prev[1] && rr > job->tol) {
@@ -310,7 +205,7 @@ static void log_row(atf_sv_cg *c, const pcg_job *job, int k, double rr, double t
 
 /* The update of one step after q = A'ᵀp: x, λ and ρ move by α; returns the recursive relative
  * residual, or -1 on a breakdown (curvature not positive and finite). */
-static double step_update(atf_sv_cg *c, const pcg_job *job, double rz)
+static double step_update(atf_sv_cg *c, const atf_pcg_job *job, double rz)
 {
     double pgp = dot(c->q, c->q, c->n), alpha = rz / pgp;
     if (!(pgp > 0.0) || !isfinite(alpha))
@@ -325,7 +220,7 @@ static double step_update(atf_sv_cg *c, const pcg_job *job, double rz)
 
 /* After the recursive residual reached tol: the true residual decides. Returns 1 when done
  * (outcome set), 0 to go on with the true residual in place of the recursive one. */
-static int confirm_converged(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double *res,
+static int confirm_converged(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report *rep, double *res,
                              double *best, int *stale)
 {
     double tr = true_residual(c, job);
@@ -362,7 +257,7 @@ static double next_direction(atf_sv_cg *c, double rz, double *beta)
 
 /* The stationarity certificate of job->cert_x with the current candidate; 1 once it agrees with
  * the previous measurement to CERT_SETTLED. */
-static int certificate_settled(atf_sv_cg *c, const pcg_job *job)
+static int certificate_settled(atf_sv_cg *c, const atf_pcg_job *job)
 {
     for (size_t i = 0; i < c->n; i++)
         job->cert_y[i] = ldexp(job->x[i], job->exponent);
@@ -373,7 +268,7 @@ static int certificate_settled(atf_sv_cg *c, const pcg_job *job)
 }
 
 /* The loop; rep->outcome, steps and (when measured) rel_res are set. */
-static void pcg_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double t0)
+static void pcg_loop(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report *rep, double t0)
 {
     double rz, beta = 0.0, best = INFINITY, prev[3] = {0.0, 0.0, 0.0};
     int stale = 0, next_confirm = 2;
@@ -406,7 +301,7 @@ static void pcg_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, doubl
             return;
         }
         rep->steps = k;
-        if (job->log && (k % c->s->set.log_every == 0 || k == 1))
+        if (job->log && (k % job->log == 0 || k == 1))
             log_row(c, job, k, rr, t0, prev);
         if (rr <= job->tol && confirm_converged(c, job, rep, c->rho, &best, &stale))
             return;
@@ -434,7 +329,7 @@ typedef struct {
 } lsqr_state;
 
 /* β t = b with ‖t‖_{P⁻¹} = 1 (sv = P⁻¹t), α v = A'ᵀ sv. */
-static void lsqr_start(atf_sv_cg *c, const pcg_job *job, lsqr_state *st)
+static void lsqr_start(atf_sv_cg *c, const atf_pcg_job *job, lsqr_state *st)
 {
     size_t M = (size_t)c->M;
     st->t = c->rho, st->sv = c->z, st->aw = c->p, st->r = c->gp, st->v = c->q, st->w = c->qprev;
@@ -454,7 +349,7 @@ static void lsqr_start(atf_sv_cg *c, const pcg_job *job, lsqr_state *st)
 }
 
 /* One step: the next pair of bidiagonalisation vectors, the plane rotation, and x, r, w. */
-static void lsqr_step(atf_sv_cg *c, const pcg_job *job, lsqr_state *st)
+static void lsqr_step(atf_sv_cg *c, const atf_pcg_job *job, lsqr_state *st)
 {
     size_t M = (size_t)c->M, n = c->n;
     atf_sv_apply(c->s, st->v, c->tmp); /* A'v_k */
@@ -487,7 +382,7 @@ static void lsqr_step(atf_sv_cg *c, const pcg_job *job, lsqr_state *st)
 }
 
 /* The certificate of the header with y = P⁻¹(b − A'x), the true residual (two passes). */
-static int lsqr_inconsistent(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep)
+static int lsqr_inconsistent(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report *rep)
 {
     double xn = atf_sv_norm(job->x, c->n);
     true_residual(c, job);
@@ -532,7 +427,6 @@ enum { LS_MAGIC, LS_VERSION, LS_M, LS_N, LS_EXPONENT, LS_STEP, LS_TOTAL, LS_PASS
        LS_RHOBAR, LS_CS, LS_COEF, LS_ELAPSED, LS_HEADER };
 #define LS_MAGIC_VALUE 5.0412e8 /* "ATF LSQR state": any fixed value that is not a count */
 #define LS_VERSION_VALUE 1.0
-#define LS_STATE "lsqr state 1"
 
 static size_t lsqr_state_len(const atf_sv_cg *c)
 {
@@ -541,7 +435,7 @@ static size_t lsqr_state_len(const atf_sv_cg *c)
 
 /* The vectors of a state after its header, in their order x, v, w [n], t, sv, aw, r [M]: into
  * the state (save) or from it. */
-static void lsqr_vectors(const atf_sv_cg *c, const pcg_job *job, const lsqr_state *st,
+static void lsqr_vectors(const atf_sv_cg *c, const atf_pcg_job *job, const lsqr_state *st,
                          double *state, int save)
 {
     double *vec[] = {job->x, st->v, st->w, st->t, st->sv, st->aw, st->r};
@@ -555,7 +449,7 @@ static void lsqr_vectors(const atf_sv_cg *c, const pcg_job *job, const lsqr_stat
 
 /* Hands the state at the top of step bk->k to hooks.checkpoint; 0, or −1 when the caller could
  * not keep it (or out of memory). */
-static int lsqr_save(atf_sv_cg *c, const pcg_job *job, const lsqr_state *st, const lsqr_book *bk,
+static int lsqr_save(atf_sv_cg *c, const atf_pcg_job *job, const lsqr_state *st, const lsqr_book *bk,
                      const atf_cg_report *rep, int exponent)
 {
     atf_solver *s = c->s;
@@ -576,13 +470,13 @@ static int lsqr_save(atf_sv_cg *c, const pcg_job *job, const lsqr_state *st, con
     int r = s->hooks.checkpoint(s->hooks.checkpoint_ctx, &cp);
     free(cp.data);
     c->last_checkpoint = atf_now();
-    if (r == 0 && s->set.verbose)
+    if (r == 0 && job->log)
         atf_sv_log(s, "atf cg: checkpoint kept at step %d\n", bk->k);
     return r == 0 ? 0 : -1;
 }
 
 /* Whether hooks.resume is a state of this solve's shape (its key was checked before). */
-static int lsqr_state_ok(const atf_sv_cg *c, const atf_checkpoint *cp, int exponent)
+int atf_sv_cg_state_ok(const atf_sv_cg *c, const atf_checkpoint *cp, int exponent)
 {
     const double *h = cp->data;
     return cp->len == (int64_t)lsqr_state_len(c) && h[LS_MAGIC] == LS_MAGIC_VALUE &&
@@ -592,7 +486,7 @@ static int lsqr_state_ok(const atf_sv_cg *c, const atf_checkpoint *cp, int expon
 }
 
 /* The state of c->resume_from in place of lsqr_start (checked by checkpoints_begin). */
-static void lsqr_load(atf_sv_cg *c, const pcg_job *job, lsqr_state *st, lsqr_book *bk,
+static void lsqr_load(atf_sv_cg *c, const atf_pcg_job *job, lsqr_state *st, lsqr_book *bk,
                       atf_cg_report *rep)
 {
     atf_solver *s = c->s;
@@ -606,14 +500,14 @@ static void lsqr_load(atf_sv_cg *c, const pcg_job *job, lsqr_state *st, lsqr_boo
     st->rhobar = h[LS_RHOBAR], st->cs = h[LS_CS], st->coef = h[LS_COEF];
     c->elapsed0 = h[LS_ELAPSED];
     lsqr_vectors(c, job, st, h, 0);
-    if (s->set.verbose)
+    if (job->log)
         atf_sv_log(s, "atf cg: resumed from a checkpoint at step %d (%.0f s into the solve)\n",
                    bk->k, c->elapsed0);
 }
 
 /* A checkpoint before step bk->k: when one is kept and the interval has passed, and always at a
  * stop (the interrupt or the step limit: no finished step is lost). 0, or −1 (the solve ends). */
-static int lsqr_checkpoint(atf_sv_cg *c, const pcg_job *job, const lsqr_state *st,
+static int lsqr_checkpoint(atf_sv_cg *c, const atf_pcg_job *job, const lsqr_state *st,
                            const lsqr_book *bk, const atf_cg_report *rep, int exponent, int stop)
 {
     if (!job->main_solve || !c->checkpointing ||
@@ -625,7 +519,7 @@ static int lsqr_checkpoint(atf_sv_cg *c, const pcg_job *job, const lsqr_state *s
     return -1;
 }
 
-static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, double t0,
+static void lsqr_loop(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report *rep, double t0,
                       int exponent)
 {
     lsqr_state st;
@@ -653,7 +547,7 @@ static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, doub
             rep->outcome = ATF_CG_BREAKDOWN;
             return;
         }
-        if (job->log && (k % c->s->set.log_every == 0 || k == 1))
+        if (job->log && (k % job->log == 0 || k == 1))
             log_row(c, job, k, rr, t0, prev);
         if ((rr <= job->tol || st.beta == 0.0) &&
             confirm_converged(c, job, rep, st.r, &bk.best, &bk.stale))
@@ -670,7 +564,7 @@ static void lsqr_loop(atf_sv_cg *c, const pcg_job *job, atf_cg_report *rep, doub
 }
 
 /* x (and λ) × 2^e, exactly: back from the units of b / 2^e. */
-static void unscale(atf_sv_cg *c, const pcg_job *job, int e, atf_cg_report *rep)
+static void unscale(atf_sv_cg *c, const atf_pcg_job *job, int e, atf_cg_report *rep)
 {
     for (size_t i = 0; i < c->n; i++)
         job->x[i] = ldexp(job->x[i], e);
@@ -682,10 +576,10 @@ static void unscale(atf_sv_cg *c, const pcg_job *job, int e, atf_cg_report *rep)
 /* The solve runs on b / 2^e with ‖b / 2^e‖ in [½, 1) (a copy, exact): the scalars of CG and
  * LSQR are squares of vectors of b's size (10^±300 after the equilibration of §7 when the
  * penalty limits the variable unit), which would overflow or underflow. */
-static void pcg(atf_sv_cg *c, const pcg_job *job_in, atf_cg_report *rep)
+void atf_sv_cg_solve(atf_sv_cg *c, const atf_pcg_job *job_in, atf_cg_report *rep)
 {
     double t0 = atf_now();
-    pcg_job job = *job_in;
+    atf_pcg_job job = *job_in;
     int e = 0;
     frexp(job.bn, &e);
     job.exponent = e;
@@ -721,18 +615,18 @@ static void gram_solve_to(atf_sv_cg *c, const double *b, double bn, double tol, 
     char err[ATF_ERRLEN];
     if (ensure_preconditioner(c, err) != ATF_OK) { /* out of memory: plain CG still works */
         atf_cg_options plain = c->opt;
-        plain.precond = ATF_CG_PRECOND_NONE;
+        plain.precond = ATF_PRECOND_NONE;
         atf_sv_cg_precond_build(c->s, &plain, &c->pre, err);
     }
-    pcg_job job = {.b = b, .bn = bn, .tol = tol, .max_steps = c->s->set.max_iter, .x = c->xbuf,
+    atf_pcg_job job = {.b = b, .bn = bn, .tol = tol, .max_steps = c->max_steps, .x = c->xbuf,
                    .lam = lambda};
     atf_cg_report rep;
-    pcg(c, &job, &rep);
+    atf_sv_cg_solve(c, &job, &rep);
 }
 
 void atf_sv_cg_gram_solve(atf_sv_cg *c, const double *b, double *lambda)
 {
-    gram_solve_to(c, b, atf_sv_norm(b, (size_t)c->M), tolerance(c->s), lambda);
+    gram_solve_to(c, b, atf_sv_norm(b, (size_t)c->M), c->tol, lambda);
 }
 
 void atf_sv_cg_gram_solve_from(atf_sv_cg *c, const double *b, const double *from,
@@ -748,7 +642,7 @@ void atf_sv_cg_gram_solve_from(atf_sv_cg *c, const double *b, const double *from
     atf_sv_apply(c->s, c->xbuf, c->bw);
     for (size_t m = 0; m < M; m++)
         c->bw[m] = b[m] - c->bw[m];
-    double rn = atf_sv_norm(c->bw, M), tol = tolerance(c->s);
+    double rn = atf_sv_norm(c->bw, M), tol = c->tol;
     if (!(rn > tol * bn)) { /* λ0 solves it already (or b − A'A'ᵀλ0 is not finite: from 0) */
         if (isfinite(rn)) {
             memmove(lambda, from, M * sizeof *lambda);
@@ -763,274 +657,45 @@ void atf_sv_cg_gram_solve_from(atf_sv_cg *c, const double *b, const double *from
         lambda[m] += c->lam0[m];
 }
 
-/* ---- the method ---- */
 
-static atf_status status_of(atf_cg_outcome o)
-{
-    switch (o) {
-    case ATF_CG_CONVERGED: return ATF_STATUS_SOLVED;
-    case ATF_CG_INCONSISTENT: return ATF_STATUS_INFEASIBLE;
-    case ATF_CG_LIMIT:
-    case ATF_CG_STALLED: return ATF_STATUS_MAX_ITERATIONS;
-    case ATF_CG_INTERRUPTED: return ATF_STATUS_INTERRUPTED;
-    case ATF_CG_BREAKDOWN: break;
-    }
-    return ATF_STATUS_NUMERICAL_ERROR;
-}
+/* ---- the backend `pcg` ---- */
 
-/* The stationarity certificate (docs/solver.md §5) with the candidate y = A'ᵀλ, A'A'ᵀλ = A'G
- * solved by PCG to ATF_CG_CERT_TOL or until the certificate settles (CERT_SETTLED): y lies in
- * range(A'ᵀ) whatever the accuracy of λ, so the certificate is a valid one (at worst slightly
- * larger than with the exact P G). For the baseline's own point it measures how far the NTK
- * interpolant is from stationary under the blocks' penalties, usually far (0.36 on the
- * Fashion-MNIST study's balanced+balanced), and settles long before the solve would reach
- * 10⁻⁸; a point that is stationary has a certificate that keeps falling, so it runs on. */
-static double certificate(atf_sv_cg *c, const double *x, int max_steps)
+static atf_error pcg_setup(atf_linsys *ls, char *err)
 {
-    atf_solver *s = c->s;
-    double *g = malloc((c->n ? c->n : 1) * sizeof *g);
-    double *y = malloc((c->n ? c->n : 1) * sizeof *y);
-    double *yu = malloc((c->n ? c->n : 1) * sizeof *yu);
-    double *b = malloc((size_t)c->M * sizeof *b);
-    double cert = NAN;
-    if (g && y && yu && b && isfinite(atf_sv_gradient(s, x, g, 0.0))) {
-        atf_sv_apply(s, g, b);
-        pcg_job job = {.b = b, .bn = atf_sv_norm(b, (size_t)c->M), .tol = ATF_CG_CERT_TOL,
-                       .max_steps = max_steps, .x = y, .cert_x = x, .cert_y = yu,
-                       .cert = &cert};
-        atf_cg_report rep;
-        pcg(c, &job, &rep);
-        if (rep.outcome != ATF_CG_CONVERGED || !isfinite(cert) || rep.rel_res <= job.tol)
-            cert = atf_sv_stationarity(s, x, y, 1e-12 * atf_sv_norm(x, c->n));
+    atf_solver *s = ls->s;
+    atf_sv_cg *c = cg_alloc(s);
+    if (!c) {
+        atf_errorf(err, "cg: out of memory for the workspace (M = %d, n = %zu)", s->work.M, s->n);
+        return ATF_E_NOMEM;
     }
-    free(g), free(y), free(yu), free(b);
-    return cert;
-}
-
-/* After the reason auto gave, if any ("auto: ...; cg: ..."). */
-static void method_note(const atf_sv_cg *c, const atf_cg_report *rep, atf_result *res)
-{
-    const atf_cg_pre *pre = &c->pre;
-    size_t used = strlen(res->info.method_note);
-    int len = (int)used + snprintf(res->info.method_note + used,
-                                   sizeof res->info.method_note - used, "%scg: %s preconditioner",
-                                   used ? "; " : "", atf_cg_precond_name(pre->kind));
-    if (pre->k > 0 && len > 0 && (size_t)len < sizeof res->info.method_note)
-        len += snprintf(res->info.method_note + len, sizeof res->info.method_note - (size_t)len,
-                        ", rank %d (randomly pivoted Cholesky, seed %llu), residual trace %.2g%%, "
-                        "shift %.2g", pre->k,
-                        (unsigned long long)(c->opt.seed ? c->opt.seed : ATF_CG_SEED),
-                        100.0 * pre->trace_res / pre->trace0, pre->shift);
-    else if (pre->kind == ATF_CG_PRECOND_GRAM32 && len > 0 &&
-             (size_t)len < sizeof res->info.method_note)
-        len += snprintf(res->info.method_note + len, sizeof res->info.method_note - (size_t)len,
-                        " (single precision, shift %.2g of the mean diagonal)",
-                        pre->shift * pre->M / pre->trace0);
-    if (len > 0 && (size_t)len < sizeof res->info.method_note)
-        snprintf(res->info.method_note + len, sizeof res->info.method_note - (size_t)len,
-                 ", built in %.2f s; %d steps + %d for the certificate", pre->seconds,
-                 rep->steps, c->total_steps - rep->steps);
-}
-
-/* What a checkpoint of the main solve belongs to: the problem, the tolerance and the settings
- * in every key (atf_sv_checkpoint_key), then the preconditioner (kind, rank, seed), which the
- * resumed solve must build again the same. */
-static atf_error lsqr_key(atf_sv_cg *c, char *err)
-{
-    atf_solver *s = c->s;
-    atf_error e = atf_sv_checkpoint_key(s, LS_STATE, &s->set.loss, s->set.eps_rel, NULL, c->key,
-                                        err);
-    size_t k = strlen(c->key);
-    if (!e && snprintf(c->key + k, sizeof c->key - k, "; preconditioner %s rank %d seed %llu",
-                       atf_cg_precond_name(c->pre.kind), c->pre.k,
-                       (unsigned long long)(c->opt.seed ? c->opt.seed : ATF_CG_SEED)) >=
-                  (int)(sizeof c->key - k)) {
-        atf_errorf(err, "cg: checkpoint: the solve's description is longer than %d bytes",
-                   ATF_CHECKPOINT_KEYLEN - 1);
-        e = ATF_E_USAGE;
-    }
-    return e;
-}
-
-/* Checkpoints for the main solve when the caller keeps or resumes them: the key, and a resumed
- * state checked against it and against this solve's shape. Not when the interrupt flag ended
- * the preconditioner's pivoting early: that solve stops at once and must neither refuse nor
- * overwrite a state of the full preconditioner. */
-static atf_error checkpoints_begin(atf_sv_cg *c, char *err)
-{
-    atf_solver *s = c->s;
-    c->checkpointing = c->checkpoint_failed = 0, c->elapsed0 = 0.0;
-    c->last_checkpoint = c->start, c->resume_from = NULL;
-    if ((!s->hooks.checkpoint && !s->hooks.resume) || atf_sv_interrupted(s))
-        return ATF_OK;
-    if (s->procs) {
-        atf_errorf(err, "cg: checkpoints are kept in one process only");
-        return ATF_E_USAGE;
-    }
-    if (c->opt.krylov == ATF_CG_KRYLOV_CRAIG) {
-        atf_errorf(err, "cg: checkpoints are kept by the LSQR solve only (not craig)");
-        return ATF_E_USAGE;
-    }
-    atf_error e = lsqr_key(c, err);
-    if (!e && s->hooks.resume)
-        e = atf_sv_checkpoint_is_ours("cg", s->hooks.resume, c->key, err);
-    int exponent = 0;
-    frexp(s->rnorm, &exponent);
-    if (!e && s->hooks.resume && !lsqr_state_ok(c, s->hooks.resume, exponent)) {
-        atf_errorf(err, "cg: the checkpoint's state is not an LSQR state of %d rows and %zu "
-                        "variables (%lld numbers, or its header is damaged)",
-                   c->M, c->n, (long long)s->hooks.resume->len);
-        e = ATF_E_INPUT;
-    }
-    c->checkpointing = !e && s->hooks.checkpoint;
-    c->resume_from = e ? NULL : s->hooks.resume;
-    return e;
-}
-
-atf_error atf_sv_baseline_cg(atf_solver *s, atf_result *res, double *x, char *err)
-{
-    atf_sv_cg *c = s->proj.cg;
-    double t0 = c->start = atf_now();
-    c->total_steps = 0;
-    atf_error e = ensure_preconditioner(c, err);
-    if (!e)
-        e = checkpoints_begin(c, err);
-    if (e != ATF_OK)
-        return e;
-    pcg_job job = {.b = s->work.r, .bn = s->rnorm, .tol = tolerance(s),
-                   .max_steps = s->set.max_iter, .log = s->set.verbose, .x = x,
-                   .lsqr = c->opt.krylov != ATF_CG_KRYLOV_CRAIG,
-                   .main_solve = c->checkpointing || c->resume_from};
-    pcg(c, &job, &c->last);
-    if (c->checkpoint_failed) {
-        atf_errorf(err, "cg: the checkpoint at step %d could not be kept", c->last.steps + 1);
-        return ATF_E_IO;
-    }
-    const atf_cg_report *rep = &c->last;
-    memcpy(s->x_ls, x, s->n * sizeof *x); /* what a fallback would return */
-    s->ls_residual = rep->rel_res;
-    res->info.status = status_of(rep->outcome);
-    res->info.iterations = rep->steps;
-    res->info.primal_residual = rep->rel_res;
-    res->info.dual_residual = 0.0; /* x = A'ᵀλ: the min-norm optimality condition holds exactly */
-    res->info.stationarity = NAN;
-    if (res->info.status == ATF_STATUS_SOLVED || res->info.status == ATF_STATUS_INFEASIBLE)
-        res->info.stationarity = certificate(c, x, rep->steps > 50 ? 2 * rep->steps : 100);
-    res->info.inner_iterations = c->total_steps;
-    res->info.operator_passes = (int)s->passes;
-    method_note(c, rep, res);
-    s->t.projection = atf_now() - t0;
-    if (s->set.verbose)
-        atf_sv_log(s, "atf cg: %s after %d steps, relative residual %.3e, %ld passes, "
-                               "%.2f s\n", atf_status_name(res->info.status), rep->steps,
-                rep->rel_res, s->passes, s->t.projection);
+    ls->state = c;
+    ls->tol = fmin(s->set.eps_rel, ATF_CG_TOL_MAX);
+    ls->feas_tol = ls->tol;
+    ls->max_steps = s->set.max_iter;
+    c->tol = ls->tol, c->max_steps = ls->max_steps;
+    c->opt.precond = ls->precond;
+    ls->usable = 1;
     return ATF_OK;
 }
 
-int atf_sv_cg_status_message(const atf_solver *s, const atf_result *res, char *err)
+static void pcg_solve(atf_linsys *ls, const double *b, const double *warm, double tol,
+                      double *lambda)
 {
-    const atf_cg_report *rep = atf_sv_cg_last(s);
-    if (!rep || s->check[0])
-        return 0;
-    double tol = tolerance(s);
-    switch (res->info.status) {
-    case ATF_STATUS_INFEASIBLE:
-        atf_errorf(err, "cg: the constraints are inconsistent (r is not in the range of A to "
-                        "working precision): after %d steps every x with relative residual "
-                        "<= %.1e has norm >= %.3e, %.1e times the returned point's, whose relative "
-                        "residual is %.3e (the least-squares point of the preconditioned rows; "
-                        "--method gram returns the unweighted one)", rep->steps, tol, rep->bound,
-                   rep->xnorm > 0.0 ? rep->bound / rep->xnorm : INFINITY, rep->rel_res);
-        return 1;
-    case ATF_STATUS_MAX_ITERATIONS:
-        if (rep->outcome == ATF_CG_STALLED)
-            atf_errorf(err, "cg stalled after %d steps at relative residual %.3e above the "
-                            "tolerance %.1e (rounding: A is too ill-conditioned for it); the last "
-                            "iterate is returned", rep->steps, rep->rel_res, tol);
-        else
-            atf_errorf(err, "cg stopped at the step limit %d at relative residual %.3e "
-                            "(tolerance %.1e); the last iterate is returned", rep->steps,
-                       rep->rel_res, tol);
-        return 1;
-    case ATF_STATUS_NUMERICAL_ERROR:
-        atf_errorf(err, "cg broke down after %d steps (the curvature of A Aᵀ along the search "
-                        "direction is not positive and finite) at relative residual %.3e; the "
-                        "last iterate is returned", rep->steps, rep->rel_res);
-        return 1;
-    default: return 0;
-    }
-}
-
-/* ---- the choice between the Gram and CG (`atf baseline --method auto`) ---- */
-
-static double operator_bytes(const atf_problem *prob)
-{
-    double bytes = 0.0;
-    for (int l = 0; l < prob->nblocks; l++) {
-        const atf_block *b = &prob->blocks[l];
-        bytes += b->kind == ATF_OP_FACTORED
-                     ? 8.0 * ((double)b->N * b->rows + (double)b->M * b->cols)
-                 : b->kind == ATF_OP_DENSE ? 8.0 * (double)b->M * b->rows * b->cols
-                                           : 12.0 * (double)b->nnz + 8.0 * (b->M + 1);
-    }
-    return bytes;
-}
-
-/* The bytes this machine needs for the Gram path: all of it in one process; over processes
- * (shards) the Gram's tiles are spread evenly and each holds its examples' operator arrays, so
- * a machine running `local` of the `size` processes needs local/size of the whole. */
-static double gram_bytes(const atf_problem *prob, const atf_processes *procs)
-{
-    double M = prob->M, share = 1.0, copies = 1.0;
-    if (procs) {
-        int local = procs->local > 0 && procs->local <= procs->size ? procs->local : procs->size;
-        share = (double)local / procs->size, copies = local;
-    }
-    /* the Gram and its workspace, the fixed part per process, and the equilibrated copy of the
-     * operator arrays (a shard's are its examples') */
-    return share * GRAM_BYTES_PER_ENTRY * M * M + copies * GRAM_BYTES_FIXED +
-           copies * operator_bytes(prob);
-}
-
-int atf_sv_gram_fits(const atf_problem *prob, const atf_processes *procs, int max_m, char *why,
-                     size_t len)
-{
-    procs = procs && procs->size > 1 ? procs : NULL;
-    if (procs && !procs->gram) {
-        if (why && len)
-            snprintf(why, len, "M = %d: the examples are spread over processes, and this build "
-                     "cannot spread the Gram", prob->M);
-        return 0;
-    }
-    double M = prob->M, gib = 1024.0 * 1024.0 * 1024.0, need = gram_bytes(prob, procs);
-    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    double avail = pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
-    double refuse = need <= GRAM_MEMORY_FRACTION * avail ? 0.0 : 1.0;
-    if (procs) /* every process must take the same method: one that does not fit decides */
-        procs->max(procs->ctx, &refuse, 1);
-    int fits = refuse == 0.0, gram = fits && (max_m <= 0 || prob->M <= max_m);
-    if (!why || !len)
-        return gram;
-    char where[96] = "";
-    if (procs)
-        snprintf(where, sizeof where, " on this machine (%d of %d processes)",
-                 procs->local > 0 ? procs->local : procs->size, procs->size);
-    if (!fits)
-        snprintf(why, len, "M = %d: the Gram needs %.3g GiB (8.7 B x M^2)%s, over %.0f%% of the "
-                 "%.3g GiB available", prob->M, need / gib, where, 100 * GRAM_MEMORY_FRACTION,
-                 avail / gib);
-    else if (!gram)
-        snprintf(why, len, "M = %d > %d: the Gram (%.3g GiB%s, %.2g flops) is slower than CG",
-                 prob->M, max_m, need / gib, where, M * M * M / 3.0);
+    atf_sv_cg *c = ls->state;
+    double saved = c->tol;
+    if (tol > 0.0)
+        c->tol = tol;
+    if (warm)
+        atf_sv_cg_gram_solve_from(c, b, warm, lambda);
     else
-        snprintf(why, len, "M = %d: the Gram needs %.3g GiB%s of %.3g GiB available", prob->M,
-                 need / gib, where, avail / gib);
-    return gram;
+        atf_sv_cg_gram_solve(c, b, lambda);
+    c->tol = saved;
 }
 
-atf_method atf_baseline_method(const atf_problem *prob, const atf_processes *procs, char *why,
-                               size_t len)
+static void pcg_free(atf_linsys *ls)
 {
-    return atf_sv_gram_fits(prob, procs, GRAM_AUTO_MAX_M, why, len) ? ATF_METHOD_BASELINE
-                                                                     : ATF_METHOD_CG;
+    atf_sv_cg_free(ls->state);
+    ls->state = NULL;
 }
+
+const atf_linsys_backend atf_linsys_pcg = {"pcg", ATF_LS_PCG, pcg_setup, pcg_solve, pcg_free};

@@ -142,56 +142,6 @@ atf_error atf_result_factors(atf_result *res, const atf_problem *prob, char *err
 atf_error atf_result_write(const char *path, const atf_result *res, char *err);
 atf_error atf_result_read(const char *path, atf_result **out, char *err);
 
-/* A solver's state in the middle of a long solve (newton, alm; docs/solver.md §15, §16), kept so
- * that the solve can go on after an interruption: the solver hands it to hooks.checkpoint and
- * takes it back as hooks.resume (atf_solver.h). The state is opaque outside the solver; key
- * names what it belongs to (the method, the problem's fingerprint, the loss, the penalties and
- * the settings that shape the iterates), and a solver resumes only a state of its own key. */
-#define ATF_CHECKPOINT_KEYLEN 1024
-typedef struct {
-    char key[ATF_CHECKPOINT_KEYLEN];
-    int64_t len;  /* doubles in data */
-    double *data; /* owned by whoever filled it (atf_checkpoint_read: the caller, freed by
-                     atf_checkpoint_free) */
-} atf_checkpoint;
-
-/* Checkpoint files (docs/formats.md "Checkpoints"): atomic write; the reader checks the format,
- * the version and that every number of the state is finite. */
-atf_error atf_checkpoint_write(const char *path, const atf_checkpoint *cp, char *err);
-atf_error atf_checkpoint_read(const char *path, atf_checkpoint *cp, char *err);
-void atf_checkpoint_free(atf_checkpoint *cp);
-/* A solver's checkpoint hook (atf_hooks.checkpoint) that writes every state to one file:
- * ctx is an atf_checkpoint_file; on failure it returns nonzero with the reason in err. */
-typedef struct {
-    const char *path;
-    char err[ATF_ERRLEN];
-} atf_checkpoint_file;
-int atf_checkpoint_to_file(void *ctx, const atf_checkpoint *state);
-/* The message of a solve that returned e while writing its checkpoints to sink (resumed: it
- * started from the state in sink->path): the writer's own reason when the file could not be
- * written; the file named, and what to do, when its state was refused (ATF_E_INPUT or
- * ATF_E_USAGE); else err (ATF_ERRLEN bytes) as it is. */
-void atf_checkpoint_explain(const atf_checkpoint_file *sink, int resumed, atf_error e, char *err);
-
-/* A preconditioner's factor kept on disk beside a long solve (atf_hooks.precond_file;
- * docs/formats.md "Preconditioner files"), so that a solve resumed from a checkpoint reads it
- * instead of building it again (gram32 at M = 80 000: 12.8 GB, most of an hour to form and
- * factor). key names what it belongs to, as a checkpoint's key does; meta holds the numbers the
- * factor comes with (gram32: its shift and the Gram's trace). Since 1.6. */
-#define ATF_PRECOND_META 4
-typedef struct {
-    char key[ATF_CHECKPOINT_KEYLEN];
-    int64_t len;  /* floats in data */
-    float *data;  /* the caller's, never freed here */
-    double meta[ATF_PRECOND_META];
-} atf_precond_state;
-/* Atomic write (the file is complete or absent); every number must be finite. */
-atf_error atf_precond_write(const char *path, const atf_precond_state *pc, char *err);
-/* Into pc->data (pc->len floats, the caller's) and pc->meta, when the file's key is pc->key and
- * its length pc->len; ATF_E_INPUT naming the file and what differs otherwise, as for a damaged
- * file (format, version, non-finite values). */
-atf_error atf_precond_read(const char *path, atf_precond_state *pc, char *err);
-
 /* Whether a result was computed from this problem, by fingerprint: ATF_OK when they agree;
  * ATF_E_INPUT naming both files when they differ; ATF_OK with a one-line note (what is missing)
  * when the result records no problem fingerprint (an earlier atf wrote it). note (ATF_ERRLEN

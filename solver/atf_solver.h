@@ -156,6 +156,56 @@ typedef struct {
 
 atf_settings atf_settings_default(void);
 
+/* A solver's state in the middle of a long solve (the resumable methods: atf_method_info), kept so
+ * that the solve can go on after an interruption: the solver hands it to hooks.checkpoint and
+ * takes it back as hooks.resume. The state is opaque outside the solver; key
+ * names what it belongs to (the method, the problem's fingerprint, the loss, the penalties and
+ * the settings that shape the iterates), and a solver resumes only a state of its own key. */
+#define ATF_CHECKPOINT_KEYLEN 1024
+typedef struct {
+    char key[ATF_CHECKPOINT_KEYLEN];
+    int64_t len;  /* doubles in data */
+    double *data; /* owned by whoever filled it (atf_checkpoint_read: the caller, freed by
+                     atf_checkpoint_free) */
+} atf_checkpoint;
+
+/* Checkpoint files (docs/formats.md "Checkpoints"): atomic write; the reader checks the format,
+ * the version and that every number of the state is finite. */
+atf_error atf_checkpoint_write(const char *path, const atf_checkpoint *cp, char *err);
+atf_error atf_checkpoint_read(const char *path, atf_checkpoint *cp, char *err);
+void atf_checkpoint_free(atf_checkpoint *cp);
+/* A solver's checkpoint hook (atf_hooks.checkpoint) that writes every state to one file:
+ * ctx is an atf_checkpoint_file; on failure it returns nonzero with the reason in err. */
+typedef struct {
+    const char *path;
+    char err[ATF_ERRLEN];
+} atf_checkpoint_file;
+int atf_checkpoint_to_file(void *ctx, const atf_checkpoint *state);
+/* The message of a solve that returned e while writing its checkpoints to sink (resumed: it
+ * started from the state in sink->path): the writer's own reason when the file could not be
+ * written; the file named, and what to do, when its state was refused (ATF_E_INPUT or
+ * ATF_E_USAGE); else err (ATF_ERRLEN bytes) as it is. */
+void atf_checkpoint_explain(const atf_checkpoint_file *sink, int resumed, atf_error e, char *err);
+
+/* A preconditioner's factor kept on disk beside a long solve (atf_hooks.precond_file;
+ * docs/formats.md "Preconditioner files"), so that a solve resumed from a checkpoint reads it
+ * instead of building it again (gram32 at M = 80 000: 12.8 GB, most of an hour to form and
+ * factor). key names what it belongs to, as a checkpoint's key does; meta holds the numbers the
+ * factor comes with (gram32: its shift and the Gram's trace). */
+#define ATF_PRECOND_META 4
+typedef struct {
+    char key[ATF_CHECKPOINT_KEYLEN];
+    int64_t len;  /* floats in data */
+    float *data;  /* the caller's, never freed here */
+    double meta[ATF_PRECOND_META];
+} atf_precond_state;
+/* Atomic write (the file is complete or absent); every number must be finite. */
+atf_error atf_precond_write(const char *path, const atf_precond_state *pc, char *err);
+/* Into pc->data (pc->len floats, the caller's) and pc->meta, when the file's key is pc->key and
+ * its length pc->len; ATF_E_INPUT naming the file and what differs otherwise, as for a damaged
+ * file (format, version, non-finite values). */
+atf_error atf_precond_read(const char *path, atf_precond_state *pc, char *err);
+
 /* Where verbose output goes: called with pieces of the iteration table (each ends a line or
  * continues the previous piece), in the thread that called atf_solver_init/atf_solver_solve. */
 typedef void (*atf_log_fn)(void *ctx, const char *text);
@@ -172,29 +222,29 @@ typedef struct {
     volatile sig_atomic_t *interrupt; /* when it becomes nonzero the solver stops with status
                                          interrupted and returns the last iterate */
     const atf_processes *processes; /* the problem is a shard of a job spread over processes
-                                       (methods newton, fista and cg); NULL: one process */
-    /* Checkpoints of a long solve (methods newton, alm, cg and, since 1.6, admm; one process;
-     * docs/solver.md §2.2, §9.1, §15, §16): once at least checkpoint_seconds (≥ 0) have passed
-     * since the start or the last checkpoint, at the top of the next step (Newton's, LSQR's,
-     * an ADMM iteration), the solver calls checkpoint(ctx, state)
-     * with its state (valid during the call); and once more when the interrupt flag stops it
-     * (since 1.2: the top of the step it stopped in, so that no finished step is lost; 1.1
-     * kept states only at steps that rebuild the preconditioner and none at the stop). A
-     * nonzero return ends the solve with ATF_E_IO. resume: go on from such a state instead of the
-     * start (hooks.warm is then not used); ATF_E_INPUT if it is another solve's (its key
-     * differs: another problem, loss, penalty or setting). The resumed solve ends where the
-     * uninterrupted one would have, with the same iterate, counts and certificates (not the
-     * same times). Under processes neither is used (the call refuses resume). */
+                                       (the methods whose row says so: atf_method_info);
+                                       NULL: one process */
+    /* Checkpoints of a long solve (the resumable methods: atf_method_info; one process;
+     * docs/solver.md, "Checkpoints"): once at least checkpoint_seconds (≥ 0) have passed since
+     * the start or the last checkpoint, at the top of the next step (Newton's, LSQR's, an ADMM
+     * iteration), the solver calls checkpoint(ctx, state) with its state (valid during the
+     * call); and once more at the top of the step in which the interrupt flag stops it, so
+     * that no finished step is lost. A nonzero return ends the solve with ATF_E_IO. resume: go
+     * on from such a state instead of the start (hooks.warm is then not used); ATF_E_INPUT if
+     * it is another solve's (its key differs: another problem, loss, penalty or setting). The
+     * resumed solve ends where the uninterrupted one would have, with the same iterate, counts
+     * and certificates (not the same times). Under processes neither is used (the call refuses
+     * resume). */
     int (*checkpoint)(void *ctx, const atf_checkpoint *state);
     void *checkpoint_ctx;
     double checkpoint_seconds;
     const atf_checkpoint *resume;
-    /* Since 1.6: a file for the preconditioner's factor of a long solve (gram32, which admm's
-     * projection by PCG and `cg` with ATF_CG_PRECOND=gram32 build: 2·M² bytes, most of an hour
-     * at M = 80 000). The factor is written there once it is built, and read from there instead
-     * of built when the file exists and is this solve's (ATF_E_INPUT if it is another's or
-     * damaged). A factor that cannot be written leaves the solve going (the verbose log says
-     * why). NULL: none. One process. */
+    /* A file for the preconditioner's factor of a long solve (gram32, which admm's projection
+     * by PCG and `cg` with precond gram32 build: 2·M² bytes, most of an hour at M = 80 000).
+     * The factor is written there once it is built, and read from there instead of built when
+     * the file exists and is this solve's (ATF_E_INPUT if it is another's or damaged). A factor
+     * that cannot be written leaves the solve going (the verbose log says why). NULL: none.
+     * One process. */
     const char *precond_file;
 } atf_hooks;
 
@@ -224,16 +274,15 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, const atf_
                     atf_result **out, char *err);
 
 /* NTK min-norm baseline (Theorem 1): B = Aᵀ(AAᵀ)⁻¹ r, reported with its objective under the
- * blocks' own penalties, its factors, and its certificates — by the M × M Gram where it fits the
- * available memory, else by preconditioned CG (method cg). Returns as atf_solve: ATF_OK with
- * status solved, or infeasible when r is not in the range of A. */
+ * blocks' own penalties, its factors, and its certificates — as atf_solve with settings.baseline
+ * and the default settings: by the M × M Gram where it fits the available memory and
+ * M ≤ gram_max_rows (method baseline), else by preconditioned CG (method cg). Returns as
+ * atf_solve: ATF_OK with status solved, or infeasible when r is not in the range of A. */
 atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err);
-/* The same with the solver's hooks (optional, as atf_solve's), for their stop flag: the CG path
- * can run for hours (M = 80 000: two) and stops at the flag with status interrupted. It starts
- * from B = 0 whatever the warm start (the min-norm point does not depend on one). Since 1.1.
- * Since 1.4: the CG path keeps and resumes checkpoints (hooks.checkpoint, hooks.resume; the
- * Gram path keeps none and refuses a resume), and a hooks.log receives the iteration table
- * (one row per 50 steps). */
+/* The same with the solver's hooks (optional, as atf_solve's): the CG path can run for hours
+ * (M = 80 000: two), stops at the flag with status interrupted, keeps and resumes checkpoints
+ * (the Gram path keeps none and refuses a resume); hooks.log receives the iteration table. It
+ * starts from B = 0 whatever the warm start (the min-norm point does not depend on one). */
 atf_error atf_baseline_hooks(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
                              char *err);
 /* ---- reporting (formatting only: the library never prints) ---- */

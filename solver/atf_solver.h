@@ -26,8 +26,10 @@ extern "C" {
 #endif
 
 /* The methods (docs/solver.md, "Methods"). What each solves and may do is one row of the
- * solver's method table (atf_method_info_of); a result names the one that ran (atf_info.method). */
+ * solver's method table (atf_method_info_of); a result names the one that ran (atf_info.method).
+ * The values are stable: a new method takes the next one. */
 typedef enum {
+    ATF_METHOD_AUTO = -1, /* the solver picks one of the methods, once, in atf_solver_init     */
     ATF_METHOD_ADMM = 0, /* Douglas–Rachford ADMM with over-relaxation (interpolation)          */
     ATF_METHOD_LP,       /* exact GLPK LP: diagonal structure + nuclear penalty only            */
     ATF_METHOD_BASELINE, /* NTK min-norm interpolant (Theorem 1) by a factorisation of A Aᵀ     */
@@ -35,8 +37,7 @@ typedef enum {
     ATF_METHOD_IRLS,     /* alternating adapted-kernel regression (interpolation)               */
     ATF_METHOD_NEWTON,   /* semismooth Newton-CG on a penalized loss (matrix-free)              */
     ATF_METHOD_ALM,      /* augmented Lagrangian for interpolation (matrix-free)                */
-    ATF_METHOD_CG,       /* NTK min-norm interpolant by preconditioned Krylov steps on A Aᵀ     */
-    ATF_METHOD_AUTO      /* the solver picks one of the above, once, in atf_solver_init          */
+    ATF_METHOD_CG        /* NTK min-norm interpolant by preconditioned Krylov steps on A Aᵀ     */
 } atf_method;
 
 /* How a method treats a warm start (hooks.warm). */

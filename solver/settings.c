@@ -76,10 +76,10 @@ static atf_error check_method_loss(const atf_settings *set, const atf_hooks *hoo
     }
     atf_linsys_kind only = atf_sv_method_of(set->method)->linsys_only;
     if (only != ATF_LINSYS_AUTO && set->linsys != ATF_LINSYS_AUTO && set->linsys != only) {
-        atf_errorf(err, "settings: method %s solves its linear systems by %s, not by %s (%s)",
-                   in->name, atf_linsys_kind_name(only), atf_linsys_kind_name(set->linsys),
-                   only == ATF_LINSYS_PCG ? "method baseline factorises AAᵀ"
-                                          : "method cg solves by PCG");
+        atf_errorf(err, "settings: method %s solves its linear systems by %s only; linsys %s "
+                        "is refused", in->name,
+                   only == ATF_LINSYS_PCG ? "PCG (linsys pcg)" : "a factorisation (linsys direct)",
+                   atf_linsys_kind_name(set->linsys));
         return ATF_E_USAGE;
     }
     if (hooks && hooks->warm && in->warm == ATF_WARM_REFUSED) {

@@ -177,5 +177,75 @@ class BalancedPenalty(unittest.TestCase):
             self.assertAlmostEqual(objectives[0], objectives[1], delta=1e-8 * objectives[0])
 
 
+class MethodTable(unittest.TestCase):
+    """`atf methods` prints the library's method table; --method, --linsys and --precond are
+    read from it and from the solver's names; a result names the linear-system backend."""
+
+    NAMES = ["admm", "lp", "baseline", "fista", "irls", "newton", "alm", "cg"]
+
+    def test_methods_json(self):
+        import json
+        code, out, err = run("methods", "--json")
+        self.assertEqual(code, 0, err)
+        rows = json.loads(out)
+        self.assertEqual([r["name"] for r in rows], self.NAMES)
+        by = {r["name"]: r for r in rows}
+        self.assertEqual({n for n, r in by.items() if r["penalized"]}, {"fista", "newton"})
+        self.assertEqual({n for n, r in by.items() if r["baseline"]}, {"baseline", "cg"})
+        self.assertEqual({n for n, r in by.items() if r["resumable"]},
+                         {"admm", "newton", "alm", "cg"})
+        self.assertEqual(by["irls"]["warm"], "refused")
+        self.assertEqual(by["admm"]["processes"], "gram")
+        for r in rows:
+            self.assertTrue(r["summary"])
+        code, text, _ = run("methods")
+        self.assertEqual(code, 0)
+        for n in self.NAMES:
+            self.assertIn(n, text)
+        self.assertEqual(run("methods", "extra")[0], 2)
+
+    def test_options_from_the_table(self):
+        import json
+        import tempfile
+        code, _, err = run("solve", "x.h5", "-o", "y.h5", "--method", "nope")
+        self.assertEqual(code, 2)
+        self.assertIn("is not one of auto, " + ", ".join(self.NAMES), err)
+        code, _, err = run("path", "x.h5", "--loss", "xent", "--lambdas", "1", "-o", "d",
+                           "--method", "admm")
+        self.assertEqual(code, 2)
+        self.assertIn("is not one of auto, fista, newton", err)
+        for opt, val in (("--linsys", "gram"), ("--precond", "default"),
+                         ("--memory-fraction", "0"), ("--gram-max-rows", "-3")):
+            code, _, err = run("solve", "x.h5", "-o", "y.h5", opt, val)
+            self.assertEqual(code, 2, (opt, val))
+            self.assertIn(opt, err)
+        with tempfile.TemporaryDirectory() as tmp:
+            prob = os.path.join(tmp, "p.h5")
+            code, _, err = run("features", "--data", "synthetic:d=4", "--n-train", "10",
+                               "--n-test", "3", "--widths", "4,6,1", "-o", prob)
+            self.assertEqual(code, 0, err)
+            seen = {}
+            for linsys in ("auto", "direct", "pcg"):
+                code, out, err = run("solve", prob, "-o", os.path.join(tmp, linsys + ".h5"),
+                                     "--linsys", linsys, "--quiet", "--json")
+                self.assertEqual(code, 0, err)
+                js = json.loads(out)
+                seen[linsys] = js["linsys"]
+                self.assertEqual(js["status"], "solved")
+            self.assertEqual(seen, {"auto": "cholesky", "direct": "cholesky", "pcg": "pcg"})
+            code, out, err = run("baseline", prob, "-o", os.path.join(tmp, "b.h5"), "--method",
+                                 "cg", "--precond", "jacobi", "--quiet", "--json")
+            self.assertEqual(code, 0, err)
+            js = json.loads(out)
+            self.assertTrue(js["method_note"].startswith("cg: jacobi preconditioner"), js)
+            code, _, err = run("baseline", prob, "-o", os.path.join(tmp, "g.h5"), "--method",
+                               "gram", "--gram-max-rows", "5", "--quiet")
+            self.assertEqual(code, 0, err)  # asked for by name: the Gram whatever the bound
+            code, out, err = run("baseline", prob, "-o", os.path.join(tmp, "a.h5"),
+                                 "--gram-max-rows", "5", "--quiet", "--json")
+            self.assertEqual(code, 0, err)
+            self.assertEqual(json.loads(out)["method"], "cg")  # auto: above the bound, CG
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -78,4 +78,30 @@ atf_env.check(any(issubclass(w.category, atf.IterationLimitWarning) for w in cau
 B = atf.baseline(prob).blocks["W2"].B
 count += 1
 atf_env.check(B.shape == (2, 2) and np.all(np.isfinite(B)), "block view outlives its name")
+
+# the method table as `atf methods --json` has it; the linear systems as settings: the same bits
+# as `atf solve --linsys`, and the backend named in the result
+import json  # noqa: E402
+rows = atf.methods()
+cli_rows = json.loads(atf_env.run("methods", "--json").stdout)
+count += 3
+atf_env.check(rows == cli_rows, f"atf.methods() and `atf methods --json` differ: {rows}")
+atf_env.check([r["name"] for r in rows if r["penalized"]] == ["fista", "newton"], "penalized")
+atf_env.check(set(atf.result.SOLVE_METHODS) ==
+              {"auto"} | {r["name"] for r in rows if not r["baseline"]}, "SOLVE_METHODS")
+for linsys, backend in (("direct", "cholesky"), ("pcg", "pcg")):
+    out = os.path.join(d, f"cli-{linsys}.h5")
+    atf_env.run("solve", path, "-o", out, "--quiet", "--linsys", linsys)
+    res = atf.solve(prob, linsys=linsys)
+    compare(res, out, f"linsys {linsys}")
+    count += 1
+    atf_env.check(res.linsys == backend, f"linsys {linsys}: the result names {res.linsys!r}")
+for kw in (dict(linsys="gram"), dict(precond="default"), dict(memory_fraction=1.5),
+           dict(gram_max_rows=-1)):
+    count += 1
+    try:
+        atf.solve(prob, **kw)
+        atf_env.check(False, f"{kw} accepted")
+    except atf.InputError as e:
+        atf_env.check(list(kw)[0] in str(e), f"{kw}: {e}")
 atf_env.finish("test_solve", count)

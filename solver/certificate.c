@@ -278,3 +278,15 @@ double atf_sv_rho_scale(atf_solver *s)
     free(g);
     return scale;
 }
+
+/* The least-squares point as an answer: its stationarity is its certificate. */
+void atf_sv_least_squares_result(atf_solver *s, atf_result *res, double *x, atf_status status)
+{
+    memcpy(x, s->x_ls, s->n * sizeof *x);
+    res->info.status = status;
+    res->info.iterations = 0;
+    res->info.primal_residual = 0.0;
+    res->info.dual_residual = 0.0;
+    double xn = s->n ? cblas_dnrm2((int)s->n, x, 1) : 0.0;
+    res->info.stationarity = atf_sv_stationarity(s, x, NULL, 1e-12 * xn);
+}

@@ -35,6 +35,19 @@ static atf_status status_of(atf_cg_outcome o)
  * interpolant is from stationary under the blocks' penalties, usually far (0.36 on the
  * Fashion-MNIST study's balanced+balanced), and settles long before the solve would reach
  * 10⁻⁸; a point that is stationary has a certificate that keeps falling, so it runs on. */
+/* The stationarity of the answer x with a candidate y (the certificate's measure). */
+typedef struct {
+    atf_solver *s;
+    const double *x;
+    double tau;
+} cert_point;
+
+static double stationarity_with(void *ctx, const double *y)
+{
+    const cert_point *cp = ctx;
+    return atf_sv_stationarity(cp->s, cp->x, y, cp->tau);
+}
+
 static double certificate(atf_sv_cg *c, const double *x, int max_steps)
 {
     atf_solver *s = c->s;
@@ -45,9 +58,10 @@ static double certificate(atf_sv_cg *c, const double *x, int max_steps)
     double cert = NAN;
     if (g && y && yu && b && isfinite(atf_sv_gradient(s, x, g, 0.0))) {
         atf_sv_apply(s, g, b);
+        cert_point at = {s, x, 1e-12 * atf_sv_norm(x, c->n)};
         atf_pcg_job job = {.b = b, .bn = atf_sv_norm(b, (size_t)c->M), .tol = ATF_CG_CERT_TOL,
-                       .max_steps = max_steps, .x = y, .cert_x = x, .cert_y = yu,
-                       .cert = &cert};
+                           .max_steps = max_steps, .x = y, .cert_measure = stationarity_with,
+                           .cert_ctx = &at, .cert_y = yu, .cert = &cert};
         atf_cg_report rep;
         atf_sv_cg_solve(c, &job, &rep);
         if (rep.outcome != ATF_CG_CONVERGED || !isfinite(cert) || rep.rel_res <= job.tol)

@@ -105,16 +105,6 @@ double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r)
     return value;
 }
 
-void atf_sv_least_squares_result(atf_solver *s, atf_result *res, double *x, atf_status status)
-{
-    memcpy(x, s->x_ls, s->n * sizeof *x);
-    res->info.status = status;
-    res->info.iterations = 0;
-    res->info.primal_residual = 0.0;
-    res->info.dual_residual = 0.0;
-    double xn = s->n ? cblas_dnrm2((int)s->n, x, 1) : 0.0;
-    res->info.stationarity = atf_sv_stationarity(s, x, NULL, 1e-12 * xn);
-}
 
 /* Least-squares point x_ls = Aᵀ(AAᵀ)⁺r with refinement, and its relative residual. */
 static double least_squares_point(atf_solver *s, int refine)

@@ -1,10 +1,58 @@
-/* settings.c — defaults and validation of atf_settings, and small shared helpers. */
+/* settings.c — defaults and validation of atf_settings, the names of its enums (linsys,
+ * precond), and small shared helpers. */
 #include <cblas.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "solver_method.h"
+
+static const char *const KIND_NAMES[] = {"auto", "direct", "pcg"};
+static const char *const PRECOND_NAMES[] = {"auto", "none", "jacobi", "nystrom",
+                                            "nystrom-block", "gram32"};
+#define NAMES(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *name_of(const char *const *names, size_t n, int v)
+{
+    return v >= 0 && (size_t)v < n ? names[v] : NULL;
+}
+
+static int index_of(const char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (!strcmp(name, names[i]))
+            return (int)i;
+    return -1;
+}
+
+const char *atf_linsys_kind_name(atf_linsys_kind k)
+{
+    return name_of(KIND_NAMES, NAMES(KIND_NAMES), (int)k);
+}
+
+atf_error atf_linsys_kind_parse(const char *name, atf_linsys_kind *k)
+{
+    int i = index_of(KIND_NAMES, NAMES(KIND_NAMES), name);
+    if (i < 0)
+        return ATF_E_INPUT;
+    *k = (atf_linsys_kind)i;
+    return ATF_OK;
+}
+
+const char *atf_precond_name(atf_precond p)
+{
+    return name_of(PRECOND_NAMES, NAMES(PRECOND_NAMES), (int)p);
+}
+
+atf_error atf_precond_parse(const char *name, atf_precond *p)
+{
+    int i = index_of(PRECOND_NAMES, NAMES(PRECOND_NAMES), name);
+    if (i < 0)
+        return ATF_E_INPUT;
+    *p = (atf_precond)i;
+    return ATF_OK;
+}
 
 atf_settings atf_settings_default(void)
 {

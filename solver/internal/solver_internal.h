@@ -252,9 +252,6 @@ void atf_sv_project_from(atf_solver *s, double *v, const double *r, const double
                          double *lam_out);
 /* ‖A v − r‖ (absolute) with workspace proj.s. */
 double atf_sv_constraint_norm(atf_solver *s, const double *v, const double *r);
-/* The least-squares point x_ls into x, reported as it is with `status` (the baseline's answer,
- * an infeasible problem's, a fallback's): no iterations, zero ADMM residuals, its stationarity. */
-void atf_sv_least_squares_result(atf_solver *s, atf_result *res, double *x, atf_status status);
 
 /* ---- block_prox.c ---- */
 /* Workspace for the SVDs of spectral matrix vars. */
@@ -283,6 +280,9 @@ double atf_sv_gradient(atf_solver *s, const double *x, double *g, double tau_abs
  * onto range(Aᵀ)); for smooth penalties that is ‖G − P G‖/‖G‖ up to that allowance. */
 double atf_sv_stationarity(atf_solver *s, const double *x, const double *y, double tau_abs);
 int atf_sv_any_nuclear(const atf_solver *s);
+/* The least-squares point x_ls into x, reported as it is with `status` (the baseline's answer,
+ * an infeasible problem's, a fallback's): no iterations, zero ADMM residuals, its stationarity. */
+void atf_sv_least_squares_result(atf_solver *s, atf_result *res, double *x, atf_status status);
 
 /* Data-scaled initial ρ: ⟨∇Ω̃(B0), B0⟩ / ‖B0‖² at the least-squares point (2 if undefined). */
 double atf_sv_rho_scale(atf_solver *s);

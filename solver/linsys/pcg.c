@@ -255,15 +255,14 @@ static double next_direction(atf_sv_cg *c, double rz, double *beta)
 }
 
 
-/* The stationarity certificate of job->cert_x with the current candidate; 1 once it agrees with
- * the previous measurement to CERT_SETTLED. */
+/* The caller's measure of the current candidate; 1 once it agrees with the previous measurement
+ * to CERT_SETTLED. */
 static int certificate_settled(atf_sv_cg *c, const atf_pcg_job *job)
 {
     for (size_t i = 0; i < c->n; i++)
         job->cert_y[i] = ldexp(job->x[i], job->exponent);
     double prev = *job->cert;
-    *job->cert = atf_sv_stationarity(c->s, job->cert_x, job->cert_y,
-                                     1e-12 * atf_sv_norm(job->cert_x, c->n));
+    *job->cert = job->cert_measure(job->cert_ctx, job->cert_y);
     return isfinite(prev) && fabs(*job->cert - prev) <= CERT_SETTLED * *job->cert;
 }
 
@@ -305,7 +304,7 @@ static void pcg_loop(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report *rep, d
             log_row(c, job, k, rr, t0, prev);
         if (rr <= job->tol && confirm_converged(c, job, rep, c->rho, &best, &stale))
             return;
-        if (job->cert_x && k % CERT_EVERY == 0 && certificate_settled(c, job)) {
+        if (job->cert_measure && k % CERT_EVERY == 0 && certificate_settled(c, job)) {
             rep->outcome = ATF_CG_CONVERGED; /* to the certificate's accuracy */
             rep->rel_res = rr;
             return;

@@ -151,10 +151,11 @@ typedef struct {
     int main_solve;         /* the baseline's own solve: checkpoints are kept and resumed */
     double *x;              /* [n] A'ᵀλ (required) */
     double *lam;            /* [M] λ, or NULL */
-    /* The certificate's solve: the stationarity of cert_x with the candidate x (unscaled into
-     * cert_y [n]) is measured every CERT_EVERY steps, and the solve ends once two in a row
-     * agree to CERT_SETTLED; the last value in *cert (NAN until measured). */
-    const double *cert_x;
+    /* The certificate's solve: the caller's measure of the candidate x (unscaled into cert_y
+     * [n]) is taken every CERT_EVERY steps, and the solve ends once two in a row agree to
+     * CERT_SETTLED; the last value in *cert (NAN until measured). NULL: none. */
+    double (*cert_measure)(void *ctx, const double *y);
+    void *cert_ctx;
     double *cert_y, *cert;
     int exponent;           /* b was scaled by 2^-exponent (set by atf_sv_cg_solve) */
 } atf_pcg_job;

@@ -57,9 +57,14 @@
  * M = 20 000, balanced+balanced stopped with certificate 1.02–1.03e-6 at eps_rel = 1e-6). */
 #define CERT_TIGHTEN 0.3
 
-/* What ADMM derives from the data once, at atf_solver_init (atf_sv_admm_prepare), and keeps for
- * every solve of the same solver: its own part of the solver (s->method_data). */
+/* ADMM's own settings and what it derives from the data once, at atf_solver_init
+ * (atf_sv_admm_prepare), kept for every solve of the same solver: its own part of the solver
+ * (s->method_data). */
 typedef struct {
+    double alpha;         /* over-relaxation (settings.alpha) */
+    double rho;           /* the multiplier of the data-scaled ρ0 (settings.rho) */
+    double eps_abs;       /* the absolute tolerance (settings.eps_abs) */
+    int adaptive_rho;     /* residual balancing (settings.adaptive_rho) */
     double rho0;          /* initial ρ (data-scaled, times settings.rho) */
     double rho_min;       /* floor of ρ from the weak convexity of nonconvex ω̃ (0 if convex) */
     double tol_unit_pri;  /* what ε_abs multiplies in the primal test: ‖x_ls‖ (data units) */
@@ -154,7 +159,7 @@ static void log_header(const atf_solver *s, const admm_state *st)
     atf_sv_log(s, "atf admm: %d blocks, %zu variables (%lld before reduction), %d constraints, "
                "structure %s\n",
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
-            atf_structure_name(s->set.structure));
+            atf_structure_name(s->structure));
     if (by_pcg(s)) /* no Gram: no rank or condition number known */
         atf_sv_log(s, "atf admm: projection by %s, no Gram in double; ",
                    projection_name(s->proj.ls));
@@ -164,7 +169,7 @@ static void log_header(const atf_solver *s, const admm_state *st)
                    s->proj.ls->kappa, in_loop_refinement(s));
     atf_sv_log(s, "rho0 %.3e (floor %.3e), alpha %.2f, eps_abs %.1e, eps_rel %.1e, "
                "max_iter %d\n", atf_sv_unscale_rho(s, st->a->rho0),
-            atf_sv_unscale_rho(s, st->a->rho_min), s->set.alpha, s->set.eps_abs, st->b->eps,
+            atf_sv_unscale_rho(s, st->a->rho_min), st->a->alpha, st->a->eps_abs, st->b->eps,
             st->b->max_iter);
     atf_sv_log(s, "atf admm: equilibrated: %s, variables in units of 2^%d (docs/solver.md §7)\n",
             s->eq_mode == ATF_EQ_ROWS ? "each row by its own power of two"
@@ -226,17 +231,17 @@ static void rho_setup(atf_solver *s, admm_setup *a)
 {
     /* ‖B0‖_F bounds every singular value, entry and norm of the least-squares point */
     double vmax = atf_sv_norm(s->x_ls, s->n), mu = 0.0;
-    if (s->set.structure == ATF_GLOBAL_FULL)
+    if (s->structure == ATF_GLOBAL_FULL)
         mu = weak_convexity(&s->full_pen, vmax);
     else
         for (int l = 0; l < s->nvars; l++)
             mu = fmax(mu, weak_convexity(&s->vars[l].pen, vmax));
-    a->rho_min = s->set.rho * 2.0 * mu;
+    a->rho_min = a->rho * 2.0 * mu;
     double curvature = atf_sv_rho_scale(s);
     a->curvature_underflow = curvature == 0.0;
     if (a->curvature_underflow)
         curvature = 2.0; /* unused: the run refuses to iterate */
-    a->rho0 = s->set.rho * curvature;
+    a->rho0 = a->rho * curvature;
     /* ε_abs is measured in the data's own units: ε_abs·√n times the RMS entry of the
      * least-squares point (and of its penalty gradient for the dual). A bare ε_abs·√n would
      * dominate the relative term on large problems (making --tol inert) and would make the
@@ -258,6 +263,8 @@ atf_error atf_sv_admm_prepare(atf_solver *s, char *err)
         atf_errorf(err, "admm: out of memory");
         return ATF_E_NOMEM;
     }
+    a->alpha = s->set.alpha, a->rho = s->set.rho, a->eps_abs = s->set.eps_abs;
+    a->adaptive_rho = s->set.adaptive_rho;
     rho_setup(s, a);
     s->method_data = a;
     return ATF_OK;
@@ -324,8 +331,9 @@ static void residuals(const atf_solver *s, admm_state *st, const double *x)
     st->dual = st->rho * dist(st->z, st->zprev, n);
     double scale_pri = fmax(atf_sv_norm(x, n), atf_sv_norm(st->z, n));
     double scale_dual = st->rho * atf_sv_norm(st->u, n);
-    st->eps_pri = st->tighten * (s->set.eps_abs * st->a->tol_unit_pri + st->b->eps * scale_pri);
-    st->eps_dual = st->tighten * (s->set.eps_abs * st->a->tol_unit_dual + st->b->eps * scale_dual);
+    const admm_setup *a = st->a;
+    st->eps_pri = st->tighten * (a->eps_abs * a->tol_unit_pri + st->b->eps * scale_pri);
+    st->eps_dual = st->tighten * (a->eps_abs * a->tol_unit_dual + st->b->eps * scale_dual);
 }
 
 static void set_rho(const atf_solver *s, admm_state *st, double rho_new)
@@ -462,8 +470,8 @@ static atf_error admm_key(atf_solver *s, admm_state *st, char *err)
 {
     char state[256];
     snprintf(state, sizeof state, "admm state 1; rho %.17g; alpha %.17g; eps_abs %.17g; "
-             "adaptive_rho %d", s->set.rho, s->set.alpha, s->set.eps_abs, s->set.adaptive_rho);
-    return atf_sv_checkpoint_key(s, state, &s->set.loss, st->b->eps, NULL, st->key, err);
+             "adaptive_rho %d", st->a->rho, st->a->alpha, st->a->eps_abs, st->a->adaptive_rho);
+    return atf_sv_checkpoint_key(s, state, &s->loss, st->b->eps, NULL, st->key, err);
 }
 
 /* Hands the state at the top of iteration done + 1 to hooks.checkpoint: 0, or −1 when the
@@ -628,7 +636,7 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
             log_row(s, st);
         if (solved)
             return ATF_STATUS_SOLVED;
-        if (!s->set.adaptive_rho)
+        if (!st->a->adaptive_rho)
             continue;
         if (guard_stagnation(s, st) ||
             (st->iter - st->last_change >= RHO_PERIOD && rebalance(s, st, x)))
@@ -646,7 +654,7 @@ atf_error atf_sv_admm_run(atf_solver *s, const atf_sv_budget *b, atf_result *res
 {
     size_t n = s->n, bytes = (n ? n : 1) * sizeof(double);
     const admm_setup *a = s->method_data;
-    admm_state st = {.b = b, .a = a, .rho = a->rho0, .alpha = s->set.alpha, .start = atf_now(),
+    admm_state st = {.b = b, .a = a, .rho = a->rho0, .alpha = a->alpha, .start = atf_now(),
                      .window_best = INFINITY, .previous_best = INFINITY, .tighten = 1.0,
                      .first = 1, .cert = NAN};
     st.z = malloc(bytes), st.u = malloc(bytes), st.w = malloc(bytes), st.zprev = malloc(bytes);

@@ -77,7 +77,7 @@ static void log_header(atf_solver *s, const alm_state *a)
     atf_sv_log(s, "atf alm: %d blocks, %zu variables (%lld before reduction), %d rows, structure "
                "%s; subproblems by newton\n",
             s->nvars, s->n, (long long)s->n_orig, s->prob->M,
-            atf_structure_name(s->set.structure));
+            atf_structure_name(s->structure));
     atf_sv_log(s, "atf alm: sigma0 %.3e (work units), eps_rel %.1e, constraint tolerance %.1e\n",
             a->sigma, a->b->eps, ALM_FEAS);
     atf_sv_log(s, "%5s %14s %11s %11s %11s %10s %7s %8s %9s\n", "outer", "penalty", "constraint",
@@ -297,7 +297,7 @@ static atf_error alm_start(atf_solver *s, alm_state *a, atf_newton *nw, double *
     if (!s->hooks.processes && s->hooks.checkpoint)
         atf_newton_checkpoint_by(nw, save_state, a);
     if (!s->hooks.processes && (s->hooks.checkpoint || s->hooks.resume)) {
-        atf_error e = atf_sv_checkpoint_key(s, ALM_STATE, &s->set.loss, a->b->eps, NULL,
+        atf_error e = atf_sv_checkpoint_key(s, ALM_STATE, &s->loss, a->b->eps, NULL,
                                             a->key, err);
         if (e)
             return e;

@@ -1,4 +1,6 @@
-/* baseline.c — the NTK min-norm interpolant of Theorem 1: B = Aᵀ(AAᵀ)⁻¹r.
+/* baseline.c — the method baseline: the NTK min-norm interpolant of Theorem 1, B = Aᵀ(AAᵀ)⁻¹r,
+ * by a factorisation of AAᵀ (its public conveniences atf_baseline and atf_baseline_hooks are
+ * atf_solve with settings.baseline: solver.c).
  *
  * It is the least-squares point the projection machinery computes at setup anyway (the
  * projection of 0 onto {A vec B = r}, with refinement), reported under the blocks' own penalties
@@ -13,20 +15,4 @@ atf_error atf_sv_baseline_run(atf_solver *s, const atf_sv_budget *b, atf_result 
     (void)b, (void)err;
     atf_sv_least_squares_result(s, res, x, ATF_STATUS_SOLVED);
     return ATF_OK;
-}
-
-/* The chooser's rule for one solve (the settings' defaults): the Gram where it fits the memory
- * and M ≤ gram_max_rows, preconditioned CG otherwise. */
-atf_error atf_baseline_hooks(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
-                             char *err)
-{
-    atf_settings set = atf_settings_default();
-    set.baseline = 1; /* method auto: the baseline's rule */
-    set.verbose = hooks && hooks->log; /* a log asked for is a log wanted: no settings here */
-    return atf_solve(prob, &set, hooks, out, err);
-}
-
-atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err)
-{
-    return atf_baseline_hooks(prob, NULL, out, err);
 }

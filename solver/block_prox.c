@@ -136,7 +136,7 @@ static int prox_spectral(atf_sv_var *v, const double *w, double *z, double t)
 void atf_sv_prox(atf_solver *s, const double *w, double *z, double rho)
 {
     double t = 1.0 / rho;
-    if (s->set.structure == ATF_GLOBAL_FULL) {
+    if (s->structure == ATF_GLOBAL_FULL) {
         prox_norm(&s->full_pen, w, z, s->n, t);
         return;
     }
@@ -169,7 +169,7 @@ static double norm_value(const atf_penalty *pen, const double *x, size_t n)
 
 double atf_sv_objective(atf_solver *s, const double *x)
 {
-    if (s->set.structure == ATF_GLOBAL_FULL)
+    if (s->structure == ATF_GLOBAL_FULL)
         return norm_value(&s->full_pen, x, s->n);
     double sum = 0.0;
     for (int l = 0; l < s->nvars; l++) {
@@ -189,7 +189,7 @@ double atf_sv_objective(atf_solver *s, const double *x)
 
 double atf_sv_prox_objective(atf_solver *s, const double *z)
 {
-    if (s->set.structure == ATF_GLOBAL_FULL)
+    if (s->structure == ATF_GLOBAL_FULL)
         return norm_value(&s->full_pen, z, s->n);
     double sum = 0.0;
     for (int l = 0; l < s->nvars; l++) {
@@ -207,7 +207,7 @@ double atf_sv_prox_objective(atf_solver *s, const double *z)
 
 void atf_sv_prox_support(const atf_solver *s, const double *z, int *count)
 {
-    if (s->set.structure == ATF_GLOBAL_FULL) {
+    if (s->structure == ATF_GLOBAL_FULL) {
         count[0] = atf_sv_norm(z, s->n) > 0.0;
         return;
     }

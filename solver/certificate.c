@@ -23,7 +23,7 @@
 
 int atf_sv_any_nuclear(const atf_solver *s)
 {
-    if (s->set.structure == ATF_GLOBAL_FULL)
+    if (s->structure == ATF_GLOBAL_FULL)
         return atf_penalty_is_nuclear(&s->full_pen);
     for (int l = 0; l < s->nvars; l++)
         if (atf_penalty_is_nuclear(&s->vars[l].pen))
@@ -64,7 +64,7 @@ static int spectral_gradient(atf_sv_var *v, const double *x, double *g, double t
 
 double atf_sv_gradient(atf_solver *s, const double *x, double *g, double tau_abs)
 {
-    if (s->set.structure == ATF_GLOBAL_FULL) {
+    if (s->structure == ATF_GLOBAL_FULL) {
         norm_gradient(&s->full_pen, x, g, s->n, tau_abs);
         return atf_sv_norm(g, s->n);
     }
@@ -213,7 +213,7 @@ done:
 static double subdifferential_dist2(atf_solver *s, const double *x, const double *y, double tau,
                                     double unit)
 {
-    if (s->set.structure == ATF_GLOBAL_FULL)
+    if (s->structure == ATF_GLOBAL_FULL)
         return norm_dist2(&s->full_pen, x, y, s->n, tau, unit);
     double d2 = 0.0;
     for (int l = 0; l < s->nvars; l++) {

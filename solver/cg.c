@@ -102,7 +102,7 @@ static void method_note(const atf_sv_cg *c, const atf_cg_report *rep, atf_result
 static atf_error lsqr_key(atf_sv_cg *c, double eps, char *err)
 {
     atf_solver *s = c->s;
-    atf_error e = atf_sv_checkpoint_key(s, ATF_CG_LSQR_STATE, &s->set.loss, eps, NULL, c->key, err);
+    atf_error e = atf_sv_checkpoint_key(s, ATF_CG_LSQR_STATE, &s->loss, eps, NULL, c->key, err);
     size_t k = strlen(c->key);
     if (!e && snprintf(c->key + k, sizeof c->key - k, "; preconditioner %s rank %d seed %llu",
                        atf_precond_name(c->pre.kind), c->pre.k,

@@ -41,7 +41,7 @@ atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss
     int k = snprintf(key, ATF_CHECKPOINT_KEYLEN,
                      "%s" FINGERPRINT_TAG "%s; loss %s; structure %s; reduce %d; newton_rank %d; "
                      "eps_rel %.17g; variables %zu; penalties", state, fp, spec,
-                     atf_structure_name(s->set.structure), s->set.reduce, s->set.newton_rank,
+                     atf_structure_name(s->structure), s->set.reduce, s->set.newton_rank,
                      eps, s->n);
     for (int b = 0; b < s->prob->nblocks && k < ATF_CHECKPOINT_KEYLEN; b++)
         k += snprintf(key + k, ATF_CHECKPOINT_KEYLEN - (size_t)k, " %s",

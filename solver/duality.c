@@ -90,14 +90,14 @@ static void conj_args_free(conj_args *ca)
 
 static int conj_args_build(atf_solver *s, const double *v, conj_args *ca)
 {
-    int parts = s->set.structure == ATF_GLOBAL_FULL ? 1 : s->nvars;
+    int parts = s->structure == ATF_GLOBAL_FULL ? 1 : s->nvars;
     ca->nparts = parts;
     ca->pen = calloc((size_t)parts, sizeof *ca->pen);
     ca->vals = calloc((size_t)parts, sizeof *ca->vals);
     ca->count = calloc((size_t)parts, sizeof *ca->count);
     if (!ca->pen || !ca->vals || !ca->count)
         return -1;
-    if (s->set.structure == ATF_GLOBAL_FULL) {
+    if (s->structure == ATF_GLOBAL_FULL) {
         ca->pen[0] = &s->full_pen;
         ca->count[0] = 1;
         if (!(ca->vals[0] = malloc(sizeof(double))))

@@ -64,7 +64,7 @@ static void log_header(atf_solver *s, const atf_loss *loss, const fista_state *s
     atf_sv_log(s, "atf fista: loss %s, %d blocks, %zu variables (%lld before reduction), %d rows, "
                "structure %s\n",
             spec, s->nvars, s->n, (long long)s->n_orig, s->prob->M,
-            atf_structure_name(s->set.structure));
+            atf_structure_name(s->structure));
     atf_sv_log(s, "atf fista: first step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
                "max_iter %d\n", st->t, st->power_iterations, st->eps, st->max_iter);
     atf_sv_log(s, "%8s %14s %13s %13s %10s %10s %8s %9s %9s\n", "iter", "objective", "loss",
@@ -205,7 +205,7 @@ int atf_sv_fista_burst(atf_solver *s, atf_pg_loss *pl, atf_pg_burst *b)
     fista_state st = {.theta = 1.0, .start = atf_now(), .t = b->t, .F = b->F, .pen = b->pen,
                       .loss = b->loss, .res = INFINITY, .eps = b->eps, .max_iter = b->max_iter};
     size_t n = s->n;
-    int nv = s->set.structure == ATF_GLOBAL_FULL ? 1 : s->nvars;
+    int nv = s->structure == ATF_GLOBAL_FULL ? 1 : s->nvars;
     int *last = calloc((size_t)nv, sizeof *last), *now = calloc((size_t)nv, sizeof *now);
     if (!last || !now || alloc_state(&st, n, pl->M) != ATF_OK) {
         free(last), free(now), free_state(&st);
@@ -314,7 +314,7 @@ atf_error atf_sv_fista_run(atf_solver *s, const atf_sv_budget *b, atf_result *re
     else
         memset(x, 0, s->n * sizeof *x);
     atf_pg_info info;
-    atf_error e = atf_sv_fista(s, &s->set.loss, b, res, x, &info, err);
+    atf_error e = atf_sv_fista(s, &s->loss, b, res, x, &info, err);
     res->info.pg_residual = info.pg_residual;
     res->info.duality_gap = info.duality_gap;
     return e;

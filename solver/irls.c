@@ -175,7 +175,7 @@ static double factor_z(const atf_penalty *pen, double d)
 /* The weighted operators of all vars at the point x (M̂ from x's factors). */
 static int build_weights(atf_solver *s, const double *x, wvar *ws)
 {
-    double zfull = s->set.structure == ATF_GLOBAL_FULL
+    double zfull = s->structure == ATF_GLOBAL_FULL
                        ? factor_z(&s->full_pen, atf_sv_norm(x, s->n)) : 1.0;
     for (int l = 0; l < s->nvars; l++) {
         atf_sv_var *v = &s->vars[l];
@@ -188,7 +188,7 @@ static int build_weights(atf_solver *s, const double *x, wvar *ws)
         }
         if (!(w->z = malloc(v->len * sizeof *w->z)))
             return -1;
-        double zv = s->set.structure == ATF_GLOBAL_FULL ? zfull
+        double zv = s->structure == ATF_GLOBAL_FULL ? zfull
                     : v->kind == ATF_SV_ENTRYWISE ? 0.0
                                                   : factor_z(&v->pen, atf_sv_norm(xv, v->len));
         for (size_t j = 0; j < v->len; j++)

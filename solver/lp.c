@@ -31,7 +31,7 @@ static int is_entrywise(const atf_sv_var *v)
 
 atf_error atf_sv_lp_check(const atf_solver *s, char *err)
 {
-    if (s->set.structure == ATF_GLOBAL_FULL) {
+    if (s->structure == ATF_GLOBAL_FULL) {
         atf_errorf(err, "method lp solves only the diagonal structure with the nuclear penalty "
                         "(l1 basis pursuit), not the full structure");
         return ATF_E_USAGE;

@@ -494,7 +494,7 @@ static void log_header(atf_solver *s, const atf_loss *loss, const newton_state *
     atf_sv_log(s, "atf newton: loss %s, %d blocks, %zu variables (%lld before reduction), %d rows, "
                "structure %s\n",
             spec, s->nvars, s->n, (long long)s->n_orig, s->prob->M,
-            atf_structure_name(s->set.structure));
+            atf_structure_name(s->structure));
     atf_sv_log(s, "atf newton: prox step %.3e (1/L bound, %d power iterations), eps_rel %.1e, "
                "max_iter %d\n", st->t, st->power_iterations, st->b.eps, st->b.max_iter);
     atf_sv_log(s, "%6s %14s %13s %13s %10s %6s %8s %8s %9s %8s\n", "iter", "objective", "loss",
@@ -1215,7 +1215,7 @@ atf_error atf_sv_newton_run(atf_solver *s, const atf_sv_budget *b, atf_result *r
         memset(x, 0, s->n * sizeof *x);
     atf_pg_info info;
     int gave_up = 0;
-    atf_error e = atf_sv_newton(s, &s->set.loss, b, res, x, &info, &gave_up, err);
+    atf_error e = atf_sv_newton(s, &s->loss, b, res, x, &info, &gave_up, err);
     res->info.pg_residual = info.pg_residual;
     res->info.duality_gap = info.duality_gap;
     if (e != ATF_OK || !gave_up)
@@ -1229,7 +1229,7 @@ atf_error atf_sv_newton_run(atf_solver *s, const atf_sv_budget *b, atf_result *r
              info.pg_residual);
     atf_sv_budget rest = *b;
     rest.max_iter = b->max_iter - steps > 1 ? b->max_iter - steps : 1;
-    e = atf_sv_fista(s, &s->set.loss, &rest, res, x, &info, err);
+    e = atf_sv_fista(s, &s->loss, &rest, res, x, &info, err);
     res->info.pg_residual = info.pg_residual;
     res->info.duality_gap = info.duality_gap;
     res->info.iterations += steps;

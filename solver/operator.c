@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_method.h"
+#include "solver_internal.h"
 
 /* ---- examples spread over processes ----
  * A shard's blocks hold the rows of the examples this process holds; the vars' operators are
@@ -18,13 +18,6 @@
  * gathered, a sum over examples (adjoint, Hessian product) is formed chunk by chunk in
  * double-double and the processes' pairs are added (atf_shard.h), the same bits everywhere, so
  * that every process takes the same steps as the others and as one process alone. */
-
-/* Whether a method runs over these processes (ctx: whether they can spread the Gram). */
-static int runs_over(const atf_method_info *in, const void *ctx)
-{
-    int gram = *(const int *)ctx;
-    return in->processes == ATF_PROCS_ALWAYS || (in->processes == ATF_PROCS_GRAM && gram);
-}
 
 atf_error atf_sv_shards_init(atf_solver *s, char *err)
 {
@@ -49,19 +42,6 @@ atf_error atf_sv_shards_init(atf_solver *s, char *err)
         atf_errorf(err, "solver: process %d of %d holds examples %d … %d, not its shard %d … %d",
                    pr->rank, pr->size, p->shard_first, p->shard_first + p->shard_count - 1,
                    first, first + count - 1);
-        return ATF_E_USAGE;
-    }
-    /* The method's row says whether it runs over processes: the matrix-free ones through the
-     * products alone, the Gram methods (admm, the Gram baseline) where the command can spread
-     * the Gram's factorisation over them (atf_processes.gram: ScaLAPACK; gram_dist.c). */
-    const atf_method_info *in = &s->method->info;
-    int gram = pr->gram != NULL;
-    if (!runs_over(in, &gram)) {
-        char which[160];
-        atf_sv_method_list(runs_over, &gram, "and", which, sizeof which);
-        atf_errorf(err, "solver: method %s%s does not run over several processes (%s do)",
-                   in->name, s->requested == ATF_METHOD_AUTO ? " (the choice of auto)" : "",
-                   which);
         return ATF_E_USAGE;
     }
     for (int l = 0; l < p->nblocks; l++)

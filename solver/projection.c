@@ -122,8 +122,9 @@ static atf_error direct_setup(atf_solver *s, double *ls_res, char *err)
     atf_sv_proj *p = &s->proj;
     int count = 0;
     const atf_linsys_backend *const *cand = atf_linsys_direct_candidates(s, &count);
+    atf_linsys_params par = atf_linsys_params_of(&s->set);
     for (int c = 0; c < count; c++) {
-        atf_error e = atf_linsys_open(s, cand[c], s->set.precond, &p->ls, err);
+        atf_error e = atf_linsys_open(s, cand[c], &par, &p->ls, err);
         if (e != ATF_OK)
             return e;
         if (p->ls->usable) {
@@ -145,14 +146,16 @@ static atf_error direct_setup(atf_solver *s, double *ls_res, char *err)
 static atf_error pcg_projection_setup(atf_solver *s, char *err)
 {
     atf_sv_proj *p = &s->proj;
-    atf_precond pc = s->set.precond == ATF_PRECOND_AUTO ? ATF_PRECOND_GRAM32 : s->set.precond;
-    atf_error e = atf_linsys_open(s, &atf_linsys_pcg, pc, &p->ls, err);
+    atf_linsys_params par = atf_linsys_params_of(&s->set);
+    if (par.precond == ATF_PRECOND_AUTO)
+        par.precond = ATF_PRECOND_GRAM32;
+    atf_error e = atf_linsys_open(s, &atf_linsys_pcg, &par, &p->ls, err);
     if (e == ATF_OK)
         e = atf_sv_cg_prepare(atf_linsys_pcg_engine(p->ls), err); /* its error, not plain CG's */
     if (e != ATF_OK)
         return e;
     s->ls_residual = least_squares_point(s, 0);
-    double limit = 1.5 * p->ls->tol;
+    double limit = 1.5 * p->ls->par.tol;
     if (!(s->ls_residual <= limit) && !atf_sv_interrupted(s)) {
         atf_errorf(err, "admm: the projection by CG reached a relative constraint residual of "
                         "%.2e at the min-norm point, over %.1e: r may be inconsistent (`atf "
@@ -176,8 +179,10 @@ atf_error atf_sv_proj_setup(atf_solver *s, atf_sv_proj_plan plan, char *err)
     }
     s->rnorm = norm2(s->work.r, (size_t)M);
     s->consistent = 1, s->ls_residual = NAN;
-    if (plan == ATF_SV_PROJ_KRYLOV) /* the cg method: its run decides everything */
-        return atf_linsys_open(s, &atf_linsys_pcg, s->set.precond, &p->ls, err);
+    if (plan == ATF_SV_PROJ_KRYLOV) { /* the cg method: its run decides everything */
+        atf_linsys_params par = atf_linsys_params_of(&s->set);
+        return atf_linsys_open(s, &atf_linsys_pcg, &par, &p->ls, err);
+    }
     if (plan == ATF_SV_PROJ_PCG)
         return pcg_projection_setup(s, err);
     double ls = INFINITY;

@@ -94,7 +94,7 @@ static int var_alloc(atf_jac_var *v)
 atf_error atf_jac_alloc(atf_solver *s, atf_jac *jac, char *err)
 {
     memset(jac, 0, sizeof *jac);
-    int full = s->set.structure == ATF_GLOBAL_FULL;
+    int full = s->structure == ATF_GLOBAL_FULL;
     jac->nvars = full ? 1 : s->nvars;
     jac->theta_min = THETA_MIN;
     jac->vars = calloc((size_t)jac->nvars, sizeof *jac->vars);
@@ -139,7 +139,7 @@ void atf_jac_free(atf_jac *jac)
 
 static const atf_penalty *var_penalty(const atf_solver *s, int l)
 {
-    return s->set.structure == ATF_GLOBAL_FULL ? &s->full_pen : &s->vars[l].pen;
+    return s->structure == ATF_GLOBAL_FULL ? &s->full_pen : &s->vars[l].pen;
 }
 
 /* Thin SVD of the row-major core C into U (rows × k), σ, Vt (k × cols), row-major: dgesdd of the

@@ -362,11 +362,11 @@ nomem:
     return ATF_E_NOMEM;
 }
 
-static atf_sv_kind var_kind(const atf_settings *set, const atf_block *b)
+static atf_sv_kind var_kind(atf_global_structure structure, const atf_block *b)
 {
-    if (set->structure == ATF_GLOBAL_FULL)
+    if (structure == ATF_GLOBAL_FULL)
         return ATF_SV_GLOBAL_NORM;
-    if (set->structure == ATF_GLOBAL_DIAGONAL || b->structure == ATF_STRUCT_DIAGONAL)
+    if (structure == ATF_GLOBAL_DIAGONAL || b->structure == ATF_STRUCT_DIAGONAL)
         return ATF_SV_ENTRYWISE;
     return ATF_SV_SPECTRAL;
 }
@@ -389,7 +389,7 @@ atf_error atf_sv_vars_build(atf_solver *s, char *err)
         v->rows = b->rows;
         v->cols = b->cols;
         v->pen = b->penalty;
-        v->kind = var_kind(&s->set, b);
+        v->kind = var_kind(s->structure, b);
         if (s->set.reduce && b->kind == ATF_OP_FACTORED && v->kind != ATF_SV_ENTRYWISE) {
             atf_error e = s->procs ? reduce_shard_block(s, v, err) : reduce_block(v, err);
             if (e != ATF_OK)

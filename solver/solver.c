@@ -107,7 +107,7 @@ static atf_error build_matrix_free(atf_solver *s, atf_sv_eq_mode mode, char *err
 
 static int penalized(const atf_solver *s)
 {
-    return s->set.loss.kind != ATF_LOSS_INTERPOLATE;
+    return s->loss.kind != ATF_LOSS_INTERPOLATE;
 }
 
 /* A penalized loss: the data in the variable unit only (rows as they are: the loss sees the
@@ -115,7 +115,7 @@ static int penalized(const atf_solver *s)
  * a row-scaled copy would double the memory of A). */
 static atf_error build_penalized(atf_solver *s, char *err)
 {
-    atf_error e = atf_loss_check(&s->set.loss, s->prob, "problem", err);
+    atf_error e = atf_loss_check(&s->loss, s->prob, "problem", err);
     return e == ATF_OK ? build_matrix_free(s, ATF_EQ_NONE, err) : e;
 }
 
@@ -165,7 +165,7 @@ static atf_sv_proj_plan projection_plan(atf_solver *s)
 static atf_error setup(atf_solver *s, char *err)
 {
     atf_error e = ATF_OK;
-    if (s->set.structure == ATF_GLOBAL_FULL)
+    if (s->structure == ATF_GLOBAL_FULL)
         e = check_full_penalty(s->prob, err);
     if (e != ATF_OK)
         return e;
@@ -219,6 +219,32 @@ static void resolve_auto(atf_solver *s)
                  plan == ATF_LS_PLAN_DIRECT ? "admm" : "alm");
 }
 
+/* Whether a method runs over these processes (ctx: whether they can spread the Gram). */
+static int runs_over(const atf_method_info *in, const void *ctx)
+{
+    int gram = *(const int *)ctx;
+    return in->processes == ATF_PROCS_ALWAYS || (in->processes == ATF_PROCS_GRAM && gram);
+}
+
+/* The method's row says whether it runs over processes: the matrix-free ones through the
+ * products alone, the Gram methods (admm, the Gram baseline) where the command can spread the
+ * Gram's factorisation over them (atf_processes.gram: ScaLAPACK; linsys/gram_dist.c). */
+static atf_error check_processes(const atf_solver *s, char *err)
+{
+    const atf_processes *pr = s->hooks.processes;
+    if (!pr || pr->size <= 1)
+        return ATF_OK;
+    const atf_method_info *in = &s->method->info;
+    int gram = pr->gram != NULL;
+    if (runs_over(in, &gram))
+        return ATF_OK;
+    char which[160];
+    atf_sv_method_list(runs_over, &gram, "and", which, sizeof which);
+    atf_errorf(err, "solver: method %s%s does not run over several processes (%s do)", in->name,
+               s->requested == ATF_METHOD_AUTO ? " (the choice of auto)" : "", which);
+    return ATF_E_USAGE;
+}
+
 atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,
                           const atf_hooks *hooks, atf_solver **out, char *err)
 {
@@ -242,13 +268,17 @@ atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,
     }
     s->prob = prob;
     s->set = settings;
+    s->structure = settings.structure;
+    s->loss = settings.loss;
     if (hooks)
         s->hooks = *hooks;
     s->requested = settings.method;
     if (s->set.method == ATF_METHOD_AUTO)
         resolve_auto(s);
     s->method = atf_sv_method_of(s->set.method);
-    e = atf_sv_shards_init(s, err);
+    e = check_processes(s, err);
+    if (e == ATF_OK)
+        e = atf_sv_shards_init(s, err);
     if (e == ATF_OK)
         e = setup(s, err);
     if (e != ATF_OK) {
@@ -307,7 +337,7 @@ static atf_error finish(atf_solver *s, atf_result *res, const double *x, char *e
     if (penalized(s)) { /* the loss of the answer, on the problem's own data and units */
         for (int m = 0; m < prob->M; m++)
             resid[m] += prob->r[m]; /* A vec B */
-        res->info.loss_value = atf_loss_value(&s->set.loss, prob->N, prob->C, resid, prob->r,
+        res->info.loss_value = atf_loss_value(&s->loss, prob->N, prob->C, resid, prob->r,
                                          prob->f0, prob->labels, NULL);
         res->info.objective = res->info.loss_value + res->info.penalty_value;
     }
@@ -466,9 +496,9 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
     snprintf(res->info.method, sizeof res->info.method, "%s", s->method->info.name);
     if (s->proj.ls)
         snprintf(res->info.linsys, sizeof res->info.linsys, "%s", s->proj.ls->name);
-    res->structure = s->set.structure;
+    res->structure = s->structure;
     snprintf(res->info.method_note, sizeof res->info.method_note, "%s", s->note);
-    atf_loss_format(&s->set.loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
+    atf_loss_format(&s->loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
     s->check[0] = '\0';
     s->passes = 0;
     atf_error e = run_method(s, res, x, err);
@@ -506,4 +536,20 @@ atf_error atf_solve(const atf_problem *prob, const atf_settings *set, const atf_
     e = atf_solver_solve(s, out, err);
     atf_solver_free(s);
     return e;
+}
+
+/* The chooser's rule for one solve (the settings' defaults): the Gram where it fits the memory
+ * and M ≤ gram_max_rows, preconditioned CG otherwise. */
+atf_error atf_baseline_hooks(const atf_problem *prob, const atf_hooks *hooks, atf_result **out,
+                             char *err)
+{
+    atf_settings set = atf_settings_default();
+    set.baseline = 1; /* method auto: the baseline's rule */
+    set.verbose = hooks && hooks->log; /* a log asked for is a log wanted: no settings here */
+    return atf_solve(prob, &set, hooks, out, err);
+}
+
+atf_error atf_baseline(const atf_problem *prob, atf_result **out, char *err)
+{
+    return atf_baseline_hooks(prob, NULL, out, err);
 }

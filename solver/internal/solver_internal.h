@@ -82,7 +82,10 @@ struct atf_solver {
     int var_exp;             /* B = 2^var_exp · B' between the problem's and the work units */
     int obj_exp;             /* objective = 2^obj_exp × the work problem's (2·var_exp, or
                                 var_exp when every block is nuclear: homogeneous of degree 1) */
-    atf_settings set;        /* set.method is the method that runs (auto resolved) */
+    atf_settings set;        /* set.method is the method that runs (auto resolved); what the
+                                setup and the chooser read, the methods their own settings */
+    atf_global_structure structure; /* how the vars are laid out (settings.structure) */
+    atf_loss loss;           /* the loss every method solves (settings.loss) */
     atf_hooks hooks;         /* the caller's log, warm start and stop flag (zeroed: none) */
     atf_method requested;    /* the method asked for (may be ATF_METHOD_AUTO) */
     const struct atf_sv_method *method; /* the row of the method that runs (solver_method.h) */
@@ -123,7 +126,7 @@ struct atf_solver {
     atf_sv_times t;
 };
 
-/* ---- settings.c ---- */
+/* ---- settings.c (the checks) and util.c (the helpers) ---- */
 atf_error atf_sv_settings_check(const atf_settings *set, const atf_hooks *hooks, char *err);
 /* Verbose output: formats and passes the text to hooks.log (stderr without one). */
 void atf_sv_log(const atf_solver *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -142,7 +145,7 @@ atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss
 atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp,
                                     const char *key, char *err);
 
-/* ---- small helpers (settings.c) ---- */
+/* ---- small helpers (util.c) ---- */
 /* Euclidean norm of n values (0 for n = 0). */
 double atf_sv_norm(const double *x, size_t n);
 /* 1 if all n values are finite (no NaN, no ±Inf). */

@@ -136,8 +136,15 @@ const atf_linsys_backend *const *atf_linsys_direct_candidates(const atf_solver *
 
 /* ---- a system ---- */
 
-atf_error atf_linsys_open(atf_solver *s, const atf_linsys_backend *backend, atf_precond precond,
-                          atf_linsys **out, char *err)
+atf_linsys_params atf_linsys_params_of(const atf_settings *set)
+{
+    atf_linsys_params par = {set->precond, fmin(set->eps_rel, ATF_CG_TOL_MAX), set->max_iter,
+                             set->memory_fraction, set->eps_rel, set->verbose};
+    return par;
+}
+
+atf_error atf_linsys_open(atf_solver *s, const atf_linsys_backend *backend,
+                          const atf_linsys_params *par, atf_linsys **out, char *err)
 {
     *out = NULL;
     atf_linsys *ls = calloc(1, sizeof *ls);
@@ -151,7 +158,7 @@ atf_error atf_linsys_open(atf_solver *s, const atf_linsys_backend *backend, atf_
     ls->M = s->work.M;
     ls->spread = s->procs != NULL;
     ls->rank = -1;
-    ls->precond = precond;
+    ls->par = *par;
     snprintf(ls->name, sizeof ls->name, "%s%s", ls->spread && backend->kind != ATF_LS_PCG ?
              "dist-" : "", backend->name);
     atf_error e = backend->setup(ls, err);

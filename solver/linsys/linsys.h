@@ -40,6 +40,16 @@ typedef enum {
 
 typedef struct atf_linsys atf_linsys;
 
+/* What a system is set up with (projection.c takes them from the settings). */
+typedef struct atf_linsys_params_ {
+    atf_precond precond;    /* iterative: the preconditioner (AUTO: nystrom-block) */
+    double tol;             /* iterative: a solve's relative residual */
+    int max_steps;          /* iterative: a solve's steps at most */
+    double memory_fraction; /* what a factor may take of the available memory (gram32) */
+    double eps_rel;         /* the solve's relative tolerance, named in the keys of kept factors */
+    int verbose;            /* the setup's lines go to the log */
+} atf_linsys_params;
+
 typedef struct {
     const char *name;  /* atf_info.linsys ("dist-" in front when spread over processes) */
     atf_ls_kind kind;
@@ -67,10 +77,7 @@ struct atf_linsys {
     double feas_tol;   /* relative least-squares residual above which r ∉ range(A'): √ε for
                           the full-rank factorisations, from the dropped spectrum for eigen, the
                           solve's tolerance for PCG */
-    double tol;        /* iterative: the relative residual of a solve (projection tolerance) */
-    int max_steps;     /* iterative: the steps of one solve at most */
-    atf_precond precond; /* iterative: the preconditioner asked for (AUTO resolved by the
-                            chooser for the purpose: gram32 repeated, nystrom-block once) */
+    atf_linsys_params par; /* as set up (par.tol: an iterative solve's default tolerance) */
     void *state;       /* the backend's own */
     char name[ATF_METHOD_NAMELEN]; /* the backend's name as the result records it */
 };
@@ -115,10 +122,13 @@ const atf_linsys_backend *const *atf_linsys_direct_candidates(const atf_solver *
 
 /* ---- a system (linsys.c) ---- */
 
+/* The parameters the settings give (precond as asked; AUTO is resolved by the preconditioner:
+ * projection.c asks for gram32 where the systems repeat). */
+atf_linsys_params atf_linsys_params_of(const atf_settings *set);
 /* Open and set up `backend` for the solver's work operators; *out is NULL on error. A system
  * whose backend cannot serve (usable 0) is returned as it is, for the caller to free. */
-atf_error atf_linsys_open(atf_solver *s, const atf_linsys_backend *backend, atf_precond precond,
-                          atf_linsys **out, char *err);
+atf_error atf_linsys_open(atf_solver *s, const atf_linsys_backend *backend,
+                          const atf_linsys_params *par, atf_linsys **out, char *err);
 /* λ = (A'A'ᵀ)⁺ b as the backend solves it (tol ≤ 0: the system's own; warm: NULL, or a start
  * for an iterative backend); a non-finite b gives λ = NaN. */
 void atf_linsys_solve(atf_linsys *ls, const double *b, const double *warm, double tol,

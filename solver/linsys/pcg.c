@@ -126,7 +126,7 @@ static atf_error ensure_preconditioner(atf_sv_cg *c, char *err)
 {
     if (c->built)
         return ATF_OK;
-    atf_error e = atf_sv_cg_precond_build(c->s, &c->opt, &c->pre, err);
+    atf_error e = atf_sv_cg_precond_build(c->s, &c->opt, c->par, &c->pre, err);
     c->built = e == ATF_OK;
     return e;
 }
@@ -615,7 +615,7 @@ static void gram_solve_to(atf_sv_cg *c, const double *b, double bn, double tol, 
     if (ensure_preconditioner(c, err) != ATF_OK) { /* out of memory: plain CG still works */
         atf_cg_options plain = c->opt;
         plain.precond = ATF_PRECOND_NONE;
-        atf_sv_cg_precond_build(c->s, &plain, &c->pre, err);
+        atf_sv_cg_precond_build(c->s, &plain, c->par, &c->pre, err);
     }
     atf_pcg_job job = {.b = b, .bn = bn, .tol = tol, .max_steps = c->max_steps, .x = c->xbuf,
                    .lam = lambda};
@@ -668,11 +668,10 @@ static atf_error pcg_setup(atf_linsys *ls, char *err)
         return ATF_E_NOMEM;
     }
     ls->state = c;
-    ls->tol = fmin(s->set.eps_rel, ATF_CG_TOL_MAX);
-    ls->feas_tol = ls->tol;
-    ls->max_steps = s->set.max_iter;
-    c->tol = ls->tol, c->max_steps = ls->max_steps;
-    c->opt.precond = ls->precond;
+    ls->feas_tol = ls->par.tol;
+    c->par = &ls->par;
+    c->tol = ls->par.tol, c->max_steps = ls->par.max_steps;
+    c->opt.precond = ls->par.precond;
     ls->usable = 1;
     return ATF_OK;
 }

@@ -83,6 +83,7 @@ typedef struct atf_sv_cg atf_sv_cg;
 typedef struct {
     atf_precond kind;   /* resolved (never DEFAULT) */
     atf_solver *s;         /* whose processes and share of the examples */
+    const struct atf_linsys_params_ *par; /* the system's parameters */
     int M, N, C;           /* all rows and examples */
     int Mh, Nh, m0;        /* the rows and examples held, from row m0 (example m0 / C) on */
     int k;                 /* rank of F (0: none) */
@@ -102,7 +103,9 @@ typedef struct {
     double seconds;        /* time to build */
 } atf_cg_pre;
 
-atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_cg_pre *pre,
+/* par: the system's parameters (gram32's memory and its kept file's key, the setup's log). */
+atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt,
+                                  const struct atf_linsys_params_ *par, atf_cg_pre *pre,
                                   char *err);
 void atf_sv_cg_precond_apply(atf_cg_pre *pre, const double *v, double *out);
 void atf_sv_cg_precond_free(atf_cg_pre *pre);
@@ -122,6 +125,7 @@ struct atf_sv_cg {
     atf_cg_options opt;
     atf_cg_pre pre;
     int built;              /* pre matches opt */
+    const struct atf_linsys_params_ *par; /* the system's parameters */
     double tol;             /* the relative residual of a solve of the backend (projection) */
     int max_steps;          /* ... and its steps at most */
     int M;

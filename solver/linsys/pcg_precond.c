@@ -734,7 +734,7 @@ static atf_error read_gram32(atf_solver *s, atf_cg_pre *pre, const char *key, ch
     }
     pre->shift = pc.meta[G32_META_SHIFT];
     pre->factored = 1;
-    if (s->set.verbose)
+    if (pre->par->verbose)
         atf_sv_log(s, "atf cg: gram32: the factor read from %s in %.1f s (shift %.1e of the mean "
                       "diagonal)\n", path, atf_now() - t0, pre->shift * M / pre->trace0);
     return ATF_OK;
@@ -750,9 +750,9 @@ static void keep_gram32(atf_solver *s, const atf_cg_pre *pre, const char *key)
     char why[ATF_ERRLEN];
     double t0 = atf_now();
     atf_error e = atf_precond_write(s->hooks.precond_file, &pc, why);
-    if (s->set.verbose && e)
+    if (pre->par->verbose && e)
         atf_sv_log(s, "atf cg: gram32: the factor was not kept (%s)\n", why);
-    else if (s->set.verbose)
+    else if (pre->par->verbose)
         atf_sv_log(s, "atf cg: gram32: the factor kept in %s in %.1f s\n",
                    s->hooks.precond_file, atf_now() - t0);
 }
@@ -770,10 +770,10 @@ static atf_error build_gram32(atf_solver *s, atf_cg_pre *pre, char *err)
     }
     size_t len = (size_t)M * ((size_t)M + 1) / 2;
     double need;
-    if (!atf_linsys_gram32_fits(&s->work, s->set.memory_fraction, &need)) {
+    if (!atf_linsys_gram32_fits(&s->work, pre->par->memory_fraction, &need)) {
         atf_errorf(err, "cg: the gram32 preconditioner needs %.1f GB for the single-precision "
                         "Gram (M = %d), over %.0f%% of the %.1f GB available", need / 1e9, M,
-                   100.0 * s->set.memory_fraction, atf_linsys_available_bytes() / 1e9);
+                   100.0 * pre->par->memory_fraction, atf_linsys_available_bytes() / 1e9);
         return ATF_E_NOMEM;
     }
     double *d = malloc((size_t)M * sizeof *d);
@@ -784,14 +784,14 @@ static atf_error build_gram32(atf_solver *s, atf_cg_pre *pre, char *err)
     double mean = pre->trace0 / M, shift = CG_SHIFT_MIN * mean, t0 = atf_now();
     char key[ATF_CHECKPOINT_KEYLEN] = "";
     if (st == 0 && s->hooks.precond_file) {
-        atf_error e = atf_sv_checkpoint_key(s, "gram32 factor 1", &s->set.loss, s->set.eps_rel,
+        atf_error e = atf_sv_checkpoint_key(s, "gram32 factor 1", &s->loss, pre->par->eps_rel,
                                             NULL, key, err);
         if (!e && access(s->hooks.precond_file, F_OK) == 0)
             e = read_gram32(s, pre, key, err);
         if (e || pre->factored)
             return e;
     }
-    if (s->set.verbose)
+    if (pre->par->verbose)
         atf_sv_log(s, "atf cg: gram32: the Gram in single precision (M = %d, %.2f GB), then "
                       "its Cholesky factor (%.2g flops, one LAPACK call)\n",
                    M, need / 1e9, (double)M * M * M / 3.0);
@@ -816,7 +816,7 @@ static atf_error build_gram32(atf_solver *s, atf_cg_pre *pre, char *err)
         }
     }
     pre->shift = shift;
-    if (st == 0 && s->set.verbose)
+    if (st == 0 && pre->par->verbose)
         atf_sv_log(s, "atf cg: gram32: formed and factored in %.1f s (the last attempt: formed "
                       "in %.1f s, factored in %.1f s; shift %.1e of the mean diagonal)\n",
                    atf_now() - t0, fill_s, factor_s, shift / mean);
@@ -907,11 +907,12 @@ static atf_error build_low_rank(atf_solver *s, const atf_cg_options *opt, atf_cg
     return ATF_OK;
 }
 
-atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt, atf_cg_pre *pre,
-                                  char *err)
+atf_error atf_sv_cg_precond_build(atf_solver *s, const atf_cg_options *opt,
+                                  const atf_linsys_params *par, atf_cg_pre *pre, char *err)
 {
     double t0 = atf_now();
     atf_sv_cg_precond_free(pre);
+    pre->par = par;
     pre->kind = opt->precond == ATF_PRECOND_AUTO ? ATF_PRECOND_NYSTROM_BLOCK
                                                        : opt->precond;
     pre->s = s;

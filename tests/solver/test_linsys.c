@@ -71,9 +71,12 @@ static void test_backends_solve(void)
     int M = s->work.M;
     double *b = consistent_rhs(s, 5), *lam = calloc((size_t)M, sizeof *lam);
     const atf_linsys_backend *all[] = {&atf_linsys_cholesky, &atf_linsys_eigen, &atf_linsys_pcg};
+    atf_settings set = atf_settings_default();
+    set.precond = ATF_PRECOND_JACOBI;
+    atf_linsys_params par = atf_linsys_params_of(&set);
     for (int k = 0; k < 3; k++) {
         atf_linsys *ls = NULL;
-        atf_error e = atf_linsys_open(s, all[k], ATF_PRECOND_JACOBI, &ls, err);
+        atf_error e = atf_linsys_open(s, all[k], &par, &ls, err);
         CHECK(e == ATF_OK && ls && ls->usable, "%s: open: %s", all[k]->name, err);
         if (!ls)
             continue;

@@ -38,16 +38,6 @@
 /* Singular values below this fraction of ‖Z0‖ count as zero in the initial dual (nuclear). */
 #define WARM_RANK_CUT 1e-7
 #define STALL_FLAT 1e-3 /* a window whose best merit is not 0.1% better than the last one stalled */
-#define IN_LOOP_REFINE_CHOLMOD 2 /* refinement passes per projection for CHOLMOD (β bias) */
-/* ... and for the dense Gram when it is ill-conditioned: an unrefined projection carries the
- * factorisation's rounding into every iterate, and one pass takes it to about ε. The answer
- * then does not depend on how the Gram was factorised (LAPACK in one process, ScaLAPACK's tiles
- * over K processes). Measured, one process against K = 2 unrefined: B apart by 2e-13 at
- * condition 3.7e6 and by 4e-9 at 3.9e10 (about 5e-4·κ·ε); refined, 5e-15 and 5e-13. Below
- * REFINE_KAPPA the difference stays under 1e-13 and the pass (one apply, one adjoint, one
- * solve per iteration: up to 1.8x an iteration's time) is skipped. */
-#define IN_LOOP_REFINE_DENSE 1
-#define REFINE_KAPPA 1e6
 /* Weak convexity scan: ω̃' on a log grid of WEAK_GRID points over [WEAK_LO·V, WEAK_HI·V]. */
 #define WEAK_GRID 600
 #define WEAK_LO 1e-8
@@ -129,29 +119,17 @@ static double dist(const double *a, const double *b, size_t n)
     return big * sqrt(d2);
 }
 
-static const char *projection_name(const atf_linsys *ls)
-{
-    switch (ls->backend->kind) {
-    case ATF_LS_CHOLESKY: return "dense Cholesky";
-    case ATF_LS_EIGEN: return "eigendecomposition";
-    case ATF_LS_CHOLMOD: return "CHOLMOD";
-    case ATF_LS_PCG: return "preconditioned CG";
-    }
-    return "?";
-}
-
-/* The projection is solved by PCG: it can be cut short, and it starts from the last λ. */
+/* The projection is iterative (PCG): it can be cut short, and it starts from the last λ. */
 static int by_pcg(const atf_solver *s)
 {
-    return s->proj.ls->backend->kind == ATF_LS_PCG;
+    return s->proj.ls->backend->iterative;
 }
 
-/* Refinement passes of the projections in the loop. */
+/* Refinement passes of the projections in the loop: what the backend needs for its answers to
+ * be exact to rounding (linsys.h, atf_linsys.refine). */
 static int in_loop_refinement(const atf_solver *s)
 {
-    if (s->proj.ls->backend->kind == ATF_LS_CHOLMOD)
-        return IN_LOOP_REFINE_CHOLMOD;
-    return s->proj.ls->kappa > REFINE_KAPPA ? IN_LOOP_REFINE_DENSE : 0;
+    return s->proj.ls->refine;
 }
 
 static void log_header(const atf_solver *s, const admm_state *st)
@@ -162,10 +140,10 @@ static void log_header(const atf_solver *s, const admm_state *st)
             atf_structure_name(s->structure));
     if (by_pcg(s)) /* no Gram: no rank or condition number known */
         atf_sv_log(s, "atf admm: projection by %s, no Gram in double; ",
-                   projection_name(s->proj.ls));
+                   s->proj.ls->backend->description);
     else
         atf_sv_log(s, "atf admm: projection by %s, rank %d, condition %.1e (%d refinement "
-                   "passes); ", projection_name(s->proj.ls), s->proj.ls->rank,
+                   "passes); ", s->proj.ls->backend->description, s->proj.ls->rank,
                    s->proj.ls->kappa, in_loop_refinement(s));
     atf_sv_log(s, "rho0 %.3e (floor %.3e), alpha %.2f, eps_abs %.1e, eps_rel %.1e, "
                "max_iter %d\n", atf_sv_unscale_rho(s, st->a->rho0),

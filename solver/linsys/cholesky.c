@@ -42,6 +42,7 @@ static atf_error cholesky_setup(atf_linsys *ls, char *err)
     ls->rank = ls->M;
     ls->kappa = rcond > 0.0 ? 1.0 / rcond : INFINITY;
     ls->feas_tol = ATF_LINSYS_FULL_RANK_CHECK;
+    ls->refine = ls->kappa > ATF_LINSYS_REFINE_KAPPA;
     ls->usable = rcond > (double)ls->M * DBL_EPSILON;
     return ATF_OK;
 }
@@ -67,5 +68,5 @@ static void cholesky_free(atf_linsys *ls)
     ls->state = NULL;
 }
 
-const atf_linsys_backend atf_linsys_cholesky = {"cholesky", ATF_LS_CHOLESKY, cholesky_setup,
-                                                cholesky_solve, cholesky_free};
+const atf_linsys_backend atf_linsys_cholesky = {"cholesky", "dense Cholesky", 0,
+                                                cholesky_setup, cholesky_solve, cholesky_free};

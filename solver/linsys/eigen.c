@@ -94,6 +94,7 @@ static atf_error eigen_setup(atf_linsys *ls, char *err)
     e = s->procs ? atf_sv_dgram_eigen(s, st->g.dist, w, err) : whole_eigen(&st->g, w, err);
     if (e == ATF_OK) {
         cutoff_rule(ls, st, w);
+        ls->refine = ls->kappa > ATF_LINSYS_REFINE_KAPPA;
         ls->usable = 1;
     }
     free(w);
@@ -129,5 +130,5 @@ static void eigen_free(atf_linsys *ls)
     ls->state = NULL;
 }
 
-const atf_linsys_backend atf_linsys_eigen = {"eigen", ATF_LS_EIGEN, eigen_setup, eigen_solve,
-                                             eigen_free};
+const atf_linsys_backend atf_linsys_eigen = {"eigen", "eigendecomposition", 0,
+                                             eigen_setup, eigen_solve, eigen_free};

@@ -159,7 +159,7 @@ atf_error atf_linsys_open(atf_solver *s, const atf_linsys_backend *backend,
     ls->spread = s->procs != NULL;
     ls->rank = -1;
     ls->par = *par;
-    snprintf(ls->name, sizeof ls->name, "%s%s", ls->spread && backend->kind != ATF_LS_PCG ?
+    snprintf(ls->name, sizeof ls->name, "%s%s", ls->spread && !backend->iterative ?
              "dist-" : "", backend->name);
     atf_error e = backend->setup(ls, err);
     if (e != ATF_OK) {
@@ -191,5 +191,5 @@ void atf_linsys_free(atf_linsys *ls)
 
 struct atf_sv_cg *atf_linsys_pcg_engine(const atf_linsys *ls)
 {
-    return ls && ls->backend->kind == ATF_LS_PCG ? ls->state : NULL;
+    return ls && ls->backend == &atf_linsys_pcg ? ls->state : NULL;
 }

@@ -30,14 +30,6 @@
 
 #include "solver_internal.h"
 
-/* What a backend is, for the callers that adapt to it (ADMM's refinement, its logs). */
-typedef enum {
-    ATF_LS_CHOLESKY = 0,
-    ATF_LS_EIGEN,
-    ATF_LS_CHOLMOD,
-    ATF_LS_PCG
-} atf_ls_kind;
-
 typedef struct atf_linsys atf_linsys;
 
 /* What a system is set up with (projection.c takes them from the settings). */
@@ -52,7 +44,8 @@ typedef struct atf_linsys_params_ {
 
 typedef struct {
     const char *name;  /* atf_info.linsys ("dist-" in front when spread over processes) */
-    atf_ls_kind kind;
+    const char *description; /* for logs: "dense Cholesky", ... */
+    int iterative;     /* solves to a tolerance, from a start, and stops at the interrupt flag */
     /* Prepare for the solver's work operators: factorise, or build what the solves need. ATF_OK
      * with ls->usable = 1 when it can serve; ATF_OK with usable = 0 when it cannot serve this
      * problem (a singular or too ill-conditioned Gram for a Cholesky factor, a pivot of
@@ -77,6 +70,10 @@ struct atf_linsys {
     double feas_tol;   /* relative least-squares residual above which r ∉ range(A'): √ε for
                           the full-rank factorisations, from the dropped spectrum for eigen, the
                           solve's tolerance for PCG */
+    int refine;        /* the refinement passes a projection through it needs for its answers
+                          to be exact to rounding, whatever the factorisation: CHOLMOD's β
+                          bias 2; an ill-conditioned dense Gram 1 (ATF_LINSYS_REFINE_KAPPA);
+                          else 0 */
     atf_linsys_params par; /* as set up (par.tol: an iterative solve's default tolerance) */
     void *state;       /* the backend's own */
     char name[ATF_METHOD_NAMELEN]; /* the backend's name as the result records it */

@@ -696,4 +696,5 @@ static void pcg_free(atf_linsys *ls)
     ls->state = NULL;
 }
 
-const atf_linsys_backend atf_linsys_pcg = {"pcg", ATF_LS_PCG, pcg_setup, pcg_solve, pcg_free};
+const atf_linsys_backend atf_linsys_pcg = {"pcg", "preconditioned CG", 1, pcg_setup,
+                                           pcg_solve, pcg_free};

@@ -82,11 +82,11 @@ static void test_backends_solve(void)
             continue;
         atf_linsys_solve(ls, b, NULL, 0.0, lam);
         double res = system_residual(s, lam, b);
-        double tol = all[k]->kind == ATF_LS_PCG ? 1e-7 : 1e-10;
+        double tol = all[k]->iterative ? 1e-7 : 1e-10;
         CHECK(res < tol, "%s: relative residual %.3e", all[k]->name, res);
-        CHECK(!strcmp(ls->name, all[k]->name) && (ls->rank == M || all[k]->kind == ATF_LS_PCG),
+        CHECK(!strcmp(ls->name, all[k]->name) && (ls->rank == M || all[k]->iterative),
               "%s: name %s, rank %d of %d", all[k]->name, ls->name, ls->rank, M);
-        if (all[k]->kind == ATF_LS_PCG) { /* from the answer itself: at once, the same λ */
+        if (all[k]->iterative) { /* from the answer itself: at once, the same λ */
             double *again = calloc((size_t)M, sizeof *again);
             atf_linsys_solve(ls, b, lam, 0.0, again);
             CHECK(system_residual(s, again, b) < 1e-7, "pcg from a warm start");

@@ -1,6 +1,6 @@
 /* bench_baseline_cg.c — the NTK min-norm baseline (Theorem 1) by the Gram path (method baseline:
- * the M × M Gram, Cholesky) and by preconditioned CG (method cg, docs/solver.md §9.1), side by
- * side on MNIST tangent features.
+ * the M × M Gram, Cholesky) and by preconditioned CG (method cg, docs/record/solver.md §9.1), side
+ * by side on MNIST tangent features.
  *
  * Problem: `atf features --data mnist --n-train n --n-test 0`, built here: n digits of
  * data/mnist (standardised per image, data seed 1), the network 784-128-128-10 without bias,

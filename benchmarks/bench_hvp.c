@@ -1,6 +1,6 @@
 /* bench_hvp.c — the cost of one Hessian–vector product of the penalized problem (16) (what each
- * CG step of --method newton pays, docs/solver.md §15) against its floor: the plain BLAS calls
- * that one A and one Aᵀ product need on the same arrays, with the same threads.
+ * CG step of --method newton pays, docs/record/solver.md §15) against its floor: the plain BLAS
+ * calls that one A and one Aᵀ product need on the same arrays, with the same threads.
  *
  * The solver's product: g = A'ᵀ ∇²ℓ A'v (atf_sv_hess: with factored blocks one read of D,
  * the curvature C × C per example for xent applied while the example's rows are in cache), on

@@ -1,4 +1,4 @@
-/* bench_rfp_solve.c — one application of the gram32 preconditioner (docs/solver.md §2.1): a
+/* bench_rfp_solve.c — one application of the gram32 preconditioner (docs/record/solver.md §2.1): a
  * solve with a Cholesky factor of order M kept in single precision in LAPACK's rectangular full
  * packed storage, by LAPACK's spftrs (strsm and sgemm, which pack the factor on every call)
  * against atf's level-2 route (atf_sv_cg_rfp_solve: strsv and sgemv on the packed blocks).

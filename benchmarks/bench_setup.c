@@ -1,5 +1,5 @@
 /* bench_setup.c — what the subspace reduction of factored blocks costs at setup, and what it
- * saves per iteration (docs/solver.md §4).
+ * saves per iteration (docs/record/solver.md §4).
  *
  * For a problem file it reports
  *  1. per factored side (H, D of every block): the decision of atf_sv_row_basis as the solver

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Continuation against the straight warm start, in one run: problem (16) with the cross-entropy
-# loss and the nonconvex `balanced+balanced` penalty on the network of docs/results.md §7
+# loss and the nonconvex `balanced+balanced` penalty on the network of docs/record/results.md §7
 # (Fashion-MNIST, official split, 784-128-128-128-128-10 with biases, LeCun normal, x/255), the
 # first N training images (default 7 200: the fitted rows of n = 8 000), solved at λ = 2.16 (per
 # fitted example 3e-4) from the answer at 7.2 (1e-3) — one step of the study's λ path — with

@@ -2,8 +2,9 @@
 """The peer a PyTorch user would write for atf's penalized problem with the nuclear penalty.
 
 atf solves   F(B) = Σ_ℓ 2√γ ‖B_ℓ‖_* + (1/λ) Σ_i CE(f0_i + (A vec B)_i, y_i)
-(`atf solve P.h5 --penalty nuclear[:scale=γ] --loss xent:lambda=λ`, docs/solver.md §14). The peer
-writes B_ℓ = U_ℓ V_ℓᵀ (U_ℓ: P_ℓ × r, V_ℓ: Q_ℓ × r, r = min(P_ℓ, Q_ℓ)) and minimises the smooth
+(`atf solve P.h5 --penalty nuclear[:scale=γ] --loss xent:lambda=λ`, docs/record/solver.md §14).
+The peer writes B_ℓ = U_ℓ V_ℓᵀ (U_ℓ: P_ℓ × r, V_ℓ: Q_ℓ × r, r = min(P_ℓ, Q_ℓ)) and minimises
+the smooth
 
     G(U, V) = √γ Σ_ℓ (‖U_ℓ‖_F² + ‖V_ℓ‖_F²) + (1/λ) Σ_i CE(f0_i + p_i, y_i)
 

@@ -1,8 +1,8 @@
 """Data-space preconditioners for the NTK min-norm interpolant, measured on the exact Gram in numpy:
 how many PCG steps A A^T lambda = r takes to a relative residual of 1e-8 with each.
 
-A question for `atf baseline --method cg` (docs/solver.md 9.1), answered before building: its
-default preconditioner is a rank-k Nystrom factor F (randomly pivoted Cholesky) plus the C x C
+A question for `atf baseline --method cg` (docs/record/solver.md §9.1), answered before building:
+its default preconditioner is a rank-k Nystrom factor F (randomly pivoted Cholesky) plus the C x C
 blocks of the residual G - F F^T that belong to one example. The rows of a C-output network's
 Gram are (example, class) pairs, and within one class the Gram is a kernel on the examples;
 this script compares, on a problem small enough to form G (M = N*C rows, 8 M^2 bytes):

@@ -10,8 +10,10 @@ outputs are reduced to a digest: every dataset of every HDF5 file it wrote (its 
 every attribute except the run's clock, version, command line and free-text note, the exit code
 and the --json line without its seconds. `compare` names every value that differs.
 
-    /usr/bin/python3 benchmarks/same_answers.py run --atf OLD/drivers/atf [--mpi-atf OLD-MPI/drivers/atf] -o before.json
-    /usr/bin/python3 benchmarks/same_answers.py run --atf build/drivers/atf [--mpi-atf build-mpi/drivers/atf] -o after.json
+    /usr/bin/python3 benchmarks/same_answers.py run --atf OLD/drivers/atf \
+        [--mpi-atf OLD-MPI/drivers/atf] -o before.json
+    /usr/bin/python3 benchmarks/same_answers.py run --atf build/drivers/atf \
+        [--mpi-atf build-mpi/drivers/atf] -o after.json
     /usr/bin/python3 benchmarks/same_answers.py compare before.json after.json
 
 Runs with Debian's python3 (numpy, h5py). The Fashion-MNIST runs need the images
@@ -229,7 +231,8 @@ def cases(r, P):
     solve("newton-squared", "syn", ["--loss", "squared:lambda=0.1", "--penalty", "zsq:scale=0.01"])
     solve("newton-xent", "fash", ["--loss", "xent:lambda=1", "--penalty", "nuclear"])
     solve("newton-xent-sq", "fash", ["--loss", "xent:lambda=0.5", "--penalty", "sq"])
-    solve("newton-nonconvex", "syn", ["--loss", "squared:lambda=0.1", "--penalty", "logsq:scale=0.1"])
+    solve("newton-nonconvex", "syn", ["--loss", "squared:lambda=0.1",
+                                      "--penalty", "logsq:scale=0.1"])
     solve("newton-rank", "syn400", ["--loss", "squared:lambda=0.1", "--newton-rank", "20"])
     solve("newton-continuation", "syn", ["--loss", "squared:lambda=0.05", "--penalty",
                                          "logsq:scale=0.1", "--warm", out("newton-nonconvex.h5")])
@@ -316,7 +319,8 @@ def mpi_cases(r, P, digests):
     if not r.mpi_atf:
         return
     for name, command, args in [
-            ("mpi2-newton", "solve", ["--loss", "squared:lambda=0.1", "--penalty", "zsq:scale=0.01"]),
+            ("mpi2-newton", "solve", ["--loss", "squared:lambda=0.1",
+                                      "--penalty", "zsq:scale=0.01"]),
             ("mpi2-newton-xent", "solve", ["--loss", "xent:lambda=1", "--no-reduce"]),
             ("mpi2-admm", "solve", []),
             ("mpi2-alm", "solve", ["--method", "alm"]),

@@ -122,7 +122,7 @@ double atf_penalty_deriv(const atf_penalty *pen, double v);
 double atf_penalty_prox(const atf_penalty *pen, double v, double t, double *z);
 
 /* Slope φ'(v) of the prox φ(v) = prox_{tω̃}(v) (the scalar ingredient of the prox's generalized
- * Jacobian, docs/solver.md "Newton"), even in v. Closed forms for `fixed` (1/(1 + 2t)), `zsq`
+ * Jacobian, docs/record/solver.md §15), even in v. Closed forms for `fixed` (1/(1 + 2t)), `zsq`
  * (1/(1 + 2t) below the kink, 1 above) and `nuclear` (0 below the threshold 2√γ·t, 1 above);
  * φ'(0) = 1/(1 + 2t) for every other family (ω̃(v) = v² + o(v²)); elsewhere a central difference
  * of the exact prox (relative accuracy about 1e-9), one-sided where φ has a kink or a jump (a

@@ -2,8 +2,8 @@
  * of the models trained by gradient descent).
  *
  * Minimising Ω(M) + ‖W‖² + L(f0 + ⟨G, M W⟩) over (M, W) equals minimising
- * Σ_ℓ Σ_j ω̃_ℓ(σ_j(B_ℓ)) + L(f0 + A vec B) over B for any loss L (docs/solver.md,
- * "Penalized problem"):
+ * Σ_ℓ Σ_j ω̃_ℓ(σ_j(B_ℓ)) + L(f0 + A vec B) over B for any loss L (docs/math.md;
+ * docs/record/solver.md §14):
  *
  *   interpolate          the constraint A vec B = r (the default; L = χ{A vec B = r})
  *   squared:lambda=λ     L = (1/2λ) ‖A vec B − r‖²

@@ -173,10 +173,10 @@ atf_error atf_shard_range(int N, int rank, int size, int *first, int *count, cha
 void atf_shard_share(int N, int rank, int size, int *first, int *count);
 
 /* A dense symmetric M × M matrix spread over processes in ScaLAPACK's two-dimensional
- * block-cyclic layout (docs/solver.md §19, "The Gram over processes"): square blocks of nb rows
- * and columns, block (I, J) on grid row I mod nprow and grid column J mod npcol; process `rank`
- * sits at grid row rank / npcol, column rank mod npcol (BLACS's row-major grid). The solver sets
- * nb and allocates `a`; open fills the rest. */
+ * block-cyclic layout (docs/record/solver.md §19, "The Gram over processes"): square blocks of nb
+ * rows and columns, block (I, J) on grid row I mod nprow and grid column J mod npcol; process
+ * `rank` sits at grid row rank / npcol, column rank mod npcol (BLACS's row-major grid). The solver
+ * sets nb and allocates `a`; open fills the rest. */
 typedef struct {
     int nb;                /* rows (and columns) per block */
     int nprow, npcol;      /* the process grid */

@@ -404,7 +404,8 @@ void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int n
     double *T = work, *chunk_T = work + hess_products_size(nb, b, k);
     /* T_l = H_l [X_l^(1) … X_l^(k)]  (N × k·cols_l), chunk by chunk: each GEMM then has the
      * shape it has in one process, whichever process holds the chunk (a GEMM over a shard's
-     * rows could meet another of the BLAS's kernels, as the apply once did: docs/solver.md §19) */
+     * rows could meet another of the BLAS's kernels, as the apply once did: docs/record/solver.md
+     * §19) */
     for (int l = 0; l < nb; l++) {
         int kQ = k * b[l]->cols;
         for (int t = 0; t < ncuts; t++)

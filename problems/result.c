@@ -1,5 +1,5 @@
-/* result.c — results in memory: status and structure names, allocation, the fit check and factor recovery
- * (docs/math.md §5–6: singular values of each B and the eq. 15 split d = s1·σ·s2). */
+/* result.c — results in memory: status and structure names, allocation, the fit check and factor
+ * recovery (docs/math.md §5–6: singular values of each B and the eq. 15 split d = s1·σ·s2). */
 #include <lapacke.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full-scale Fashion-MNIST study of docs/results.md §7: fixed against adaptive tangent
+# The full-scale Fashion-MNIST study of docs/record/results.md §7: fixed against adaptive tangent
 # features against the network, on the official split with all 10 000 test images.
 #
 #   bash scripts/fashion_scale.sh STEP      (STEP: one of the steps below, or `list`)
@@ -41,7 +41,7 @@ sgd=(--sgd-loss xent --optimizer sgd --lr 0.01 --lr-schedule constant --momentum
 # Problem (16): the lambda path of every cross-entropy model (per fitted example, largest
 # first, stopped at the first lambda that does worse on the validation rows), certified solves.
 # From n = 8 000 on the grid goes two values further down: ntk-xent chose its smallest value
-# in several runs at n <= 2 000 and at n = 30 000 (docs/results.md §7).
+# in several runs at n <= 2 000 and at n = 30 000 (docs/record/results.md §7).
 lambdas=0.1,0.03,0.01,0.003,0.001,0.0003,0.0001
 [[ "${1-}" == fair-8000* || "${1-}" == fair-large || "${1-}" == fair-60000 ]] && lambdas=$lambdas,0.00003,0.00001
 exact=(--penalty balanced+balanced --tol 1e-6 --interpolate-max-n auto
@@ -52,7 +52,8 @@ report=(--align-examples 200 --error-thresholds 0.25,0.18,0.14)
 fair=(--sampling fixed --stop best-val)
 authors=(--resample-each-epoch --pool all --stop test-selected)
 models="ntk,ntk-xent,p16,p16-xent,ntk-sgd,factorized-sgd,network"
-# p16-xent's second family, chosen on the validation rows of the pilot step (docs/results.md §7)
+# p16-xent's second family, chosen on the validation rows of the pilot step (docs/record/results.md
+# §7)
 second="${ATF_SECOND_FAMILY-sq}"
 xent_pens="balanced+balanced${second:+;$second}"
 
@@ -80,13 +81,13 @@ case "$step" in
       "${fair[@]}" --ns 8000 --seeds 5 --batch 50 --models ntk,p16 \
       --xent-penalties "$xent_pens" --out $out/fair --solver-log $out/fair/solver-8000-interp.log ;;
   fair-2000-p16)  # problem (16) interpolation at n = 2 000 solved again after ADMM's `solved` came
-                  # to require a certificate <= --tol (docs/solver.md §6): the first run stopped at
-                  # 1.02-1.03e-6; `merge` puts these rows in place of the first ones
+                  # to require a certificate <= --tol (docs/record/solver.md §6): the first run
+                  # stopped at 1.02-1.03e-6; `merge` puts these rows in place of the first ones
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
       "${fair[@]}" --ns 2000 --seeds 5 --batch 50 --models p16 \
       --xent-penalties "$xent_pens" --out $out/fair-2000-p16 ;;
   fair-8000-ntk)  # fair-8000-interp's NTK interpolants alone (problem (16) interpolation, the
-                  # augmented Lagrangian, is far slower: docs/results.md §7f)
+                  # augmented Lagrangian, is far slower: docs/record/results.md §7f)
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
       "${fair[@]}" --ns 8000 --seeds 5 --batch 50 --models ntk \
       --xent-penalties "$xent_pens" --out $out/fair ;;

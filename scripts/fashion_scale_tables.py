@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The Markdown tables of docs/results.md §7 from the tables of results/fashion-scale/.
+"""The Markdown tables of docs/record/results.md §7 from the tables of results/fashion-scale/.
 
     /usr/bin/python3 scripts/fashion_scale_tables.py [DIR]     (DIR: results/fashion-scale)
 

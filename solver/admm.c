@@ -1,4 +1,5 @@
-/* admm.c — the ADMM (Douglas–Rachford) loop of docs/solver.md and its iteration table.
+/* admm.c — the method admm: the ADMM (Douglas–Rachford) loop and its iteration table
+ * (docs/math.md; docs/record/solver.md §1–§7).
  *
  *   X⁺ = Π(Z − U);  X̂ = αX⁺ + (1−α)Z;  Z⁺ = prox_{Ω̃/ρ}(X̂ + U);  U⁺ = U + X̂ − Z⁺
  *
@@ -13,12 +14,12 @@
  * ∇Ω̃(Z0)/ρ in range(Aᵀ) — the value U takes at a fixed point (there ρU ∈ ∂Ω̃(Z) and
  * U ∈ range(Aᵀ)), so a start near the solution is not spoiled by a zero dual.
  *
- * Nonconvex penalties get two safeguards (docs/solver.md §6): ρ never falls below the
+ * Nonconvex penalties get two safeguards (docs/record/solver.md §6): ρ never falls below the
  * weak-convexity bound through balancing, and a stalled run (cycle or rest point) switches to
  * α = 1 and a larger ρ.
  *
- * Checkpoints (hooks.checkpoint / hooks.resume, one process; docs/solver.md §2.2) are taken at
- * the top of an iteration: Z, U, the last X⁺ and the loop's bookkeeping are all the state there
+ * Checkpoints (hooks.checkpoint / hooks.resume, one process; docs/record/solver.md §2.2) are taken
+ * at the top of an iteration: Z, U, the last X⁺ and the loop's bookkeeping are all the state there
  * is (the projection and ρ0 come from the problem again), so a resumed run takes the same
  * iterations to the same answer. */
 #include <cblas.h>
@@ -149,7 +150,8 @@ static void log_header(const atf_solver *s, const admm_state *st)
                "max_iter %d\n", atf_sv_unscale_rho(s, st->a->rho0),
             atf_sv_unscale_rho(s, st->a->rho_min), st->a->alpha, st->a->eps_abs, st->b->eps,
             st->b->max_iter);
-    atf_sv_log(s, "atf admm: equilibrated: %s, variables in units of 2^%d (docs/solver.md §7)\n",
+    atf_sv_log(s, "atf admm: equilibrated: %s, variables in units of 2^%d "
+               "(docs/record/solver.md §7)\n",
             s->eq_mode == ATF_EQ_ROWS ? "each row by its own power of two"
                                       : "all rows by one power of two",
             s->var_exp);
@@ -348,7 +350,7 @@ static int rebalance(const atf_solver *s, admm_state *st, const double *x)
  * Seen at M = 80 000 (balanced+balanced, ρ0 = 0.63·2μ): a 2-cycle whose residual grew by 1% an
  * iteration, which a test for equal windows never caught. Counting worse windows as stalls too
  * took tests/solver/study_nonconvex.py from 11 runs not converged and 186 228 iterations to 9
- * and 131 122 (docs/solver.md §6). Residual balancing stays free afterwards. Returns 1 if ρ
+ * and 131 122 (docs/record/solver.md §6). Residual balancing stays free afterwards. Returns 1 if ρ
  * changed. */
 static int guard_stagnation(const atf_solver *s, admm_state *st)
 {

@@ -1,6 +1,7 @@
 /* alm.c — problem (16) with exact interpolation, min Σ Ω̃(B) s.t. A vec B = r, by an augmented
  * Lagrangian whose subproblems are the penalized problem with the squared loss, solved by the
- * matrix-free Newton method (newton.c) — no M × M Gram, so no limit from M (docs/solver.md §16).
+ * matrix-free Newton method (newton.c) — no M × M Gram, so no limit from M (docs/record/solver.md
+ * §16).
  *
  * Everything happens in work units (rows of A and r scaled to unit size by powers of two, the
  * variables by 2^var_exp; solver.c, equilibrate.c): A' x = r' is the same constraint, and

@@ -130,7 +130,7 @@ typedef struct {
     double alpha;          /* over-relaxation, default 1.6 */
     double rho;            /* multiplier of the data-scaled initial penalty parameter
                               ρ0 = rho·⟨∇Ω̃(B0), B0⟩/‖B0‖² at the least-squares point B0;
-                              default 1 (docs/solver.md §6) */
+                              default 1 (docs/record/solver.md §6) */
     int adaptive_rho;      /* residual balancing, default 1 */
     int reduce;            /* exact subspace reduction of factored blocks, default 1 */
     int verbose;           /* iteration table on log, default 0 */
@@ -140,11 +140,11 @@ typedef struct {
     int newton_rank;       /* rank of the Nyström preconditioner of method NEWTON (and of ALM's
                               subproblems), 0 … 2000 (0: none), or −1 (default): auto, rank
                               100 (xent) or 300 (squared) from N = 4 000 examples on, none
-                              below (docs/solver.md §15) */
+                              below (docs/record/solver.md §15) */
     double continuation;   /* method NEWTON from a warm start solved at another λ (hooks.warm's
                               loss, same kind) with a nonconvex penalty: the largest ratio of
                               consecutive λ, the bridges between solved to a pg residual of
-                              1e-3 first; default 2; 0 (or 1): none (docs/solver.md §15) */
+                              1e-3 first; default 2; 0 (or 1): none (docs/record/solver.md §15) */
     atf_linsys_kind linsys;/* how the systems with A Aᵀ are solved; default AUTO */
     atf_precond precond;   /* PCG's preconditioner; default AUTO */
     double memory_fraction;/* a factorisation (the Gram in double, or gram32's in single

@@ -28,7 +28,7 @@ static atf_status status_of(atf_cg_outcome o)
     return ATF_STATUS_NUMERICAL_ERROR;
 }
 
-/* The stationarity certificate (docs/solver.md §5) with the candidate y = A'ᵀλ, A'A'ᵀλ = A'G
+/* The stationarity certificate (docs/record/solver.md §5) with the candidate y = A'ᵀλ, A'A'ᵀλ = A'G
  * solved by PCG to ATF_CG_CERT_TOL or until the certificate settles (CERT_SETTLED): y lies in
  * range(A'ᵀ) whatever the accuracy of λ, so the certificate is a valid one (at worst slightly
  * larger than with the exact P G). For the baseline's own point it measures how far the NTK

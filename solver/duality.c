@@ -1,6 +1,6 @@
 /* duality.c — the duality gap of the penalized problem (16) for convex penalties: the convex
  * conjugates of the effective penalties (ω̃*, and Σ Ω̃* through singular values) and the dual
- * bound maximised over the scaled gradient (docs/solver.md §14.3 "Certificates"). */
+ * bound maximised over the scaled gradient (docs/record/solver.md §14.3 "Certificates"). */
 #include <cblas.h>
 #include <float.h>
 #include <math.h>

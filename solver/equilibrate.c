@@ -8,7 +8,7 @@
  *    but when r ∉ range(A) the least-squares point of W(A x − r) is not that of A x − r, and
  *    atf reports the latter (and its relative residual, which a common factor leaves exactly
  *    as it is): solver.c therefore decides consistency on the row-equilibrated data and, only
- *    when they are inconsistent, rebuilds with the common factor (docs/solver.md §7).
+ *    when they are inconsistent, rebuilds with the common factor (docs/record/solver.md §7).
  *    Factored blocks are scaled inside their factors: each H row h_i is first brought to norm
  *    in [1/2, 1) and its factor moved into the rows δ_m (i = m div C) of D — which leaves A_ℓ
  *    unchanged — and then D takes the row factors, so A is never formed and the subspace bases
@@ -22,7 +22,7 @@
  *    homogeneous, Σ 2√γ σ(c B') = c Σ 2√γ σ(B'): γ stays, the objective is c times the scaled
  *    one, and k is not limited.
  * Answers are unscaled by B = c·B' (blocks, least-squares point) and objective·c²; relative
- * residuals and certificates are scale-free. docs/solver.md §7 has the details and numbers.
+ * residuals and certificates are scale-free. docs/record/solver.md §7 has the details and numbers.
  * Memory: an array whose rows all keep their scale (every exponent 0) is not copied — the work
  * problem points at the caller's array, which nothing writes. ATF_EQ_NONE (the penalized
  * losses, whose loss undoes any row scaling) scales only the variables, and H rows only when

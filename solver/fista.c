@@ -1,5 +1,5 @@
 /* fista.c — the penalized problem (16), min_x F(x) = Σ Ω̃(x) + g(x) with g(x) = κ L(scale ∘ A'x),
- * by accelerated proximal gradient (FISTA), matrix-free (docs/solver.md, "Penalized problem").
+ * by accelerated proximal gradient (FISTA), matrix-free (docs/record/solver.md §14.
  *
  *   y = x_k + β_k (x_k − x_{k−1}),   x_{k+1} = prox_{tΩ̃}(y − t ∇g(y)),   ∇g(y) = A'ᵀ ∇ℓ(A'y)
  *

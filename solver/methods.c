@@ -64,7 +64,8 @@ static const atf_sv_method TABLE[] = {
               "formed",
               .interpolation = 1, .baseline = 1, .resumable = 1, .matrix_free = 1, .linsys = 1,
               .warm = ATF_WARM_IGNORED, .processes = ATF_PROCS_ALWAYS},
-     .data = ATF_SV_DATA_KRYLOV, .linsys_only = ATF_LINSYS_PCG, .run = atf_sv_cg_run, .at_limit = ATF_SV_AT_LIMIT_RESIDUALS,
+     .data = ATF_SV_DATA_KRYLOV, .linsys_only = ATF_LINSYS_PCG, .run = atf_sv_cg_run,
+     .at_limit = ATF_SV_AT_LIMIT_RESIDUALS,
      .breakdown_returns = "the least-squares point", .status_text = atf_sv_cg_status_message},
 };
 #define NMETHODS (int)(sizeof TABLE / sizeof TABLE[0])

@@ -1,5 +1,5 @@
 /* newton.c — the penalized problem (16), min_x F(x) = Σ Ω̃(x) + g(x), g(x) = κ L(scale ∘ A'x), by
- * a semismooth Newton-CG method on the normal map (docs/solver.md §15), matrix-free.
+ * a semismooth Newton-CG method on the normal map (docs/record/solver.md §15), matrix-free.
  *
  * The iterate is a point z whose prox x = prox_{tΩ̃}(z) is the current answer; z − x ∈ t∂Ω̃(x),
  * so the normal map R(z) = z − x + t∇g(x) vanishes exactly at the stationary points, and R/t is
@@ -57,8 +57,8 @@
 /* The preconditioner (newton_precond.c): its rank, the subsample (1/NYSTROM_STRIDE of the
  * examples in whole chunks, at least NYSTROM_MIN_EXAMPLES of them) and how often it is rebuilt
  * for xent. Measured
- * on Fashion-MNIST (docs/solver.md §15, benchmarks/newton_scan.py): rank 100 on an eighth of the
- * examples, rebuilt every third step, took the fewest passes at N = 16 000 and 60 000; rank 50
+ * on Fashion-MNIST (docs/record/solver.md §15, benchmarks/newton_scan.py): rank 100 on an eighth of
+ * the examples, rebuilt every third step, took the fewest passes at N = 16 000 and 60 000; rank 50
  * or 200, or a quarter of the examples, cost more. Below N = 4 000 its sketches cost more than
  * its CG savings bring (N = 1 000: 16.3 against 7.1 CPU s without it; N = 500: 9.4 against 3.4);
  * at N = 4 000 it is even for xent + sq (20.8 / 19.7) and a clear win for nuclear (44 / 59), so
@@ -67,8 +67,8 @@
  * rank K, 0 none. Problems with fewer than 4·NYSTROM_MIN_RANK variables go without. */
 #define NYSTROM_AUTO_RANK 100
 /* The squared loss's sketch is built once (its curvature does not move): a larger rank pays.
- * N = 60 000, squared + sq (first measured version, docs/solver.md §18): rank 100 678 passes,
- * 314 s wall; rank 300 488 passes, 228 s. */
+ * N = 60 000, squared + sq (first measured version, docs/record/solver.md §18): rank 100 678
+ * passes, 314 s wall; rank 300 488 passes, 228 s. */
 #define NYSTROM_AUTO_RANK_SQUARED 300
 /* ... from this many examples on; the augmented Lagrangian's subproblems (alm.c) have it at every
  * N: one sketch serves all of them, whose σ makes the loss's curvature dominate (N = 500,
@@ -81,10 +81,10 @@
 /* With the automatic rank, xent's sketch grows to this rank once a Newton step's CG took more
  * passes (one per CG step saved, as the larger rank about halves CG's steps) than twice what
  * the larger sketch adds per step (2·(400 − 100)·(N/8)/N passes every third step: 25). Fashion-
- * MNIST N = 7 200, balanced+balanced, docs/results.md §7f: rank 400 halved CG's steps at every λ
- * tried; at 72 → 21.6 (about 20 CG steps a Newton step) its sketches cost more than that saved
- * (+52 % CPU), at 7.2 → 2.16 (about 100) 13 % less CPU, in the first stage of 2.16 → 0.72 half
- * the passes. Growing when the CG count says so takes the better of the two. */
+ * MNIST N = 7 200, balanced+balanced, docs/record/results.md §7f: rank 400 halved CG's steps at
+ * every λ tried; at 72 → 21.6 (about 20 CG steps a Newton step) its sketches cost more than that
+ * saved (+52 % CPU), at 7.2 → 2.16 (about 100) 13 % less CPU, in the first stage of 2.16 → 0.72
+ * half the passes. Growing when the CG count says so takes the better of the two. */
 #define NYSTROM_GROWN_RANK 400
 #define MU_GROW 4.0
 #define MU_MAX 1e12
@@ -472,12 +472,12 @@ static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_stat
  * MU_REL·res rose with it and gave a short step that lowered it 3.6–5×, after which σ fell back
  * to the floor and the next step was long again (Fashion-MNIST N = 7 200, balanced+balanced,
  * xent λ 2.16 → 0.72, first continuation stage: 31 Newton steps and 12 826 passes; with this,
- * 10 steps and 3 202 passes; docs/results.md §7f). Growing σ by MU_GROW only equals the floor's
- * own rise and changed nothing. Those rises were 2–6×. After a step that a large σ has made
+ * 10 steps and 3 202 passes; docs/record/results.md §7f). Growing σ by MU_GROW only equals the
+ * floor's own rise and changed nothing. Those rises were 2–6×. After a step that a large σ has made
  * tiny, the proximal-gradient step that follows it moves the residual by 0.02–1 %, up about as
  * often as down; counting those rises too sent σ up 16× each time, to MU_MAX, where the steps
  * did nothing (Fashion-MNIST n = 30 000, λ 2.7: 100 Newton steps
- * at pg residual 4.24e-4, docs/solver.md §15). */
+ * at pg residual 4.24e-4, docs/record/solver.md §15). */
 #define RESIDUAL_ROSE 1.5
 static void residual_rose(newton_state *st, double before)
 {
@@ -993,8 +993,8 @@ static void report(atf_solver *s, const newton_state *st, const atf_pg_info *inf
 
 /* ---- continuation (settings.continuation) -----------------------------------------------------
  * From a warm start solved at another λ, a nonconvex penalty's Newton method spends most of its
- * steps finding the new λ's basin (docs/solver.md §15: n = 7 200, balanced+balanced, 7.2 → 2.16
- * straight: 34 steps, 5 517 passes; through 3.94 to 1e-3: 16 steps, 3 627 passes, the same
+ * steps finding the new λ's basin (docs/record/solver.md §15: n = 7 200, balanced+balanced, 7.2 →
+ * 2.16 straight: 34 steps, 5 517 passes; through 3.94 to 1e-3: 16 steps, 3 627 passes, the same
  * answer; two bridges cost more). Through λ at most a factor `continuation` apart, each solved
  * loosely (BRIDGE_EPS) from the last, every stage starts near its basin. The stages carry the
  * counters (Newton, CG and fallback steps, passes, time) so that the solve reports its whole

@@ -90,7 +90,7 @@ double atf_sv_max(const atf_solver *s, double v)
  * holds the chunk. One GEMM over all the rows held does the same sums row by row, but OpenBLAS
  * takes another kernel for small products (below 10⁶ multiply-adds on SkylakeX), and the share
  * of a small problem can fall below that where the whole problem does not: its rows then
- * differed in their last bits (docs/solver.md §19, "The CG baseline over processes"). work:
+ * differed in their last bits (docs/record/solver.md §19, "The CG baseline over processes"). work:
  * atf_block_work_size(b) doubles, or NULL. */
 static void apply_share(const atf_sv_share *sh, const atf_block *b, const double *x,
                         double beta, double *y, double *work)

@@ -1,6 +1,6 @@
 /* penalized.c — what the methods of the penalized problem (16) share (FISTA, Newton): the first
  * step 1/L, the proximal-gradient step with backtracking, the relative proximal-gradient
- * residual and the certificates of an answer (docs/solver.md §14.3). All in work units: the
+ * residual and the certificates of an answer (docs/record/solver.md §14.3). All in work units: the
  * objective is F(x) = Σ Ω̃'(x) + g(x), g(x) = κ L(scale ∘ A'x). */
 #include <cblas.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* pg_loss.c — the loss of the penalized problem (16) in the solver's equilibrated units, with
- * its Bregman divergence and convex conjugate (docs/solver.md, "Penalized problem"); the loss
+ * its Bregman divergence and convex conjugate (docs/record/solver.md §14; the loss
  * itself (specs, values, gradients) is problems/loss.c. */
 #include <math.h>
 #include <stdlib.h>
@@ -297,7 +297,7 @@ double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1)
     return sum * over_lambda(pl, 0);
 }
 
-/* Conjugates (docs/solver.md, penalized problem): with a_m = κ scale_m²/λ the squared loss is
+/* Conjugates (docs/record/solver.md §14): with a_m = κ scale_m²/λ the squared loss is
  * Σ a_m/2 (z_m − r_m/scale_m)², so φ*(u) = Σ u_m²/(2a_m) + u_m r_m/scale_m. For xent with
  * c = κ/λ and q = u/(scale·c), φ*(u) = c Σ_i Σ_k p_ik ln p_ik − Σ_m (u_m/scale_m) f0_m where
  * p_i = e_{y_i} + q_i must lie in the probability simplex (+∞ otherwise). */

@@ -17,7 +17,7 @@
 
 #include "solver_internal.h"
 
-/* How a side's basis is decided (docs/solver.md §4). The QR with column pivoting of an
+/* How a side's basis is decided (docs/record/solver.md §4). The QR with column pivoting of an
  * nr × nc factor (nr ≥ nc) costs about 4·nr·nc² flops, half of them in BLAS-2, plus a copy of
  * the factor; the Gram XᵀX costs nr·nc² flops in BLAS-3 (dsyrk) and nc² memory. So the Gram
  * decides first, and the QR runs only when the Gram cannot settle the question:
@@ -29,9 +29,9 @@
  *  - SKIP_FRACTION: at most k = #{λ ≤ 1e-10·λ_max} directions could go, i.e. a fraction k/nc of
  *    the block's variables. Below 5 % (and nr ≥ nc) the side is kept whole: the reduced factor
  *    X Q would be a second copy of the factor (the problem keeps its own) to save under 5 % of
- *    each iteration, and setup time for nothing (measured in docs/solver.md §4). Not reducing
- *    is always exact: the skipped directions are orthogonal to every constraint, the iterates
- *    have no component there (up to rounding, which only the penalty acts on), and the
+ *    each iteration, and setup time for nothing (measured in docs/record/solver.md §4). Not
+ *    reducing is always exact: the skipped directions are orthogonal to every constraint, the
+ *    iterates have no component there (up to rounding, which only the penalty acts on), and the
  *    projection, its Gram and its consistency decision see the same A.
  *  - otherwise the eigenvectors of the small eigenvalues are the candidates to drop, checked on
  *    X itself with the QR's own test (verify_dropped); if they fail, the QR decides as before.

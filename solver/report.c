@@ -135,7 +135,8 @@ static size_t room(sink *k)
 }
 
 /* A certificate this large on a converged ADMM run means the residual tests accepted a point whose
- * small singular values are still polluted (docs/solver.md §6): say so rather than stay silent. */
+ * small singular values are still polluted (docs/record/solver.md §6): say so rather than stay
+ * silent. */
 #define SUMMARY_CERTIFICATE_NOTE 1e-3
 
 int atf_result_summary(const atf_result *res, char *buf, size_t len)
@@ -175,7 +176,7 @@ int atf_result_summary(const atf_result *res, char *buf, size_t len)
         res->info.stationarity > SUMMARY_CERTIFICATE_NOTE)
         add(&k, snprintf(at(&k), room(&k),
                          "  note: stationarity %.1e is large: the point is not yet stationary; "
-                         "tighten the relative tolerance eps_rel (docs/solver.md §6)\n",
+                         "tighten the relative tolerance eps_rel (docs/record/solver.md §6)\n",
                          res->info.stationarity));
     return (int)k.used;
 }

@@ -161,7 +161,8 @@ static atf_sv_proj_plan projection_plan(atf_solver *s)
 /* Consistency is decided on the row-equilibrated data: rows of very different sizes would
  * otherwise fall below the rank cutoff of the Gram (rows × 1e-8 next to rows × 1: a false
  * `infeasible`). Inconsistent data are rebuilt with one common row factor, which keeps the
- * least-squares point and residual that are reported the unweighted ones (docs/solver.md §7). */
+ * least-squares point and residual that are reported the unweighted ones (docs/record/solver.md
+ * §7). */
 static atf_error setup(atf_solver *s, char *err)
 {
     atf_error e = ATF_OK;

@@ -4,8 +4,8 @@
  * number, or from the environment variable OPENBLAS_CORETYPE when set. Debian 12's OpenBLAS
  * (0.3.21) does not know recent Intel server CPUs (seen: family 6, model 207) and falls back
  * to its generic "Prescott" kernels: DGEMM at 13 GFLOPS where its SkylakeX kernels reach 35-50
- * on the same core (docs/solver.md §17, "The BLAS kernel"). So when the variable is unset, the
- * library reports a generic core and the CPU has AVX-512 (or AVX2 with FMA), the command sets
+ * on the same core (docs/record/solver.md §17, "The BLAS kernel"). So when the variable is unset,
+ * the library reports a generic core and the CPU has AVX-512 (or AVX2 with FMA), the command sets
  * the matching core type and executes itself again, once (the variable is then set). A user's
  * own OPENBLAS_CORETYPE is always kept. Nothing is printed; if the re-execution fails the
  * command simply goes on with the kernel it has. */

@@ -1,5 +1,5 @@
 /* cli_gram.c — the projection's Gram over the ranks of `mpirun -np K atf solve --method admm`
- * (the MPI build only; docs/solver.md §19, "The Gram over processes"): the hooks of
+ * (the MPI build only; docs/record/solver.md §19, "The Gram over processes"): the hooks of
  * atf_dist_gram (atf_problem.h) with BLACS and ScaLAPACK on MPI_COMM_WORLD.
  *
  * The grid is nprow × npcol, nprow the largest divisor of K not above √K, so npcol ≥ nprow: the

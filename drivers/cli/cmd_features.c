@@ -1,7 +1,7 @@
 /* cmd_features.c — `atf features`: data + an MLP → a factored atf-problem file (docs/cli.md).
  *
- * Under `mpirun -np K` (docs/solver.md §19, "Tangent features over processes") each rank forms
- * the features of its own examples only, the whole chunks atf_shard_range gives it (the cut
+ * Under `mpirun -np K` (docs/record/solver.md §19, "Tangent features over processes") each rank
+ * forms the features of its own examples only, the whole chunks atf_shard_range gives it (the cut
  * `mpirun -np K atf solve` reads), of the training and of the test split; rank 0 writes the file
  * with atf_problem_write_rows, pulling every other rank's rows of each H and D slice by slice
  * as the file and the fingerprint need them. */
@@ -70,7 +70,7 @@ static void usage(FILE *out)
         "Under mpirun -np K (an MPI build) each rank forms the features of its own run of\n"
         "examples of both splits (the cut mpirun -np K atf solve reads) and rank 0 writes\n"
         "the file from every rank's rows, slice by slice; the data are loaded on every rank\n"
-        "(docs/solver.md, \"Tangent features over processes\").\n");
+        "(docs/record/solver.md §19, \"Tangent features over processes\").\n");
 }
 
 typedef struct {

@@ -232,7 +232,8 @@ static atf_error apply_option(int c, const char *val, solve_args *a, char *err)
         return e;
     case OPT_STRUCTURE: return parse_structure(val, &s->structure, err);
     case OPT_METHOD:
-        return a->baseline ? parse_baseline_method(val, a, err) : atf_cli_parse_method(val, NULL, &s->method, err);
+        return a->baseline ? parse_baseline_method(val, a, err)
+                           : atf_cli_parse_method(val, NULL, &s->method, err);
     case OPT_LOSS: return parse_loss(val, &s->loss, err);
     case OPT_TOL: return atf_cli_double("--tol", val, &s->eps_rel, err);
     case OPT_EPS_ABS: return atf_cli_double("--eps-abs", val, &s->eps_abs, err);

@@ -570,8 +570,8 @@ static const atf_test_metrics no_metrics = {NAN, NAN, NAN};
 /* f (the rows of the examples b holds, whole chunks of a split of N examples from a multiple of
  * the chunk on) += A_b vec B: a factored block chunk by chunk (atf_shard_chunk(N)), so that each
  * chunk's GEMM has the shape it has in one process whichever process holds it (OpenBLAS takes
- * another kernel for small products, whose last bits differ: docs/solver.md §19); other kinds
- * (one process only) whole. */
+ * another kernel for small products, whose last bits differ: docs/record/solver.md §19); other
+ * kinds (one process only) whole. */
 static void apply_chunks(const atf_block *b, int N, const double *B, double *f)
 {
     if (b->kind != ATF_OP_FACTORED) {

@@ -1,7 +1,8 @@
 /* h5io.h — the storage layer: the HDF5 helpers every file format of atf is written on (the
  * problems, results, networks and training files of problems/ and problems/tangent/, the
  * solver's checkpoints and preconditioner files); not installed, not part of the API, on the
- * include path of atf's modules only (meson's problems_io_inc). Implemented in problems/io/: h5_read.c (readers), h5_write.c (writers),
+ * include path of atf's modules only (meson's problems_io_inc). Implemented in problems/io/:
+ * h5_read.c (readers), h5_write.c (writers),
  * h5_driver.c (the writing file driver), h5_checker.c (running atf-h5check, h5check.c) and
  * h5_file.c (whole files).
  *

@@ -175,7 +175,7 @@ double atf_sv_unscale_rho(const atf_solver *s, double rho);
 /* Build the vars (cores and their operators) of prob under the settings. */
 atf_error atf_sv_vars_build(atf_solver *s, char *err);
 void atf_sv_vars_free(atf_solver *s);
-/* How the basis of one side (H or D) of a factored block was decided (docs/solver.md §4). */
+/* How the basis of one side (H or D) of a factored block was decided (docs/record/solver.md §4). */
 typedef enum {
     ATF_SV_BASIS_FULL_RANK = 0, /* the Gram XᵀX proves full column rank: not reduced, no QR */
     ATF_SV_BASIS_SKIPPED,       /* at most 5 % of the directions could go: kept whole, no QR */
@@ -184,7 +184,7 @@ typedef enum {
     ATF_SV_BASIS_QR_FALLBACK    /* the Gram's candidates failed the verification: the QR */
 } atf_sv_basis_rule;
 typedef enum {
-    ATF_SV_BASIS_AUTO = 0, /* the rule of docs/solver.md §4 */
+    ATF_SV_BASIS_AUTO = 0, /* the rule of docs/record/solver.md §4 */
     ATF_SV_BASIS_FORCE_QR, /* the QR alone (the reference the tests compare with) */
     ATF_SV_BASIS_NO_SKIP   /* the rule without the skip of small reductions */
 } atf_sv_basis_how;

@@ -1,6 +1,6 @@
 /* solver_newton.h — private to solver/: the generalized Jacobian of the blockwise prox
  * (prox_jacobian.c) and the semismooth Newton-CG method for the penalized problem (16)
- * (newton.c). docs/solver.md §15 has the math.
+ * (newton.c). docs/record/solver.md §15 has the math.
  *
  * The prox of Σ Ω̃ acts var by var (block_prox.c). At a point z its generalized Jacobian J is
  * symmetric and diagonal in a rotated basis of each var:

@@ -1,6 +1,6 @@
 /* solver_penalized.h — private to solver/: the penalized problem (16) solved by FISTA
  * (fista.c), its loss in the solver's units (pg_loss.c), and the IRLS alternation for
- * interpolation (irls.c). docs/solver.md ("Penalized problem") has the math.
+ * interpolation (irls.c). docs/record/solver.md §14 has the math.
  *
  * Units. The solver works on the problem in its own units (equilibrate.c, mode ATF_EQ_NONE:
  * E_m = 0 and the operator arrays shared, unless H rows are far from unit size; in general row

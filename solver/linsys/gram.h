@@ -1,8 +1,8 @@
 /* gram.h — private to solver/: the dense Gram A'A'ᵀ that the cholesky and eigen backends
  * factorise (gram.c): whole in one process, or its tiles spread over the processes in
- * ScaLAPACK's block-cyclic layout (gram_dist.c; docs/solver.md, "The Gram over processes").
- * Over processes every function is collective and agreed: every process returns the same code
- * and takes the same path. Ownership: the backend that forms a Gram frees it. */
+ * ScaLAPACK's block-cyclic layout (gram_dist.c; docs/record/solver.md §19, "The Gram over
+ * processes"). Over processes every function is collective and agreed: every process returns the
+ * same code and takes the same path. Ownership: the backend that forms a Gram frees it. */
 #ifndef ATF_SOLVER_GRAM_H
 #define ATF_SOLVER_GRAM_H
 

@@ -1,6 +1,6 @@
 /* gram_dist.c — the M × M Gram G = Σ_l (H_l H_lᵀ ⊗ 1_C 1_Cᵀ) ∘ (D_l D_lᵀ) spread over
  * processes: the storage behind the cholesky and eigen backends under mpirun (admm, the Gram
- * baseline; docs/solver.md, "Several processes", "The Gram over processes").
+ * baseline; docs/record/solver.md §19, "The Gram over processes").
  *
  * The command lays G out in ScaLAPACK's block-cyclic layout and factorises it (atf_dist_gram,
  * atf_problem.h); this file picks the block size, forms the process's tiles of the lower

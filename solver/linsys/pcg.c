@@ -448,8 +448,8 @@ static void lsqr_vectors(const atf_sv_cg *c, const atf_pcg_job *job, const lsqr_
 
 /* Hands the state at the top of step bk->k to hooks.checkpoint; 0, or −1 when the caller could
  * not keep it (or out of memory). */
-static int lsqr_save(atf_sv_cg *c, const atf_pcg_job *job, const lsqr_state *st, const lsqr_book *bk,
-                     const atf_cg_report *rep, int exponent)
+static int lsqr_save(atf_sv_cg *c, const atf_pcg_job *job, const lsqr_state *st,
+                     const lsqr_book *bk, const atf_cg_report *rep, int exponent)
 {
     atf_solver *s = c->s;
     atf_checkpoint cp = {.len = (int64_t)lsqr_state_len(c)};

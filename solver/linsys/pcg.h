@@ -76,7 +76,7 @@ typedef struct atf_sv_cg atf_sv_cg;
 /* ---- pcg_precond.c ---- */
 /* The preconditioner state: built lazily by atf_sv_cg_precond_build, applied by
  * atf_sv_cg_precond_apply (out = P⁻¹ v over all M rows; out may not alias v). Over processes
- * (docs/solver.md §19) each holds the rows of F and the blocks of its own examples (the rows
+ * (docs/record/solver.md §19) each holds the rows of F and the blocks of its own examples (the rows
  * m0 … m0 + Mh − 1, the examples held by the solver's share; one process holds all), and both
  * functions are collective: every process calls them in the same order and gets the same
  * bits as one process alone. */

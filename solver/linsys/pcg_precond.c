@@ -13,24 +13,24 @@
  *    precision (M(M+1)/2 floats, LAPACK's rectangular full packed storage), plus a shift of
  *    10⁻⁶ of its mean diagonal, Cholesky-factored by LAPACK (spftrf). Its rounding (about 10⁻⁷
  *    relative) leaves CG a handful of steps where the low-rank preconditioners take hundreds
- *    (docs/solver.md §9.1); it is for one process, where the double Gram of the Gram path does
- *    not fit but a quarter of it does.
+ *    (docs/record/solver.md §9.1); it is for one process, where the double Gram of the Gram path
+ *    does not fit but a quarter of it does.
  *
  * A Gram column of a factored block is (H h_j) ∘ (D δ_s) expanded to rows (row m = i·C + c takes
  * the i-th entry of H h_j): O(N·P + M·Q) per column, computed for a block of pivots at once by two
  * GEMMs. The rank k comes from a memory budget for F (M·k doubles). Every random choice comes from
  * one seeded generator (splitmix64), so a run is reproducible.
  *
- * Over processes (docs/solver.md §19, "The CG baseline over processes") the vars' operators are
- * views of the examples this process holds (operator.c), rows m0 … m0 + Mh − 1 of the M. Whatever
- * lies along the rows is formed for the held rows only: the example blocks and their factors, the
- * Gram columns, the rows of F, and in every application B⁻¹ and F t; the results are gathered.
- * Every BLAS call on rows runs chunk by chunk over the chunks of atf_shard.h, whose cut depends
- * on N only, so that one process and any number of them make the same calls on the same data.
- * What every process needs whole is completed exactly: the diagonal of the residual (the pivots
- * are drawn from it; gathered), the pivots' rows of H, D, F and of the residual columns (each
- * process fills the rows it holds and zeros elsewhere, and the sum over the processes is exact);
- * the k × k core Fᵀ B⁻¹ F and the k coefficients Fᵀu of an application are summed over the
+ * Over processes (docs/record/solver.md §19, "The CG baseline over processes") the vars' operators
+ * are views of the examples this process holds (operator.c), rows m0 … m0 + Mh − 1 of the M.
+ * Whatever lies along the rows is formed for the held rows only: the example blocks and their
+ * factors, the Gram columns, the rows of F, and in every application B⁻¹ and F t; the results are
+ * gathered. Every BLAS call on rows runs chunk by chunk over the chunks of atf_shard.h, whose cut
+ * depends on N only, so that one process and any number of them make the same calls on the same
+ * data. What every process needs whole is completed exactly: the diagonal of the residual (the
+ * pivots are drawn from it; gathered), the pivots' rows of H, D, F and of the residual columns
+ * (each process fills the rows it holds and zeros elsewhere, and the sum over the processes is
+ * exact); the k × k core Fᵀ B⁻¹ F and the k coefficients Fᵀu of an application are summed over the
  * chunks and the processes in double-double (atf_sv_sum_dd). Every process thus builds and
  * applies the preconditioner with the bits of one process alone, drawing the same pivots from
  * the one seeded generator. */
@@ -47,7 +47,8 @@
 
 /* Default memory for F: 1 GiB, at most an eighth of the available memory. */
 #define CG_BUDGET_DEFAULT (1024.0 * 1024.0 * 1024.0)
-/* Largest default rank (docs/solver.md §9.1: steps fall like k^-1/2, the build grows like M·k²). */
+/* Largest default rank (docs/record/solver.md §9.1: steps fall like k^-1/2, the build grows like
+ * M·k²). */
 #define CG_RANK_MAX 1000
 /* Pivots sampled per block of the randomly pivoted Cholesky. */
 #define CG_PIVOT_BLOCK 128
@@ -57,7 +58,7 @@
 /* The residual trace below which G counts as exactly low rank (stop pivoting). */
 #define CG_TRACE_MIN 1e-13
 /* Default μ (nystrom) and block shift (nystrom-block) as multiples of the mean residual
- * diagonal (measured, docs/solver.md §9.1). */
+ * diagonal (measured, docs/record/solver.md §9.1). */
 #define CG_MU_FACTOR 1.0
 #define CG_BLOCK_SHIFT_FACTOR 0.1
 /* The smallest shift, relative to the mean diagonal of G: P⁻¹ amplifies the rounding that
@@ -835,7 +836,8 @@ static atf_error build_gram32(atf_solver *s, atf_cg_pre *pre, char *err)
  * columns were, and U22 (n2 × n2, upper) where the trailing triangle was. LAPACK's spftrs does
  * the same through strsm and sgemm, which for one right-hand side copy (pack) the whole factor
  * on every call: 68 % of an ADMM iteration at M = 80 000 went to those copies. Level-2 BLAS
- * reads each entry once: 2.82× faster at M = 20 000 (bench_rfp_solve, docs/solver.md §2.1). */
+ * reads each entry once: 2.82× faster at M = 20 000 (bench_rfp_solve,
+ * docs/record/solver.md §2.1). */
 void atf_sv_cg_rfp_solve(int M, const float *rfp, float *x)
 {
     int n2 = M / 2, n1 = M - n2, odd = M % 2, lda = odd ? M : M + 1;

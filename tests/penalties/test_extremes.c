@@ -1,5 +1,5 @@
 /* test_extremes.c — the penalty calculus far from unit scale, which the solver relies on after
- * equilibration (docs/solver.md §7, docs/penalties.md "Extreme arguments").
+ * equilibration (docs/record/solver.md §7, docs/penalties.md "Extreme arguments").
  *
  *  - no NaN anywhere: every family and joint of PEN_SPECS and `nuclear`, with its scale
  *    multiplied by 1e-300 … 1e300, at v = 0 and v from 1e-300 to 1e300, steps t from 1e-300 to

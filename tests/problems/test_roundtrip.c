@@ -272,8 +272,8 @@ static void check_spectral(const atf_result_block *rb, const atf_penalty *pen)
 
 static void compare_results(const atf_result *a, const atf_result *b)
 {
-    CHECK(a->info.status == b->info.status && !strcmp(a->info.method, b->info.method) && a->structure == b->structure &&
-              a->info.iterations == b->info.iterations,
+    CHECK(a->info.status == b->info.status && !strcmp(a->info.method, b->info.method) &&
+              a->structure == b->structure && a->info.iterations == b->info.iterations,
           "result header differs");
     CHECK(same_bits(&a->info.objective, &b->info.objective, sizeof(double)) &&
               same_bits(&a->info.primal_residual, &b->info.primal_residual, sizeof(double)) &&

@@ -1,5 +1,5 @@
-/* test_baseline_cg.c — the NTK baseline by preconditioned CG (method cg, solver/cg.c and solver/linsys/pcg.c)
- * against the Gram baseline (method baseline), which is exact:
+/* test_baseline_cg.c — the NTK baseline by preconditioned CG (method cg, solver/cg.c and
+ * solver/linsys/pcg.c) against the Gram baseline (method baseline), which is exact:
  *  - factored blocks with C = 1 and C = 3, dense and sparse blocks alone and mixed: B to 1e-8
  *    relative, the objective to 1e-9, the constraint residual and the stationarity certificate,
  *    for every preconditioner (none, block Jacobi, nystrom, nystrom-block, gram32, the default), and
@@ -206,8 +206,8 @@ static void check_against_gram(const char *name, const atf_problem *p)
         CHECK(r != NULL, "%s %s: %s", name, pn, err);
         if (!r)
             continue;
-        CHECK(r->info.status == ATF_STATUS_SOLVED && !strcmp(r->info.method, "cg"), "%s %s: status %s",
-              name, pn, atf_status_name(r->info.status));
+        CHECK(r->info.status == ATF_STATUS_SOLVED && !strcmp(r->info.method, "cg"),
+              "%s %s: status %s", name, pn, atf_status_name(r->info.status));
         CHECK(b_diff(r, ref) < 1e-8, "%s %s: B differs from the Gram's by %.3e", name, pn,
               b_diff(r, ref));
         CHECK(rel_diff(r->info.objective, ref->info.objective) < 1e-9, "%s %s: objective %.15g vs %.15g",
@@ -820,8 +820,8 @@ static void test_solver_reuse(void)
         double *v = calloc(s->n, sizeof *v);
         atf_sv_project(s, v, s->work.r, 2);
         double res = atf_sv_constraint_norm(s, v, s->work.r) / s->rnorm;
-        CHECK(atf_linsys_pcg_engine(s->proj.ls) && res < 1e-8, "projection through CG: residual %.3e",
-              res);
+        CHECK(atf_linsys_pcg_engine(s->proj.ls) && res < 1e-8,
+              "projection through CG: residual %.3e", res);
         free(v);
     }
     atf_solver_free(s);
@@ -859,8 +859,8 @@ static void test_auto_choice(void)
 }
 
 /* M rows whose Gram (8.7 bytes × M²) is 1.3 times the 75 % of the available memory that
- * atf_baseline may give it (the chooser, solver/linsys/linsys.c), so that it must take CG. One factored
- * block with 1.5 M parameters (well conditioned, random). Skipped, saying so, where the
+ * atf_baseline may give it (the chooser, solver/linsys/linsys.c), so that it must take CG. One
+ * factored block with 1.5 M parameters (well conditioned, random). Skipped, saying so, where the
  * memory makes that problem itself too large for a test (M > 80 000). */
 static void test_baseline_fallback(void)
 {

@@ -1,8 +1,8 @@
-"""`atf baseline --method gram|cg|auto` (docs/solver.md §9.1): the CG baseline agrees with the Gram
-baseline and with numpy's min-norm solution, auto picks the Gram on a small problem and says why,
-inconsistent data exit 3 with `infeasible` on both paths, a bad --method exits 2 with no output,
---max-iter stops cg (exit 4), --no-reduce gives the same interpolant and --checkpoint resumes
-to the uninterrupted answer bit for bit."""
+"""`atf baseline --method gram|cg|auto` (docs/record/solver.md §9.1): the CG baseline agrees with
+the Gram baseline and with numpy's min-norm solution, auto picks the Gram on a small problem and
+says why, inconsistent data exit 3 with `infeasible` on both paths, a bad --method exits 2 with no
+output, --max-iter stops cg (exit 4), --no-reduce gives the same interpolant and --checkpoint
+resumes to the uninterrupted answer bit for bit."""
 import json
 import os
 import sys
@@ -139,7 +139,8 @@ class BaselineMethods(T.ScratchCase):
             self.assertEqual(js[k], plain[k], k)
         self.baseline("--method", "cg", "--max-iter", "1", "--checkpoint", cp)
         for cmd, args, words in (("solve", ("--method", "cg", "--tol", "1e-9"), "another solve"),
-                                 ("baseline", ("--method", "gram"), "method admm, newton, alm or cg")):
+                                 ("baseline", ("--method", "gram"),
+                                  "method admm, newton, alm or cg")):
             code, _, err = T.run(cmd, self.pfile, "-o", self.path("o.h5"), *args,
                                  "--checkpoint", cp)
             self.assertEqual(code, 2, err)

@@ -1,4 +1,4 @@
-"""`atf solve --loss` and `--method newton|fista|irls` end to end (docs/solver.md "Penalized problem").
+"""`atf solve --loss` and `--method newton|fista|irls` end to end (docs/record/solver.md §14.
 
 - `--loss squared:lambda=λ` with the nuclear penalty against a cvxopt cone program, and
   `--loss xent:lambda=λ` with the Frobenius penalty (`fixed`) against a numpy proximal-gradient

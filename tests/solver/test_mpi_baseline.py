@@ -1,18 +1,17 @@
-"""`mpirun -np K atf baseline --method cg` (the MPI build, -Dmpi=enabled): each rank reads its
-shard of the examples, and the CG baseline's products, preconditioner and Krylov steps give every
-rank the bits of one process (docs/solver.md §19, "The CG baseline over processes"). Against the
-same command in one process, for K = 1, 2 and 3: every block B and the objective equal (the test
-asks for a relative difference of at most 1e-12 and reports whether they are bit for bit), with
-the default preconditioner (nystrom-block: several blocks of pivots) and block Jacobi
-(--precond jacobi), on a synthetic factored problem whose shares are small enough for
-OpenBLAS's small-matrix kernel; `atf solve --method cg` gives the same bits; on Fashion-MNIST
-features (rank-deficient H: `atf solve --method cg --no-reduce`) K = 3 against one process. A
-method that does not run over processes (irls), a rank-deficient factor under `atf baseline` and
-a rank fed a bad shard (NaN in its rows only) each end the job with one message, exit 2, no
-output file and no process left. (The Gram baseline and `--method auto` over processes:
-test_mpi_gram.py.)
+"""`mpirun -np K atf baseline --method cg` (the MPI build, -Dmpi=enabled): each rank reads its shard
+of the examples, and the CG baseline's products, preconditioner and Krylov steps give every rank the
+bits of one process (docs/record/solver.md §19, "The CG baseline over processes"). Against the same
+command in one process, for K = 1, 2 and 3: every block B and the objective equal (the test asks for
+a relative difference of at most 1e-12 and reports whether they are bit for bit), with the default
+preconditioner (nystrom-block: several blocks of pivots) and block Jacobi (--precond jacobi), on a
+synthetic factored problem whose shares are small enough for OpenBLAS's small-matrix kernel; `atf
+solve --method cg` gives the same bits; on Fashion-MNIST features (rank-deficient H: `atf solve
+--method cg --no-reduce`) K = 3 against one process. A method that does not run over processes
+(irls), a rank-deficient factor under `atf baseline` and a rank fed a bad shard (NaN in its rows
+only) each end the job with one message, exit 2, no output file and no process left. (The Gram
+baseline and `--method auto` over processes: test_mpi_gram.py.)
 
-usage: test_mpi_baseline.py SCRATCH   (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
+usage: test_mpi_baseline.py SCRATCH (env ATF: the atf program; ATF_MPI=1 in an MPI build)"""
 import json
 import os
 import shutil

@@ -1,6 +1,6 @@
 """The interpolation methods over processes (the MPI build, -Dmpi=enabled): `mpirun -np K atf
 solve --method admm` and `atf baseline --method gram` factorise the M × M Gram spread over the
-ranks in ScaLAPACK's block-cyclic tiles (docs/solver.md §19, "The Gram over processes"), and
+ranks in ScaLAPACK's block-cyclic tiles (docs/record/solver.md §19, "The Gram over processes"), and
 `--method alm` runs on the shared products alone.
 
 Against the same command in one process, for K = 1, 2 and 3:

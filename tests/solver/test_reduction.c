@@ -1,5 +1,5 @@
 /* test_reduction.c — how the subspace basis of a factored block's side is decided
- * (docs/solver.md §4): the Gram XᵀX first, the column-pivoted QR only when the Gram cannot
+ * (docs/record/solver.md §4): the Gram XᵀX first, the column-pivoted QR only when the Gram cannot
  * settle it.
  *
  *  - full column rank: rule FULL_RANK, not reduced, and the QR agrees;

@@ -153,7 +153,7 @@ class DiagonalNuclear(Case):
 
 
 class NonconvexGuard(Case):
-    """ADMM's guard for nonconvex penalties (docs/solver.md §6) counts a 50-iteration window
+    """ADMM's guard for nonconvex penalties (docs/record/solver.md §6) counts a 50-iteration window
     that is not better than the last as a stall. Two runs of tests/solver/study_nonconvex.py
     (the least-squares start) that ran to the 5000-iteration limit when only two equal windows
     counted, and converge now (in 910 and 621 iterations)."""

@@ -1,7 +1,7 @@
 /* test_scales.c — units must not matter, and no method says `solved` for a wrong answer.
  *
  * One small problem with a factored, a dense and a sparse block, solved plain and with its data
- * multiplied by extreme factors (docs/solver.md §7):
+ * multiplied by extreme factors (docs/record/solver.md §7):
  *  - all data (A and r) × 1e-150, 1e150, 1e-300, 1e300 (and × 2^-1000, below the normal range), and
  *    half of the rows (A and r) × 1e-12: the feasible set is unchanged, so every method must
  *    return the plain answer — same status, same B, same objective, a small constraint residual

@@ -202,8 +202,9 @@ def _remove_when_answered(path, status):
 
 
 class _Checkpoints:
-    """atf.solve's checkpoint file (hooks.checkpoint and hooks.resume, docs/solver.md §15): its
-    state read back when the file exists, every state written to it while the solve runs."""
+    """atf.solve's checkpoint file (hooks.checkpoint and hooks.resume, docs/record/solver.md
+    §15): its state read back when the file exists, every state written to it while the solve
+    runs."""
 
     def __init__(self, path, every, hooks, err):
         self.path = path
@@ -374,27 +375,27 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     penalty overrides every block's penalty for this solve (the problem keeps its own);
     loss: "interpolate" (the constraints A vec B = r exactly), or a penalized loss
     "squared:lambda=λ" or "xent:lambda=λ" (cross-entropy needs the problem's labels), as
-    `--loss`; method: auto (the library picks: newton for a penalized loss; for interpolation
-    ADMM where the Gram fits in memory — in double, or on one process in single precision for
-    ADMM's projection by PCG — else the augmented Lagrangian alm; the choice and its reason are
-    in Result.method and Result.method_note) or the name of a method (atf.methods() lists them
-    with what each solves and may do); structure: layer, diagonal or full; tol is the relative tolerance
+    `--loss`; method: auto (the library picks: newton for a penalized loss; for interpolation ADMM
+    where the Gram fits in memory — in double, or on one process in single precision for ADMM's
+    projection by PCG — else the augmented Lagrangian alm; the choice and its reason are in
+    Result.method and Result.method_note) or the name of a method (atf.methods() lists them with
+    what each solves and may do); structure: layer, diagonal or full; tol is the relative tolerance
     eps_rel; newton_rank the Nyström preconditioner's rank (-1 auto, 0 none); warm an earlier
     atf.Result of the same problem; continuation (newton, nonconvex penalties, warm solved at
     another λ of the same loss) the largest ratio of the λ solved on the way there, each to pg
-    residual 1e-3 (0: none), as `atf solve --continuation`; verbose writes the solver's
-    iteration table to `log` (a callable taking a str, or a file-like object; default Python's
-    sys.stderr); checkpoint (methods newton, alm, admm) a file that keeps the solve's state
-    every checkpoint_every seconds: when it exists the solve goes on from it, to the answer
-    the uninterrupted solve gives, bit for bit; it is removed once the answer is returned
-    (kept after Ctrl-C, with the step it stopped in, and the iteration limit), as
-    `atf solve --checkpoint`; precond_file a file for the single-precision Gram's factor that
-    admm's projection by PCG builds (2·M² bytes; most of an hour at M = 80 000): written once
-    built, read instead of built when it exists (a resumed solve), removed as the checkpoint
-    is, as `atf solve --precond-file`; linsys ("auto", "direct", "pcg"), precond ("auto",
-    "none", "jacobi", "nystrom", "nystrom-block", "gram32"), memory_fraction and gram_max_rows
-    say how the linear systems with A Aᵀ are solved, as `atf solve --linsys --precond
-    --memory-fraction --gram-max-rows` (Result.linsys names the backend that ran).
+    residual 1e-3 (0: none), as `atf solve --continuation`; verbose writes the solver's iteration
+    table to `log` (a callable taking a str, or a file-like object; default Python's sys.stderr);
+    checkpoint (methods newton, alm, admm) a file that keeps the solve's state every
+    checkpoint_every seconds: when it exists the solve goes on from it, to the answer the
+    uninterrupted solve gives, bit for bit; it is removed once the answer is returned (kept after
+    Ctrl-C, with the step it stopped in, and the iteration limit), as `atf solve --checkpoint`;
+    precond_file a file for the single-precision Gram's factor that admm's projection by PCG builds
+    (2·M² bytes; most of an hour at M = 80 000): written once built, read instead of built when it
+    exists (a resumed solve), removed as the checkpoint is, as `atf solve --precond-file`; linsys
+    ("auto", "direct", "pcg"), precond ("auto", "none", "jacobi", "nystrom", "nystrom-block",
+    "gram32"), memory_fraction and gram_max_rows say how the linear systems with A Aᵀ are solved, as
+    `atf solve --linsys --precond --memory-fraction --gram-max-rows` (Result.linsys names the
+    backend that ran).
     Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with
     an atf.IterationLimitWarning); raises atf.Infeasible (with `.result`, the least-squares point),
     atf.InputError for refused settings and inputs, atf.NumericalError when an iteration broke

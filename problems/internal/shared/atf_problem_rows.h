@@ -1,5 +1,5 @@
 /* atf_problem_rows.h — a problem file written in pieces: the rows of its factored blocks arrive
- * slice by slice (from the processes of `mpirun -np K atf features`, docs/solver.md §19
+ * slice by slice (from the processes of `mpirun -np K atf features`, docs/record/solver.md §19
  * "Tangent features over processes") and go to the file as HDF5 hyperslabs, so that the writer
  * never holds a whole H or D. Internal: problems/ and atf's own programs (drivers/cli). */
 #ifndef ATF_PROBLEM_ROWS_H

@@ -265,29 +265,24 @@ def resume_cases(r, P, digests):
     """Stopped and resumed: admm and the CG baseline at their iteration limit (their checkpoint
     is kept there), newton by Ctrl-C; then the same command goes on to the answer. The answer
     must equal the uninterrupted run's, here and across builds."""
-    ck = r.path("admm.ck.h5")
-    res = r.path("admm-resumed.h5")
-    base = [P["syn"], "-o", res, "--json", "--penalty", "zsq:scale=0.01", "--checkpoint", ck,
-            "--checkpoint-every", "0"]
-    c1 = r.atf_run(["solve"] + base + ["--max-iter", "7"])[0]
-    code, out, _ = r.atf_run(["solve"] + base)
-    digests["admm-resumed"] = {"first_exit": c1, "exit": code, "json": json_line(out),
-                               "result": digest_h5(res)}
-    ck = r.path("cg.ck.h5")
-    res = r.path("cg-resumed.h5")
-    base = [P["fash"], "-o", res, "--json", "--method", "cg", "--checkpoint", ck,
-            "--checkpoint-every", "0"]
-    c1 = r.atf_run(["baseline"] + base + ["--max-iter", "5"])[0]
-    code, out, _ = r.atf_run(["baseline"] + base)
-    digests["cg-resumed"] = {"first_exit": c1, "exit": code, "json": json_line(out),
-                             "result": digest_h5(res)}
-    ck = r.path("newton.ck.h5")
-    res = r.path("newton-resumed.h5")
-    base = [P["syn400"], "-o", res, "--json", "--loss", "squared:lambda=0.1", "--penalty",
-            "zsq:scale=0.01", "--checkpoint", ck, "--checkpoint-every", "0"]
-    c1 = r.atf_run(["solve"] + base, interrupt_after=1.0)[0]
-    code, out, _ = r.atf_run(["solve"] + base)
-    digests["newton-resumed"] = {"exit": code, "json": json_line(out), "result": digest_h5(res)}
+    def stopped_and_resumed(name, command, base, first_stop):
+        ck, res = r.path(name + ".ck.h5"), r.path(name + "-resumed.h5")
+        args = [command] + base + ["-o", res, "--json", "--checkpoint", ck,
+                                   "--checkpoint-every", "0"]
+        if isinstance(first_stop, float):  # Ctrl-C after that many seconds
+            first = r.atf_run(args, interrupt_after=first_stop)[0]
+        else:  # the iteration limit
+            first = r.atf_run(args + ["--max-iter", str(first_stop)])[0]
+        code, out, _ = r.atf_run(args)
+        digests[name + "-resumed"] = {"exit": code, "json": json_line(out),
+                                      "result": digest_h5(res)}
+        return first
+    c1 = stopped_and_resumed("admm", "solve", [P["syn"], "--penalty", "zsq:scale=0.01"], 7)
+    digests["admm-resumed"]["first_exit"] = c1
+    c1 = stopped_and_resumed("cg", "baseline", [P["fash"], "--method", "cg"], 5)
+    digests["cg-resumed"]["first_exit"] = c1
+    c1 = stopped_and_resumed("newton", "solve", [P["syn400"], "--loss", "squared:lambda=0.1",
+                                                 "--penalty", "zsq:scale=0.01"], 1.0)
     digests["newton-resumed-note"] = {"first_exit_was_interrupt": c1 == 130}
 
 

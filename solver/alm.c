@@ -318,10 +318,7 @@ static atf_error alm_start(atf_solver *s, alm_state *a, atf_newton *nw, double *
     a->feas_prev = INFINITY;
     if (a->b->verbose)
         log_header(s, a);
-    if (s->warm)
-        memcpy(x, s->warm, s->n * sizeof *x);
-    else
-        memset(x, 0, s->n * sizeof *x);
+    atf_sv_start(s, x);
     return ATF_OK;
 }
 

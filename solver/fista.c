@@ -309,10 +309,7 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, const atf_sv_budget 
 atf_error atf_sv_fista_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
                            char *err)
 {
-    if (s->warm)
-        memcpy(x, s->warm, s->n * sizeof *x);
-    else
-        memset(x, 0, s->n * sizeof *x);
+    atf_sv_start(s, x);
     atf_pg_info info;
     atf_error e = atf_sv_fista(s, &s->loss, b, res, x, &info, err);
     res->info.pg_residual = info.pg_residual;

@@ -55,6 +55,14 @@ atf_error atf_precond_parse(const char *name, atf_precond *p)
     return ATF_OK;
 }
 
+void atf_sv_start(const atf_solver *s, double *x)
+{
+    if (s->warm)
+        memcpy(x, s->warm, s->n * sizeof *x);
+    else
+        memset(x, 0, s->n * sizeof *x);
+}
+
 void atf_sv_log(const atf_solver *s, const char *fmt, ...)
 {
     char line[1024];

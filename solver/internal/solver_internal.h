@@ -146,6 +146,9 @@ atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp
                                     const char *key, char *err);
 
 /* ---- small helpers (util.c) ---- */
+/* x [n] ← the warm start mapped into the cores, or B = 0 without one (the start of the methods
+ * that take a warm start from B = 0). */
+void atf_sv_start(const atf_solver *s, double *x);
 /* Euclidean norm of n values (0 for n = 0). */
 double atf_sv_norm(const double *x, size_t n);
 /* 1 if all n values are finite (no NaN, no ±Inf). */

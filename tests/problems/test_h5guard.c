@@ -1,4 +1,4 @@
-/* test_h5guard.c — the HDF5 guard of problems/h5io.c: files are read by atf-h5check (spawned,
+/* test_h5guard.c — the HDF5 guard of problems/io/: files are read by atf-h5check (spawned,
  * never forked) before libhdf5 parses them in this process, and writes go through a file driver
  * that never lets libhdf5 see a failure.
  *

@@ -1,4 +1,4 @@
-"""The HDF5 guard from Python (problems/h5io.c, atf-h5check): before libatf lets libhdf5 parse a
+"""The HDF5 guard from Python (problems/io/, atf-h5check): before libatf lets libhdf5 parse a
 file in this process, a checker program started with posix_spawn reads it under a time limit.
 
 1. While torch threads are busy, a corrupt file that makes libhdf5 loop forever is refused at the

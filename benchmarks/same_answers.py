@@ -286,27 +286,26 @@ def resume_cases(r, P, digests):
     digests["newton-resumed-note"] = {"first_exit_was_interrupt": c1 == 130}
 
 
+def jsonl_rows(path):
+    """The rows of a .jsonl table, floats as exact hex, the timings left out."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            row = json.loads(line)
+            rows.append({k: (float(v).hex() if isinstance(v, float) else v)
+                         for k, v in row.items() if k not in SKIP_JSON})
+    return rows
+
+
 def experiment_cases(r, P, digests):
     d = r.path("sweep")
     code, out, _ = r.atf_run(["sweep", P["syn"], "--out", d, "--families", "sq,nuclear",
                               "--scales", "1e-2,1", "--structures", "layer", "--quiet"])
-    rows = []
-    with open(os.path.join(d, "sweep.jsonl")) as f:
-        for line in f:
-            row = json.loads(line)
-            rows.append({k: (float(v).hex() if isinstance(v, float) else v)
-                         for k, v in row.items() if k not in SKIP_JSON})
-    digests["sweep"] = {"exit": code, "rows": rows}
+    digests["sweep"] = {"exit": code, "rows": jsonl_rows(os.path.join(d, "sweep.jsonl"))}
     d = r.path("path")
     code, out, _ = r.atf_run(["path", P["fash"], "--loss", "xent", "--lambdas", "4,1,0.25",
                               "-o", d, "--quiet"])
-    rows = []
-    with open(os.path.join(d, "path.jsonl")) as f:
-        for line in f:
-            row = json.loads(line)
-            rows.append({k: (float(v).hex() if isinstance(v, float) else v)
-                         for k, v in row.items() if k not in SKIP_JSON})
-    digests["path"] = {"exit": code, "rows": rows,
+    digests["path"] = {"exit": code, "rows": jsonl_rows(os.path.join(d, "path.jsonl")),
                        "lambda-1": digest_h5(os.path.join(d, "lambda-1.h5"))}
 
 

@@ -32,6 +32,8 @@ import subprocess
 import sys
 import time
 
+import blas_kernel
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ATF = ("build/drivers/atf solve {problem} -o {out} --penalty nuclear "
                "--loss xent:lambda={lam} --tol {tol} --json --quiet")
@@ -115,8 +117,9 @@ def main():
         lam = a.lam if a.lam is not None else 0.01 * N
         tag = os.path.splitext(os.path.basename(prob))[0]
         for k in [int(t) for t in a.threads.split(",")]:
-            env = dict(os.environ, OPENBLAS_NUM_THREADS=str(k), OMP_NUM_THREADS=str(k),
-                       OPENBLAS_CORETYPE=os.environ.get("OPENBLAS_CORETYPE", "SkylakeX"))
+            env = dict(os.environ, OPENBLAS_NUM_THREADS=str(k), OMP_NUM_THREADS=str(k))
+            if blas_kernel.coretype():
+                env["OPENBLAS_CORETYPE"] = blas_kernel.coretype()
             nice = ["nice", "-n", str(a.nice)] if a.nice else []
             target = None
             A, P = [], []

@@ -23,8 +23,8 @@ Usage (from the repository root):
     /usr/bin/python3 benchmarks/peer_lbfgs.py PROBLEM.h5 --lam 40 --threads 1 \
         --target 65.6122897 --budget 600 --json trace.json [--csv trace.csv]
 The BLAS thread count (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS) is set from --threads before
-numpy and torch are imported, and OPENBLAS_CORETYPE defaults to SkylakeX as for atf (Debian's
-OpenBLAS otherwise falls back to its generic kernels on this machine's CPU: DGEMM 3.8x slower).
+numpy and torch are imported, and OPENBLAS_CORETYPE to the kernel atf picks (benchmarks/blas_kernel.py:
+Debian's OpenBLAS otherwise falls back to its generic kernels on recent CPUs: DGEMM 3.8x slower).
 """
 import argparse
 import json
@@ -75,7 +75,10 @@ def parse_args(argv):
 ARGS = parse_args(sys.argv[1:])
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(ARGS.threads)
-os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import blas_kernel  # noqa: E402
+if blas_kernel.coretype():
+    os.environ["OPENBLAS_CORETYPE"] = blas_kernel.coretype()
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402

@@ -110,7 +110,7 @@ static void *rows_thread(void *arg)
     return NULL;
 }
 
-static void for_examples(int N, rows_fn *fn, void *ctx)
+void atf_for_examples(int N, void (*fn)(void *ctx, int i0, int i1), void *ctx)
 {
     int T = openblas_get_num_threads();
     T = T < 1 ? 1 : T > ROWS_MAX_THREADS ? ROWS_MAX_THREADS : T;
@@ -158,14 +158,14 @@ static void rows_gather_range(void *ctx, int i0, int i1)
 static void rows_dot(int N, int C, int Q, const double *D, const double *T, double *y)
 {
     rows_job j = {C, Q, D, T, y};
-    for_examples(N, rows_dot_range, &j);
+    atf_for_examples(N, rows_dot_range, &j);
 }
 
 /* S_i = D_iᵀ λ_i for each example i (overwrites S, N × Q). */
 static void rows_gather(int N, int C, int Q, const double *D, const double *lambda, double *S)
 {
     rows_job j = {C, Q, D, lambda, S};
-    for_examples(N, rows_gather_range, &j);
+    atf_for_examples(N, rows_gather_range, &j);
 }
 
 /* The caller's scratch, or a fresh one (freed by release_scratch) when work is NULL. */
@@ -349,32 +349,33 @@ int64_t atf_factored_hess_work_size(int nb, const atf_block *const *b, int k)
     return atf_shard_hess_work_size(nb, b, k) + largest_g(nb, b, k);
 }
 
-/* Per example i, with T_l's row i holding the k vectors t_li^(j) (cols_l each) side by side:
- * y_i^(j) = Σ_l D_li t_li^(j), u = K_i y, then s_li^(j) = D_liᵀ u_i^(j) over t_li^(j). */
-static void hess_example(int nb, const atf_block *const *b, int k, int i, int first,
-                         double *work, atf_curvature_fn *curv, void *ctx, double *y)
+/* Per example i, with T_l's row i holding the k vectors t_li^(j) (cols_l each) side by side
+ * (T_l = N × k·cols_l, one after the other from T): y_i^(j) = Σ_l D_li t_li^(j), u = K_i y (no
+ * curv: u = y), then s_li^(j) = D_liᵀ u_i^(j) over t_li^(j). */
+static void rows_example(int nb, const atf_block *const *b, int k, int i, int first,
+                         double *T, atf_curvature_fn *curv, void *ctx, double *y)
 {
     const int N = b[0]->N, C = b[0]->C;
     double *yi = y + (size_t)i * k * C;
     memset(yi, 0, (size_t)k * C * sizeof *yi);
-    const double *T = work; /* T_l, N × k·cols_l, one after the other */
+    const double *Tl = T;
     for (int l = 0; l < nb; l++) {
         int Q = b[l]->cols;
-        const double *d = b[l]->D + (size_t)i * C * Q, *t = T + (size_t)i * k * Q;
+        const double *d = b[l]->D + (size_t)i * C * Q, *t = Tl + (size_t)i * k * Q;
         for (int j = 0; j < k; j++)
             slab_dot(C, Q, d, t + (size_t)j * Q, yi + (size_t)j * C);
-        T += (size_t)N * k * Q;
+        Tl += (size_t)N * k * Q;
     }
-    for (int j = 0; j < k; j++)
+    for (int j = 0; curv && j < k; j++)
         curv(ctx, first + i, yi + (size_t)j * C, yi + (size_t)j * C);
-    double *S = work; /* S_l over T_l */
+    double *Sl = T;
     for (int l = 0; l < nb; l++) {
         int Q = b[l]->cols;
         const double *d = b[l]->D + (size_t)i * C * Q;
-        double *t = S + (size_t)i * k * Q;
+        double *t = Sl + (size_t)i * k * Q;
         for (int j = 0; j < k; j++)
             slab_gather(C, Q, d, yi + (size_t)j * C, t + (size_t)j * Q);
-        S += (size_t)N * k * Q;
+        Sl += (size_t)N * k * Q;
     }
 }
 
@@ -382,17 +383,34 @@ typedef struct {
     int nb;
     const atf_block *const *b;
     int k, first;
-    double *work;
+    double *T;
     atf_curvature_fn *curv;
     void *ctx;
     double *y;
-} hess_job;
+} curv_job;
 
-static void hess_range(void *arg, int i0, int i1)
+static void curv_range(void *arg, int i0, int i1)
 {
-    const hess_job *j = arg;
+    const curv_job *j = arg;
     for (int i = i0; i < i1; i++)
-        hess_example(j->nb, j->b, j->k, i, j->first, j->work, j->curv, j->ctx, j->y);
+        rows_example(j->nb, j->b, j->k, i, j->first, j->T, j->curv, j->ctx, j->y);
+}
+
+void atf_factored_rows_curv(int nb, const atf_block *const *b, int k, int first, double *T,
+                            atf_curvature_fn *curv, void *ctx, double *y)
+{
+    curv_job job = {nb, b, k, first, T, curv, ctx, y};
+    atf_for_examples(b[0]->N, curv_range, &job);
+}
+
+void atf_factored_rows_dot(const atf_block *b, const double *T, double *y)
+{
+    rows_dot(b->N, b->C, b->cols, b->D, T, y);
+}
+
+void atf_factored_rows_gather(const atf_block *b, const double *lambda, double *S)
+{
+    rows_gather(b->N, b->C, b->cols, b->D, lambda, S);
 }
 
 void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int ncuts, int first,
@@ -414,8 +432,7 @@ void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int n
                         X[l], kQ, 0.0, T + (size_t)cuts[t] * kQ, kQ);
         T += (size_t)N * kQ;
     }
-    hess_job job = {nb, b, k, first, work, curv, ctx, y};
-    for_examples(N, hess_range, &job);
+    atf_factored_rows_curv(nb, b, k, first, work, curv, ctx, y);
     T = work;
     for (int l = 0; l < nb; l++) { /* G_l = H_lᵀ S_l, chunk by chunk */
         int kQ = k * b[l]->cols;

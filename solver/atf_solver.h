@@ -37,7 +37,8 @@ typedef enum {
     ATF_METHOD_IRLS,     /* alternating adapted-kernel regression (interpolation)               */
     ATF_METHOD_NEWTON,   /* semismooth Newton-CG on a penalized loss (matrix-free)              */
     ATF_METHOD_ALM,      /* augmented Lagrangian for interpolation (matrix-free)                */
-    ATF_METHOD_CG        /* NTK min-norm interpolant by preconditioned Krylov steps on A Aᵀ     */
+    ATF_METHOD_CG,       /* NTK min-norm interpolant by preconditioned Krylov steps on A Aᵀ     */
+    ATF_METHOD_FACTORED  /* a penalized loss with every block as U Vᵀ (matrix-free)             */
 } atf_method;
 
 /* How a method treats a warm start (hooks.warm). */
@@ -120,7 +121,7 @@ atf_error atf_precond_parse(const char *name, atf_precond *p);
 typedef struct {
     atf_method method;     /* AUTO (default: the solver picks, docs/solver.md "Choosing the
                               method"); interpolation: ADMM, ALM, LP, BASELINE, CG or IRLS;
-                              a penalized loss: NEWTON or FISTA */
+                              a penalized loss: NEWTON, FISTA or FACTORED */
     atf_loss loss;         /* interpolate (default), squared:lambda=λ or xent:lambda=λ */
     atf_global_structure structure;
     int max_iter;          /* default 10000 */

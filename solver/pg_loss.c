@@ -242,6 +242,32 @@ double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad)
     return pl->kappa * v;
 }
 
+double atf_pg_loss_example(const atf_pg_loss *pl, int i, const double *z, double *grad)
+{
+    const int C = pl->C;
+    size_t o = (size_t)i * (size_t)C;
+    if (pl->target_work) {
+        double v = 0.0;
+        for (int k = 0; k < C; k++) {
+            double d = z[k] - pl->target_work[o + k];
+            v += pl->wsq[o + k] * d * d;
+            grad[k] = pl->wsq[o + k] * d;
+        }
+        return 0.5 * v;
+    }
+    double pred[64], g[64];
+    if (C > 64)
+        return NAN; /* (more classes than a stack slab: the caller's whole-problem path) */
+    for (int k = 0; k < C; k++)
+        pred[k] = pl->scale[o + k] * z[k];
+    const atf_problem *p = pl->prob;
+    double v = atf_loss_value(&pl->loss, 1, C, pred, p->r + o, p->f0 ? p->f0 + o : NULL,
+                              p->labels ? p->labels + i : NULL, g);
+    for (int k = 0; k < C; k++)
+        grad[k] = ldexp(g[k], pl->kappa_exp + exponent_of_power(pl->scale[o + k]));
+    return pl->kappa * v;
+}
+
 /* e^d − 1 − d ≥ 0 to full relative precision (the series where the subtraction would cancel). */
 static double exp_excess(double d)
 {

@@ -97,6 +97,8 @@ static atf_error build_matrix_free(atf_solver *s, atf_sv_eq_mode mode, char *err
     atf_error e = atf_sv_equilibrate_mode(s, mode, err);
     if (e == ATF_OK)
         e = atf_sv_vars_build(s, err);
+    if (e == ATF_OK && s->method->check_vars)
+        e = s->method->check_vars(s, err);
     if (e == ATF_OK)
         e = atf_sv_prox_alloc(s, err);
     s->rnorm = e == ATF_OK ? atf_sv_norm(s->work.r, (size_t)s->work.M) : 0.0;
@@ -195,6 +197,29 @@ static atf_error setup(atf_solver *s, char *err)
  * (a factorisation, or PCG with the single-precision Gram as preconditioner; projection_plan
  * then says which), otherwise the matrix-free augmented Lagrangian; for the baseline the Gram
  * where the chooser factorises it for one solve, else CG. */
+/* Where the factored method is measured faster than newton (docs/record/solver.md §20): every
+ * block `nuclear` (its answer low rank) with the matrix structure, the layer structure, and
+ * nothing the factored method does not do (checkpoints, several processes). why: the reason. */
+static int factored_pays(const atf_solver *s, char *why, size_t len)
+{
+    const char *no = NULL;
+    for (int l = 0; l < s->prob->nblocks && !no; l++)
+        if (!atf_penalty_is_nuclear(&s->prob->blocks[l].penalty) ||
+            s->prob->blocks[l].structure != ATF_STRUCT_MATRIX)
+            no = "a block is not nuclear with the matrix structure";
+    if (!no && s->set.structure != ATF_GLOBAL_LAYER)
+        no = "the structure is not layer";
+    if (!no && (s->hooks.checkpoint || s->hooks.resume))
+        no = "checkpoints are asked for (factored keeps none)";
+    if (!no && s->hooks.processes && s->hooks.processes->size > 1)
+        no = "several processes (factored runs in one)";
+    if (no)
+        snprintf(why, len, "newton (%s)", no);
+    else
+        snprintf(why, len, "every block nuclear: factored (the rank found in the factors)");
+    return no == NULL;
+}
+
 static void resolve_auto(atf_solver *s)
 {
     char why[200] = "";
@@ -206,8 +231,10 @@ static void resolve_auto(atf_solver *s)
         return;
     }
     if (penalized(s)) {
-        s->set.method = ATF_METHOD_NEWTON;
-        snprintf(s->note, sizeof s->note, "auto: a penalized loss: newton");
+        char factored_why[160];
+        int factored = factored_pays(s, factored_why, sizeof factored_why);
+        s->set.method = factored ? ATF_METHOD_FACTORED : ATF_METHOD_NEWTON;
+        snprintf(s->note, sizeof s->note, "auto: a penalized loss: %s", factored_why);
         return;
     }
     atf_ls_plan plan = atf_linsys_choose(s->prob, s->hooks.processes, &s->set, 1, why,

@@ -91,7 +91,11 @@ atf_error atf_sv_admm_prepare(atf_solver *s, char *err);
 /* The runs of the rows, one per method file (declared here so that the compiler checks each
  * definition against atf_sv_run_fn). */
 atf_sv_run_fn atf_sv_admm_run, atf_sv_lp_run, atf_sv_baseline_run, atf_sv_fista_run,
-    atf_sv_irls_run, atf_sv_newton_run, atf_sv_alm_run, atf_sv_cg_run;
+    atf_sv_irls_run, atf_sv_newton_run, atf_sv_alm_run, atf_sv_cg_run, atf_sv_factored_run;
+
+/* The factored method's requirements: the layer structure, every penalty with a factor form
+ * (factored.c). */
+atf_error atf_sv_factored_check(const atf_solver *s, char *err);
 
 /* The cg method's status lines (cg.c). */
 int atf_sv_cg_status_message(const atf_solver *s, const atf_result *res, char *err);

@@ -44,6 +44,9 @@ void atf_pg_loss_free(atf_pg_loss *pl);
 void atf_pg_loss_set_weight(atf_pg_loss *pl, double weight, const double *target_work);
 /* κ L(scale ∘ z) and its gradient with respect to z (grad may be NULL). */
 double atf_pg_loss_eval(atf_pg_loss *pl, const double *z, double *grad);
+/* The same for example i alone (z, grad: its C values; at most 64 classes, else NaN): the
+ * summands of atf_pg_loss_eval, for products that stream the examples once. */
+double atf_pg_loss_example(const atf_pg_loss *pl, int i, const double *z, double *grad);
 /* Bregman divergence κ[L(z1) − L(z0) − ⟨∇L(z0), z1 − z0⟩] ≥ 0, computed without the
  * cancellation of the plain difference (for the backtracking test near convergence). */
 double atf_pg_loss_bregman(atf_pg_loss *pl, const double *z0, const double *z1);

@@ -181,7 +181,7 @@ class MethodTable(unittest.TestCase):
     """`atf methods` prints the library's method table; --method, --linsys and --precond are
     read from it and from the solver's names; a result names the linear-system backend."""
 
-    NAMES = ["admm", "lp", "baseline", "fista", "irls", "newton", "alm", "cg"]
+    NAMES = ["admm", "lp", "baseline", "fista", "irls", "newton", "alm", "cg", "factored"]
 
     def test_methods_json(self):
         import json
@@ -190,7 +190,8 @@ class MethodTable(unittest.TestCase):
         rows = json.loads(out)
         self.assertEqual([r["name"] for r in rows], self.NAMES)
         by = {r["name"]: r for r in rows}
-        self.assertEqual({n for n, r in by.items() if r["penalized"]}, {"fista", "newton"})
+        self.assertEqual({n for n, r in by.items() if r["penalized"]},
+                         {"fista", "newton", "factored"})
         self.assertEqual({n for n, r in by.items() if r["baseline"]}, {"baseline", "cg"})
         self.assertEqual({n for n, r in by.items() if r["resumable"]},
                          {"admm", "newton", "alm", "cg"})

@@ -134,9 +134,9 @@ class PenalizedCli(T.ScratchCase):
         for spec in ("squared:lambda=0", "squared", "hinge:lambda=1", "xent:lambda=nan"):
             err = self.refused(pfile, "--loss", spec)
             self.assertIn(f'loss "{spec}"', err)
-        self.assertIn("needs method fista or newton",
+        self.assertIn("needs method fista, newton or factored",
                       self.refused(pfile, "--loss", "squared:lambda=1", "--method", "admm"))
-        self.assertIn("needs method fista or newton",
+        self.assertIn("needs method fista, newton or factored",
                       self.refused(pfile, "--loss", "squared:lambda=1", "--method", "irls"))
         self.assertIn("needs a penalized loss", self.refused(pfile, "--method", "fista"))
         self.assertIn("needs a penalized loss", self.refused(pfile, "--method", "newton"))

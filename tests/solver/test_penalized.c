@@ -96,9 +96,9 @@ static void test_specs(void)
         const char *says;
     } refused[] = {{ATF_METHOD_FISTA, ATF_LOSS_INTERPOLATE, "fista needs a penalized loss"},
                    {ATF_METHOD_ADMM, ATF_LOSS_SQUARED, "admm solves the interpolation"},
-                   {ATF_METHOD_LP, ATF_LOSS_XENT, "needs method fista or newton"},
-                   {ATF_METHOD_BASELINE, ATF_LOSS_SQUARED, "needs method fista or newton"},
-                   {ATF_METHOD_IRLS, ATF_LOSS_XENT, "needs method fista or newton"}};
+                   {ATF_METHOD_LP, ATF_LOSS_XENT, "needs method fista, newton or factored"},
+                   {ATF_METHOD_BASELINE, ATF_LOSS_SQUARED, "needs method fista, newton or factored"},
+                   {ATF_METHOD_IRLS, ATF_LOSS_XENT, "needs method fista, newton or factored"}};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         atf_settings mismatch = atf_settings_default();
         mismatch.method = refused[i].method;

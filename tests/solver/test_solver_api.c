@@ -272,7 +272,8 @@ static void test_log_and_json(void)
 static void test_method_table(void)
 {
     int count = atf_method_count();
-    CHECK(count == ATF_METHOD_CG + 1, "%d rows for %d methods", count, (int)ATF_METHOD_CG + 1);
+    CHECK(count == ATF_METHOD_FACTORED + 1, "%d rows for %d methods", count,
+          (int)ATF_METHOD_FACTORED + 1);
     for (int m = 0; m < count; m++) {
         const atf_method_info *in = atf_method_info_of((atf_method)m);
         atf_method back = ATF_METHOD_AUTO;

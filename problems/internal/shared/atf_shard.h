@@ -68,6 +68,23 @@ void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int n
                        const double *const *X, double *const *G, double *const *Glo,
                        atf_curvature_fn *curv, void *ctx, double *y, double *work);
 
+/* fn(ctx, i0, i1) over contiguous ranges covering examples 0 … N − 1, one range per thread the
+ * BLAS uses (the caller's thread takes the first; none below 512 examples a thread): for loops
+ * whose every example writes only its own outputs, so the split changes no result. */
+void atf_for_examples(int N, void (*fn)(void *ctx, int i0, int i1), void *ctx);
+
+/* The per-example steps of the products through factored blocks, for a method that forms its
+ * own T = H X (the factored method's low-rank products), over the examples the blocks hold:
+ * y_m += ⟨T_i, δ_m⟩ (T: N × cols); S_i = Σ_k λ_{iC+k} δ_{iC+k} (S: N × cols, overwritten); and
+ * both through blocks b[0 … nb) with the curvature in between, D read once: T holds the blocks'
+ * T_l (N × k·cols_l, row i the k vectors side by side) one after the other, y_i = Σ_l D_li t_li,
+ * u_i = K_i y_i for example first + i (curv NULL: u = y), and T_l's row i ← D_liᵀ u_i; y [M·k]
+ * holds u on return, example i's k vectors together at y + i·k·C. */
+void atf_factored_rows_dot(const atf_block *b, const double *T, double *y);
+void atf_factored_rows_gather(const atf_block *b, const double *lambda, double *S);
+void atf_factored_rows_curv(int nb, const atf_block *const *b, int k, int first, double *T,
+                            atf_curvature_fn *curv, void *ctx, double *y);
+
 /* A tile of a factored block's Gram (H Hᵀ ⊗ 1_C 1_Cᵀ) ∘ (D Dᵀ), for a Gram spread over
  * processes (solver/gram_dist.c): between the na examples of Ha (na × P) and Da (na·C × Q) and
  * the nb examples of Hb, Db (row-major, whole examples), added to T: T[a·ldt + b] += the entry

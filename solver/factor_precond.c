@@ -194,22 +194,88 @@ static int build_var(atf_fs *fs, atf_fs_precond *pc, int v, int refresh_outer)
     return 0;
 }
 
-atf_error atf_fs_precond_build(atf_fs *fs, atf_fs_precond **pcp, int refresh_outer, char *err)
+/* *pcp, made empty when NULL. */
+static atf_error precond_made(const atf_fs *fs, atf_fs_precond **pcp, char *err)
 {
-    atf_fs_precond *pc = *pcp;
+    if (*pcp)
+        return ATF_OK;
+    atf_fs_precond *pc = calloc(1, sizeof *pc);
+    if (pc && !(pc->k = calloc((size_t)fs->nv, sizeof *pc->k))) {
+        free(pc);
+        pc = NULL;
+    }
     if (!pc) {
-        pc = calloc(1, sizeof *pc);
-        if (pc && !(pc->k = calloc((size_t)fs->nv, sizeof *pc->k))) {
-            free(pc);
-            pc = NULL;
+        atf_errorf(err, "factored: out of memory for the preconditioner");
+        return ATF_E_NOMEM;
+    }
+    pc->nv = fs->nv;
+    *pcp = pc;
+    return ATF_OK;
+}
+
+size_t atf_fs_precond_saved_len(const atf_fs *fs, const atf_fs_precond *pc)
+{
+    size_t len = (size_t)fs->nv;
+    for (int v = 0; pc && v < fs->nv; v++)
+        if (pc->k[v].QV) {
+            size_t Q = (size_t)fs->s->vars[v].cols;
+            len += Q * Q + Q;
         }
-        if (!pc) {
+    return len;
+}
+
+void atf_fs_precond_save(const atf_fs *fs, const atf_fs_precond *pc, double *out)
+{
+    for (int v = 0; v < fs->nv; v++) {
+        const kron_var *k = pc ? &pc->k[v] : NULL;
+        *out++ = k && k->QV ? 1.0 : 0.0;
+        if (k && k->QV) {
+            size_t Q = (size_t)fs->s->vars[v].cols;
+            memcpy(out, k->QV, Q * Q * sizeof *out);
+            memcpy(out + Q * Q, k->gamma, Q * sizeof *out);
+            out += Q * Q + Q;
+        }
+    }
+}
+
+atf_error atf_fs_precond_load(const atf_fs *fs, atf_fs_precond **pcp, const double *in,
+                              size_t len, char *err)
+{
+    size_t used = 0;
+    for (int v = 0; v < fs->nv; v++) {
+        size_t Q = (size_t)fs->s->vars[v].cols;
+        if (used >= len || (in[used] != 0.0 && in[used] != 1.0) ||
+            (in[used] == 1.0 && used + 1 + Q * Q + Q > len)) {
+            atf_errorf(err, "factored: the checkpoint's preconditioner part is damaged (block "
+                            "%s)", fs->s->vars[v].orig->name);
+            return ATF_E_INPUT;
+        }
+        if (in[used++] == 0.0)
+            continue;
+        atf_error e = precond_made(fs, pcp, err);
+        kron_var *k = e == ATF_OK ? &(*pcp)->k[v] : NULL;
+        if (e != ATF_OK || grow(&k->QV, Q * Q) || grow(&k->gamma, Q)) {
             atf_errorf(err, "factored: out of memory for the preconditioner");
             return ATF_E_NOMEM;
         }
-        pc->nv = fs->nv;
-        *pcp = pc;
+        memcpy(k->QV, in + used, Q * Q * sizeof *k->QV);
+        memcpy(k->gamma, in + used + Q * Q, Q * sizeof *k->gamma);
+        used += Q * Q + Q;
     }
+    if (used != len) {
+        atf_errorf(err, "factored: the checkpoint's preconditioner part has %zu numbers, %zu "
+                        "expected", len, used);
+        return ATF_E_INPUT;
+    }
+    return ATF_OK;
+}
+
+atf_error atf_fs_precond_build(atf_fs *fs, atf_fs_precond **pcp, int refresh_outer, char *err)
+{
+    atf_error e = precond_made(fs, pcp, err);
+    if (e != ATF_OK)
+        return e;
+    atf_fs_precond *pc = *pcp;
     for (int v = 0; v < fs->nv; v++)
         if (build_var(fs, pc, v, refresh_outer)) {
             atf_errorf(err, "factored: the preconditioner of block %s could not be built (out of "

@@ -454,19 +454,26 @@ static inline double dot_f(const float *restrict a, const float *restrict b, int
 }
 
 /* y[k] += ⟨δ_k, t⟩ over one example's C × Q slab d, and t ← Σ_k u_k δ_k. */
-static void slab_dot_single(int C, int Q, const float *d, const float *t, double *y)
+static void slab_dot_single(int C, int Q, const float *restrict d, const float *restrict t,
+                            double *restrict y)
 {
     for (int k = 0; k < C; k++)
         y[k] += dot_f(d + (size_t)k * Q, t, Q);
 }
 
-static void slab_gather_single(int C, int Q, const float *d, const double *u, float *t)
+static void slab_gather_single(int C, int Q, const float *restrict d, const double *restrict u,
+                               float *restrict t)
 {
     memset(t, 0, (size_t)Q * sizeof *t);
-    for (int k = 0; k < C; k++) {
+    for (int k = 0; k < C; k++) { /* in blocks of 8, which the compiler vectorizes at -O2 */
         float uk = (float)u[k];
-        for (int j = 0; j < Q; j++)
-            t[j] += uk * d[(size_t)k * Q + j];
+        const float *dk = d + (size_t)k * Q;
+        int j = 0;
+        for (; j + 8 <= Q; j += 8)
+            for (int l = 0; l < 8; l++)
+                t[j + l] += uk * dk[j + l];
+        for (; j < Q; j++)
+            t[j] += uk * dk[j];
     }
 }
 

@@ -23,6 +23,7 @@
  * STALL_DECREASE) the method
  * says so and newton continues from the cores with the budget left. */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +69,10 @@ typedef struct {
     int exact_checks;               /* the checks' gradient in double (after a failed answer) */
     double pg, best_pg, mark_F;
     int best_check, mark_check;
-    double start;
+    int left;                       /* L-BFGS iterations left of the run before the next check */
+    int keeping;                    /* hooks.checkpoint is called (one process) */
+    double start, last_checkpoint;
+    char key[ATF_CHECKPOINT_KEYLEN];/* of this solve's checkpoints */
 } fac_state;
 
 /* ---- state ---------------------------------------------------------------------------------- */
@@ -250,20 +254,24 @@ static int wolfe_step(fac_state *st, double *xtry)
     return -1;
 }
 
-/* Up to `count` L-BFGS iterations; returns those taken (−1: the line search failed at once). */
-static int lbfgs_run(fac_state *st, int count)
+/* The st->left L-BFGS iterations of a run (fewer at the iteration limit, when interrupted, or
+ * when a line search fails: then none are left); returns those taken, −1 when the line search
+ * failed at once. */
+static int lbfgs_run(fac_state *st)
 {
     size_t nf = st->fs.nf;
     double *xold = st->cp, *gold = st->cq, *xtry = st->cr;
     int k = 0;
-    for (; k < count && st->iter < st->b.max_iter && !atf_sv_interrupted(st->s); k++) {
+    for (; st->left > 0 && st->iter < st->b.max_iter && !atf_sv_interrupted(st->s); k++) {
         lbfgs_direction(st);
         memcpy(xold, st->fs.cur.x, nf * sizeof *xold);
         memcpy(gold, st->fs.cur.g, nf * sizeof *gold);
-        if (wolfe_step(st, xtry))
+        if (wolfe_step(st, xtry)) {
+            st->left = 0;
             return k == 0 ? -1 : k;
+        }
         lbfgs_remember(st, xold, gold);
-        st->iter++, st->lbfgs++;
+        st->iter++, st->lbfgs++, st->left--;
     }
     return k;
 }
@@ -632,12 +640,217 @@ static void note(const fac_state *st, atf_result *res)
                  (double)st->s->passes + atf_fs_core_passes(&st->fs));
 }
 
+/* ---- checkpoints (hooks.checkpoint, hooks.resume) -------------------------------------------
+ * At the top of the loop the state is the factors (at their ranks), the L-BFGS pairs, the
+ * cols-side factors the next preconditioner build may reuse, the step t, the counters and the
+ * L-BFGS iterations left of a run: the current point's values, the gradient and the caches are
+ * recomputed from the factors as the run computed them. So a state can be taken at the top of
+ * any iteration (an interrupted L-BFGS run goes on where it stopped), and everything after it
+ * is the same, bit for bit. A state is also kept at the iteration limit (the top of the next
+ * iteration: run again with a larger limit). Infinite marks (before the first check) are kept
+ * as −1. A newton hand-over keeps no checkpoints of its own: resumed, the solve reaches it
+ * again. */
+enum { CP_MAGIC, CP_VERSION, CP_NVARS, CP_NF, CP_T, CP_PG, CP_BEST_PG, CP_MARK_F, CP_ITER,
+       CP_LBFGS, CP_NEWTON, CP_CG, CP_CHECKS, CP_GROWN, CP_PHASE, CP_SINCE_BUILD, CP_EXACT,
+       CP_BEST_CHECK, CP_MARK_CHECK, CP_ELAPSED, CP_LEFT, CP_MCOUNT, CP_MHEAD, CP_PASSES,
+       CP_FS_PASSES, CP_FS_FLOPS, CP_PRECOND_LEN, CP_HEADER };
+#define CP_MAGIC_VALUE 5.0413e7 /* "ATF factored state", a fixed value that is not a count */
+#define CP_VERSION_VALUE 1.0
+
+static double finite_mark(double v)
+{
+    return isinf(v) ? -1.0 : v;
+}
+
+static double mark_back(double v)
+{
+    return v < 0.0 ? INFINITY : v;
+}
+
+static int checkpoint_due(const fac_state *st)
+{
+    return st->keeping && atf_now() - st->last_checkpoint >= st->s->hooks.checkpoint_seconds;
+}
+
+static size_t state_len(const fac_state *st, size_t precond_len)
+{
+    size_t nf = st->fs.nf;
+    return CP_HEADER + (size_t)st->s->nvars + nf + 2 * LBFGS_MEMORY * nf + LBFGS_MEMORY +
+           precond_len;
+}
+
+static void save_header(const fac_state *st, double *h, size_t precond_len)
+{
+    h[CP_MAGIC] = CP_MAGIC_VALUE, h[CP_VERSION] = CP_VERSION_VALUE;
+    h[CP_NVARS] = st->s->nvars, h[CP_NF] = (double)st->fs.nf, h[CP_T] = st->t;
+    h[CP_PG] = finite_mark(st->pg), h[CP_BEST_PG] = finite_mark(st->best_pg);
+    h[CP_MARK_F] = finite_mark(st->mark_F);
+    h[CP_ITER] = st->iter, h[CP_LBFGS] = st->lbfgs, h[CP_NEWTON] = st->newton;
+    h[CP_CG] = st->cg, h[CP_CHECKS] = st->checks, h[CP_GROWN] = st->grown;
+    h[CP_PHASE] = st->newton_phase, h[CP_SINCE_BUILD] = st->since_newton_build;
+    h[CP_EXACT] = st->exact_checks, h[CP_BEST_CHECK] = st->best_check;
+    h[CP_MARK_CHECK] = st->mark_check, h[CP_ELAPSED] = atf_now() - st->start;
+    h[CP_LEFT] = st->left, h[CP_MCOUNT] = st->mcount, h[CP_MHEAD] = st->mhead;
+    h[CP_PASSES] = (double)st->s->passes, h[CP_FS_PASSES] = (double)st->fs.passes;
+    h[CP_FS_FLOPS] = st->fs.flops, h[CP_PRECOND_LEN] = (double)precond_len;
+}
+
+/* The state to hooks.checkpoint; ATF_E_IO when the caller could not keep it. */
+static atf_error keep_state(fac_state *st, char *err)
+{
+    size_t nf = st->fs.nf, plen = atf_fs_precond_saved_len(&st->fs, st->pc);
+    atf_checkpoint cp = {.len = (int64_t)state_len(st, plen)};
+    memcpy(cp.key, st->key, sizeof cp.key);
+    cp.data = malloc((size_t)cp.len * sizeof *cp.data);
+    if (!cp.data) {
+        atf_errorf(err, "factored: out of memory for a checkpoint");
+        return ATF_E_NOMEM;
+    }
+    double *h = cp.data, *at = h + CP_HEADER;
+    save_header(st, h, plen);
+    for (int v = 0; v < st->s->nvars; v++)
+        *at++ = st->fs.r[v];
+    memcpy(at, st->fs.cur.x, nf * sizeof *at), at += nf;
+    memcpy(at, st->mS, LBFGS_MEMORY * nf * sizeof *at), at += LBFGS_MEMORY * nf;
+    memcpy(at, st->mY, LBFGS_MEMORY * nf * sizeof *at), at += LBFGS_MEMORY * nf;
+    memcpy(at, st->mrho, LBFGS_MEMORY * sizeof *at), at += LBFGS_MEMORY;
+    atf_fs_precond_save(&st->fs, st->pc, at);
+    int r = st->s->hooks.checkpoint(st->s->hooks.checkpoint_ctx, &cp);
+    free(cp.data);
+    st->last_checkpoint = atf_now();
+    if (r != 0) {
+        atf_errorf(err, "factored: the checkpoint at step %d could not be kept", st->iter);
+        return ATF_E_IO;
+    }
+    if (st->b.verbose)
+        atf_sv_log(st->s, "atf factored: checkpoint kept at step %d\n", st->iter);
+    return ATF_OK;
+}
+
+static int count_ok(double v, double max)
+{
+    return v >= 0.0 && v <= max && v == floor(v);
+}
+
+/* The header's counts and sizes, checked before any arithmetic. */
+static int header_ok(const fac_state *st, const double *h, int64_t len)
+{
+    if (len < CP_HEADER || h[CP_MAGIC] != CP_MAGIC_VALUE || h[CP_VERSION] != CP_VERSION_VALUE ||
+        h[CP_NVARS] != st->s->nvars || !count_ok(h[CP_NF], 1e15) || !(h[CP_T] > 0.0) ||
+        !count_ok(h[CP_PRECOND_LEN], 1e15) || !count_ok(h[CP_MCOUNT], LBFGS_MEMORY) ||
+        !count_ok(h[CP_MHEAD], LBFGS_MEMORY - 1) || !count_ok(h[CP_LEFT], CHECK_EVERY) ||
+        !count_ok(h[CP_PHASE], 1) || !count_ok(h[CP_EXACT], 1))
+        return 0;
+    int counts[] = {CP_ITER, CP_LBFGS, CP_NEWTON, CP_CG, CP_CHECKS, CP_GROWN, CP_SINCE_BUILD,
+                    CP_BEST_CHECK, CP_MARK_CHECK};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (!count_ok(h[counts[i]], INT_MAX))
+            return 0;
+    return count_ok(h[CP_PASSES], 1e15) && count_ok(h[CP_FS_PASSES], 1e15) &&
+           h[CP_FS_FLOPS] >= 0.0;
+}
+
+static void load_header(fac_state *st, const double *h)
+{
+    st->t = h[CP_T], st->pg = mark_back(h[CP_PG]), st->best_pg = mark_back(h[CP_BEST_PG]);
+    st->mark_F = mark_back(h[CP_MARK_F]);
+    st->iter = (int)h[CP_ITER], st->lbfgs = (int)h[CP_LBFGS], st->newton = (int)h[CP_NEWTON];
+    st->cg = (int)h[CP_CG], st->checks = (int)h[CP_CHECKS], st->grown = (int)h[CP_GROWN];
+    st->newton_phase = (int)h[CP_PHASE], st->since_newton_build = (int)h[CP_SINCE_BUILD];
+    st->exact_checks = (int)h[CP_EXACT], st->best_check = (int)h[CP_BEST_CHECK];
+    st->mark_check = (int)h[CP_MARK_CHECK], st->left = (int)h[CP_LEFT];
+    st->s->passes = (long)h[CP_PASSES];
+}
+
+static atf_error not_a_state(const fac_state *st, int64_t len, char *err)
+{
+    atf_errorf(err, "factored: the checkpoint's state is not a factored state of %d blocks "
+                    "(%lld numbers, or its header is damaged)", st->s->nvars, (long long)len);
+    return ATF_E_INPUT;
+}
+
+/* The state of a checkpoint in place of the start. */
+static atf_error resume(fac_state *st, const atf_checkpoint *cp, char *err)
+{
+    atf_error e = atf_sv_checkpoint_is_ours("factored", cp, st->key, err);
+    if (e != ATF_OK)
+        return e;
+    const double *h = cp->data;
+    atf_solver *s = st->s;
+    if (!header_ok(st, h, cp->len))
+        return not_a_state(st, cp->len, err);
+    size_t nf = 0;
+    for (int v = 0; v < s->nvars; v++) {
+        double r = h[CP_HEADER + v];
+        int k = s->vars[v].rows < s->vars[v].cols ? s->vars[v].rows : s->vars[v].cols;
+        if (!count_ok(r, k))
+            return not_a_state(st, cp->len, err);
+        st->rank[v] = (int)r;
+        nf += (size_t)st->rank[v] * (s->vars[v].rows + s->vars[v].cols);
+    }
+    size_t plen = (size_t)h[CP_PRECOND_LEN];
+    if (nf != (size_t)h[CP_NF] ||
+        (size_t)cp->len != CP_HEADER + (size_t)s->nvars + nf + 2 * LBFGS_MEMORY * nf +
+                               LBFGS_MEMORY + plen)
+        return not_a_state(st, cp->len, err);
+    const double *at = h + CP_HEADER + s->nvars;
+    if ((e = enter(st, at, err)) != ATF_OK)
+        return e;
+    at += nf;
+    memcpy(st->mS, at, LBFGS_MEMORY * nf * sizeof *at), at += LBFGS_MEMORY * nf;
+    memcpy(st->mY, at, LBFGS_MEMORY * nf * sizeof *at), at += LBFGS_MEMORY * nf;
+    memcpy(st->mrho, at, LBFGS_MEMORY * sizeof *at), at += LBFGS_MEMORY;
+    st->mcount = (int)h[CP_MCOUNT], st->mhead = (int)h[CP_MHEAD];
+    if ((e = atf_fs_precond_load(&st->fs, &st->pc, at, plen, err)) != ATF_OK)
+        return e;
+    load_header(st, h);
+    st->fs.passes = (long)h[CP_FS_PASSES], st->fs.flops = h[CP_FS_FLOPS];
+    st->start = atf_now() - h[CP_ELAPSED];
+    if (st->b.verbose)
+        atf_sv_log(s, "atf factored: resumed from a checkpoint at step %d (%.0f s into the "
+                      "solve)\n", st->iter, h[CP_ELAPSED]);
+    return ATF_OK;
+}
+
+/* This solve's key, when it keeps or resumes checkpoints (one process). */
+static atf_error checkpoint_setup(fac_state *st, char *err)
+{
+    atf_solver *s = st->s;
+    st->last_checkpoint = atf_now();
+    if ((!s->hooks.checkpoint && !s->hooks.resume) || s->hooks.processes)
+        return ATF_OK;
+    st->keeping = s->hooks.checkpoint != NULL;
+    return atf_sv_checkpoint_key(s, "factored state 1", &s->loss, st->b.eps, NULL, st->key, err);
+}
+
 /* The loop; *status the outcome (MAX_ITERATIONS also when stalled: *stalled). */
 static atf_error iterate(fac_state *st, atf_status *status, int *stalled, char *err)
 {
     atf_error e = ATF_OK;
     *stalled = 0;
     for (;;) {
+        if (checkpoint_due(st) && (e = keep_state(st, err)) != ATF_OK)
+            return e;
+        if (atf_sv_interrupted(st->s)) { /* the state here kept whatever the interval */
+            if (st->keeping && (e = keep_state(st, err)) != ATF_OK)
+                return e;
+            *status = ATF_STATUS_INTERRUPTED;
+            return ATF_OK;
+        }
+        if (st->iter >= st->b.max_iter) { /* kept too: run again with a larger limit */
+            if (st->keeping && (e = keep_state(st, err)) != ATF_OK)
+                return e;
+            *status = ATF_STATUS_MAX_ITERATIONS;
+            return ATF_OK;
+        }
+        if (st->left > 0) {
+            if (lbfgs_run(st) < 0) {
+                st->mcount = 0; /* the line search failed: fresh memory, and Newton may help */
+                st->newton_phase = st->pg < 1.0;
+            }
+            if (st->left > 0)
+                continue; /* interrupted, or at the limit: the top decides */
+        }
         int done = 0;
         if ((e = check(st, &done, err)) != ATF_OK)
             return e;
@@ -651,26 +864,15 @@ static atf_error iterate(fac_state *st, atf_status *status, int *stalled, char *
         }
         if (st->pg < SINGLE_FLOOR) /* float's rounding would hide the rest of the way */
             st->exact_checks = 1;
-        if (atf_sv_interrupted(st->s)) {
-            *status = ATF_STATUS_INTERRUPTED;
-            return ATF_OK;
-        }
-        if (st->iter >= st->b.max_iter) {
-            *status = ATF_STATUS_MAX_ITERATIONS;
-            return ATF_OK;
-        }
         if (st->checks - st->mark_check >= STALL_CHECKS) {
             *stalled = 1;
             *status = ATF_STATUS_MAX_ITERATIONS;
             return ATF_OK;
         }
-        if (st->newton_phase) {
-            if (newton_step(st, err, &e) && e == ATF_OK)
-                st->newton_phase = 0; /* no decrease: L-BFGS again */
-        } else if (lbfgs_run(st, CHECK_EVERY) < 0) {
-            st->mcount = 0; /* the line search failed: fresh memory, and Newton may help */
-            st->newton_phase = st->pg < 1.0;
-        }
+        if (!st->newton_phase)
+            st->left = CHECK_EVERY;
+        else if (newton_step(st, err, &e) && e == ATF_OK)
+            st->newton_phase = 0, st->left = CHECK_EVERY; /* no decrease: L-BFGS again */
         if (e != ATF_OK)
             return e;
     }
@@ -691,7 +893,10 @@ static atf_error hand_over(fac_state *st, atf_result *res, double *x, atf_pg_inf
     atf_sv_budget rest = st->b;
     rest.max_iter = st->b.max_iter - st->iter > 1 ? st->b.max_iter - st->iter : 1;
     int gave_up = 0;
+    atf_hooks hooks = s->hooks; /* (newton's states would be another method's: none kept) */
+    s->hooks.checkpoint = NULL, s->hooks.resume = NULL;
     atf_error e = atf_sv_newton(s, &s->loss, &rest, res, x, info, &gave_up, err);
+    s->hooks = hooks;
     res->info.iterations += st->iter;
     res->info.inner_iterations += st->cg;
     return e;
@@ -704,9 +909,14 @@ atf_error atf_sv_factored_run(atf_solver *s, const atf_sv_budget *b, atf_result 
     atf_error e = init_state(&st, s, b, err);
     atf_sv_start(s, x);
     if (e == ATF_OK)
+        e = checkpoint_setup(&st, err);
+    if (e == ATF_OK && s->hooks.resume && st.key[0]) {
+        e = resume(&st, s->hooks.resume, err);
+    } else if (e == ATF_OK) {
         e = start_factors(&st, x, err);
-    if (e == ATF_OK)
-        first_step(&st);
+        if (e == ATF_OK)
+            first_step(&st);
+    }
     if (e == ATF_OK && b->verbose)
         log_header(&st);
     atf_status status = ATF_STATUS_MAX_ITERATIONS;

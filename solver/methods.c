@@ -71,7 +71,7 @@ static const atf_sv_method TABLE[] = {
               "every block as U V^T at a rank grown from below: L-BFGS, then Newton-CG with a "
               "Kronecker preconditioner on the factors, certified on B; penalties whose "
               "omega~(e^t) is convex (all but pow with small p), layer structure",
-              .penalized = 1, .matrix_free = 1, .warm = ATF_WARM_TAKEN,
+              .penalized = 1, .resumable = 1, .matrix_free = 1, .warm = ATF_WARM_TAKEN,
               .processes = ATF_PROCS_NEVER},
      .data = ATF_SV_DATA_PENALIZED, .check_vars = atf_sv_factored_check,
      .run = atf_sv_factored_run, .at_limit = ATF_SV_AT_LIMIT_PG,

@@ -198,8 +198,8 @@ static atf_error setup(atf_solver *s, char *err)
  * then says which), otherwise the matrix-free augmented Lagrangian; for the baseline the Gram
  * where the chooser factorises it for one solve, else CG. */
 /* Where the factored method is measured faster than newton (docs/record/solver.md §20): every
- * block `nuclear` (its answer low rank) with the matrix structure, the layer structure, and
- * nothing the factored method does not do (checkpoints, several processes). why: the reason. */
+ * block `nuclear` (its answer low rank) with the matrix structure, the layer structure, one
+ * process, and no newton state to resume. why: the reason. */
 static int factored_pays(const atf_solver *s, char *why, size_t len)
 {
     const char *no = NULL;
@@ -209,8 +209,8 @@ static int factored_pays(const atf_solver *s, char *why, size_t len)
             no = "a block is not nuclear with the matrix structure";
     if (!no && s->set.structure != ATF_GLOBAL_LAYER)
         no = "the structure is not layer";
-    if (!no && (s->hooks.checkpoint || s->hooks.resume))
-        no = "checkpoints are asked for (factored keeps none)";
+    if (!no && s->hooks.resume && strncmp(s->hooks.resume->key, "factored state", 14) != 0)
+        no = "the checkpoint to resume is newton's";
     if (!no && s->hooks.processes && s->hooks.processes->size > 1)
         no = "several processes (factored runs in one)";
     if (no)

@@ -33,9 +33,16 @@
  * the others. */
 #define ATF_TEST_MAX_PRINTED 40
 
-static struct {
+/* One tally per test program, shared by its files (a test and its fixtures: a weak definition
+ * in each, merged by the linker), so that a failed check in a fixture fails the program. */
+typedef struct {
     long checks, failures;
-} atf_test_tally;
+} atf_test_tally_t;
+#if defined(__GNUC__)
+__attribute__((weak)) atf_test_tally_t atf_test_tally;
+#else
+static atf_test_tally_t atf_test_tally;
+#endif
 
 #if defined(__GNUC__)
 #define ATF_TEST_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))

@@ -112,5 +112,12 @@ atf_error atf_fs_precond_build(atf_fs *fs, atf_fs_precond **pc, int refresh_oute
 void atf_fs_precond_apply(const atf_fs *fs, const atf_fs_precond *pc, const double *v,
                           double *out);
 void atf_fs_precond_free(atf_fs_precond *pc);
+/* For a checkpoint: the part a build may reuse (each var's cols-side factor, kept between full
+ * builds) — its length, a copy, and a preconditioner (*pc, made when NULL) given it back;
+ * ATF_E_INPUT when the copy does not fit these vars. */
+size_t atf_fs_precond_saved_len(const atf_fs *fs, const atf_fs_precond *pc);
+void atf_fs_precond_save(const atf_fs *fs, const atf_fs_precond *pc, double *out);
+atf_error atf_fs_precond_load(const atf_fs *fs, atf_fs_precond **pc, const double *in,
+                              size_t len, char *err);
 
 #endif

@@ -194,7 +194,7 @@ class MethodTable(unittest.TestCase):
                          {"fista", "newton", "factored"})
         self.assertEqual({n for n, r in by.items() if r["baseline"]}, {"baseline", "cg"})
         self.assertEqual({n for n, r in by.items() if r["resumable"]},
-                         {"admm", "newton", "alm", "cg"})
+                         {"admm", "newton", "alm", "cg", "factored"})
         self.assertEqual(by["irls"]["warm"], "refused")
         self.assertEqual(by["admm"]["processes"], "gram")
         for r in rows:

@@ -86,7 +86,8 @@ rows = atf.methods()
 cli_rows = json.loads(atf_env.run("methods", "--json").stdout)
 count += 3
 atf_env.check(rows == cli_rows, f"atf.methods() and `atf methods --json` differ: {rows}")
-atf_env.check([r["name"] for r in rows if r["penalized"]] == ["fista", "newton"], "penalized")
+atf_env.check([r["name"] for r in rows if r["penalized"]] == ["fista", "newton", "factored"],
+              "penalized")
 atf_env.check(set(atf.result.SOLVE_METHODS) ==
               {"auto"} | {r["name"] for r in rows if not r["baseline"]}, "SOLVE_METHODS")
 for linsys, backend in (("direct", "cholesky"), ("pcg", "pcg")):

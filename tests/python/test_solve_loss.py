@@ -55,6 +55,24 @@ for loss, method in [("xent:lambda=0.5", "newton"), ("xent:lambda=0.5", "fista")
               f"{loss} {method}: pg {res.pg_residual}, objective split")
     same(res, out, f"solve {loss} {method}")
 
+# the factored method in process: the CLI's blocks bit for bit, newton's optimum, and auto's
+# choice where every block is nuclear
+for method in ["factored", "newton", "auto"]:
+    res = atf.solve(prob, "nuclear:scale=0.05", loss="xent:lambda=0.5", method=method, tol=1e-10)
+    out = os.path.join(d, f"r-nuclear-{method}.h5")
+    atf_env.run("solve", path, "-o", out, "--penalty", "nuclear:scale=0.05", "--loss",
+                "xent:lambda=0.5", "--method", method, "--tol", "1e-10", "--quiet")
+    check(res.status == "solved" and res.pg_residual <= 1e-10,
+          f"nuclear {method}: {res.status}, pg {res.pg_residual}")
+    check(res.method == ("factored" if method == "auto" else method),
+          f"nuclear {method}: ran {res.method} ({res.method_note})")
+    same(res, out, f"solve nuclear {method}")
+    if method == "factored":
+        factored_objective = res.objective
+    else:
+        check(abs(res.objective - factored_objective) <= 1e-8 * abs(res.objective),
+              f"nuclear: {method} {res.objective!r} vs factored {factored_objective!r}")
+
 for method in ["gram", "cg", "auto"]:
     res = atf.baseline(prob, method=method)
     out = os.path.join(d, f"b-{method}.h5")

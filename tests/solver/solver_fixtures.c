@@ -179,3 +179,209 @@ int same_result(const atf_result *a, const atf_result *b, int n)
     free(ba), free(bb);
     return same;
 }
+
+/* The objective column of the tables in the log (factored: "iter phase objective …"; newton:
+ * "iter objective …"), in order; returns the count. */
+static int objectives_logged(FILE *log, double *out, int max)
+{
+    char line[512];
+    int count = 0;
+    rewind(log);
+    while (fgets(line, sizeof line, log) && count < max) {
+        int iter;
+        char phase[16];
+        double obj;
+        if (sscanf(line, "%d %15s %lf", &iter, phase, &obj) == 3 &&
+            (strcmp(phase, "lbfgs") == 0 || strcmp(phase, "newton") == 0))
+            out[count++] = obj;
+        else if (sscanf(line, "%d %lf", &iter, &obj) == 2)
+            out[count++] = obj;
+    }
+    return count;
+}
+
+void check_nonconvex_run(const atf_problem *p, atf_settings set, const char *what)
+{
+    set.verbose = 1, set.log_every = 1;
+    FILE *log = tmpfile();
+    atf_hooks hooks = {.log = atf_test_log_to, .log_ctx = log};
+    atf_result *res = NULL;
+    char err[ATF_ERRLEN] = "";
+    CHECK(log && atf_solve(p, &set, &hooks, &res, err) == ATF_OK, "%s: %s", what, err);
+    if (res && log) {
+        enum { MAX_ROWS = 4000 };
+        double *obj = malloc(MAX_ROWS * sizeof *obj);
+        int n = obj ? objectives_logged(log, obj, MAX_ROWS) : 0, rises = 0;
+        for (int i = 1; i < n; i++)
+            rises += obj[i] > obj[i - 1] * (1.0 + 1e-12) + 1e-300;
+        CHECK(n >= 2 && rises == 0, "%s: the objective rose %d times in %d rows", what, rises, n);
+        int solved = res->info.status == ATF_STATUS_SOLVED;
+        double eps = set.eps_rel;
+        CHECK(solved ? res->info.pg_residual <= eps : !(res->info.pg_residual <= eps),
+              "%s: status %s with pg residual %.3g", what, atf_status_name(res->info.status),
+              res->info.pg_residual);
+        CHECK(isfinite(res->info.objective) && isfinite(res->info.stationarity),
+              "%s: non-finite certificate", what);
+        CHECK(isnan(res->info.duality_gap), "%s: a duality gap for a nonconvex penalty", what);
+        free(obj);
+    }
+    if (log)
+        fclose(log);
+    atf_result_free(res);
+}
+
+/* ---- checkpoints: a resumed solve is the uninterrupted one, bit for bit ---- */
+
+/* Whether the states' step counts (header entry 9) grow from state to state: a continuation's
+ * stages carry the counts on, so the solve reports all of its work. */
+static int steps_grow(const kept_states *k)
+{
+    for (int i = 1; i < k->count && i < MAX_STATES; i++)
+        if (!(k->states[i].data[9] > k->states[i - 1].data[9]))
+            return 0;
+    return 1;
+}
+
+/* How many of the states are a continuation's bridges'. */
+static int bridge_states(const kept_states *k)
+{
+    int count = 0;
+    for (int i = 0; i < k->count && i < MAX_STATES; i++)
+        count += strstr(k->states[i].key, "on the way to") != NULL;
+    return count;
+}
+
+/* Stopped by the interrupt flag, raised by the checkpoint of a step (so the step's CG sees it
+ * before its first iteration, and the step is undone): the solve ends interrupted with one more
+ * state, the step's top again (the same numbers, the elapsed time apart), and resumed from it
+ * ends as the uninterrupted solve. */
+static void stop_case(const atf_problem *p, const atf_settings *set, const atf_result *warm,
+                      const atf_result *plain, int stop_at, const char *what)
+{
+    volatile sig_atomic_t stop = 0;
+    kept_states k = {.fail_at = -1, .stop_at = stop_at, .stop = &stop};
+    atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k, .warm = warm,
+                       .interrupt = &stop};
+    char err[ATF_ERRLEN] = "";
+    atf_error e;
+    int n = (int)atf_problem_nvars(p);
+    atf_result *res = solve_with_hooks(p, set, &hooks, &e, err);
+    const atf_checkpoint *top = &k.states[stop_at], *last = &k.states[k.count - 1];
+    int same = k.count == stop_at + 2 && last->len == top->len &&
+               strcmp(last->key, top->key) == 0;
+    /* the elapsed times: Newton's header entry 19; ALM's entry 11, then Newton's after the
+     * ALM header (13) and the multiplier (M) */
+    int alm = set->method == ATF_METHOD_ALM;
+    int64_t elapsed = alm ? 11 : 19, newton_elapsed = alm ? 13 + p->M + 19 : 19;
+    for (int64_t i = 0; same && i < top->len; i++)
+        same = i == elapsed || i == newton_elapsed ||
+               memcmp(&top->data[i], &last->data[i], sizeof(double)) == 0;
+    CHECK(e == ATF_OK && res && res->info.status == ATF_STATUS_INTERRUPTED && same,
+          "%s: stopped at state %d: status %s, %d states, the last %s the step's top (%s)", what,
+          stop_at, res ? atf_status_name(res->info.status) : "-", k.count,
+          same ? "is" : "is not", err);
+    atf_result_free(res);
+    if (same) {
+        atf_hooks from = {.resume = last, .warm = warm};
+        res = solve_with_hooks(p, set, &from, &e, err);
+        CHECK(e == ATF_OK && res && same_result(plain, res, n),
+              "%s: resumed from the stop at state %d: not the uninterrupted solve (%s)", what,
+              stop_at, err);
+        atf_result_free(res);
+    }
+    kept_states_free(&k);
+}
+
+/* One case: the solve with checkpoints at every step equals the one without; resumed from each
+ * of its states it ends the same, and so does one stopped at a few of them (stop_case);
+ * another solve's state, the same solve's on other numbers (said apart), a damaged one and a
+ * checkpoint the caller cannot keep are refused. warm_lambda > 0: every solve starts from the
+ * answer at that λ, through the continuation's bridges (settings.continuation, default). */
+void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss, int rank,
+                               int min_states, double warm_lambda, int N,
+                               const int (*shapes)[2], const char *note)
+{
+    atf_problem *p = factored(91, N, 2, 2, shapes, pen, 0);
+    add_labels(p, 92, 1);
+    int n = (int)atf_problem_nvars(p);
+    atf_settings set = tight(1e-9);
+    set.method = method, set.loss = loss, set.newton_rank = rank, set.max_iter = 300;
+    char err[ATF_ERRLEN] = "", what[160];
+    snprintf(what, sizeof what, "checkpoints, %s, %s, %s, rank %d, warm lambda %g",
+             atf_method_name(method), pen, atf_loss_name(loss.kind), rank, warm_lambda);
+    atf_error e;
+    atf_result *warm = NULL;
+    if (warm_lambda > 0.0) {
+        atf_settings at = set;
+        at.loss.lambda = warm_lambda;
+        warm = solve_with_hooks(p, &at, NULL, &e, err);
+        CHECK(warm && warm->info.status == ATF_STATUS_SOLVED, "%s: the warm start (%s)", what,
+              err);
+    }
+    atf_hooks none = {.warm = warm};
+    atf_result *plain = solve_with_hooks(p, &set, &none, &e, err);
+    CHECK(plain && (note ? strstr(plain->info.method_note, note) != NULL
+                         : strstr(plain->info.method_note, "preconditioner rank") == NULL),
+          "%s: the note \"%s\" (expected %s)", what, plain ? plain->info.method_note : "",
+          note ? note : "no growth");
+    kept_states k = {.fail_at = -1, .stop_at = -1};
+    atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k, .warm = warm};
+    atf_result *kept = solve_with_hooks(p, &set, &hooks, &e, err);
+    CHECK(plain && kept && same_result(plain, kept, n),
+          "%s: checkpoints changed the solve (%s)", what, err);
+    CHECK(k.count >= min_states && k.count <= MAX_STATES, "%s: %d states kept, expected %d or more",
+          what, k.count, min_states);
+    if (warm) /* 10 = 2^3.3: three bridges, the states of each kept under its own key */
+        CHECK(bridge_states(&k) >= 3 && bridge_states(&k) < k.count && steps_grow(&k) && plain &&
+                  strstr(plain->info.method_note, "continuation"),
+              "%s: %d of %d states from bridges (steps growing: %d); note \"%s\"", what,
+              bridge_states(&k), k.count, steps_grow(&k), plain ? plain->info.method_note : "");
+    for (int i = 0; i < k.count && i < MAX_STATES && plain; i++) {
+        atf_hooks from = {.resume = &k.states[i], .warm = warm};
+        atf_result *res = solve_with_hooks(p, &set, &from, &e, err);
+        CHECK(e == ATF_OK && res && same_result(plain, res, n),
+              "%s: resumed from state %d of %d: not the uninterrupted solve (%s; %d vs %d steps)",
+              what, i, k.count, err, res ? res->info.iterations : -1, plain->info.iterations);
+        atf_result_free(res);
+    }
+    for (int i = 0; plain && i < 4 && k.count > 1; i++) /* the first, the last and two between */
+        stop_case(p, &set, warm, plain, i * (k.count - 2) / 3, what);
+    if (k.count > 0) {
+        atf_settings other = set; /* another λ; interpolation: another tolerance */
+        other.loss.lambda *= 2.0;
+        if (loss.kind == ATF_LOSS_INTERPOLATE)
+            other.eps_rel *= 10.0;
+        atf_hooks from = {.resume = &k.states[0], .warm = warm};
+        atf_result *res = solve_with_hooks(p, &other, &from, &e, err);
+        CHECK(e == ATF_E_INPUT && !res && strstr(err, "another solve"),
+              "%s: another loss's state accepted (%d: %s)", what, (int)e, err);
+        /* the same solve of a problem one ulp away (in use: rebuilt on another machine, whose
+         * BLAS kernels round differently): refused, and the message says the numbers differ */
+        if (!warm) { /* (a warm start's first state is a bridge's, another solve's on q) */
+            atf_problem *q = factored(91, N, 2, 2, shapes, pen, 0);
+            add_labels(q, 92, 1);
+            q->r[0] = nextafter(q->r[0], INFINITY);
+            res = solve_with_hooks(q, &set, &from, &e, err);
+            CHECK(e == ATF_E_INPUT && !res && strstr(err, "numbers differ") &&
+                      strstr(err, "OPENBLAS_CORETYPE") && !strstr(err, "another solve"),
+                  "%s: a state of the same solve on other data (%d: %s)", what, (int)e, err);
+            atf_problem_free(q);
+        }
+        atf_checkpoint damaged = k.states[0];
+        damaged.len--;
+        from.resume = &damaged;
+        res = solve_with_hooks(p, &set, &from, &e, err);
+        CHECK(e == ATF_E_INPUT && !res, "%s: a shortened state accepted (%d: %s)", what, (int)e,
+              err);
+    }
+    kept_states refuse = {.fail_at = 0, .stop_at = -1};
+    atf_hooks failing = {.checkpoint = keep_state, .checkpoint_ctx = &refuse, .warm = warm};
+    atf_result *res = solve_with_hooks(p, &set, &failing, &e, err);
+    CHECK(e == ATF_E_IO && !res && strstr(err, "checkpoint"),
+          "%s: a checkpoint the caller could not keep was not an error (%d: %s)", what, (int)e,
+          err);
+    kept_states_free(&k);
+    atf_result_free(plain), atf_result_free(kept), atf_result_free(warm);
+    atf_problem_free(p);
+}
+

@@ -23,6 +23,11 @@ double *dense_A(const atf_problem *p, int *n_out);
 double *stack_result(const atf_result *res, int n);
 /* ‖a − b‖ / ‖b‖. */
 double rel_dist(const double *a, const double *b, size_t n);
+/* A nonconvex penalty's solve with the iteration table on (set->verbose, every row): the
+ * objective column never rises (newton's table, and the factored method's with the newton rows
+ * of a hand-over), the status matches the pg residual against eps_rel, the certificate is
+ * finite and there is no duality gap. what names the case in failures. */
+void check_nonconvex_run(const atf_problem *p, atf_settings set, const char *what);
 /* Default settings with eps_rel = eps, eps_abs = 1e-14, max_iter 20000. */
 atf_settings tight(double eps);
 
@@ -44,5 +49,16 @@ atf_result *solve_with_hooks(const atf_problem *p, const atf_settings *set, cons
                          atf_error *e, char *err);
 /* Everything a row of a table is made of, compared bit for bit (times apart); n variables. */
 int same_result(const atf_result *a, const atf_result *b, int n);
+/* One case of a resumable method (newton, alm, factored: their states keep the elapsed time at
+ * entry 19): the solve with checkpoints at every step equals the one without; resumed from each
+ * of its states it ends the same, and so does one stopped at a few of them; another solve's
+ * state, the same solve's on other numbers (said apart), a damaged one and a checkpoint the
+ * caller cannot keep are refused. The problem: factored(91, N, 2, 2, shapes, pen, 0) with
+ * labels; rank the Newton preconditioner's; at least min_states states; warm_lambda > 0: every
+ * solve from the answer at that λ; note: a text the plain solve's note must hold (NULL: newton's
+ * preconditioner did not grow). */
+void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss, int rank,
+                        int min_states, double warm_lambda, int N, const int (*shapes)[2],
+                        const char *note);
 
 #endif

@@ -140,7 +140,7 @@ class BaselineMethods(T.ScratchCase):
         self.baseline("--method", "cg", "--max-iter", "1", "--checkpoint", cp)
         for cmd, args, words in (("solve", ("--method", "cg", "--tol", "1e-9"), "another solve"),
                                  ("baseline", ("--method", "gram"),
-                                  "method admm, newton, alm or cg")):
+                                  "method admm, newton, alm, cg or factored")):
             code, _, err = T.run(cmd, self.pfile, "-o", self.path("o.h5"), *args,
                                  "--checkpoint", cp)
             self.assertEqual(code, 2, err)

@@ -32,9 +32,9 @@ class PenalizedCli(T.ScratchCase):
     def solve(self, pfile, *args, out="r.h5"):
         return T.solve_json("solve", pfile, "-o", self.path(out), *args)
 
-    def check_parts(self, js, attrs, spec, method):
+    def check_parts(self, js, attrs, spec, method, auto_picks="newton"):
         """Loss, penalty and objective separately, in the JSON line and in the result file."""
-        self.assertEqual(js["method"], "newton" if method == "auto" else method)
+        self.assertEqual(js["method"], auto_picks if method == "auto" else method)
         if method == "auto":
             self.assertIn("auto", js["method_note"])
         self.assertEqual(js["loss"], spec)
@@ -54,7 +54,7 @@ class PenalizedCli(T.ScratchCase):
         shapes = [(b.rows, b.cols) for b in prob.blocks]
         A = prob.A()
         _, ref = nuclear_squared_reference(A, prob.r, shapes, gamma, lam)
-        for method in ("auto", "newton", "fista"):
+        for method in ("auto", "newton", "fista", "factored"):
             with self.subTest(method=method):
                 self.squared_nuclear(pfile, prob, A, shapes, lam, gamma, ref, method)
 
@@ -63,7 +63,7 @@ class PenalizedCli(T.ScratchCase):
         code, js, err = self.solve(pfile, "--loss", spec, "--method", method, *TIGHT)
         self.assertEqual(code, 0, err)
         attrs, blocks = T.read_result(self.path("r.h5"))
-        self.check_parts(js, attrs, spec, method)
+        self.check_parts(js, attrs, spec, method, auto_picks="factored")  # every block nuclear
         self.assertLess(abs(js["objective"] - ref) / ref, 1e-6, (js["objective"], ref))
         x = T.stacked(blocks, prob)
         loss = np.sum((A @ x - prob.r) ** 2) / (2 * lam)

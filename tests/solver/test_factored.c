@@ -9,7 +9,9 @@
  * monotonically (the iteration table's objective column, the newton rows of a hand-over
  * included) with statuses that match their certificates and no duality gap; the refusals (the
  * diagonal and full structures, a block with the diagonal structure, a penalty without a factor
- * form); a preset interrupt; the iteration limit reported honestly. */
+ * form); a preset interrupt; the iteration limit reported honestly; checkpoints: resumed from
+ * any state it handed out (or stopped by an interrupt) the solve ends as the uninterrupted one,
+ * bit for bit, and another solve's or a damaged state is refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,26 +163,6 @@ static void test_ranks(void)
 
 /* ---- nonconvex penalties: monotone, honest ------------------------------------------------- */
 
-/* The objective column of both tables (factored: "iter phase objective …"; newton after a
- * hand-over: "iter objective …"), in order; returns the count. */
-static int objectives_logged(FILE *log, double *out, int max)
-{
-    char line[512];
-    int count = 0;
-    rewind(log);
-    while (fgets(line, sizeof line, log) && count < max) {
-        int iter;
-        char phase[16];
-        double obj;
-        if (sscanf(line, "%d %15s %lf", &iter, phase, &obj) == 3 &&
-            (strcmp(phase, "lbfgs") == 0 || strcmp(phase, "newton") == 0))
-            out[count++] = obj;
-        else if (sscanf(line, "%d %lf", &iter, &obj) == 2)
-            out[count++] = obj;
-    }
-    return count;
-}
-
 static void test_nonconvex(void)
 {
     static const int shapes[2][2] = {{8, 6}, {6, 2}};
@@ -193,32 +175,10 @@ static void test_nonconvex(void)
             add_labels(p, 190 + pi, 1);
             atf_settings set = tight(1e-9);
             set.method = ATF_METHOD_FACTORED, set.loss = losses[li], set.max_iter = 400;
-            set.verbose = 1, set.log_every = 1;
-            FILE *log = tmpfile();
-            atf_hooks hooks = {.log = atf_test_log_to, .log_ctx = log};
-            atf_result *res = NULL;
-            char err[ATF_ERRLEN] = "";
-            CHECK(log && atf_solve(p, &set, &hooks, &res, err) == ATF_OK, "%s: %s", pens[pi], err);
-            if (res && log) {
-                double obj[2000];
-                int n = objectives_logged(log, obj, 2000), rises = 0;
-                for (int i = 1; i < n; i++)
-                    rises += obj[i] > obj[i - 1] * (1.0 + 1e-12) + 1e-300;
-                CHECK(n >= 2 && rises == 0, "%s, %s: the objective rose %d times in %d rows",
-                      pens[pi], atf_loss_name(losses[li].kind), rises, n);
-                int solved = res->info.status == ATF_STATUS_SOLVED;
-                CHECK(solved ? res->info.pg_residual <= 1e-9 : !(res->info.pg_residual <= 1e-9),
-                      "%s, %s: status %s with pg residual %.3g", pens[pi],
-                      atf_loss_name(losses[li].kind), atf_status_name(res->info.status),
-                      res->info.pg_residual);
-                CHECK(isfinite(res->info.objective) && isfinite(res->info.stationarity),
-                      "%s: non-finite certificate", pens[pi]);
-                CHECK(isnan(res->info.duality_gap), "%s: a duality gap for a nonconvex penalty",
-                      pens[pi]);
-            }
-            if (log)
-                fclose(log);
-            atf_result_free(res);
+            char what[96];
+            snprintf(what, sizeof what, "factored, %s, %s", pens[pi],
+                     atf_loss_name(losses[li].kind));
+            check_nonconvex_run(p, set, what);
             atf_problem_free(p);
         }
 }
@@ -295,6 +255,60 @@ static void test_stops(void)
     atf_problem_free(p);
 }
 
+/* ---- checkpoints: a resumed solve is the uninterrupted one, bit for bit ---------------------- */
+
+static void test_checkpoints(void)
+{
+    static const int shapes[2][2] = {{8, 6}, {6, 2}}, wide[2][2] = {{14, 9}, {9, 2}};
+    atf_loss xent = {ATF_LOSS_XENT, 0.2}, squared = {ATF_LOSS_SQUARED, 0.2};
+    checkpoint_case_on(ATF_METHOD_FACTORED, "nuclear:scale=0.01", xent, -1, 3, 0.0, 24, shapes,
+                       "factored: ranks");
+    checkpoint_case_on(ATF_METHOD_FACTORED, "nuclear:scale=0.05", squared, -1, 3, 0.0, 30, wide,
+                       "factored: ranks");
+    checkpoint_case_on(ATF_METHOD_FACTORED, "sq", xent, -1, 3, 0.0, 24, shapes,
+                       "factored: ranks");
+    checkpoint_case_on(ATF_METHOD_FACTORED, "balanced+balanced", squared, -1, 3, 0.0, 24, shapes,
+                       "factored: ranks");
+}
+
+/* Stopped at the iteration limit, the solve keeps its state there; run again from it with the
+ * larger limit it ends as the uninterrupted solve. */
+static void test_checkpoint_at_limit(void)
+{
+    static const int shapes[2][2] = {{8, 6}, {6, 2}};
+    atf_problem *p = factored(91, 24, 2, 2, shapes, "nuclear:scale=0.01", 0);
+    add_labels(p, 92, 1);
+    int n = (int)atf_problem_nvars(p);
+    atf_settings set = tight(1e-9);
+    set.method = ATF_METHOD_FACTORED, set.loss = (atf_loss){ATF_LOSS_XENT, 0.2};
+    set.max_iter = 300;
+    char err[ATF_ERRLEN] = "";
+    atf_error e;
+    atf_result *plain = solve_with_hooks(p, &set, NULL, &e, err);
+    for (int limit = 1; limit <= 31 && plain; limit += 6) {
+        kept_states k = {.fail_at = -1, .stop_at = -1};
+        atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k,
+                           .checkpoint_seconds = 1e9};
+        atf_settings short_set = set;
+        short_set.max_iter = limit;
+        atf_result *cut = solve_with_hooks(p, &short_set, &hooks, &e, err), *res = NULL;
+        CHECK(cut && cut->info.status == ATF_STATUS_MAX_ITERATIONS && k.count == 1,
+              "limit %d: status %s, %d states kept", limit,
+              cut ? atf_status_name(cut->info.status) : "-", k.count);
+        if (k.count >= 1) {
+            atf_hooks from = {.resume = &k.states[k.count - 1]};
+            res = solve_with_hooks(p, &set, &from, &e, err);
+            CHECK(res && same_result(plain, res, n),
+                  "limit %d: resumed with the larger limit, not the uninterrupted solve (%s)",
+                  limit, err);
+        }
+        atf_result_free(cut), atf_result_free(res);
+        kept_states_free(&k);
+    }
+    atf_result_free(plain);
+    atf_problem_free(p);
+}
+
 int main(void)
 {
     test_against_newton();
@@ -302,5 +316,7 @@ int main(void)
     test_nonconvex();
     test_refusals();
     test_stops();
+    test_checkpoints();
+    test_checkpoint_at_limit();
     return atf_test_finish("test_factored");
 }

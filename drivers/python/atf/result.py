@@ -375,7 +375,8 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     penalty overrides every block's penalty for this solve (the problem keeps its own);
     loss: "interpolate" (the constraints A vec B = r exactly), or a penalized loss
     "squared:lambda=λ" or "xent:lambda=λ" (cross-entropy needs the problem's labels), as
-    `--loss`; method: auto (the library picks: newton for a penalized loss; for interpolation ADMM
+    `--loss`; method: auto (the library picks: factored for a penalized loss where every block is
+    nuclear, else newton; for interpolation ADMM
     where the Gram fits in memory — in double, or on one process in single precision for ADMM's
     projection by PCG — else the augmented Lagrangian alm; the choice and its reason are in
     Result.method and Result.method_note) or the name of a method (atf.methods() lists them with

@@ -812,10 +812,23 @@ void atf_fs_core_gradient(atf_fs *fs, double *g)
 
 /* Thin SVD of the row-major m × n matrix A (destroyed): A = Ua diag(d) Vt, Ua m × k, Vt k × n,
  * k = min(m, n). */
+/* A = Ua diag(d) Vt (m × n row-major, overwritten): divide and conquer, and the QR-iteration SVD
+ * from a copy where that fails to converge (as it did on a 256 × 256 gradient of `zsq`; the
+ * prox does the same: block_prox.c). Non-finite A is refused before LAPACK sees it. */
 static int thin_svd(int m, int n, double *A, double *d, double *Ua, double *Vt)
 {
     int k = m < n ? m : n;
-    return LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', m, n, A, n, d, Ua, k, Vt, n) == 0 ? 0 : -1;
+    size_t len = (size_t)m * n;
+    double *copy = malloc(len * sizeof *copy), *superb = malloc((size_t)(k > 1 ? k : 2) *
+                                                                  sizeof *superb);
+    int ok = copy && superb && atf_sv_all_finite(A, len);
+    if (ok)
+        memcpy(copy, A, len * sizeof *copy);
+    ok = ok && (LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', m, n, A, n, d, Ua, k, Vt, n) == 0 ||
+                LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'S', m, n, copy, n, d, Ua, k, Vt, n,
+                               superb) == 0);
+    free(copy), free(superb);
+    return ok ? 0 : -1;
 }
 
 int atf_fs_balanced(const atf_solver *s, const double *cores, double drop, int *rank, double *x)

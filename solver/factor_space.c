@@ -284,6 +284,19 @@ static double count_forward(const atf_sv_var *var, int r)
     return (double)var->op.N * (var->rows + var->cols) * r + (double)var->op.M * var->cols;
 }
 
+int atf_fs_dearer(const atf_fs *fs)
+{
+    double factors = 0.0, cores = 0.0;
+    for (int v = 0; v < fs->nv; v++) {
+        const atf_sv_var *var = &fs->s->vars[v];
+        if (factored(var)) {
+            factors += count_forward(var, fs->r[v]);
+            cores += (double)var->op.N * var->rows * var->cols + (double)var->op.M * var->cols;
+        }
+    }
+    return cores > 0.0 && factors >= cores;
+}
+
 double atf_fs_core_passes(const atf_fs *fs)
 {
     double core = 0.0, other = 0.0; /* one pass's multiply-adds: factored vars, the rest */

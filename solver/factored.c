@@ -19,8 +19,9 @@
  * Newton-CG steps (the full Hessian of Φ, whose extra columns' directions are then
  * nondegenerate, so they die fast), each checked, to eps. The answer is the cores, certified
  * by atf_pg_certify (pg residual with the step 1/L of the other methods, stationarity, duality
- * gap). Where the checks stall (in STALL_CHECKS checks neither the residual halved nor Φ fell by
- * STALL_DECREASE) the method
+ * gap). Where the ranks make a pass in the factors cost as much as one over the cores (smooth
+ * penalties: their answers are full rank), or the checks stall (in STALL_CHECKS checks neither
+ * the residual halved nor Φ fell by STALL_DECREASE), the method
  * says so and newton continues from the cores with the budget left. */
 #include <cblas.h>
 #include <limits.h>
@@ -66,7 +67,7 @@ typedef struct {
     int *rank;                      /* [nvars] */
     float **Hs, **Ds;               /* [nvars] single-precision copies (NULL: none made) */
     int iter, lbfgs, newton, cg, checks, grown, newton_phase, since_newton_build;
-    int exact_checks;               /* the checks' gradient in double (after a failed answer) */
+    int exact_checks;               /* checks and Hessian products in double (all_double) */
     double pg, best_pg, mark_F;
     int best_check, mark_check;
     int left;                       /* L-BFGS iterations left of the run before the next check */
@@ -76,6 +77,14 @@ typedef struct {
 } fac_state;
 
 /* ---- state ---------------------------------------------------------------------------------- */
+
+/* From here on the checks and the Hessian products in double. */
+static void all_double(fac_state *st)
+{
+    st->exact_checks = 1;
+    st->fs.Hs = st->fs.Ds = NULL;
+}
+
 
 static void free_vectors(fac_state *st)
 {
@@ -126,7 +135,7 @@ static atf_error enter(fac_state *st, const double *x, char *err)
     }
     atf_fs_eval(&st->fs, x);
     if (atf_fs_accept(&st->fs) ||
-        (st->Hs && atf_fs_single(&st->fs, (const float *const *)st->Hs,
+        (st->Hs && !st->exact_checks && atf_fs_single(&st->fs, (const float *const *)st->Hs,
                                  (const float *const *)st->Ds))) {
         atf_errorf(err, "factored: out of memory for the loss's curvature");
         return ATF_E_NOMEM;
@@ -804,6 +813,8 @@ static atf_error resume(fac_state *st, const atf_checkpoint *cp, char *err)
     if ((e = atf_fs_precond_load(&st->fs, &st->pc, at, plen, err)) != ATF_OK)
         return e;
     load_header(st, h);
+    if (st->exact_checks)
+        all_double(st);
     st->fs.passes = (long)h[CP_FS_PASSES], st->fs.flops = h[CP_FS_FLOPS];
     st->start = atf_now() - h[CP_ELAPSED];
     if (st->b.verbose)
@@ -823,7 +834,8 @@ static atf_error checkpoint_setup(fac_state *st, char *err)
     return atf_sv_checkpoint_key(s, "factored state 1", &s->loss, st->b.eps, NULL, st->key, err);
 }
 
-/* The loop; *status the outcome (MAX_ITERATIONS also when stalled: *stalled). */
+/* The loop; *status the outcome (MAX_ITERATIONS also when newton is to go on: *stalled 1 when
+ * the checks stalled, 2 when the ranks make a pass in the factors dearer than one over B). */
 static atf_error iterate(fac_state *st, atf_status *status, int *stalled, char *err)
 {
     atf_error e = ATF_OK;
@@ -859,11 +871,16 @@ static atf_error iterate(fac_state *st, atf_status *status, int *stalled, char *
             return ATF_OK;
         }
         if (done) { /* the single-precision check says so: the double one decides */
-            st->exact_checks = 1;
+            all_double(st);
             continue;
         }
         if (st->pg < SINGLE_FLOOR) /* float's rounding would hide the rest of the way */
-            st->exact_checks = 1;
+            all_double(st);
+        if (atf_fs_dearer(&st->fs)) {
+            *stalled = 2;
+            *status = ATF_STATUS_MAX_ITERATIONS;
+            return ATF_OK;
+        }
         if (st->checks - st->mark_check >= STALL_CHECKS) {
             *stalled = 1;
             *status = ATF_STATUS_MAX_ITERATIONS;
@@ -878,18 +895,25 @@ static atf_error iterate(fac_state *st, atf_status *status, int *stalled, char *
     }
 }
 
-/* Where the checks stalled: newton from the cores, with the iterations left. */
-static atf_error hand_over(fac_state *st, atf_result *res, double *x, atf_pg_info *info,
-                           char *err)
+/* Where the checks stalled (why: iterate's *stalled), newton from the cores, with the
+ * iterations left. */
+static atf_error hand_over(fac_state *st, int why, atf_result *res, double *x,
+                           atf_pg_info *info, char *err)
 {
     atf_solver *s = st->s;
     atf_fs_cores(&st->fs, st->fs.cur.x, x);
     s->passes += st->fs.passes;
     st->fs.passes = 0;
     size_t used = strlen(res->info.method_note);
-    snprintf(res->info.method_note + used, sizeof res->info.method_note - used,
-             "%sfactored: the pg residual stalled at %.2e after %d steps: newton continued from "
-             "there", used ? "; " : "", st->pg, st->iter);
+    if (why == 2)
+        snprintf(res->info.method_note + used, sizeof res->info.method_note - used,
+                 "%sfactored: at these ranks a pass in the factors costs more than one over B "
+                 "(pg residual %.2e after %d steps): newton continued from there",
+                 used ? "; " : "", st->pg, st->iter);
+    else
+        snprintf(res->info.method_note + used, sizeof res->info.method_note - used,
+                 "%sfactored: the pg residual stalled at %.2e after %d steps: newton continued "
+                 "from there", used ? "; " : "", st->pg, st->iter);
     atf_sv_budget rest = st->b;
     rest.max_iter = st->b.max_iter - st->iter > 1 ? st->b.max_iter - st->iter : 1;
     int gave_up = 0;
@@ -926,7 +950,7 @@ atf_error atf_sv_factored_run(atf_solver *s, const atf_sv_budget *b, atf_result 
     atf_pg_info info;
     if (e == ATF_OK && stalled) {
         note(&st, res);
-        e = hand_over(&st, res, x, &info, err);
+        e = hand_over(&st, stalled, res, x, &info, err);
     } else if (e == ATF_OK) {
         certify(&st, &info, res, x);
         if (status == ATF_STATUS_SOLVED && !(info.pg_residual <= b->eps))

@@ -61,6 +61,9 @@ void atf_fs_free(atf_fs *fs);
 /* The work of the passes so far in passes over the cores (a factored var's pass costs
  * N·(rows + cols)·r + M·cols multiply-adds in the factors, N·rows·cols + M·cols in the cores). */
 double atf_fs_core_passes(const atf_fs *fs);
+/* Whether at the current ranks a pass in the factors costs at least one over the cores (then
+ * the factored form saves nothing). */
+int atf_fs_dearer(const atf_fs *fs);
 /* Φ at the factors x into fs->trial (its x ← x): the predictions, the loss, the penalty, the
  * gradient and what the Hessian products reuse. Two passes (forward and backward). */
 void atf_fs_eval(atf_fs *fs, const double *x);

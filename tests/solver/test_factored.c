@@ -9,7 +9,9 @@
  * monotonically (the iteration table's objective column, the newton rows of a hand-over
  * included) with statuses that match their certificates and no duality gap; the refusals (the
  * diagonal and full structures, a block with the diagonal structure, a penalty without a factor
- * form); a preset interrupt; the iteration limit reported honestly; checkpoints: resumed from
+ * form); on blocks wide enough for low ranks, the factored iterations carry the solve to the end
+ * (no newton hand-over), also with a dense block; a preset interrupt; the iteration limit
+ * reported honestly; checkpoints: resumed from
  * any state it handed out (or stopped by an interrupt) the solve ends as the uninterrupted one,
  * bit for bit, and another solve's or a damaged state is refused. */
 #include <math.h>
@@ -121,6 +123,42 @@ static void test_against_newton(void)
                 }
                 atf_result_free(nw), atf_result_free(fa);
             }
+            atf_problem_free(p);
+        }
+}
+
+/* Blocks wide enough for the answer's ranks to keep the factors cheaper than B: the factored
+ * iterations carry the solve to its certificate (no newton hand-over), to newton's optimum;
+ * with a dense second block the Hessian products take the unfused, double-precision path. */
+static void test_wide(void)
+{
+    static const int shapes[2][2] = {{30, 20}, {20, 3}};
+    const struct {
+        const char *pen;
+        atf_loss loss;
+    } cases[] = {{"nuclear:scale=0.05", {ATF_LOSS_XENT, 0.2}},
+                 {"nuclear:scale=0.2", {ATF_LOSS_XENT, 0.2}},
+                 {"nuclear:scale=1", {ATF_LOSS_XENT, 0.2}},
+                 {"nuclear:scale=0.2", {ATF_LOSS_SQUARED, 0.2}}};
+    for (int kind = 0; kind < 2; kind++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            atf_problem *p = factored(91, 24, 2, 2, shapes, cases[c].pen, 0);
+            add_labels(p, 92, 1);
+            if (kind)
+                make_dense(p, 1, 0);
+            char what[128], err[ATF_ERRLEN] = "";
+            snprintf(what, sizeof what, "wide %s blocks, %s, %s", kind ? "mixed" : "factored",
+                     cases[c].pen, atf_loss_name(cases[c].loss.kind));
+            atf_result *nw = solve_as(p, ATF_METHOD_NEWTON, cases[c].loss, 1e-10, NULL, err);
+            atf_result *fa = solve_as(p, ATF_METHOD_FACTORED, cases[c].loss, 1e-10, NULL, err);
+            if (nw && fa) {
+                same_point(fa, nw, (int)atf_problem_nvars(p), what);
+                CHECK(strstr(fa->info.method_note, "factored: ranks") &&
+                          !strstr(fa->info.method_note, "newton continued"),
+                      "%s: not the factored iterations to the end (\"%s\")", what,
+                      fa->info.method_note);
+            }
+            atf_result_free(nw), atf_result_free(fa);
             atf_problem_free(p);
         }
 }
@@ -259,24 +297,25 @@ static void test_stops(void)
 
 static void test_checkpoints(void)
 {
-    static const int shapes[2][2] = {{8, 6}, {6, 2}}, wide[2][2] = {{14, 9}, {9, 2}};
+    /* blocks wide enough that the answer's ranks keep the factors cheaper than B (on smaller
+     * ones newton takes over at once); the squared case hands over to newton on the way, which
+     * the resumed solves reach again */
+    static const int shapes[2][2] = {{30, 20}, {20, 3}};
     atf_loss xent = {ATF_LOSS_XENT, 0.2}, squared = {ATF_LOSS_SQUARED, 0.2};
-    checkpoint_case_on(ATF_METHOD_FACTORED, "nuclear:scale=0.01", xent, -1, 3, 0.0, 24, shapes,
+    checkpoint_case_on(ATF_METHOD_FACTORED, "nuclear:scale=0.05", xent, -1, 3, 0.0, 24, shapes,
                        "factored: ranks");
-    checkpoint_case_on(ATF_METHOD_FACTORED, "nuclear:scale=0.05", squared, -1, 3, 0.0, 30, wide,
+    checkpoint_case_on(ATF_METHOD_FACTORED, "nuclear:scale=0.2", xent, -1, 3, 0.0, 24, shapes,
                        "factored: ranks");
-    checkpoint_case_on(ATF_METHOD_FACTORED, "sq", xent, -1, 3, 0.0, 24, shapes,
-                       "factored: ranks");
-    checkpoint_case_on(ATF_METHOD_FACTORED, "balanced+balanced", squared, -1, 3, 0.0, 24, shapes,
-                       "factored: ranks");
+    checkpoint_case_on(ATF_METHOD_FACTORED, "nuclear:scale=0.05", squared, -1, 3, 0.0, 24, shapes,
+                       "newton continued");
 }
 
 /* Stopped at the iteration limit, the solve keeps its state there; run again from it with the
  * larger limit it ends as the uninterrupted solve. */
 static void test_checkpoint_at_limit(void)
 {
-    static const int shapes[2][2] = {{8, 6}, {6, 2}};
-    atf_problem *p = factored(91, 24, 2, 2, shapes, "nuclear:scale=0.01", 0);
+    static const int shapes[2][2] = {{30, 20}, {20, 3}};
+    atf_problem *p = factored(91, 24, 2, 2, shapes, "nuclear:scale=0.05", 0);
     add_labels(p, 92, 1);
     int n = (int)atf_problem_nvars(p);
     atf_settings set = tight(1e-9);
@@ -312,6 +351,7 @@ static void test_checkpoint_at_limit(void)
 int main(void)
 {
     test_against_newton();
+    test_wide();
     test_ranks();
     test_nonconvex();
     test_refusals();

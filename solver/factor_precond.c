@@ -7,8 +7,7 @@
  * with c_i = ‖t_i‖². Each side adds the penalty's mean curvature μ and is inverted through the
  * eigendecompositions of its two factors: X ↦ Q_A [(Q_Aᵀ X Q_B) ⊘ (α βᵀ + μ)] Q_Bᵀ. Hᵀ H is
  * decomposed once; D's weighted factor (M·cols² multiply-adds) only when asked; the r × r
- * factors at every build. Measured against none and against Hᵀ H weighted by the curvature:
- * docs/record/solver.md §20. Other vars are scaled by 1/μ. */
+ * factors at every build (docs/record/solver.md §20). Other vars are scaled by 1/μ. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>

@@ -440,7 +440,8 @@ int atf_fs_accept(atf_fs *fs)
  * The Newton systems are solved inexactly (CG to a relative residual of 1e-3 … 0.5), so their
  * products need not be exact to the last bit: on single-precision copies of H, D and the
  * point, the GEMMs run at twice the speed and the stream through D moves half the bytes
- * (measured: docs/record/solver.md §20). The curvature K and the penalty's part stay double. */
+ * (docs/record/solver.md §20). The curvature K and the penalty's part stay double; below a pg
+ * residual of 1e-5 the method goes back to double (factored.c, all_double). */
 
 static void sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C)

@@ -876,7 +876,7 @@ static atf_error iterate(fac_state *st, atf_status *status, int *stalled, char *
         }
         if (st->pg < SINGLE_FLOOR) /* float's rounding would hide the rest of the way */
             all_double(st);
-        if (atf_fs_dearer(&st->fs)) {
+        if (st->newton_phase && atf_fs_dearer(&st->fs)) { /* (L-BFGS may still prune) */
             *stalled = 2;
             *status = ATF_STATUS_MAX_ITERATIONS;
             return ATF_OK;

@@ -386,7 +386,7 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     another λ of the same loss) the largest ratio of the λ solved on the way there, each to pg
     residual 1e-3 (0: none), as `atf solve --continuation`; verbose writes the solver's iteration
     table to `log` (a callable taking a str, or a file-like object; default Python's sys.stderr);
-    checkpoint (methods newton, alm, admm) a file that keeps the solve's state every
+    checkpoint (methods newton, factored, alm, admm) a file that keeps the solve's state every
     checkpoint_every seconds: when it exists the solve goes on from it, to the answer the
     uninterrupted solve gives, bit for bit; it is removed once the answer is returned (kept after
     Ctrl-C, with the step it stopped in, and the iteration limit), as `atf solve --checkpoint`;

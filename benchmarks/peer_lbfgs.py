@@ -47,6 +47,9 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=0, help="seed of the random start (default 0)")
     ap.add_argument("--init-scale", type=float, default=1e-2,
                     help="entries of U and V start N(0, s²) (default 1e-2; 1e-6 = 'zero-ish')")
+    ap.add_argument("--ranks", default=None,
+                    help="the factors' ranks per block, comma-separated (default: full rank); "
+                         "e.g. atf's final ranks, an oracle the peer is given")
     ap.add_argument("--warm", default=None,
                     help="start from an atf result file: U = U_B √d, V = V_B √d (balanced)")
     ap.add_argument("--history", type=int, default=20, help="L-BFGS history_size (default 20)")
@@ -160,9 +163,12 @@ def main():
     gen = torch.Generator().manual_seed(a.seed)
     params = []
     warm = h5py.File(a.warm, "r") if a.warm else None
-    for name, H, D in blocks:
+    ranks = [int(x) for x in a.ranks.split(",")] if a.ranks else None
+    if ranks is not None and len(ranks) != len(blocks):
+        raise SystemExit(f"peer_lbfgs: --ranks gives {len(ranks)} ranks for {len(blocks)} blocks")
+    for k, (name, H, D) in enumerate(blocks):
         P, Q = H.shape[1], D.shape[2]
-        r = min(P, Q)
+        r = min(P, Q) if ranks is None else min(P, Q, ranks[k])
         if warm is not None:  # the balanced factors of the result's SVD B = U_B diag(d) V_Bᵀ
             g = warm["blocks"][name]
             B = torch.from_numpy(np.asarray(g["B"], dtype=np.float64))
@@ -266,7 +272,7 @@ def main():
     summary = {
         "problem": a.problem, "N": N, "C": C, "lambda": a.lam, "gamma": a.gamma,
         "variables": nvar, "threads": a.threads, "seed": a.seed,
-        "init_scale": a.init_scale, "warm": a.warm,
+        "init_scale": a.init_scale, "warm": a.warm, "ranks": a.ranks,
         "history": a.history, "max_iter": a.max_iter, "tolerance_grad": a.tolerance_grad,
         "tolerance_change": a.tolerance_change, "contract": a.contract, "budget": a.budget,
         "torch": torch.__version__, "load_s": t_load, "status": status,

@@ -279,9 +279,15 @@ nomem:
 
 /* ---- Φ and its gradient --------------------------------------------------------------------- */
 
+/* One pass's multiply-adds through a factored var: in the factors at rank r, over the core. */
 static double count_forward(const atf_sv_var *var, int r)
 {
     return (double)var->op.N * (var->rows + var->cols) * r + (double)var->op.M * var->cols;
+}
+
+static double count_core(const atf_sv_var *var)
+{
+    return (double)var->op.N * var->rows * var->cols + (double)var->op.M * var->cols;
 }
 
 int atf_fs_dearer(const atf_fs *fs)
@@ -291,7 +297,7 @@ int atf_fs_dearer(const atf_fs *fs)
         const atf_sv_var *var = &fs->s->vars[v];
         if (factored(var)) {
             factors += count_forward(var, fs->r[v]);
-            cores += (double)var->op.N * var->rows * var->cols + (double)var->op.M * var->cols;
+            cores += count_core(var);
         }
     }
     return cores > 0.0 && factors >= cores;
@@ -303,7 +309,7 @@ double atf_fs_core_passes(const atf_fs *fs)
     for (int v = 0; v < fs->nv; v++) {
         const atf_sv_var *var = &fs->s->vars[v];
         if (factored(var))
-            core += (double)var->op.N * var->rows * var->cols + (double)var->op.M * var->cols;
+            core += count_core(var);
         else if (var->op.kind == ATF_OP_SPARSE)
             other += (double)var->op.nnz;
         else

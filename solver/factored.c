@@ -63,7 +63,7 @@ typedef struct {
     double *xB, *gB, *w, *xn, *xB0, *zB; /* [n] cores, core gradient, work; [M] */
     double *mS, *mY, *mrho;         /* L-BFGS pairs [LBFGS_MEMORY × nf] */
     int mcount, mhead;
-    double *d, *gprev, *cr, *cz, *cp, *cq; /* [nf] */
+    double *d, *cr, *cz, *cp, *cq;  /* [nf] */
     int *rank;                      /* [nvars] */
     float **Hs, **Ds;               /* [nvars] single-precision copies (NULL: none made) */
     int iter, lbfgs, newton, cg, checks, grown, newton_phase, since_newton_build;
@@ -88,10 +88,10 @@ static void all_double(fac_state *st)
 
 static void free_vectors(fac_state *st)
 {
-    double *a[] = {st->mS, st->mY, st->mrho, st->d, st->gprev, st->cr, st->cz, st->cp, st->cq};
+    double *a[] = {st->mS, st->mY, st->mrho, st->d, st->cr, st->cz, st->cp, st->cq};
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
         free(a[i]);
-    st->mS = st->mY = st->mrho = st->d = st->gprev = st->cr = st->cz = st->cp = st->cq = NULL;
+    st->mS = st->mY = st->mrho = st->d = st->cr = st->cz = st->cp = st->cq = NULL;
 }
 
 static void free_state(fac_state *st)
@@ -121,7 +121,7 @@ static atf_error enter(fac_state *st, const double *x, char *err)
         return e;
     st->fs.passes = passes, st->fs.flops = flops;
     size_t nf = st->fs.nf ? st->fs.nf : 1;
-    double **v[] = {&st->d, &st->gprev, &st->cr, &st->cz, &st->cp, &st->cq};
+    double **v[] = {&st->d, &st->cr, &st->cz, &st->cp, &st->cq};
     int ok = 1;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         ok = (*v[i] = calloc(nf, sizeof(double))) != NULL && ok;

@@ -191,12 +191,6 @@ static atf_error setup(atf_solver *s, char *err)
     return e;
 }
 
-/* The method `auto` stands for (docs/solver.md "Choosing the method"), decided once here:
- * Newton for the penalized losses (faster to a certified point than FISTA at every size
- * measured); for interpolation ADMM where the chooser finds a way to solve its projections
- * (a factorisation, or PCG with the single-precision Gram as preconditioner; projection_plan
- * then says which), otherwise the matrix-free augmented Lagrangian; for the baseline the Gram
- * where the chooser factorises it for one solve, else CG. */
 /* Where the factored method is measured faster than newton (docs/record/solver.md §20): every
  * block `nuclear` (its answer low rank) with the matrix structure, the layer structure, one
  * process, and no newton state to resume. why: the reason. */
@@ -220,6 +214,12 @@ static int factored_pays(const atf_solver *s, char *why, size_t len)
     return no == NULL;
 }
 
+/* The method `auto` stands for (docs/solver.md "Choosing the method"), decided once here:
+ * for the penalized losses factored where factored_pays, else Newton (faster to a certified
+ * point than FISTA at every size measured); for interpolation ADMM where the chooser finds a
+ * way to solve its projections (a factorisation, or PCG with the single-precision Gram as
+ * preconditioner; projection_plan then says which), otherwise the matrix-free augmented
+ * Lagrangian; for the baseline the Gram where the chooser factorises it for one solve, else CG. */
 static void resolve_auto(atf_solver *s)
 {
     char why[200] = "";

@@ -17,6 +17,7 @@
 
 #include "atf_problem.h"
 #include "atf_shard.h"
+#include "atf_util.h"
 
 /* Rows of D Dᵀ (or J Jᵀ) computed per GEMM call in the Gram: bounds scratch to PANEL × M. */
 #define GRAM_PANEL 256
@@ -53,29 +54,12 @@ static void sparse_apply(const atf_block *b, const double *B, double *y)
     }
 }
 
-/* ⟨a, b⟩ over n values in eight independent lanes: the compiler keeps them in vector registers
- * without reassociating one running sum, and the lanes are added in a fixed order, so results
- * repeat exactly. A single running sum would wait on each addition (latency-bound, ~4× slower). */
-static inline double dot_lanes(const double *restrict a, const double *restrict b, int n)
-{
-    double acc[8] = {0.0};
-    int j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int u = 0; u < 8; u++)
-            acc[u] += a[j + u] * b[j + u];
-    double tail = 0.0;
-    for (; j < n; j++)
-        tail += a[j] * b[j];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) +
-           tail;
-}
-
 /* y[k] += ⟨δ_k, t⟩ for the C rows δ_k of one example's slab d (C × Q). */
 static inline void slab_dot(int C, int Q, const double *restrict d, const double *restrict t,
                             double *restrict y)
 {
     for (int k = 0; k < C; k++)
-        y[k] += dot_lanes(d + (size_t)k * Q, t, Q);
+        y[k] += atf_dot(d + (size_t)k * Q, t, Q);
 }
 
 /* s = Σ_k λ_k δ_k (overwrites s, Q values) for one example's slab d (C × Q). */
@@ -96,48 +80,140 @@ static inline void slab_gather(int C, int Q, const double *restrict d,
     }
 }
 
-/* ---- the per-example loops, on as many threads as the BLAS uses ----
- * Between the GEMMs with H, a product streams through D (M × cols) example by example; on one
- * thread that is most of a pass at full scale while the BLAS's other threads wait. The examples
- * are split into contiguous ranges, one per thread (the caller's thread takes the first); every
- * example's outputs are its own, so the result does not depend on the split. */
-#define ROWS_MAX_THREADS 16
-#define ROWS_MIN_PER_THREAD 512 /* below this a thread costs more than it saves */
+/* ---- atf's own threads: one arithmetic on any number of them ----
+ * A product's work splits into independent pieces: the chunks' GEMMs with H (atf_shard.h) and
+ * the per-example streams through D. A team of threads (as many as the BLAS was given) runs
+ * them, each GEMM on one BLAS thread, and the chunks' sums are added in the chunks' order. A
+ * GEMM split over the BLAS's own threads rounds some entries differently for another thread
+ * count (OpenBLAS hands each thread's edge rows to edge kernels that add in another order), and
+ * over a few thousand Newton-CG steps one thread and two ended 1e-7 apart; this way the bits
+ * are the same on any number of threads and the same as a process's share under mpirun. */
+#define TEAM_MAX 16
+/* Below these a thread costs more than it saves (a thread is started for each piece, some
+ * 20–50 µs): examples of a stream, multiply-adds of a chunk's GEMM, entries of the additions. */
+#define ROWS_MIN_PER_THREAD 512
+#define GEMM_MIN_PER_THREAD ((int64_t)1 << 20)
+#define ADD_MIN_PER_THREAD ((int64_t)1 << 18)
+
+static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
+static int serial_depth, serial_blas_threads;
+
+static int clamp_team(int T)
+{
+    return T < 1 ? 1 : T > TEAM_MAX ? TEAM_MAX : T;
+}
+
+int atf_serial_begin(void)
+{
+    pthread_mutex_lock(&serial_lock);
+    if (serial_depth++ == 0) {
+        serial_blas_threads = openblas_get_num_threads();
+        if (serial_blas_threads != 1)
+            openblas_set_num_threads(1);
+    }
+    int team = clamp_team(serial_blas_threads);
+    pthread_mutex_unlock(&serial_lock);
+    return team;
+}
+
+void atf_serial_end(void)
+{
+    pthread_mutex_lock(&serial_lock);
+    if (serial_depth > 0 && --serial_depth == 0 && serial_blas_threads != 1)
+        openblas_set_num_threads(serial_blas_threads);
+    pthread_mutex_unlock(&serial_lock);
+}
+
+int atf_team_size(void)
+{
+    pthread_mutex_lock(&serial_lock);
+    int T = serial_depth ? serial_blas_threads : openblas_get_num_threads();
+    pthread_mutex_unlock(&serial_lock);
+    return clamp_team(T);
+}
+
+typedef void team_fn(void *ctx, int t, int T);
+typedef struct {
+    team_fn *fn;
+    void *ctx;
+    int t, T;
+} team_member;
+
+static void *team_thread(void *arg)
+{
+    team_member *m = arg;
+    m->fn(m->ctx, m->t, m->T);
+    return NULL;
+}
+
+/* fn(ctx, t, T) for t = 0 … T − 1, member 0 on the caller's thread; a member whose thread
+ * cannot be had runs on the caller's after the others. */
+static void team_run(int T, team_fn *fn, void *ctx)
+{
+    T = clamp_team(T);
+    team_member m[TEAM_MAX];
+    pthread_t th[TEAM_MAX];
+    int started[TEAM_MAX] = {0};
+    for (int t = 0; t < T; t++)
+        m[t] = (team_member){fn, ctx, t, T};
+    for (int t = 1; t < T; t++)
+        started[t] = pthread_create(&th[t], NULL, team_thread, &m[t]) == 0;
+    fn(ctx, 0, T);
+    for (int t = 1; t < T; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            fn(ctx, t, T);
+    }
+}
+
+/* Member t of T takes the t-th of T contiguous runs of 0 … n − 1. */
+static int run_start(int64_t n, int t, int T)
+{
+    return (int)(n * t / T);
+}
 
 typedef void rows_fn(void *ctx, int i0, int i1);
 typedef struct {
     rows_fn *fn;
     void *ctx;
-    int i0, i1;
-} rows_range;
+    int n;
+} runs_job;
 
-static void *rows_thread(void *arg)
+static void runs_part(void *arg, int t, int T)
 {
-    rows_range *r = arg;
-    r->fn(r->ctx, r->i0, r->i1);
-    return NULL;
+    const runs_job *j = arg;
+    j->fn(j->ctx, run_start(j->n, t, T), run_start(j->n, t + 1, T));
 }
 
+/* Every example's outputs are its own, so the split does not change them. */
 void atf_for_examples(int N, void (*fn)(void *ctx, int i0, int i1), void *ctx)
 {
-    int T = openblas_get_num_threads();
-    T = T < 1 ? 1 : T > ROWS_MAX_THREADS ? ROWS_MAX_THREADS : T;
+    int T = atf_team_size();
     if (T > N / ROWS_MIN_PER_THREAD)
         T = N / ROWS_MIN_PER_THREAD > 1 ? N / ROWS_MIN_PER_THREAD : 1;
-    rows_range r[ROWS_MAX_THREADS];
-    pthread_t th[ROWS_MAX_THREADS];
-    int started[ROWS_MAX_THREADS] = {0};
-    for (int t = 0; t < T; t++)
-        r[t] = (rows_range){fn, ctx, (int)((int64_t)N * t / T), (int)((int64_t)N * (t + 1) / T)};
-    for (int t = 1; t < T; t++)
-        started[t] = pthread_create(&th[t], NULL, rows_thread, &r[t]) == 0;
-    fn(ctx, r[0].i0, r[0].i1);
-    for (int t = 1; t < T; t++) {
-        if (started[t])
-            pthread_join(th[t], NULL);
-        else /* no thread to be had: this one does the range */
-            fn(ctx, r[t].i0, r[t].i1);
-    }
+    runs_job j = {fn, ctx, N};
+    team_run(T, runs_part, &j);
+}
+
+/* Members for `pieces` pieces of work `each`, at least `least` of it a member. */
+static int members_for(int pieces, int64_t each, int64_t least)
+{
+    int T = atf_team_size();
+    int64_t worth = pieces * each / least;
+    if (T > worth)
+        T = (int)worth;
+    if (T > pieces)
+        T = pieces;
+    return T > 1 ? T : 1;
+}
+
+/* fn(ctx, c0, c1) over runs of the chunks 0 … ncuts − 1, one run a member (chunks whose
+ * outputs are their own; madds: a chunk's multiply-adds). */
+static void for_chunks(int ncuts, int64_t madds, rows_fn *fn, void *ctx)
+{
+    runs_job j = {fn, ctx, ncuts};
+    team_run(members_for(ncuts, madds, GEMM_MIN_PER_THREAD), runs_part, &j);
 }
 
 typedef struct {
@@ -188,17 +264,48 @@ static void release_scratch(double *scratch, const double *work)
         free(scratch);
 }
 
+typedef struct {
+    const atf_block *b;
+    const int *cuts;
+    const double *B;
+    double *T;
+} apply_job;
+
+static void apply_chunks(void *arg, int c0, int c1)
+{
+    const apply_job *j = arg;
+    const atf_block *b = j->b;
+    for (int c = c0; c < c1; c++) {
+        int i0 = j->cuts[c], m = j->cuts[c + 1] - i0;
+        if (m > 0)
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, b->cols, b->rows, 1.0,
+                        b->H + (size_t)i0 * b->rows, b->rows, j->B, b->cols, 0.0,
+                        j->T + (size_t)i0 * b->cols, b->cols);
+    }
+}
+
+void atf_shard_apply(const atf_block *b, const int *cuts, int ncuts, const double *B, double *y,
+                     double *work)
+{
+    /* T = H B (N × cols) chunk by chunk; then y_m += ⟨T_i, δ_m⟩. */
+    atf_serial_begin();
+    apply_job j = {b, cuts, B, work};
+    int64_t per_chunk = ncuts ? ((int64_t)b->N + ncuts - 1) / ncuts * b->rows * b->cols : 0;
+    for_chunks(ncuts, per_chunk, apply_chunks, &j);
+    rows_dot(b->N, b->C, b->cols, b->D, work, y);
+    atf_serial_end();
+}
+
 static void factored_apply(const atf_block *b, const double *B, double *y, double *work)
 {
-    /* T = H B (N × cols); then y_m += ⟨T_i, δ_m⟩. */
     double *T = take_scratch(b, work);
     if (!T) {
         fill_nan(y, b->M);
         return;
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b->N, b->cols, b->rows, 1.0, b->H,
-                b->rows, B, b->cols, 0.0, T, b->cols);
-    rows_dot(b->N, b->C, b->cols, b->D, T, y);
+    int cuts[ATF_SHARD_MAX_CUTS];
+    int ncuts = atf_shard_uniform_cuts(b->N, atf_shard_chunk(b->N), cuts);
+    atf_shard_apply(b, cuts, ncuts, B, y, T);
     release_scratch(T, work);
 }
 
@@ -242,24 +349,70 @@ static void sparse_adjoint(const atf_block *b, const double *lambda, double *B)
 }
 
 /* Σ over the chunks of Hᵀ S (rows × cols), chunk t being examples cuts[t] … cuts[t+1] − 1 of
- * the n held: each chunk's GEMM into T, added to (hi, lo) in double-double (atf_shard.h: the
- * same sum whichever process holds which chunk). No chunk (n = 0): zero. */
+ * the n held: each chunk's GEMM into a buffer, added to (hi, lo) in double-double in the
+ * chunks' order (atf_shard.h: the same sum whichever process holds which chunk). The team runs
+ * a round of chunks' GEMMs at once, one buffer a member (T, and more when they can be had),
+ * then the round's additions split by entries: every entry sees the same additions in the same
+ * order for any team. No chunk (n = 0): zero. */
+typedef struct {
+    const int *cuts;
+    int P, Q;
+    const double *H, *S;
+    double *buf[TEAM_MAX];
+    double *hi, *lo;
+    size_t len;
+    int first; /* the round: chunks first … first + count − 1 */
+    int count;
+} sums_job;
+
+static int chunk_size(const sums_job *j, int c)
+{
+    return j->cuts[c + 1] - j->cuts[c];
+}
+
+static void sums_gemm(void *arg, int t, int T)
+{
+    (void)T;
+    const sums_job *j = arg;
+    int c = j->first + t, i0 = j->cuts[c], m = chunk_size(j, c);
+    if (m > 0) /* the first chunk straight into hi */
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->P, j->Q, m, 1.0,
+                    j->H + (size_t)i0 * j->P, j->P, j->S + (size_t)i0 * j->Q, j->Q, 0.0,
+                    c ? j->buf[t] : j->hi, j->Q);
+}
+
+static void sums_add(void *arg, int t, int T)
+{
+    const sums_job *j = arg;
+    size_t e0 = (size_t)run_start((int64_t)j->len, t, T);
+    size_t e1 = (size_t)run_start((int64_t)j->len, t + 1, T);
+    for (int u = 0; u < j->count; u++) {
+        int c = j->first + u;
+        if (c > 0 && chunk_size(j, c) > 0)
+            atf_dd_add_vec(e1 - e0, j->hi + e0, j->lo + e0, j->buf[u] + e0);
+    }
+}
+
 static void chunk_sums(const int *cuts, int ncuts, int P, int Q, const double *H,
                        const double *S, double *T, double *hi, double *lo)
 {
-    size_t len = (size_t)P * (size_t)Q;
-    memset(hi, 0, len * sizeof *hi);
-    memset(lo, 0, len * sizeof *lo);
-    for (int t = 0; t < ncuts; t++) {
-        int i0 = cuts[t], m = cuts[t + 1] - cuts[t];
-        if (m < 1)
-            continue;
-        double *out = t ? T : hi;
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, P, Q, m, 1.0,
-                    H + (size_t)i0 * P, P, S + (size_t)i0 * Q, Q, 0.0, out, Q);
-        if (t)
-            atf_dd_add_vec(len, hi, lo, T);
+    sums_job j = {cuts, P, Q, H, S, {T}, hi, lo, (size_t)P * (size_t)Q, 0, 0};
+    memset(hi, 0, j.len * sizeof *hi);
+    memset(lo, 0, j.len * sizeof *lo);
+    /* a round at a time, one chunk a member: worth it when one chunk is */
+    int64_t madds = (int64_t)(ncuts ? (cuts[ncuts] - cuts[0] + ncuts - 1) / ncuts : 0) * P * Q;
+    int team = madds >= GEMM_MIN_PER_THREAD ? members_for(ncuts, 1, 1) : 1;
+    double *more = team > 1 ? malloc((size_t)(team - 1) * j.len * sizeof *more) : NULL;
+    if (!more) /* one buffer: the same sums, one chunk at a time */
+        team = 1;
+    for (int u = 1; u < team; u++)
+        j.buf[u] = more + (size_t)(u - 1) * j.len;
+    for (j.first = 0; j.first < ncuts; j.first += team) {
+        j.count = ncuts - j.first < team ? ncuts - j.first : team;
+        team_run(j.count, sums_gemm, &j);
+        team_run(members_for(j.count, (int64_t)j.len, ADD_MIN_PER_THREAD), sums_add, &j);
     }
+    free(more);
 }
 
 int atf_shard_uniform_cuts(int n, int chunk, int *cuts)
@@ -281,8 +434,10 @@ void atf_shard_adjoint_dd(const atf_block *b, const int *cuts, int ncuts,
 {
     /* S = Λ D (N × cols): row i gathers Σ_k λ_{iC+k} δ_{iC+k}; then Σ over chunks of Hᵀ S. */
     double *S = work, *T = work + (size_t)b->N * b->cols;
+    atf_serial_begin();
     rows_gather(b->N, b->C, b->cols, b->D, lambda, S);
     chunk_sums(cuts, ncuts, b->rows, b->cols, b->H, S, T, hi, lo);
+    atf_serial_end();
 }
 
 static void factored_adjoint(const atf_block *b, const double *lambda, double *B, double *work)
@@ -421,33 +576,57 @@ void atf_factored_rows_gather(const atf_block *b, const double *lambda, double *
     rows_gather(b->N, b->C, b->cols, b->D, lambda, S);
 }
 
+typedef struct {
+    int nb;
+    const atf_block *const *b;
+    const int *cuts;
+    int k;
+    const double *const *X;
+    double *T;
+} products_job;
+
+/* T_l = H_l [X_l^(1) … X_l^(k)] (N × k·cols_l) on the chunks c0 … c1 − 1. */
+static void products_chunks(void *arg, int c0, int c1)
+{
+    const products_job *j = arg;
+    const int N = j->b[0]->N;
+    double *T = j->T;
+    for (int l = 0; l < j->nb; l++) {
+        const atf_block *b = j->b[l];
+        int kQ = j->k * b->cols;
+        for (int c = c0; c < c1; c++)
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, j->cuts[c + 1] - j->cuts[c],
+                        kQ, b->rows, 1.0, b->H + (size_t)j->cuts[c] * b->rows, b->rows,
+                        j->X[l], kQ, 0.0, T + (size_t)j->cuts[c] * kQ, kQ);
+        T += (size_t)N * kQ;
+    }
+}
+
 void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int ncuts, int first,
                        int k,
                        const double *const *X, double *const *G, double *const *Glo,
                        atf_curvature_fn *curv, void *ctx, double *y, double *work)
 {
     const int N = b[0]->N;
-    double *T = work, *chunk_T = work + hess_products_size(nb, b, k);
-    /* T_l = H_l [X_l^(1) … X_l^(k)]  (N × k·cols_l), chunk by chunk: each GEMM then has the
-     * shape it has in one process, whichever process holds the chunk (a GEMM over a shard's
-     * rows could meet another of the BLAS's kernels, as the apply once did: docs/record/solver.md
-     * §19) */
-    for (int l = 0; l < nb; l++) {
-        int kQ = k * b[l]->cols;
-        for (int t = 0; t < ncuts; t++)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cuts[t + 1] - cuts[t], kQ,
-                        b[l]->rows, 1.0, b[l]->H + (size_t)cuts[t] * b[l]->rows, b[l]->rows,
-                        X[l], kQ, 0.0, T + (size_t)cuts[t] * kQ, kQ);
-        T += (size_t)N * kQ;
-    }
+    double *chunk_T = work + hess_products_size(nb, b, k);
+    atf_serial_begin();
+    /* the T_l chunk by chunk: each GEMM then has the shape it has in one process, whichever
+     * process holds the chunk (a GEMM over a shard's rows could meet another of the BLAS's
+     * kernels, as the apply once did: docs/record/solver.md §19) */
+    products_job pj = {nb, b, cuts, k, X, work};
+    int64_t per_chunk = 0;
+    for (int l = 0; l < nb && ncuts; l++)
+        per_chunk += ((int64_t)N + ncuts - 1) / ncuts * b[l]->rows * b[l]->cols * k;
+    for_chunks(ncuts, per_chunk, products_chunks, &pj);
     atf_factored_rows_curv(nb, b, k, first, work, curv, ctx, y);
-    T = work;
+    double *T = work;
     for (int l = 0; l < nb; l++) { /* G_l = H_lᵀ S_l, chunk by chunk */
         int kQ = k * b[l]->cols;
         double *lo = Glo ? Glo[l] : chunk_T + largest_g(nb, b, k);
         chunk_sums(cuts, ncuts, b[l]->rows, kQ, b[l]->H, T, chunk_T, G[l], lo);
         T += (size_t)N * kQ;
     }
+    atf_serial_end();
 }
 
 void atf_factored_hess(int nb, const atf_block *const *b, int k, const double *const *X,

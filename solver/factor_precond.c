@@ -179,7 +179,7 @@ static int build_var(atf_fs *fs, atf_fs_precond *pc, int v, int refresh_outer)
     fs->flops += (double)var->op.M * Q * r;
     double *c = pc->work, csum = 0.0;
     for (int i = 0; i < N; i++)
-        csum += (c[i] = cblas_ddot(r, T + (size_t)i * r, 1, T + (size_t)i * r, 1));
+        csum += (c[i] = atf_dot(T + (size_t)i * r, T + (size_t)i * r, (size_t)r));
     cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r, r, N, 1.0 / fmax(csum, 1e-300), T, r,
                 T, r, 0.0, k->QBv, r);
     if (eig(r, k->QBu, k->betaU) || eig(r, k->QBv, k->betaV))

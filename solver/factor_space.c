@@ -78,7 +78,7 @@ static double side_penalty(const atf_penalty *pen, int nuclear, double slope, co
     if (r == 0)
         return 0.0;
     if (nuclear)
-        return 0.5 * slope * cblas_ddot(m * r, A, 1, A, 1);
+        return 0.5 * slope * atf_dot(A, A, (size_t)m * r);
     double *Q = cache, *G = Q + (size_t)r * r, *Phi = G + (size_t)r * r, *lam = Phi + (size_t)r * r,
            *d1 = lam + r;
     gemm_tn(r, r, m, 1.0, A, A, 0.0, Q);

@@ -174,11 +174,6 @@ nomem:
     return ATF_E_NOMEM;
 }
 
-static double dot(const double *a, const double *b, size_t n)
-{
-    return n ? cblas_ddot((int)n, a, 1, b, 1) : 0.0;
-}
-
 /* ---- L-BFGS --------------------------------------------------------------------------------- */
 
 /* d = −H g by the two-loop recursion over the stored pairs (the first step scaled to move x by
@@ -191,20 +186,20 @@ static void lbfgs_direction(fac_state *st)
     memcpy(q, g, nf * sizeof *q);
     for (int k = 0; k < st->mcount; k++) {
         int j = (st->mhead - 1 - k + LBFGS_MEMORY) % LBFGS_MEMORY;
-        alpha[j] = st->mrho[j] * dot(st->mS + j * nf, q, nf);
+        alpha[j] = st->mrho[j] * atf_dot(st->mS + j * nf, q, nf);
         cblas_daxpy((int)nf, -alpha[j], st->mY + j * nf, 1, q, 1);
     }
     if (st->mcount > 0) {
         int j = (st->mhead - 1 + LBFGS_MEMORY) % LBFGS_MEMORY;
         const double *yj = st->mY + j * nf;
-        cblas_dscal((int)nf, dot(st->mS + j * nf, yj, nf) / dot(yj, yj, nf), q, 1);
+        cblas_dscal((int)nf, atf_dot(st->mS + j * nf, yj, nf) / atf_dot(yj, yj, nf), q, 1);
     } else {
-        double gn = sqrt(dot(g, g, nf)), xn = sqrt(dot(st->fs.cur.x, st->fs.cur.x, nf));
+        double gn = sqrt(atf_dot(g, g, nf)), xn = sqrt(atf_dot(st->fs.cur.x, st->fs.cur.x, nf));
         cblas_dscal((int)nf, gn > 0.0 ? fmin(1.0, (xn > 0.0 ? 0.1 * xn : 1.0) / gn) : 1.0, q, 1);
     }
     for (int k = st->mcount - 1; k >= 0; k--) {
         int j = (st->mhead - 1 - k + LBFGS_MEMORY) % LBFGS_MEMORY;
-        double beta = st->mrho[j] * dot(st->mY + j * nf, q, nf);
+        double beta = st->mrho[j] * atf_dot(st->mY + j * nf, q, nf);
         cblas_daxpy((int)nf, alpha[j] - beta, st->mS + j * nf, 1, q, 1);
     }
     cblas_dscal((int)nf, -1.0, q, 1);
@@ -216,8 +211,8 @@ static void lbfgs_remember(fac_state *st, const double *xold, const double *gold
     double *s = st->mS + st->mhead * nf, *y = st->mY + st->mhead * nf;
     for (size_t i = 0; i < nf; i++)
         s[i] = st->fs.cur.x[i] - xold[i], y[i] = st->fs.cur.g[i] - gold[i];
-    double sy = dot(s, y, nf);
-    if (!(sy > 1e-12 * sqrt(dot(s, s, nf) * dot(y, y, nf))))
+    double sy = atf_dot(s, y, nf);
+    if (!(sy > 1e-12 * sqrt(atf_dot(s, s, nf) * atf_dot(y, y, nf))))
         return; /* no curvature along the step: keep the pairs as they are */
     st->mrho[st->mhead] = 1.0 / sy;
     st->mhead = (st->mhead + 1) % LBFGS_MEMORY;
@@ -230,12 +225,12 @@ static int wolfe_step(fac_state *st, double *xtry)
 {
     atf_fs *fs = &st->fs;
     size_t nf = fs->nf;
-    double F0 = fs->cur.F, slope = dot(fs->cur.g, st->d, nf);
+    double F0 = fs->cur.F, slope = atf_dot(fs->cur.g, st->d, nf);
     if (!(slope < 0.0)) { /* not a descent direction: steepest descent, memory cleared */
         st->mcount = 0;
         for (size_t i = 0; i < nf; i++)
             st->d[i] = -fs->cur.g[i];
-        slope = dot(fs->cur.g, st->d, nf);
+        slope = atf_dot(fs->cur.g, st->d, nf);
         if (!(slope < 0.0))
             return -1;
     }
@@ -247,7 +242,7 @@ static int wolfe_step(fac_state *st, double *xtry)
         double Ft = fs->trial.F;
         if (!isfinite(Ft) || Ft > F0 + WOLFE_C1 * step * slope)
             hi = step;
-        else if (dot(fs->trial.g, st->d, nf) < WOLFE_C2 * slope)
+        else if (atf_dot(fs->trial.g, st->d, nf) < WOLFE_C2 * slope)
             lo = step;
         else
             return atf_fs_accept(fs) ? -1 : 0;
@@ -300,13 +295,13 @@ static int newton_direction(fac_state *st, double eta)
         r[i] = -g[i];
     atf_fs_precond_apply(fs, st->pc, r, z);
     memcpy(p, z, nf * sizeof *p);
-    double rz = dot(r, z, nf), tol = eta * sqrt(dot(g, g, nf));
+    double rz = atf_dot(r, z, nf), tol = eta * sqrt(atf_dot(g, g, nf));
     int k = 0;
     while (k < CG_MAX) {
         atf_fs_hvp(fs, p, q);
         k++;
-        double pq = dot(p, q, nf);
-        if (!(pq > 1e-14 * dot(p, p, nf))) {
+        double pq = atf_dot(p, q, nf);
+        if (!(pq > 1e-14 * atf_dot(p, p, nf))) {
             if (k == 1) /* negative curvature at once: the preconditioned gradient */
                 memcpy(x, p, nf * sizeof *x);
             break;
@@ -314,10 +309,10 @@ static int newton_direction(fac_state *st, double eta)
         double a = rz / pq;
         cblas_daxpy((int)nf, a, p, 1, x, 1);
         cblas_daxpy((int)nf, -a, q, 1, r, 1);
-        if (sqrt(dot(r, r, nf)) <= tol)
+        if (sqrt(atf_dot(r, r, nf)) <= tol)
             break;
         atf_fs_precond_apply(fs, st->pc, r, z);
-        double rz2 = dot(r, z, nf);
+        double rz2 = atf_dot(r, z, nf);
         for (size_t i = 0; i < nf; i++)
             p[i] = z[i] + (rz2 / rz) * p[i];
         rz = rz2;
@@ -338,7 +333,7 @@ static int newton_step(fac_state *st, char *err, atf_error *e)
     eta = fmax(eta, fmin(0.5, 0.3 * st->b.eps / fmax(st->pg, 1e-300)));
     int k = newton_direction(st, eta);
     st->cg += k;
-    double slope = dot(fs->cur.g, st->d, nf), F0 = fs->cur.F;
+    double slope = atf_dot(fs->cur.g, st->d, nf), F0 = fs->cur.F;
     if (!(slope < 0.0))
         return -1;
     double *xtry = st->cr;
@@ -383,7 +378,7 @@ static double model_step(fac_state *st, double slope, double pen_curv)
     atf_sv_apply(s, st->w, st->zB);
     double *K = st->fs.zw;
     atf_pg_loss_hess(&st->pl, NULL, 0, st->zB, K);
-    double curv = dot(st->zB, K, (size_t)s->work.M) + pen_curv;
+    double curv = atf_dot(st->zB, K, (size_t)s->work.M) + pen_curv;
     return curv > 0.0 ? -slope / curv : 0.0;
 }
 

@@ -155,11 +155,6 @@ static void hess_vec(atf_solver *s, atf_pg_loss *pl, newton_state *st, const dou
     atf_sv_hess(s, atf_pg_loss_curv, pl, p, st->Ap, Hp);
 }
 
-static double dot(const double *a, const double *b, size_t n)
-{
-    return n ? cblas_ddot((int)n, a, 1, b, 1) : 0.0;
-}
-
 /* CG on (Λ + P_S ∇²g P_S) d = rhs (in st->r on entry), d and Hd = ∇²g d out. Stops at the
  * relative residual η, at CG_MAX steps, on the interrupt flag, or on nonpositive curvature
  * (then d is the last iterate with positive curvature; at the first step the right-hand side
@@ -177,14 +172,14 @@ static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newt
     else
         memcpy(st->y, st->r, n * sizeof *st->y);
     memcpy(st->p, st->y, n * sizeof *st->p);
-    double rr = dot(st->r, st->y, n);
+    double rr = atf_dot(st->r, st->y, n);
     int k = 0;
     while (k < CG_MAX && !atf_sv_interrupted(s)) {
         hess_vec(s, pl, st, st->p, st->Hp);
         atf_jac_apply(jac, ATF_JAC_LAMBDA, st->p, ATF_JAC_MASK, st->Hp, st->Kp);
         cblas_daxpy((int)n, mu, st->p, 1, st->Kp, 1);
         k++;
-        double pKp = dot(st->p, st->Kp, n);
+        double pKp = atf_dot(st->p, st->Kp, n);
         if (!(pKp > 0.0)) { /* negative curvature (nonconvex ω̃) or breakdown */
             st->negative_curvature++;
             if (k == 1) {
@@ -203,7 +198,7 @@ static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newt
             atf_nys_apply(ny, jac, st->r, st->y);
         else
             memcpy(st->y, st->r, n * sizeof *st->y);
-        double rr_next = dot(st->r, st->y, n);
+        double rr_next = atf_dot(st->r, st->y, n);
         double beta = rr_next / rr;
         rr = rr_next;
         for (size_t i = 0; i < n; i++)
@@ -451,7 +446,7 @@ static int newton_step(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newton_stat
     st->cg_total += st->cg_last;
     for (size_t i = 0; i < n; i++)
         st->dz[i] = st->d[i] - st->R[i] - t * st->Hd[i];
-    double slope = dot(st->R, st->d, n) / t;
+    double slope = atf_dot(st->R, st->d, n) / t;
     if (line_search(s, pl, st, slope)) {
         st->in_a_row = 0;
         if (st->alpha == 1.0) {

@@ -86,12 +86,12 @@ double atf_sv_max(const atf_solver *s, double v)
 }
 
 /* y (the share's rows) = beta·y + b x for an operator over the share's examples, a factored one
- * chunk by chunk: each chunk's GEMM then has the shape it has in one process, whichever process
- * holds the chunk. One GEMM over all the rows held does the same sums row by row, but OpenBLAS
- * takes another kernel for small products (below 10⁶ multiply-adds on SkylakeX), and the share
- * of a small problem can fall below that where the whole problem does not: its rows then
- * differed in their last bits (docs/record/solver.md §19, "The CG baseline over processes"). work:
- * atf_block_work_size(b) doubles, or NULL. */
+ * chunk by chunk (atf_shard_apply): each chunk's GEMM then has the shape it has in one process,
+ * whichever process holds the chunk. One GEMM over all the rows held does the same sums row by
+ * row, but OpenBLAS takes another kernel for small products (below 10⁶ multiply-adds on
+ * SkylakeX), and the share of a small problem can fall below that where the whole problem does
+ * not: its rows then differed in their last bits (docs/record/solver.md §19, "The CG baseline
+ * over processes"). work: atf_block_work_size(b) doubles, or NULL. */
 static void apply_share(const atf_sv_share *sh, const atf_block *b, const double *x,
                         double beta, double *y, double *work)
 {
@@ -99,14 +99,12 @@ static void apply_share(const atf_sv_share *sh, const atf_block *b, const double
         atf_block_apply_work(b, x, beta, y, work);
         return;
     }
-    for (int c = 0; c < sh->ncuts; c++) {
-        atf_block chunk = *b;
-        int i0 = sh->cuts[c];
-        chunk.N = sh->cuts[c + 1] - i0, chunk.M = chunk.N * b->C;
-        chunk.H = b->H + (size_t)i0 * b->rows;
-        chunk.D = b->D + (size_t)i0 * b->C * b->cols;
-        atf_block_apply_work(&chunk, x, beta, y + (size_t)i0 * b->C, work);
-    }
+    double *own = work ? NULL : malloc((size_t)atf_block_work_size(b) * sizeof *own);
+    for (int m = 0; m < b->M; m++) /* NaN without scratch, which the callers' checks report */
+        y[m] = !work && !own ? NAN : beta == 0.0 ? 0.0 : beta * y[m];
+    if (work || own)
+        atf_shard_apply(b, sh->cuts, sh->ncuts, x, y, work ? work : own);
+    free(own);
 }
 
 void atf_sv_residual(const atf_solver *s, double *const *Bs, double *res)

@@ -426,7 +426,7 @@ static void apply_spectral(atf_jac_var *v, const atf_jac_coef *c, const double *
 static void apply_norm(const atf_jac_var *v, const atf_jac_coef *c, const double *h,
                        double *out, int add)
 {
-    double a = cblas_ddot((int)v->len, v->u, 1, h, 1);
+    double a = atf_dot(v->u, h, (size_t)v->len);
     for (size_t i = 0; i < v->len; i++) {
         double radial = a * v->u[i];
         double val = c->c3[0] * radial + c->c3[1] * (h[i] - radial);

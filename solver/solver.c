@@ -273,6 +273,15 @@ static atf_error check_processes(const atf_solver *s, char *err)
     return ATF_E_USAGE;
 }
 
+/* The methods that run over processes take the same steps on any number of threads as a
+ * process of mpirun does (atf_shard.h, "atf's own threads"): every BLAS call of theirs on one
+ * thread, the products on atf's team. The others keep the BLAS's threads (a Gram's
+ * factorisation is the BLAS's own parallel work). */
+static int one_arithmetic(const atf_solver *s)
+{
+    return s->method && s->method->info.processes == ATF_PROCS_ALWAYS;
+}
+
 atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,
                           const atf_hooks *hooks, atf_solver **out, char *err)
 {
@@ -304,11 +313,16 @@ atf_error atf_solver_init(const atf_problem *prob, const atf_settings *set,
     if (s->set.method == ATF_METHOD_AUTO)
         resolve_auto(s);
     s->method = atf_sv_method_of(s->set.method);
+    int serial = one_arithmetic(s);
+    if (serial)
+        atf_serial_begin();
     e = check_processes(s, err);
     if (e == ATF_OK)
         e = atf_sv_shards_init(s, err);
     if (e == ATF_OK)
         e = setup(s, err);
+    if (serial)
+        atf_serial_end();
     if (e != ATF_OK) {
         atf_solver_free(s);
         return e;
@@ -529,6 +543,9 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
     atf_loss_format(&s->loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
     s->check[0] = '\0';
     s->passes = 0;
+    int serial = one_arithmetic(s);
+    if (serial)
+        atf_serial_begin();
     atf_error e = run_method(s, res, x, err);
     if (s->method->info.matrix_free)
         res->info.operator_passes = s->passes > INT_MAX ? INT_MAX : (int)s->passes;
@@ -536,6 +553,8 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
         check_answer(s, res, x);
         e = finish(s, res, x, err);
     }
+    if (serial)
+        atf_serial_end();
     free(x);
     if (e != ATF_OK) {
         atf_result_free(res);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "atf_train.h"
+#include "atf_util.h"
 
 /* ‖K − I‖_F / ‖A‖_F for K = A − C (n × n, A and C given; K overwrites C). */
 static double relative_defect(int n, const double *A, double *C)
@@ -194,9 +195,9 @@ atf_error atf_model_compare_result(const atf_model *m, const atf_result *res,
         snprintf(name, sizeof name, "b%d", l + 1);
         const atf_result_block *bb = find_block(res, name);
         if (bb && bb->rows == 1 && bb->cols == Q && bb->B) {
-            dot_b += cblas_ddot(Q, db, 1, bb->B, 1);
-            nm_b += cblas_ddot(Q, db, 1, db, 1);
-            nr_b += cblas_ddot(Q, bb->B, 1, bb->B, 1);
+            dot_b += atf_dot(db, bb->B, (size_t)Q);
+            nm_b += atf_dot(db, db, (size_t)Q);
+            nr_b += atf_dot(bb->B, bb->B, (size_t)Q);
         }
         out->cosine[l] = atf_matrix_cosine(n, B, b->B);
         out->norm_model[l] = cblas_dnrm2((int)n, B, 1);
@@ -205,7 +206,7 @@ atf_error atf_model_compare_result(const atf_model *m, const atf_result *res,
         out->omega_result[l] = omega_of(pen, P, Q, b->B);
         out->omega_model_total += out->omega_model[l];
         out->omega_result_total += out->omega_result[l];
-        dot += cblas_ddot((int)n, B, 1, b->B, 1);
+        dot += atf_dot(B, b->B, (size_t)n);
         nm += out->norm_model[l] * out->norm_model[l];
         nr += out->norm_result[l] * out->norm_result[l];
         free(B);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "atf_train.h"
+#include "atf_util.h"
 #include "train_internal.h"
 
 const char *atf_model_kind_name(atf_model_kind k)
@@ -755,7 +756,7 @@ atf_error model_penalty(const atf_model *m, const atf_penalty *pen, double mu, i
             e = omega_of_matrix(&pen->w1, P, m->M1[l], mu, grad ? grad->M1[l] : NULL, &v1, err);
         if (!e && !frozen_m2 && (l < L - 1 || m->train_output_m2))
             e = omega_of_matrix(&pen->w2, Q, m->M2[l], mu, grad ? grad->M2[l] : NULL, &v2, err);
-        double w2 = cblas_ddot(P * Q, m->W[l], 1, m->W[l], 1);
+        double w2 = atf_dot(m->W[l], m->W[l], (size_t)P * Q);
         if (grad)
             cblas_daxpy(P * Q, 2.0 * mu, m->W[l], 1, grad->W[l], 1);
         total += v1 + v2 + w2;

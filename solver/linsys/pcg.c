@@ -50,11 +50,6 @@
 #define CERT_EVERY 25
 #define CERT_SETTLED 1e-3
 
-static double dot(const double *a, const double *b, size_t n)
-{
-    return n ? cblas_ddot((int)n, a, 1, b, 1) : 0.0;
-}
-
 /* ---- setup ---- */
 
 void atf_sv_cg_free(atf_sv_cg *c)
@@ -148,7 +143,7 @@ static int inconsistent(atf_sv_cg *c, const atf_pcg_job *job, double beta, int e
                         atf_cg_report *rep)
 {
     double xn = atf_sv_norm(job->x, c->n);
-    double num = dot(c->z, job->b, (size_t)c->M) -
+    double num = atf_dot(c->z, job->b, (size_t)c->M) -
                  job->tol * job->bn * atf_sv_norm(c->z, (size_t)c->M);
     if (!(xn > 0.0) || !(num > 0.0))
         return 0;
@@ -207,7 +202,7 @@ static void log_row(atf_sv_cg *c, const atf_pcg_job *job, int k, double rr, doub
  * residual, or -1 on a breakdown (curvature not positive and finite). */
 static double step_update(atf_sv_cg *c, const atf_pcg_job *job, double rz)
 {
-    double pgp = dot(c->q, c->q, c->n), alpha = rz / pgp;
+    double pgp = atf_dot(c->q, c->q, c->n), alpha = rz / pgp;
     if (!(pgp > 0.0) || !isfinite(alpha))
         return -1.0;
     atf_sv_apply(c->s, c->q, c->gp);
@@ -244,7 +239,7 @@ static int confirm_converged(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report
 static double next_direction(atf_sv_cg *c, double rz, double *beta)
 {
     atf_sv_cg_precond_apply(&c->pre, c->rho, c->z);
-    double rz_new = dot(c->rho, c->z, (size_t)c->M);
+    double rz_new = atf_dot(c->rho, c->z, (size_t)c->M);
     *beta = rz_new / rz;
     for (int m = 0; m < c->M; m++)
         c->p[m] = c->z[m] + *beta * c->p[m];
@@ -274,7 +269,7 @@ static void pcg_loop(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report *rep, d
     memcpy(c->rho, job->b, (size_t)c->M * sizeof *c->rho);
     atf_sv_cg_precond_apply(&c->pre, c->rho, c->z);
     memcpy(c->p, c->z, (size_t)c->M * sizeof *c->p);
-    rz = dot(c->rho, c->z, (size_t)c->M);
+    rz = atf_dot(c->rho, c->z, (size_t)c->M);
     for (int k = 1;; k++) {
         if (k > job->max_steps) {
             rep->outcome = ATF_CG_LIMIT;
@@ -334,7 +329,7 @@ static void lsqr_start(atf_sv_cg *c, const atf_pcg_job *job, lsqr_state *st)
     st->t = c->rho, st->sv = c->z, st->aw = c->p, st->r = c->gp, st->v = c->q, st->w = c->qprev;
     memcpy(st->t, job->b, M * sizeof *st->t);
     atf_sv_cg_precond_apply(&c->pre, st->t, st->sv);
-    st->beta = sqrt(fmax(dot(st->t, st->sv, M), 0.0));
+    st->beta = sqrt(fmax(atf_dot(st->t, st->sv, M), 0.0));
     cblas_dscal((int)M, 1.0 / st->beta, st->t, 1);
     cblas_dscal((int)M, 1.0 / st->beta, st->sv, 1);
     atf_sv_adjoint(c->s, st->sv, st->v);
@@ -357,7 +352,7 @@ static void lsqr_step(atf_sv_cg *c, const atf_pcg_job *job, lsqr_state *st)
         st->t[m] = c->tmp[m] - st->alpha * st->t[m];
     }
     atf_sv_cg_precond_apply(&c->pre, st->t, st->sv);
-    st->beta = sqrt(fmax(dot(st->t, st->sv, M), 0.0));
+    st->beta = sqrt(fmax(atf_dot(st->t, st->sv, M), 0.0));
     if (st->beta > 0.0) {
         cblas_dscal((int)M, 1.0 / st->beta, st->t, 1);
         cblas_dscal((int)M, 1.0 / st->beta, st->sv, 1);
@@ -386,7 +381,7 @@ static int lsqr_inconsistent(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report
     double xn = atf_sv_norm(job->x, c->n);
     true_residual(c, job);
     atf_sv_cg_precond_apply(&c->pre, c->tmp, c->y);
-    double num = dot(c->y, job->b, (size_t)c->M) -
+    double num = atf_dot(c->y, job->b, (size_t)c->M) -
                  job->tol * job->bn * atf_sv_norm(c->y, (size_t)c->M);
     if (!(xn > 0.0) || !(num > 0.0))
         return 0;

@@ -110,7 +110,7 @@ static void block_of_op(const atf_block *b, int i, double *blk, double *w)
     int C = b->C, n = b->rows * b->cols;
     if (b->kind == ATF_OP_FACTORED) {
         const double *h = b->H + (size_t)i * (size_t)b->rows;
-        double hn = cblas_ddot(b->rows, h, 1, h, 1);
+        double hn = atf_dot(h, h, (size_t)b->rows);
         cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, C, b->cols, hn,
                     b->D + (size_t)i * (size_t)C * (size_t)b->cols, b->cols, 1.0, blk, C);
     } else if (b->kind == ATF_OP_DENSE) {

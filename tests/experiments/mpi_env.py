@@ -55,9 +55,10 @@ def mpi(k, argv):
     return [MPIRUN, "-np", str(k), "--oversubscribe", ATF, *argv]
 
 
-def run(cmd, expect=0, timeout=600):
-    """Run cmd (atf alone, or mpi(…)) and check its exit code."""
-    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
+def run(cmd, expect=0, timeout=600, threads=1):
+    """Run cmd (atf alone, or mpi(…)) on `threads` BLAS threads and check its exit code."""
+    env = dict(ENV, OPENBLAS_NUM_THREADS=str(threads))
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     shown = " ".join(os.path.basename(c) if c in (ATF, MPIRUN) else c for c in cmd)
     check(p.returncode == expect, f"{shown[:300]}: exit {p.returncode}, expected {expect}: "
                                   f"{p.stderr[-800:]}")

@@ -352,43 +352,62 @@ static void check_hess(atf_test_rng *rng, int N, int C, int k)
     free(K), free(y), free(u), free(part), free(xj), free(ref), free(got), free(work), free(z);
 }
 
-/* Factored apply, adjoint and the fused product with N = 2 000 (≥ 512 examples a thread) on
- * 1, 2 and 3 threads against the dense A. */
+/* Factored apply, adjoint and the fused product with N = 2 000 (≥ 512 examples a thread, 63
+ * chunks) on 1, 2 and 3 threads: against the dense A, and the same bits on every count (the
+ * chunks' GEMMs on atf's team, each on one BLAS thread), which is given back afterwards. */
 static void check_threads(atf_test_rng *rng)
 {
     int saved = openblas_get_num_threads();
+    case_t c = make_factored(rng, 2000, 3, 2, 9);
+    const atf_block *b = &c.b;
+    int M = b->M, n = 18;
+    double *x = atf_test_new_symmetric(rng, (size_t)n);
+    double *lam = atf_test_new_symmetric(rng, (size_t)M);
+    double *K = calloc((size_t)2000 * 9, sizeof *K); /* K = I per example: Aᵀ A x */
+    for (int i = 0; i < 2000; i++)
+        for (int a = 0; a < 3; a++)
+            K[(size_t)i * 9 + a * 4] = 1.0;
+    curv_t cv = {3, K};
+    double *ref = malloc((size_t)M * sizeof *ref), *z = malloc((size_t)M * sizeof *z);
+    double *got[3], *first[3] = {NULL, NULL, NULL}; /* apply, adjoint, fused; at one thread */
     for (int T = 1; T <= 3; T++) {
         openblas_set_num_threads(T);
         char ctx[64];
         snprintf(ctx, sizeof ctx, "factored N=2000 C=3 2x9, %d thread(s)", T);
-        case_t c = make_factored(rng, 2000, 3, 2, 9);
-        const atf_block *b = &c.b;
-        int M = b->M, n = 18;
-        double *x = atf_test_new_symmetric(rng, (size_t)n);
-        double *lam = atf_test_new_symmetric(rng, (size_t)M);
-        double *y = nan_vector((size_t)M), *ref = malloc((size_t)M * sizeof *ref);
-        double *B = nan_vector((size_t)n), *G = nan_vector((size_t)n);
+        got[0] = nan_vector((size_t)M), got[1] = nan_vector((size_t)n);
+        got[2] = nan_vector((size_t)n);
         ref_apply(c.A, M, n, x, ref);
-        atf_block_apply(b, x, 0.0, y);
-        expect_close(ctx, "apply", y, ref, (size_t)M);
+        atf_block_apply(b, x, 0.0, got[0]);
+        expect_close(ctx, "apply", got[0], ref, (size_t)M);
         ref_adjoint(c.A, M, n, lam, ref);
-        atf_block_adjoint(b, lam, 0.0, B);
-        expect_close(ctx, "adjoint", B, ref, (size_t)n);
-        double one = 1.0; /* K = I per example: the product is Aᵀ A x */
-        double *K = calloc((size_t)2000 * 9, sizeof *K);
-        for (int i = 0; i < 2000; i++)
-            for (int a = 0; a < 3; a++)
-                K[(size_t)i * 9 + a * 4] = one;
-        curv_t cv = {3, K};
+        atf_block_adjoint(b, lam, 0.0, got[1]);
+        expect_close(ctx, "adjoint", got[1], ref, (size_t)n);
         double *work = malloc((size_t)atf_factored_hess_work_size(1, &b, 1) * sizeof *work);
-        atf_factored_hess(1, &b, 1, (const double *const *)&x, &G, apply_curv, &cv, y, work);
-        ref_apply(c.A, M, n, x, lam);
-        ref_adjoint(c.A, M, n, lam, ref);
-        expect_close(ctx, "fused product A^T A x", G, ref, (size_t)n);
-        free(x), free(lam), free(y), free(ref), free(B), free(G), free(K), free(work);
-        free_case(&c);
+        atf_factored_hess(1, &b, 1, (const double *const *)&x, &got[2], apply_curv, &cv, z,
+                          work);
+        ref_apply(c.A, M, n, x, z);
+        ref_adjoint(c.A, M, n, z, ref);
+        expect_close(ctx, "fused product A^T A x", got[2], ref, (size_t)n);
+        CHECK(openblas_get_num_threads() == T, "%s: the BLAS's threads not given back (%d)", ctx,
+              openblas_get_num_threads());
+        size_t len[3] = {(size_t)M, (size_t)n, (size_t)n};
+        const char *what[3] = {"apply", "adjoint", "fused product"};
+        for (int k = 0; k < 3; k++) {
+            if (T == 1) {
+                first[k] = got[k];
+                continue;
+            }
+            CHECK(memcmp(got[k], first[k], len[k] * sizeof(double)) == 0,
+                  "%s: %s differs from one thread's in its bits", ctx, what[k]);
+            free(got[k]);
+        }
+        free(work);
     }
     openblas_set_num_threads(saved);
+    for (int k = 0; k < 3; k++)
+        free(first[k]);
+    free(x), free(lam), free(ref), free(z), free(K);
+    free_case(&c);
 }
 
 int main(void)

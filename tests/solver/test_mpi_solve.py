@@ -3,7 +3,7 @@ examples and the solver sums over them in an order that does not depend on K. Ag
 command in one process, for K = 2 and K = 3: every block B and the objective equal (the test
 asks for a relative difference of at most 1e-12 and reports whether they are bit for bit), for
 newton (with its Nyström preconditioner on a subsample) and fista, on a Fashion-MNIST problem
-with 10 outputs. A rank fed a bad shard (NaN in its rows only), a rank killed mid-solve, a method
+with 10 outputs; and the one process on 2 and 3 BLAS threads gives the one-thread run's bits. A rank fed a bad shard (NaN in its rows only), a rank killed mid-solve, a method
 that does not run over processes and a rank-deficient factor each end the job with one message,
 the usual exit code, no output file and no process left.
 
@@ -50,6 +50,14 @@ for name, opts in cases.items():
     one = path(f"{name}_1.h5")
     run([ATF, "solve", prob, "-o", one, "--quiet", "--json", *opts], expect=EXIT[name])
     ref, ref_obj = blocks(one)
+    for threads in (2, 3):
+        out = path(f"{name}_1_{threads}threads.h5")
+        run([ATF, "solve", prob, "-o", out, "--quiet", "--json", *opts], expect=EXIT[name],
+            threads=threads)
+        got, obj = blocks(out)
+        check(all(np.array_equal(got[n], ref[n]) for n in ref) and obj == ref_obj,
+              f"{name} on {threads} threads: not the one-thread run bit for bit (objective "
+              f"{obj!r} vs {ref_obj!r})")
     for k in (2, 3):
         out = path(f"{name}_{k}.h5")
         p = run(mpi(k, ["solve", prob, "-o", out, "--quiet", "--json", *opts]), expect=EXIT[name])

@@ -14,7 +14,9 @@
  * (hooks.checkpoint / hooks.resume): a solve resumed from any state it handed out ends with the
  * uninterrupted solve's B, counts and certificates bit for bit (with and without the sketch, a
  * nonconvex penalty, both losses), another solve's or a damaged state is refused, a checkpoint
- * the caller cannot keep is an error, and the file round trip. */
+ * the caller cannot keep is an error, and the file round trip; one arithmetic on any number
+ * of threads: newton (with the sketch), cg and fista on 1, 2 and 3 BLAS threads end with the
+ * same B, counts and certificates bit for bit, and the BLAS's thread count is given back. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -621,8 +623,56 @@ static void test_units(void)
         }
 }
 
+/* ---- one arithmetic on any number of threads ----------------------------------------------- */
+
+static atf_result *solve_on_threads(const atf_problem *p, atf_settings set, int threads)
+{
+    openblas_set_num_threads(threads);
+    atf_result *res = NULL;
+    char err[ATF_ERRLEN] = "";
+    CHECK(atf_solve(p, &set, NULL, &res, err) == ATF_OK && res, "%d threads: %s", threads, err);
+    CHECK(openblas_get_num_threads() == threads, "the BLAS's %d threads not given back (%d)",
+          threads, openblas_get_num_threads());
+    return res;
+}
+
+/* 1 100 examples: 35 chunks, and the per-example streams split (≥ 512 examples a thread); a
+ * block of 200 × 160, whose chunks' GEMMs are large enough to be shared by the team. */
+static void test_threads(void)
+{
+    static const int shapes[3][2] = {{200, 160}, {20, 10}, {10, 3}};
+    int saved = openblas_get_num_threads();
+    atf_problem *p = factored(77, 1100, 3, 3, shapes, "zsq:scale=0.1", 0);
+    add_labels(p, 78, 1);
+    make_dense(p, 2, 0); /* a dense block too: its GEMV on one BLAS thread */
+    int n = (int)atf_problem_nvars(p);
+    atf_settings sets[3] = {tight(1e-10), tight(1e-10), tight(1e-10)};
+    /* a few steps each (the limit is a status like any other: bit for bit too) */
+    sets[0].method = ATF_METHOD_NEWTON, sets[0].newton_rank = 8, sets[0].max_iter = 4;
+    sets[0].loss = (atf_loss){ATF_LOSS_XENT, 0.5};
+    sets[1].method = ATF_METHOD_CG, sets[1].max_iter = 40;
+    sets[2].method = ATF_METHOD_FISTA, sets[2].max_iter = 30;
+    sets[2].loss = (atf_loss){ATF_LOSS_SQUARED, 0.5};
+    for (int k = 0; k < 3; k++) {
+        atf_result *one = solve_on_threads(p, sets[k], 1);
+        for (int threads = 2; one && threads <= 3; threads++) {
+            atf_result *many = solve_on_threads(p, sets[k], threads);
+            CHECK(many && same_result(one, many, n), "%s on %d threads: not the one-thread solve "
+                  "bit for bit (objective %.17g vs %.17g, passes %d vs %d)",
+                  atf_method_name(sets[k].method), threads, many ? many->info.objective : NAN,
+                  one->info.objective, many ? many->info.operator_passes : -1,
+                  one->info.operator_passes);
+            atf_result_free(many);
+        }
+        atf_result_free(one);
+    }
+    openblas_set_num_threads(saved);
+    atf_problem_free(p);
+}
+
 int main(void)
 {
+    test_threads();
     test_jacobian();
     test_preconditioner();
     test_against_fista();

@@ -50,6 +50,22 @@ static inline void atf_dd_add_dd(double *hi, double *lo, double xh, double xl)
 #define ATF_SHARD_MAX_CUTS 258
 int atf_shard_uniform_cuts(int n, int chunk, int *cuts);
 
+/* ---- atf's own threads (operators.c) ----
+ * The products run on a team of threads, as many as the BLAS was given (at most 16), each GEMM
+ * on one BLAS thread, so that their bits do not depend on the number of threads.
+ * atf_serial_begin sets the BLAS to one thread until the matching atf_serial_end (regions
+ * nest; the count the BLAS had is restored at the outermost end) and returns the team's size:
+ * a solver whose every BLAS call must give the same bits on any number of threads runs inside
+ * one. atf_team_size: the team's size now. */
+int atf_serial_begin(void);
+void atf_serial_end(void);
+int atf_team_size(void);
+
+/* Apply of a factored block over the examples it holds (a view), y += A x: the GEMM with H
+ * chunk by chunk (cuts), the same bits whichever process holds the chunk. work: N × cols. */
+void atf_shard_apply(const atf_block *b, const int *cuts, int ncuts, const double *B, double *y,
+                     double *work);
+
 /* Adjoint of a factored block over the examples it holds (a view: N and M its own): the
  * chunks' partial sums of Hᵀ Λ D in double-double, hi and lo (rows × cols each, overwritten).
  * lambda holds the block's own rows (b->M of them). work: atf_shard_adjoint_work_size doubles. */
@@ -68,8 +84,8 @@ void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int n
                        const double *const *X, double *const *G, double *const *Glo,
                        atf_curvature_fn *curv, void *ctx, double *y, double *work);
 
-/* fn(ctx, i0, i1) over contiguous ranges covering examples 0 … N − 1, one range per thread the
- * BLAS uses (the caller's thread takes the first; none below 512 examples a thread): for loops
+/* fn(ctx, i0, i1) over contiguous ranges covering examples 0 … N − 1, one range a member of the
+ * team (the caller's thread takes the first; none below 512 examples a thread): for loops
  * whose every example writes only its own outputs, so the split changes no result. */
 void atf_for_examples(int N, void (*fn)(void *ctx, int i0, int i1), void *ctx);
 

@@ -1,5 +1,6 @@
 /* atf_util.h — the small services every part of atf shares, one implementation each:
- * the clock, atomic file writes and strict comma-separated number lists.
+ * the clock, a dot product that repeats on any number of threads, atomic file writes and
+ * strict comma-separated number lists.
  *
  * No printing; failures are one-line messages "FILE: reason" or "WHAT: reason" in err
  * (ATF_ERRLEN bytes). */
@@ -27,6 +28,26 @@ double atf_now(void);
  * "unknown" for a BLAS that does not say. Kernels round differently, so two machines can give
  * other last bits: written with every problem and result (docs/formats.md). */
 const char *atf_blas_name(void);
+
+/* ---- sums ----
+ * ⟨a, b⟩ over n values in eight independent lanes, added in a fixed order. The BLAS's ddot is
+ * not used for the solvers' sums: OpenBLAS splits a ddot of more than 10 000 entries over its
+ * threads and adds the threads' parts, so the same run on one thread and on two gave other
+ * last bits, and after a few thousand CG steps another B (1e-7 apart). Eight lanes keep the
+ * loop in vector registers (a single running sum waits on each addition, ~4× slower). */
+static inline double atf_dot(const double *restrict a, const double *restrict b, size_t n)
+{
+    double acc[8] = {0.0};
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int u = 0; u < 8; u++)
+            acc[u] += a[j + u] * b[j + u];
+    double tail = 0.0;
+    for (; j < n; j++)
+        tail += a[j] * b[j];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) +
+           tail;
+}
 
 /* ---- atomic files ----
  * A file is replaced atomically by writing a temporary in the same directory and renaming it

@@ -182,7 +182,8 @@ static void next_sigma(alm_state *a, double eps_rel)
 
 /* ---- checkpoints ----------------------------------------------------------------------------
  * Inside outer iteration `outer`, at the top of a Newton step: the header below, the multiplier
- * y [M] (the subproblem's target is r' − y/σ), then the Newton run's state. */
+ * y [M] (the subproblem's target is r' − y/σ), then the Newton run's state. At the iteration
+ * limit, outer is max_iter + 1: the top of the subproblem that did not start. */
 enum { AL_MAGIC, AL_VERSION, AL_M, AL_OUTER, AL_SIGMA, AL_STEPS_BEFORE, AL_FEAS, AL_FEAS_PREV,
        AL_STATIONARITY, AL_EPS_INNER, AL_NEWTON_STEPS, AL_ELAPSED, AL_SKETCH_SIGMA, AL_HEADER };
 #define AL_MAGIC_VALUE 2.4163e7 /* "ATF ALM state", any fixed value that is not a count */
@@ -257,7 +258,7 @@ static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char 
         return e;
     if ((size_t)cp->len != state_len(s) || h[AL_MAGIC] != AL_MAGIC_VALUE ||
         h[AL_VERSION] != AL_VERSION_VALUE || h[AL_M] != M || !(h[AL_OUTER] >= 1.0) ||
-        !(h[AL_OUTER] <= a->b->max_iter) || !(h[AL_SIGMA] > 0.0) ||
+        !(h[AL_OUTER] <= a->b->max_iter + 1.0) || !(h[AL_SIGMA] > 0.0) ||
         !(h[AL_STEPS_BEFORE] >= 0.0) || !(h[AL_SKETCH_SIGMA] >= 0.0))
         return damaged(s, cp, err);
     double chain[AL_CHAIN_MAX];
@@ -322,6 +323,22 @@ static atf_error alm_start(atf_solver *s, alm_state *a, atf_newton *nw, double *
     return ATF_OK;
 }
 
+/* At the solve's iteration limit the state at the top of the next subproblem is kept (outer =
+ * max_iter + 1), so that a solve run again from it with a larger limit goes on as if it had
+ * never stopped. */
+static atf_error keep_at_limit(atf_solver *s, alm_state *a, char *err)
+{
+    if (!s->hooks.checkpoint || s->hooks.processes)
+        return ATF_OK;
+    set_target(s, a);
+    atf_newton_set_weight(s, a->nw, a->sigma, a->target);
+    a->steps_before = atf_newton_steps(a->nw);
+    if (save_state(a) == 0)
+        return ATF_OK;
+    atf_errorf(err, "alm: the checkpoint at the iteration limit could not be kept");
+    return ATF_E_IO;
+}
+
 atf_error atf_sv_alm_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, double *x,
                          char *err)
 {
@@ -372,6 +389,10 @@ atf_error atf_sv_alm_run(atf_solver *s, const atf_sv_budget *b, atf_result *res,
             break;
         }
         next_sigma(&a, b->eps);
+    }
+    if (status == ATF_STATUS_MAX_ITERATIONS && (e = keep_at_limit(s, &a, err)) != ATF_OK) {
+        atf_newton_free(nw), free(u), free(g), free_state(&a);
+        return e;
     }
     if (a.outer > b->max_iter)
         a.outer = b->max_iter;

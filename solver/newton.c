@@ -538,6 +538,8 @@ struct atf_newton {
     int started;
     int checkpointing;   /* hooks.checkpoint is called (atf_sv_newton, one process) */
     int checkpoint_failed;
+    int limit_kept; /* the state at the solve's iteration limit is kept (by this or an earlier
+                     * stage, which later stages, started with no steps left, must not replace) */
     int (*host_save)(void *ctx); /* the host's checkpoint (atf_newton_checkpoint_by), or NULL */
     void *host_ctx;
     char key[ATF_CHECKPOINT_KEYLEN]; /* of this solve's checkpoints (checkpoint_key) */
@@ -918,8 +920,12 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
             return ATF_STATUS_NUMERICAL_ERROR;
         if (atf_sv_interrupted(s))
             return stopped(s, nw);
-        if (it >= max_iter)
+        if (it >= max_iter) { /* the solve's own limit: its state is kept, to go on from */
+            if (nw->checkpointing && !nw->limit_kept && take_checkpoint(s, nw) != 0)
+                nw->checkpoint_failed = 1;
+            nw->limit_kept = nw->checkpointing;
             break;
+        }
         if (st->in_a_row >= NEWTON_GIVE_UP) {
             *gave_up = 1;
             break;
@@ -1002,12 +1008,15 @@ typedef struct {
     int iter, cg_total, fallbacks, backtracks, negative_curvature;
     double start;
     int ny_rank, ny_grown_at;
+    int limit_kept; /* atf_newton's */
 } newton_carry;
 
-static void carry_out(const newton_state *st, newton_carry *c)
+static void carry_out(const atf_newton *nw, newton_carry *c)
 {
+    const newton_state *st = &nw->st;
     *c = (newton_carry){st->iter, st->cg_total, st->fallbacks, st->backtracks,
-                        st->negative_curvature, st->start, st->ny.k, st->ny_grown_at};
+                        st->negative_curvature, st->start, st->ny.k, st->ny_grown_at,
+                        nw->limit_kept};
 }
 
 /* ... and the sketch's rank, where an earlier stage grew it (out of memory: it stays). */
@@ -1086,12 +1095,13 @@ static atf_error run_stage(atf_solver *s, const atf_sv_budget *b, const atf_loss
         log_header(s, loss, &nw->st);
     if (!nw->started)
         carry_in(&nw->st, c);
+    nw->limit_kept = c->limit_kept;
     *status = atf_newton_run(s, nw, x, eps, b->max_iter - nw->st.iter, b->verbose, gave_up);
     if (nw->checkpoint_failed) {
         atf_errorf(err, "newton: the checkpoint at step %d could not be kept", nw->st.iter);
         return ATF_E_IO;
     }
-    carry_out(&nw->st, c);
+    carry_out(nw, c);
     s->passes += atf_newton_sketch_passes(nw);
     nw->st.ny.passes = 0.0; /* counted */
     return ATF_OK;

@@ -385,3 +385,37 @@ void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss, int r
     atf_problem_free(p);
 }
 
+
+/* Stopped at the iteration limit, the solve keeps its state there (one state, checkpoints
+ * being otherwise due never); run again from it with set's larger limit it ends as the
+ * uninterrupted solve, bit for bit. Limits 1, 1 + step, … up to `last`. */
+void checkpoint_at_limit_on(const atf_problem *p, atf_settings set, int last, int step,
+                            const char *what)
+{
+    int n = (int)atf_problem_nvars(p);
+    char err[ATF_ERRLEN] = "";
+    atf_error e;
+    atf_result *plain = solve_with_hooks(p, &set, NULL, &e, err);
+    CHECK(plain, "%s: %s", what, err);
+    for (int limit = 1; limit <= last && plain; limit += step) {
+        kept_states k = {.fail_at = -1, .stop_at = -1};
+        atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k,
+                           .checkpoint_seconds = 1e9};
+        atf_settings short_set = set;
+        short_set.max_iter = limit;
+        atf_result *cut = solve_with_hooks(p, &short_set, &hooks, &e, err), *res = NULL;
+        CHECK(cut && cut->info.status == ATF_STATUS_MAX_ITERATIONS && k.count == 1,
+              "%s, limit %d: status %s, %d states kept", what, limit,
+              cut ? atf_status_name(cut->info.status) : "-", k.count);
+        if (k.count >= 1) {
+            atf_hooks from = {.resume = &k.states[k.count - 1]};
+            res = solve_with_hooks(p, &set, &from, &e, err);
+            CHECK(res && same_result(plain, res, n),
+                  "%s, limit %d: resumed with the larger limit, not the uninterrupted solve (%s)",
+                  what, limit, err);
+        }
+        atf_result_free(cut), atf_result_free(res);
+        kept_states_free(&k);
+    }
+    atf_result_free(plain);
+}

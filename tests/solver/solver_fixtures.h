@@ -61,4 +61,9 @@ void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss, int r
                         int min_states, double warm_lambda, int N, const int (*shapes)[2],
                         const char *note);
 
+/* A solve stopped at limits 1, 1 + step, … ≤ last keeps one state there, and resumed from it
+ * with set's limit ends as the uninterrupted solve bit for bit. */
+void checkpoint_at_limit_on(const atf_problem *p, atf_settings set, int last, int step,
+                            const char *what);
+
 #endif

@@ -304,6 +304,22 @@ class CheckpointCli(T.ScratchCase):
             self.assertTrue(np.array_equal(want[k], got[k]), k)
         return cp, cpargs
 
+    def test_limit_keeps_the_state_whatever_the_interval(self):
+        """newton and alm stopped by --max-iter keep their state with the default interval
+        (600 s, never due in a run this short)."""
+        rng = np.random.default_rng(12)
+        prob = T.factored_problem(rng, 30, 3, [(12, 10), (10, 3)], penalty="balanced+balanced")
+        pfile = prob.write(self.path("wide.h5"))
+        with h5py.File(pfile, "a") as f:
+            f["f0"] = rng.standard_normal((30, 3))
+            f["labels"] = rng.integers(0, 3, 30).astype(np.int64)
+        for method, loss in (("newton", ["--loss", "xent:lambda=0.05"]), ("alm", [])):
+            cp = self.path(f"{method}.ck.h5")
+            code, _, err = self.run_solve(pfile, f"{method}.h5", *loss, "--method", method,
+                                          "--tol", "1e-12", "--checkpoint", cp, "--max-iter", "2")
+            self.assertEqual(code, 4, err)
+            self.assertTrue(os.path.exists(cp), f"{method}: no checkpoint at the iteration limit")
+
     def test_resume_is_the_uninterrupted_solve(self):
         pfile = self.labelled_problem(11)
         common = ["--loss", "xent:lambda=0.05", "--method", "newton", "--tol", "1e-10"]

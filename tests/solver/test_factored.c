@@ -310,41 +310,15 @@ static void test_checkpoints(void)
                        "newton continued");
 }
 
-/* Stopped at the iteration limit, the solve keeps its state there; run again from it with the
- * larger limit it ends as the uninterrupted solve. */
 static void test_checkpoint_at_limit(void)
 {
     static const int shapes[2][2] = {{30, 20}, {20, 3}};
     atf_problem *p = factored(91, 24, 2, 2, shapes, "nuclear:scale=0.05", 0);
     add_labels(p, 92, 1);
-    int n = (int)atf_problem_nvars(p);
     atf_settings set = tight(1e-9);
     set.method = ATF_METHOD_FACTORED, set.loss = (atf_loss){ATF_LOSS_XENT, 0.2};
     set.max_iter = 300;
-    char err[ATF_ERRLEN] = "";
-    atf_error e;
-    atf_result *plain = solve_with_hooks(p, &set, NULL, &e, err);
-    for (int limit = 1; limit <= 31 && plain; limit += 6) {
-        kept_states k = {.fail_at = -1, .stop_at = -1};
-        atf_hooks hooks = {.checkpoint = keep_state, .checkpoint_ctx = &k,
-                           .checkpoint_seconds = 1e9};
-        atf_settings short_set = set;
-        short_set.max_iter = limit;
-        atf_result *cut = solve_with_hooks(p, &short_set, &hooks, &e, err), *res = NULL;
-        CHECK(cut && cut->info.status == ATF_STATUS_MAX_ITERATIONS && k.count == 1,
-              "limit %d: status %s, %d states kept", limit,
-              cut ? atf_status_name(cut->info.status) : "-", k.count);
-        if (k.count >= 1) {
-            atf_hooks from = {.resume = &k.states[k.count - 1]};
-            res = solve_with_hooks(p, &set, &from, &e, err);
-            CHECK(res && same_result(plain, res, n),
-                  "limit %d: resumed with the larger limit, not the uninterrupted solve (%s)",
-                  limit, err);
-        }
-        atf_result_free(cut), atf_result_free(res);
-        kept_states_free(&k);
-    }
-    atf_result_free(plain);
+    checkpoint_at_limit_on(p, set, 31, 6, "factored");
     atf_problem_free(p);
 }
 

@@ -519,6 +519,16 @@ static void test_checkpoints(void)
     checkpoint_case(ATF_METHOD_ALM, "nuclear:scale=0.01", interpolate, 0, 3, 0.0);
     checkpoint_growth();
     checkpoint_file();
+    /* the state at the iteration limit (newton with the sketch; alm) */
+    static const int limit_shapes[2][2] = {{8, 6}, {6, 2}};
+    atf_problem *p = factored(93, 24, 2, 2, limit_shapes, "balanced+balanced", 0);
+    add_labels(p, 94, 1);
+    atf_settings set = tight(1e-9);
+    set.method = ATF_METHOD_NEWTON, set.loss = xent, set.newton_rank = 8, set.max_iter = 300;
+    checkpoint_at_limit_on(p, set, 7, 3, "newton at its limit");
+    set.method = ATF_METHOD_ALM, set.loss = interpolate;
+    checkpoint_at_limit_on(p, set, 3, 1, "alm at its limit");
+    atf_problem_free(p);
     static const int small[2][2] = {{8, 6}, {6, 2}}, large[2][2] = {{40, 12}, {12, 2}};
     sigma_at_its_cap("balanced+balanced", xent, 8, 24, small);
     sigma_at_its_cap("sq", squared, 0, 24, small);

@@ -493,11 +493,12 @@ static int state_ok(const atf_solver *s, const admm_state *st, const atf_checkpo
 {
     const double *h = cp->data;
     return cp->len == (int64_t)state_len(s, st) && h[AD_MAGIC] == AD_MAGIC_VALUE &&
-           h[AD_VERSION] == AD_VERSION_VALUE && h[AD_N] == (double)s->n && h[AD_DONE] >= 0.0 &&
-           h[AD_DONE] <= st->b->max_iter && h[AD_RHO] > 0.0 && h[AD_TIGHTEN] > 0.0 &&
-           h[AD_TIGHTEN] <= 1.0 && h[AD_WINDOW_START] >= 0.0 &&
-           h[AD_WINDOW_START] <= h[AD_DONE] && h[AD_LAST_CHANGE] >= 0.0 &&
-           h[AD_LAST_CHANGE] <= h[AD_DONE] && h[AD_CG_STEPS] >= 0.0 && h[AD_PASSES] >= 0.0 &&
+           h[AD_VERSION] == AD_VERSION_VALUE && h[AD_N] == (double)s->n &&
+           atf_sv_count_ok(h[AD_DONE], st->b->max_iter) && h[AD_RHO] > 0.0 &&
+           h[AD_TIGHTEN] > 0.0 && h[AD_TIGHTEN] <= 1.0 &&
+           atf_sv_count_ok(h[AD_WINDOW_START], h[AD_DONE]) &&
+           atf_sv_count_ok(h[AD_LAST_CHANGE], h[AD_DONE]) &&
+           atf_sv_count_ok(h[AD_CG_STEPS], INT_MAX) && h[AD_PASSES] >= 0.0 &&
            h[AD_LAM_LEN] == (st->lam ? s->work.M : 0) &&
            (h[AD_LAM_READY] == 0.0 || h[AD_LAM_READY] == 1.0);
 }

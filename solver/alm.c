@@ -258,8 +258,9 @@ static atf_error resume_state(atf_solver *s, alm_state *a, atf_newton *nw, char 
         return e;
     if ((size_t)cp->len != state_len(s) || h[AL_MAGIC] != AL_MAGIC_VALUE ||
         h[AL_VERSION] != AL_VERSION_VALUE || h[AL_M] != M || !(h[AL_OUTER] >= 1.0) ||
-        !(h[AL_OUTER] <= a->b->max_iter + 1.0) || !(h[AL_SIGMA] > 0.0) ||
-        !(h[AL_STEPS_BEFORE] >= 0.0) || !(h[AL_SKETCH_SIGMA] >= 0.0))
+        !atf_sv_count_ok(h[AL_OUTER], a->b->max_iter + 1.0) || !(h[AL_SIGMA] > 0.0) ||
+        !atf_sv_count_ok(h[AL_STEPS_BEFORE], INT_MAX) ||
+        !atf_sv_count_ok(h[AL_NEWTON_STEPS], INT_MAX) || !(h[AL_SKETCH_SIGMA] >= 0.0))
         return damaged(s, cp, err);
     double chain[AL_CHAIN_MAX];
     int nchain = h[AL_SKETCH_SIGMA] > 0.0 ? sigma_chain(h[AL_SKETCH_SIGMA], h[AL_SIGMA], chain)

@@ -270,3 +270,8 @@ atf_error atf_precond_read(const char *path, atf_precond_state *pc, char *err)
 {
     return h5io_read_file(path, read_precond, pc, err);
 }
+
+int atf_sv_count_ok(double v, double max)
+{
+    return v >= 0.0 && v <= max && v == floor(v);
+}

@@ -731,26 +731,21 @@ static atf_error keep_state(fac_state *st, char *err)
     return ATF_OK;
 }
 
-static int count_ok(double v, double max)
-{
-    return v >= 0.0 && v <= max && v == floor(v);
-}
-
 /* The header's counts and sizes, checked before any arithmetic. */
 static int header_ok(const fac_state *st, const double *h, int64_t len)
 {
     if (len < CP_HEADER || h[CP_MAGIC] != CP_MAGIC_VALUE || h[CP_VERSION] != CP_VERSION_VALUE ||
-        h[CP_NVARS] != st->s->nvars || !count_ok(h[CP_NF], 1e15) || !(h[CP_T] > 0.0) ||
-        !count_ok(h[CP_PRECOND_LEN], 1e15) || !count_ok(h[CP_MCOUNT], LBFGS_MEMORY) ||
-        !count_ok(h[CP_MHEAD], LBFGS_MEMORY - 1) || !count_ok(h[CP_LEFT], CHECK_EVERY) ||
-        !count_ok(h[CP_PHASE], 1) || !count_ok(h[CP_EXACT], 1))
+        h[CP_NVARS] != st->s->nvars || !atf_sv_count_ok(h[CP_NF], 1e15) || !(h[CP_T] > 0.0) ||
+        !atf_sv_count_ok(h[CP_PRECOND_LEN], 1e15) || !atf_sv_count_ok(h[CP_MCOUNT], LBFGS_MEMORY) ||
+        !atf_sv_count_ok(h[CP_MHEAD], LBFGS_MEMORY - 1) || !atf_sv_count_ok(h[CP_LEFT], CHECK_EVERY) ||
+        !atf_sv_count_ok(h[CP_PHASE], 1) || !atf_sv_count_ok(h[CP_EXACT], 1))
         return 0;
     int counts[] = {CP_ITER, CP_LBFGS, CP_NEWTON, CP_CG, CP_CHECKS, CP_GROWN, CP_SINCE_BUILD,
                     CP_BEST_CHECK, CP_MARK_CHECK};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-        if (!count_ok(h[counts[i]], INT_MAX))
+        if (!atf_sv_count_ok(h[counts[i]], INT_MAX))
             return 0;
-    return count_ok(h[CP_PASSES], 1e15) && count_ok(h[CP_FS_PASSES], 1e15) &&
+    return atf_sv_count_ok(h[CP_PASSES], 1e15) && atf_sv_count_ok(h[CP_FS_PASSES], 1e15) &&
            h[CP_FS_FLOPS] >= 0.0;
 }
 
@@ -787,7 +782,7 @@ static atf_error resume(fac_state *st, const atf_checkpoint *cp, char *err)
     for (int v = 0; v < s->nvars; v++) {
         double r = h[CP_HEADER + v];
         int k = s->vars[v].rows < s->vars[v].cols ? s->vars[v].rows : s->vars[v].cols;
-        if (!count_ok(r, k))
+        if (!atf_sv_count_ok(r, k))
             return not_a_state(st, cp->len, err);
         st->rank[v] = (int)r;
         nf += (size_t)st->rank[v] * (s->vars[v].rows + s->vars[v].cols);

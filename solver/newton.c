@@ -723,9 +723,15 @@ static atf_error checkpoint_key(atf_solver *s, const atf_loss *loss, double eps,
 
 static int core_header_ok(const atf_solver *s, const double *h, int64_t len, double version)
 {
-    return (size_t)len >= atf_newton_state_len(s) && h[CP_MAGIC] == CP_MAGIC_VALUE &&
-           h[CP_VERSION] == version && h[CP_N] == (double)s->n && h[CP_T] > 0.0 &&
-           h[CP_ITER] >= 0.0 && h[CP_ITER] <= INT_MAX;
+    if ((size_t)len < atf_newton_state_len(s) || h[CP_MAGIC] != CP_MAGIC_VALUE ||
+        h[CP_VERSION] != version || h[CP_N] != (double)s->n || !(h[CP_T] > 0.0))
+        return 0;
+    static const int counts[] = {CP_ITER, CP_CG_TOTAL, CP_CG_LAST, CP_FALLBACKS, CP_IN_A_ROW,
+                                 CP_BACKTRACKS, CP_NEGATIVE, CP_POWER};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (!atf_sv_count_ok(h[counts[i]], INT_MAX))
+            return 0;
+    return atf_sv_count_ok(h[CP_PASSES], 1e15) && h[CP_SKETCH_PASSES] >= 0.0;
 }
 
 static atf_error not_a_state(const atf_solver *s, int64_t len, char *err)

@@ -145,14 +145,19 @@ int atf_result_summary(const atf_result *res, char *buf, size_t len)
     add(&k, snprintf(at(&k), room(&k),
                      "status %s (method %s%s%s, structure %s) after %d iterations\n"
                      "  objective %.10g\n"
-                     "  constraint residual %.3e, stationarity %.3e, primal %.3e, dual %.3e, "
-                     "least-squares residual %.3e\n"
-                     "  time %.3f s (setup %.3f, projection %.3f, prox/SVD %.3f, other %.3f)\n",
+                     "  constraint residual %.3e, stationarity %.3e",
                      atf_status_name(res->info.status), res->info.method,
                      res->info.linsys[0] ? " by " : "", res->info.linsys,
                      atf_structure_name(res->structure), res->info.iterations,
-                     res->info.objective, res->info.constraint_residual, res->info.stationarity,
-                     res->info.primal_residual, res->info.dual_residual, res->info.ls_residual,
+                     res->info.objective, res->info.constraint_residual, res->info.stationarity));
+    /* the measures of the method's own stopping test, where it has them (NaN: it has none) */
+    const char *names[3] = {"primal", "dual", "least-squares residual"};
+    double vals[3] = {res->info.primal_residual, res->info.dual_residual, res->info.ls_residual};
+    for (int j = 0; j < 3; j++)
+        if (!isnan(vals[j]))
+            add(&k, snprintf(at(&k), room(&k), ", %s %.3e", names[j], vals[j]));
+    add(&k, snprintf(at(&k), room(&k),
+                     "\n  time %.3f s (setup %.3f, projection %.3f, prox/SVD %.3f, other %.3f)\n",
                      res->info.solve_seconds, res->info.setup_seconds, res->info.projection_seconds,
                      res->info.prox_seconds, res->info.other_seconds));
     if (!isnan(res->info.loss_value)) /* a penalized loss: its parts and FISTA's certificates */

@@ -144,6 +144,9 @@ atf_error atf_sv_checkpoint_key(atf_solver *s, const char *state, const atf_loss
  * "<method>: the checkpoint is another solve's (…)". */
 atf_error atf_sv_checkpoint_is_ours(const char *method, const atf_checkpoint *cp,
                                     const char *key, char *err);
+/* Whether a state's count v is a whole number in [0, max]: checked before a resume casts it
+ * (a damaged header's 2³¹ would overflow an int). */
+int atf_sv_count_ok(double v, double max);
 
 /* ---- small helpers (util.c) ---- */
 /* x [n] ← the warm start mapped into the cores, or B = 0 without one (the start of the methods

@@ -475,8 +475,10 @@ int atf_sv_cg_state_ok(const atf_sv_cg *c, const atf_checkpoint *cp, int exponen
     const double *h = cp->data;
     return cp->len == (int64_t)lsqr_state_len(c) && h[LS_MAGIC] == LS_MAGIC_VALUE &&
            h[LS_VERSION] == LS_VERSION_VALUE && h[LS_M] == c->M && h[LS_N] == (double)c->n &&
-           h[LS_EXPONENT] == exponent && h[LS_STEP] >= 1.0 && h[LS_STEP] <= INT_MAX &&
-           h[LS_TOTAL] >= 0.0 && h[LS_TOTAL] <= INT_MAX && h[LS_NEXT_CONFIRM] <= INT_MAX;
+           h[LS_EXPONENT] == exponent && h[LS_STEP] >= 1.0 &&
+           atf_sv_count_ok(h[LS_STEP], INT_MAX) && atf_sv_count_ok(h[LS_TOTAL], INT_MAX) &&
+           atf_sv_count_ok(h[LS_PASSES], 1e15) && atf_sv_count_ok(h[LS_REPLACEMENTS], INT_MAX) &&
+           atf_sv_count_ok(h[LS_STALE], INT_MAX) && atf_sv_count_ok(h[LS_NEXT_CONFIRM], INT_MAX);
 }
 
 /* The state of c->resume_from in place of lsqr_start (checked by checkpoints_begin). */

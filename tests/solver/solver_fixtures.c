@@ -373,6 +373,24 @@ void checkpoint_case_on(atf_method method, const char *pen, atf_loss loss, int r
         res = solve_with_hooks(p, &set, &from, &e, err);
         CHECK(e == ATF_E_INPUT && !res, "%s: a shortened state accepted (%d: %s)", what, (int)e,
               err);
+        /* a header entry damaged (a count of 2³¹, or −1): refused, or (an entry that is no
+         * count) a solve like any other; never an overflow (UBSan) or a crash */
+        const atf_checkpoint *last = &k.states[k.count - 1];
+        double *data = malloc((size_t)last->len * sizeof *data);
+        static const double bad[2] = {2147483648.0, -1.0};
+        for (int j = 0; data && j < 16 && j < last->len; j++)
+            for (int v = 0; v < 2; v++) {
+                memcpy(data, last->data, (size_t)last->len * sizeof *data);
+                data[j] = bad[v];
+                damaged = *last;
+                damaged.data = data;
+                from.resume = &damaged;
+                res = solve_with_hooks(p, &set, &from, &e, err);
+                CHECK(e == ATF_OK || e == ATF_E_INPUT || e == ATF_E_NUMERICAL,
+                      "%s: header entry %d = %g: error %d (%s)", what, j, bad[v], (int)e, err);
+                atf_result_free(res);
+            }
+        free(data);
     }
     kept_states refuse = {.fail_at = 0, .stop_at = -1};
     atf_hooks failing = {.checkpoint = keep_state, .checkpoint_ctx = &refuse, .warm = warm};

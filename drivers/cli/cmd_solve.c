@@ -392,7 +392,13 @@ static atf_error read_problem(const solve_args *a, atf_problem **prob, char *err
 static atf_error load(const char *cmd, const solve_args *a, atf_problem **prob,
                       atf_result **warm, char *err)
 {
-    atf_error e = rank() == 0 ? atf_cli_check_output(a->output, err) : ATF_OK;
+    /* every file the run may write, before any work (a checkpoint's first write may come
+     * hours in; a resumed one exists and is rewritten in place) */
+    const char *outputs[3] = {a->output, a->checkpoint, a->precond_file};
+    atf_error e = ATF_OK;
+    for (int i = 0; i < 3 && !e && rank() == 0; i++)
+        if (outputs[i])
+            e = atf_cli_check_output(outputs[i], err);
     if ((e = agreed(e)) || (e = read_problem(a, prob, err)))
         return e;
     if (rank() == 0 && !a->warm)

@@ -206,6 +206,13 @@ prob = atf.features(fz, X, Y)
 res = atf.solve(prob)
 check(res.predict(X).shape == (6, 2) and res.kernel(X[:2]).shape == (2, 2, 2, 2),
       "a result without the frozen block predicts with its model")
+# the files a solve writes later (its first checkpoint may come hours in) are checked first
+raises(lambda: atf.solve(prob, checkpoint="/nonexistent-dir/ck.h5"),
+       ["checkpoint", "/nonexistent-dir/ck.h5", "does not exist"], "solve: checkpoint location")
+raises(lambda: atf.baseline(prob, method="cg", checkpoint="/nonexistent-dir/ck.h5"),
+       ["checkpoint", "does not exist"], "baseline: checkpoint location")
+raises(lambda: atf.solve(prob, method="admm", precond_file="/"),
+       ["precond_file", "is a directory"], "solve: precond_file location")
 cnn = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(), nn.Linear(2 * 4 * 4, 2))
 cnn[2].bias.requires_grad_(False)
 Xc = rng.standard_normal((4, 1, 6, 6))

@@ -143,6 +143,13 @@ class Cli(T.ScratchCase):
             (("solve", self.pfile, "-o", out, "--frobnicate"), "frobnicate"),
             (("solve", self.pfile), "-o"),
             (("solve", self.pfile, "-o", self.path("nodir/r.h5")), "nodir"),
+            # the files a run may write later are checked before it starts, as -o is
+            (("solve", self.pfile, "-o", out, "--checkpoint", self.path("nodir/ck.h5")),
+             "nodir/ck.h5"),
+            (("solve", self.pfile, "-o", out, "--method", "admm", "--precond-file",
+              self.path("nodir/pf.h5")), "nodir/pf.h5"),
+            (("baseline", self.pfile, "-o", out, "--method", "cg", "--checkpoint",
+              self.path("nodir/ck.h5")), "nodir/ck.h5"),
             (("baseline", self.pfile, "-o", out, "--tol", "1e-3"), "--tol"),
         ]
         for args, needle in cases:

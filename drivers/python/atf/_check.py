@@ -200,3 +200,21 @@ def path(value: Any, what: str) -> bytes:
     if "\0" in value or not value:
         _fail(f"{what}: {value!r} is not a file name (empty, or with a NUL character)")
     return os.fsencode(value)
+
+
+def output_path(value: Any, what: str) -> bytes:
+    """path(), for a file written later (a checkpoint may first be written hours into a
+    solve): its directory must exist and be writable, and it must not be a directory."""
+    import os
+    name = path(value, what)
+    shown = os.fsdecode(name)
+    where = os.path.dirname(name) or b"."
+    if os.path.isdir(name):
+        _fail(f"{what}: {shown}: cannot write there: it is a directory")
+    if not os.path.isdir(where):
+        _fail(f"{what}: {shown}: cannot write there: directory {os.fsdecode(where)!r} does "
+              f"not exist")
+    if not os.access(where, os.W_OK | os.X_OK):
+        _fail(f"{what}: {shown}: cannot write there: directory {os.fsdecode(where)!r} is not "
+              f"writable")
+    return name

@@ -413,9 +413,10 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     s.continuation = _check.nonnegative(continuation, "atf.solve: continuation")
     _linear_systems(s, "atf.solve", linsys, precond, memory_fraction, gram_max_rows)
     every = _check.nonnegative(checkpoint_every, "atf.solve: checkpoint_every")
-    path = _check.path(checkpoint, "atf.solve: checkpoint") if checkpoint is not None else None
-    pc = (_check.path(precond_file, "atf.solve: precond_file") if precond_file is not None
-          else None)
+    path = (_check.output_path(checkpoint, "atf.solve: checkpoint") if checkpoint is not None
+            else None)
+    pc = (_check.output_path(precond_file, "atf.solve: precond_file")
+          if precond_file is not None else None)
     return _solve(problem, s, penalty, warm, log, path, every, pc)
 
 
@@ -440,5 +441,6 @@ def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,
     s.method = _parse(_c.atf_method_parse, names[method], "method", "auto, gram, cg")
     _linear_systems(s, "atf.baseline", "auto", precond, memory_fraction, gram_max_rows)
     every = _check.nonnegative(checkpoint_every, "atf.baseline: checkpoint_every")
-    path = _check.path(checkpoint, "atf.baseline: checkpoint") if checkpoint is not None else None
+    path = (_check.output_path(checkpoint, "atf.baseline: checkpoint") if checkpoint is not None
+            else None)
     return _solve(problem, s, None, None, log, path, every)

@@ -206,6 +206,14 @@ prob = atf.features(fz, X, Y)
 res = atf.solve(prob)
 check(res.predict(X).shape == (6, 2) and res.kernel(X[:2]).shape == (2, 2, 2, 2),
       "a result without the frozen block predicts with its model")
+# a finite model whose kernel overflows: refused, naming the block (not inf without a word)
+big = mlp_net().double()
+with torch.no_grad():
+    big[2].weight.fill_(1e308)
+raises(lambda: atf.ntk(big, X), ["atf.ntk", "non-finite"], "ntk: an overflowing kernel",
+       cls=atf.NumericalError)
+raises(lambda: atf.ntk(big, X, per_layer=True), ["atf.ntk", "non-finite"],
+       "ntk per layer: an overflowing block", cls=atf.NumericalError)
 # the files a solve writes later (its first checkpoint may come hours in) are checked first
 raises(lambda: atf.solve(prob, checkpoint="/nonexistent-dir/ck.h5"),
        ["checkpoint", "/nonexistent-dir/ck.h5", "does not exist"], "solve: checkpoint location")
@@ -253,6 +261,14 @@ raises(lambda: atf.path_kernel(net, net, X, T=2.5), ["T", "not an integer"],
        "path_kernel: T = 2.5")
 # complex, bool, object and string arrays
 raises(lambda: atf.Problem(r + 1j, [blk], 6, 2), ["/r", "complex"], "Problem: complex r")
+# per-example arrays of exactly [samples, outputs] or flat: a transposed f0 or an extra axis is
+# refused, not reshaped
+raises(lambda: atf.Problem(r, [blk], 6, 2, f0=np.zeros((2, 6))), ["/f0", "(2, 6)", "(6, 2)"],
+       "Problem: f0 of shape [outputs, samples]")
+raises(lambda: atf.Problem(r.reshape(12, 1), [blk], 6, 2), ["/r", "(12, 1)"],
+       "Problem: r of shape [M, 1]")
+check(np.array_equal(atf.Problem(r.reshape(6, 2), [blk], 6, 2, f0=np.ones(12)).f0, np.ones((6, 2))),
+      "Problem: r as [samples, outputs] and a flat f0 accepted")
 raises(lambda: atf.Block.dense("W", np.zeros((12, 4), complex), 2, 2), ["J", "complex"],
        "Block.dense: complex J")
 raises(lambda: atf.Block.factored("W", H.astype(bool), D), ["H", "bool"],

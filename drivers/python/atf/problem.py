@@ -95,6 +95,16 @@ def _put(arr, ctype, count, what):
     return addr
 
 
+def _per_example(arr, N, C, what):
+    """arr ([samples, outputs], or flat [samples·outputs]) as checked floats of exactly that
+    shape: a transposed [outputs, samples] array or an extra axis is refused, not reshaped."""
+    a = _check.floats(arr, f"atf.Problem: {what}")
+    if a.shape not in ((N, C), (N * C,)):
+        _fail(f"atf.Problem: {what}: shape {tuple(a.shape)}, expected (samples, outputs) = "
+              f"({N}, {C}) or ({N * C},)")
+    return a
+
+
 def _get(ptr, ctype, shape):
     """A numpy copy of a C array (None for NULL)."""
     if not ptr:
@@ -166,9 +176,9 @@ class Problem:
         if not blocks:
             _fail("atf.Problem: no blocks: at least one block is needed")
         self._model, self._center, self._parent = None, False, None
-        r = _check.floats(r, "atf.Problem: /r")
-        f0 = None if f0 is None else _check.floats(f0, "atf.Problem: /f0")
-        y = None if y is None else _check.floats(y, "atf.Problem: /y")
+        r = _per_example(r, N, C, "/r")
+        f0 = None if f0 is None else _per_example(f0, N, C, "/f0")
+        y = None if y is None else _per_example(y, N, C, "/y")
         lab = None if labels is None else _check.labels(labels, "atf.Problem: /labels", N, C)
         p = _c.atf_problem_new(N, C, len(blocks))
         if not p:

@@ -206,7 +206,7 @@ def ntk(model: Any, X1: Any, X2: Any = None, per_layer: bool = False, *,
     if isinstance(model, MLP) and X2 is None:
         out = _mlp_ntk(model, X1, per_layer, prog)
         prog.done()
-        return out
+        return _finite_kernel(out)
     t1 = tangent(model, X1, "atf.ntk: X1", prog)
     t2 = t1 if X2 is None else tangent(model, X2, "atf.ntk: X2", prog)
     _check_same(t1, t2)
@@ -216,7 +216,18 @@ def ntk(model: Any, X1: Any, X2: Any = None, per_layer: bool = False, *,
         parts[b1.name] = _pair_gram(b1, b2, t1.N, t2.N, t1.C)
         prog.step()
     prog.done(f"{t1.N} x {t2.N} examples, {len(parts)} blocks")
-    return parts if per_layer else sum(parts.values())
+    return _finite_kernel(parts if per_layer else sum(parts.values()))
+
+
+def _finite_kernel(K: Kernel) -> Kernel:
+    """K, or atf.NumericalError naming the first block whose kernel overflowed (finite
+    parameters and inputs can still give inf: weights of 1e308)."""
+    for name, part in (K.items() if isinstance(K, dict) else [("the kernel", K)]):
+        if not np.all(np.isfinite(part)):
+            raise _errors.NumericalError(
+                f"atf.ntk: {name}: the kernel has non-finite entries (the model's Jacobian "
+                f"overflows double precision at these inputs)", "numerical error")
+    return K
 
 
 def _kernel_parts(K: np.ndarray, KB: Optional[np.ndarray], names: list, frozen: tuple,

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atf_penalty.h"
 #include "internal/rowstore_ranks.h"
@@ -492,6 +493,7 @@ typedef struct {
     double dmax;         /* largest singular value of the baseline (scale=auto) */
     int ran;             /* rows this process appended */
     atf_result *warm[3]; /* last result of each structure: the next run's start */
+    int warm_run[3];     /* the run whose result warm[] is (its file warm-I.h5), or −1 */
     atf_status status;   /* solved, or why the sweep stopped: an infeasible baseline (then
                             every run is), or interrupted */
     int baseline_stopped; /* the baseline stopped at the interrupt flag (agreed over the
@@ -606,21 +608,98 @@ static atf_error solve_run(sweep_state *s, const sweep_run *run, double *gamma,
     return *res ? ATF_OK : e; /* any status is a result; its status goes into the row */
 }
 
-/* Keep a solved (or iteration-limited) result as the next warm start of its structure. */
-static void keep_warm(sweep_state *s, const sweep_run *run, atf_result *res)
+/* ---- the warm starts, kept across a stop ----
+ * A chain's runs start from its last kept result (solved or at the limit). So that a resumed
+ * sweep starts its next run where the uninterrupted one would, that result is kept in
+ * OUT/warm-I.h5 (I: the run's place in the grid) while the chain has runs to go: written before
+ * the run's row is appended and the chain's previous file removed after it, so that a stop
+ * anywhere leaves the file of the chain's last kept recorded run. The last run of a chain
+ * removes it. */
+
+static int kept(const atf_result *res)
 {
-    if (res->info.status == ATF_STATUS_SOLVED || res->info.status == ATF_STATUS_MAX_ITERATIONS) {
-        atf_result_free(s->warm[run->structure]);
-        s->warm[run->structure] = res;
-    } else {
-        atf_result_free(res);
+    return res->info.status == ATF_STATUS_SOLVED || res->info.status == ATF_STATUS_MAX_ITERATIONS;
+}
+
+static int warm_path(const sweep_state *s, int i, char *path, size_t len)
+{
+    char name[32], err[ATF_ERRLEN];
+    snprintf(name, sizeof name, "warm-%d.h5", i);
+    return atf_exp_path(path, len, s->cfg->out, name, err) == ATF_OK;
+}
+
+static void drop_warm_file(const sweep_state *s, int i)
+{
+    char path[1100];
+    if (i >= 0 && warm_path(s, i, path, sizeof path))
+        remove(path);
+}
+
+static int last_of_chain(const sweep_state *s, int i)
+{
+    for (int j = i + 1; j < s->nruns; j++)
+        if (s->runs[j].chain == s->runs[i].chain)
+            return 0;
+    return 1;
+}
+
+/* Before run i of a chain whose warm start is not in hand (a resumed sweep): the file of the
+ * chain's last recorded run that has one, if its result fits the problem. */
+static void restore_warm(sweep_state *s, int i)
+{
+    const sweep_run *run = &s->runs[i];
+    if (s->warm[run->structure])
+        return;
+    for (int j = i - 1; j >= 0; j--) {
+        char path[1100], err[ATF_ERRLEN];
+        if (s->runs[j].chain != run->chain || !recorded(s, s->runs[j].key) ||
+            !warm_path(s, j, path, sizeof path) || access(path, F_OK) != 0)
+            continue;
+        atf_result *res = NULL;
+        if (atf_result_read(path, &res, err) == ATF_OK &&
+            atf_result_check(res, s->prob, path, s->cfg->problem, err) == ATF_OK) {
+            s->warm[run->structure] = res, s->warm_run[run->structure] = j;
+        } else {
+            atf_result_free(res);
+        }
+        return;
     }
 }
 
-static atf_error run_one(sweep_state *s, const sweep_run *run, char *err)
+/* Run i's result is the chain's next warm start (its file written first) or is dropped. */
+static atf_error save_warm(sweep_state *s, int i, const atf_result *res, char *err)
 {
+    char path[1100];
+    if (!kept(res) || last_of_chain(s, i))
+        return ATF_OK;
+    if (!warm_path(s, i, path, sizeof path)) {
+        atf_errorf(err, "sweep: the warm start's file name in %s is too long", s->cfg->out);
+        return ATF_E_USAGE;
+    }
+    return atf_result_write(path, res, err);
+}
+
+static void keep_warm(sweep_state *s, int i, atf_result *res)
+{
+    const sweep_run *run = &s->runs[i];
+    if (!kept(res)) {
+        atf_result_free(res);
+    } else {
+        atf_result_free(s->warm[run->structure]);
+        s->warm[run->structure] = res;
+        drop_warm_file(s, s->warm_run[run->structure]);
+        s->warm_run[run->structure] = i;
+    }
+    if (last_of_chain(s, i)) /* the chain is done: its warm start is needed no more */
+        drop_warm_file(s, s->warm_run[run->structure]);
+}
+
+static atf_error run_one(sweep_state *s, int i, char *err)
+{
+    const sweep_run *run = &s->runs[i];
     double gamma = NAN, secs = 0.0;
     atf_result *res = NULL;
+    restore_warm(s, i);
     atf_error e = solve_run(s, run, &gamma, &res, &secs, err);
     if (e || res->info.status == ATF_STATUS_INTERRUPTED) { /* an interrupted run is not recorded */
         atf_result_free(res);
@@ -629,6 +708,8 @@ static atf_error run_one(sweep_state *s, const sweep_run *run, char *err)
     atf_test_metrics tm;
     alignments al;
     e = measure(s->prob, res, run->structure, s->cfg->align_max, &tm, &al, err);
+    if (!e)
+        e = save_warm(s, i, res, err);
     if (!e) {
         atf_row row;
         fill_row(&row, s->cfg, s->prob, run, gamma, res, secs, s->warm[run->structure] != NULL,
@@ -636,8 +717,12 @@ static atf_error run_one(sweep_state *s, const sweep_run *run, char *err)
         e = atf_rowstore_append(s->sh.out, &row, err);
         s->ran += !e;
     }
-    keep_warm(s, run, res);
-    return e;
+    if (e) {
+        atf_result_free(res);
+        return e;
+    }
+    keep_warm(s, i, res);
+    return ATF_OK;
 }
 
 /* The runs of this process's chains not yet recorded, in grid order. */
@@ -658,7 +743,7 @@ static atf_error run_all(sweep_state *s, char *err)
         if (!s->own[run->chain] || recorded(s, run->key))
             continue;
         atf_progress_show(&prog, run->key);
-        e = run_one(s, run, err);
+        e = run_one(s, i, err);
         if (e && e != ATF_E_NOMEM && e != ATF_E_IO && !atf_exp_stopped(io)) {
             /* a run that fails on its own (e.g. a factorisation breaks down) is reported and
              * skipped, not recorded: a re-run tries it again */
@@ -770,6 +855,8 @@ atf_error atf_sweep_run(const atf_sweep_config *cfg, atf_exp_outcome *outcome, c
     s.cfg = cfg;
     s.runs = runs;
     s.status = ATF_STATUS_SOLVED;
+    for (int k = 0; k < 3; k++)
+        s.warm_run[k] = -1;
     memset(outcome, 0, sizeof *outcome);
     atf_error e = atf_sweep_check(cfg, err);
     if (!e)

@@ -153,8 +153,11 @@ atf_error atf_cli_output_dir(const char *dir, char *err);
 #define ATF_CLI_PATHLEN 1024
 int atf_cli_data_roots(char (*roots)[ATF_CLI_PATHLEN], int max);
 
-/* SIGINT handling: installs a handler that sets the returned flag (first Ctrl-C asks the solver
- * to stop and write its last iterate; a second one kills the process). */
+/* SIGINT handling. atf_cli_catch_sigint, first thing in main: a Ctrl-C ends the process with
+ * exit 130 (an interrupted run) until a command watches the flag. atf_cli_interrupt_flag: the
+ * command watches it from now on (first Ctrl-C asks the solver to stop and write its last
+ * iterate; a second one kills the process). */
+void atf_cli_catch_sigint(void);
 volatile sig_atomic_t *atf_cli_interrupt_flag(void);
 
 /* The command line of this run, "atf CMD ARG..." (argv as a subcommand gets it), with arguments

@@ -308,8 +308,13 @@ int atf_cli_data_roots(char (*roots)[ATF_CLI_PATHLEN], int max)
     return n;
 }
 
+static volatile sig_atomic_t armed; /* a command watches the flag (atf_cli_interrupt_flag) */
+
 static void on_sigint(int sig)
 {
+    if (!armed) /* nothing watches the flag yet (or at all): stop now, with the exit code of
+                 * an interrupted run; nothing has been written (outputs are atomic) */
+        _exit(130);
     if (interrupted) { /* second Ctrl-C: give up at once */
         signal(sig, SIG_DFL);
         raise(sig);
@@ -317,13 +322,19 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
-volatile sig_atomic_t *atf_cli_interrupt_flag(void)
+void atf_cli_catch_sigint(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
+}
+
+volatile sig_atomic_t *atf_cli_interrupt_flag(void)
+{
+    atf_cli_catch_sigint();
+    armed = 1;
     return &interrupted;
 }
 

@@ -62,6 +62,7 @@ int main(int argc, char **argv)
      * that the atomic writers remove their temporaries and the tables their locks, and the
      * command says which file it could not write (exit 1). */
     signal(SIGXFSZ, SIG_IGN);
+    atf_cli_catch_sigint(); /* a Ctrl-C at any time is exit 130, never death by the signal */
     atf_cli_blas_kernel(argv);
     atf_cli_ranks_begin(&argc, &argv);
     return atf_cli_ranks_end(run(argc, argv));

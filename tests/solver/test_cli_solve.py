@@ -229,6 +229,18 @@ class Cli(T.ScratchCase):
         self.assertLess(np.linalg.norm(A @ x - big.r), 1e-10 * np.linalg.norm(big.r))
         self.assertNotIn("tmp", " ".join(self.files()))
 
+    def test_sigint_before_any_watch_is_exit_130(self):
+        """A Ctrl-C that comes before a command watches for it (here `atf features`, which
+        never does) ends the run with exit 130 and no output, not death by the signal."""
+        out = self.path("big.h5")
+        proc = subprocess.Popen([T.ATF, "features", "--data", "synthetic", "--n-train", "200000",
+                                 "--n-test", "0", "-o", out], stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)  # past the dynamic loader, into the command
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 130, err[-2000:])
+        self.assertFalse(os.path.exists(out))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -208,12 +208,19 @@ static int members_for(int pieces, int64_t each, int64_t least)
     return T > 1 ? T : 1;
 }
 
+/* The examples of the largest of ncuts chunks cut as evenly as atf_shard_uniform_cuts does. */
+static int64_t chunk_examples(const int *cuts, int ncuts)
+{
+    return ncuts ? ((int64_t)cuts[ncuts] - cuts[0] + ncuts - 1) / ncuts : 0;
+}
+
 /* fn(ctx, c0, c1) over runs of the chunks 0 … ncuts − 1, one run a member (chunks whose
- * outputs are their own; madds: a chunk's multiply-adds). */
-static void for_chunks(int ncuts, int64_t madds, rows_fn *fn, void *ctx)
+ * outputs are their own; madds: an example's multiply-adds). */
+static void for_chunks(const int *cuts, int ncuts, int64_t madds, rows_fn *fn, void *ctx)
 {
     runs_job j = {fn, ctx, ncuts};
-    team_run(members_for(ncuts, madds, GEMM_MIN_PER_THREAD), runs_part, &j);
+    team_run(members_for(ncuts, chunk_examples(cuts, ncuts) * madds, GEMM_MIN_PER_THREAD),
+             runs_part, &j);
 }
 
 typedef struct {
@@ -264,34 +271,26 @@ static void release_scratch(double *scratch, const double *work)
         free(scratch);
 }
 
+static void products_chunks(void *arg, int c0, int c1);
+
 typedef struct {
-    const atf_block *b;
+    int nb;
+    const atf_block *const *b;
     const int *cuts;
-    const double *B;
+    int k;
+    const double *const *X;
     double *T;
-} apply_job;
+} products_job;
 
-static void apply_chunks(void *arg, int c0, int c1)
+void atf_shard_apply(const atf_block *b, const int *cuts, int ncuts, const double *B,
+                     double beta, double *y, double *work)
 {
-    const apply_job *j = arg;
-    const atf_block *b = j->b;
-    for (int c = c0; c < c1; c++) {
-        int i0 = j->cuts[c], m = j->cuts[c + 1] - i0;
-        if (m > 0)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, b->cols, b->rows, 1.0,
-                        b->H + (size_t)i0 * b->rows, b->rows, j->B, b->cols, 0.0,
-                        j->T + (size_t)i0 * b->cols, b->cols);
-    }
-}
-
-void atf_shard_apply(const atf_block *b, const int *cuts, int ncuts, const double *B, double *y,
-                     double *work)
-{
-    /* T = H B (N × cols) chunk by chunk; then y_m += ⟨T_i, δ_m⟩. */
+    /* T = H B (N × cols) chunk by chunk (the fused product's first step, for one vector); then
+     * y_m += ⟨T_i, δ_m⟩. */
+    scale_or_zero(y, b->M, beta);
     atf_serial_begin();
-    apply_job j = {b, cuts, B, work};
-    int64_t per_chunk = ncuts ? ((int64_t)b->N + ncuts - 1) / ncuts * b->rows * b->cols : 0;
-    for_chunks(ncuts, per_chunk, apply_chunks, &j);
+    products_job j = {1, &b, cuts, 1, &B, work};
+    for_chunks(cuts, ncuts, (int64_t)b->rows * b->cols, products_chunks, &j);
     rows_dot(b->N, b->C, b->cols, b->D, work, y);
     atf_serial_end();
 }
@@ -305,7 +304,7 @@ static void factored_apply(const atf_block *b, const double *B, double *y, doubl
     }
     int cuts[ATF_SHARD_MAX_CUTS];
     int ncuts = atf_shard_uniform_cuts(b->N, atf_shard_chunk(b->N), cuts);
-    atf_shard_apply(b, cuts, ncuts, B, y, T);
+    atf_shard_apply(b, cuts, ncuts, B, 1.0, y, T);
     release_scratch(T, work);
 }
 
@@ -400,7 +399,7 @@ static void chunk_sums(const int *cuts, int ncuts, int P, int Q, const double *H
     memset(hi, 0, j.len * sizeof *hi);
     memset(lo, 0, j.len * sizeof *lo);
     /* a round at a time, one chunk a member: worth it when one chunk is */
-    int64_t madds = (int64_t)(ncuts ? (cuts[ncuts] - cuts[0] + ncuts - 1) / ncuts : 0) * P * Q;
+    int64_t madds = chunk_examples(cuts, ncuts) * P * Q;
     int team = madds >= GEMM_MIN_PER_THREAD ? members_for(ncuts, 1, 1) : 1;
     double *more = team > 1 ? malloc((size_t)(team - 1) * j.len * sizeof *more) : NULL;
     if (!more) /* one buffer: the same sums, one chunk at a time */
@@ -576,15 +575,6 @@ void atf_factored_rows_gather(const atf_block *b, const double *lambda, double *
     rows_gather(b->N, b->C, b->cols, b->D, lambda, S);
 }
 
-typedef struct {
-    int nb;
-    const atf_block *const *b;
-    const int *cuts;
-    int k;
-    const double *const *X;
-    double *T;
-} products_job;
-
 /* T_l = H_l [X_l^(1) … X_l^(k)] (N × k·cols_l) on the chunks c0 … c1 − 1. */
 static void products_chunks(void *arg, int c0, int c1)
 {
@@ -614,10 +604,10 @@ void atf_shard_hess_dd(int nb, const atf_block *const *b, const int *cuts, int n
      * process holds the chunk (a GEMM over a shard's rows could meet another of the BLAS's
      * kernels, as the apply once did: docs/record/solver.md §19) */
     products_job pj = {nb, b, cuts, k, X, work};
-    int64_t per_chunk = 0;
-    for (int l = 0; l < nb && ncuts; l++)
-        per_chunk += ((int64_t)N + ncuts - 1) / ncuts * b[l]->rows * b[l]->cols * k;
-    for_chunks(ncuts, per_chunk, products_chunks, &pj);
+    int64_t per_example = 0;
+    for (int l = 0; l < nb; l++)
+        per_example += (int64_t)b[l]->rows * b[l]->cols * k;
+    for_chunks(cuts, ncuts, per_example, products_chunks, &pj);
     atf_factored_rows_curv(nb, b, k, first, work, curv, ctx, y);
     double *T = work;
     for (int l = 0; l < nb; l++) { /* G_l = H_lᵀ S_l, chunk by chunk */

@@ -100,10 +100,11 @@ static void apply_share(const atf_sv_share *sh, const atf_block *b, const double
         return;
     }
     double *own = work ? NULL : malloc((size_t)atf_block_work_size(b) * sizeof *own);
-    for (int m = 0; m < b->M; m++) /* NaN without scratch, which the callers' checks report */
-        y[m] = !work && !own ? NAN : beta == 0.0 ? 0.0 : beta * y[m];
     if (work || own)
-        atf_shard_apply(b, sh->cuts, sh->ncuts, x, y, work ? work : own);
+        atf_shard_apply(b, sh->cuts, sh->ncuts, x, beta, y, work ? work : own);
+    else /* no scratch: NaN, which the callers' checks report */
+        for (int m = 0; m < b->M; m++)
+            y[m] = NAN;
     free(own);
 }
 

@@ -61,10 +61,11 @@ int atf_serial_begin(void);
 void atf_serial_end(void);
 int atf_team_size(void);
 
-/* Apply of a factored block over the examples it holds (a view), y += A x: the GEMM with H
- * chunk by chunk (cuts), the same bits whichever process holds the chunk. work: N × cols. */
-void atf_shard_apply(const atf_block *b, const int *cuts, int ncuts, const double *B, double *y,
-                     double *work);
+/* Apply of a factored block over the examples it holds (a view), y = beta·y + A x (beta = 0
+ * overwrites): the GEMM with H chunk by chunk (cuts), the same bits whichever process holds the
+ * chunk. work: N × cols. */
+void atf_shard_apply(const atf_block *b, const int *cuts, int ncuts, const double *B,
+                     double beta, double *y, double *work);
 
 /* Adjoint of a factored block over the examples it holds (a view: N and M its own): the
  * chunks' partial sums of Hᵀ Λ D in double-double, hi and lo (rows × cols each, overwritten).

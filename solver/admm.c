@@ -615,6 +615,11 @@ static atf_status run(atf_solver *s, admm_state *st, double *x)
         if (st->rows && (done || st->iter == 1 || st->iter % b->log_every == 0 ||
                          st->iter == b->max_iter))
             log_row(s, st);
+        atf_sv_progress(s, (atf_solve_progress){.method = "admm", .iteration = st->iter,
+                                          .max_iterations = b->max_iter,
+                                          .measure = fmax(st->pri / st->eps_pri,
+                                                          st->dual / st->eps_dual),
+                                          .tolerance = 1.0, .passes = s->passes});
         if (solved)
             return ATF_STATUS_SOLVED;
         if (!st->a->adaptive_rho)

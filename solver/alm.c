@@ -384,6 +384,11 @@ atf_error atf_sv_alm_run(atf_solver *s, const atf_sv_budget *b, atf_result *res,
         update(s, &a, x, u, g);
         if (b->verbose)
             log_row(s, &a, atf_sv_unscale_objective(s, atf_sv_objective(s, x)));
+        atf_sv_progress(s, (atf_solve_progress){.method = "alm", .iteration = a.outer,
+                                          .max_iterations = b->max_iter,
+                                          .measure = fmax(a.feas / ALM_FEAS,
+                                                          a.stationarity / b->eps),
+                                          .tolerance = 1.0, .passes = s->passes});
         if (a.feas <= ALM_FEAS && a.stationarity <= b->eps &&
             st == ATF_STATUS_SOLVED) {
             status = ATF_STATUS_SOLVED;

@@ -212,6 +212,24 @@ atf_error atf_precond_read(const char *path, atf_precond_state *pc, char *err);
  * continues the previous piece), in the thread that called atf_solver_init/atf_solver_solve. */
 typedef void (*atf_log_fn)(void *ctx, const char *text);
 
+/* What a solve has reached, for a progress display (hooks.progress). The run is done when
+ * measure ≤ tolerance (both in the method's own units: Newton's, FISTA's and factored's
+ * proximal-gradient residual, CG's relative residual; ADMM's and the augmented Lagrangian's
+ * largest ratio of a residual to its tolerance, against 1). */
+typedef struct {
+    const char *method;   /* the method now running (after a hand-over, the one handed to) */
+    int iteration;        /* its steps so far (Newton steps, iterations, CG steps) */
+    int max_iterations;   /* its limit */
+    double measure;       /* NaN until known */
+    double tolerance;
+    long passes;          /* passes over the data since the solve began */
+    double seconds;       /* since the solve began */
+} atf_solve_progress;
+
+/* Called from the thread that called atf_solver_solve, at most every 0.1 s while a method
+ * steps; a display throttles further as it likes. */
+typedef void (*atf_solve_progress_fn)(void *ctx, const atf_solve_progress *p);
+
 /* atf_processes (the processes that share the examples of one problem) is defined in
  * atf_problem.h, beside the cut of the examples into shards. */
 
@@ -248,6 +266,8 @@ typedef struct {
      * that cannot be written leaves the solve going (the verbose log says why). NULL: none.
      * One process. */
     const char *precond_file;
+    atf_solve_progress_fn progress; /* where the solve stands, for a display; NULL: none */
+    void *progress_ctx;       /* passed to progress */
 } atf_hooks;
 
 typedef struct atf_solver atf_solver;

@@ -141,7 +141,7 @@ static atf_error checkpoints_begin(atf_sv_cg *c, double eps, char *err)
     frexp(s->rnorm, &exponent);
     if (!e && s->hooks.resume && !atf_sv_cg_state_ok(c, s->hooks.resume, exponent)) {
         atf_errorf(err, "cg: the checkpoint's state is not an LSQR state of %d rows and %zu "
-                        "variables (%lld numbers, or its header is damaged)",
+                        "variables (%lld numbers, or its header or values are damaged)",
                    c->M, c->n, (long long)s->hooks.resume->len);
         e = ATF_E_INPUT;
     }
@@ -164,7 +164,7 @@ atf_error atf_sv_cg_run(atf_solver *s, const atf_sv_budget *b, atf_result *res, 
     atf_pcg_job job = {.b = s->work.r, .bn = s->rnorm, .tol = fmin(b->eps, ATF_CG_TOL_MAX),
                    .max_steps = b->max_iter, .log = b->verbose ? b->log_every : 0, .x = x,
                    .lsqr = c->opt.krylov != ATF_CG_KRYLOV_CRAIG,
-                   .main_solve = c->checkpointing || c->resume_from};
+                   .main_solve = c->checkpointing || c->resume_from, .shown = 1};
     atf_sv_cg_solve(c, &job, &c->last);
     if (c->checkpoint_failed) {
         atf_errorf(err, "cg: the checkpoint at step %d could not be kept", c->last.steps + 1);

@@ -592,6 +592,9 @@ static atf_error check(fac_state *st, int *done, char *err)
     st->checks++;
     st->pg = residual_now(st);
     log_row(st);
+    atf_sv_progress(st->s, (atf_solve_progress){.method = "factored", .iteration = st->iter,
+                                          .max_iterations = st->b.max_iter, .measure = st->pg,
+                                          .tolerance = st->b.eps, .passes = passes_now(st)});
     *done = st->pg <= st->b.eps;
     if (*done)
         return ATF_OK;

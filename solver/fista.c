@@ -268,6 +268,9 @@ atf_error atf_sv_fista(atf_solver *s, const atf_loss *loss, const atf_sv_budget 
         if (b->verbose && (done || st.iter == 1 || st.iter % b->log_every == 0 ||
                            st.iter == b->max_iter))
             log_row(s, &st);
+        atf_sv_progress(s, (atf_solve_progress){.method = "fista", .iteration = st.iter,
+                                          .max_iterations = b->max_iter, .measure = st.res,
+                                          .tolerance = b->eps, .passes = s->passes});
         if (done)
             break;
     }

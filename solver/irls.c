@@ -367,6 +367,9 @@ atf_error atf_sv_irls(atf_solver *s, const atf_sv_budget *b, atf_result *res, do
         if (b->verbose && (done || iter == 1 || iter % b->log_every == 0))
             atf_sv_log(s, "%8d %14.7e %10.3e %9.3f\n", iter,
                     atf_sv_unscale_objective(s, F), step, atf_now() - start);
+        atf_sv_progress(s, (atf_solve_progress){.method = "irls", .iteration = iter,
+                                          .max_iterations = b->max_iter, .measure = step,
+                                          .tolerance = b->eps, .passes = s->passes});
         cert = done ? stationarity_at(s, x) : NAN;
         if (done && certified(b, cert)) {
             res->info.status = ATF_STATUS_SOLVED;

@@ -896,6 +896,12 @@ static atf_status stopped(atf_solver *s, atf_newton *nw)
     return ATF_STATUS_INTERRUPTED;
 }
 
+/* The augmented Lagrangian's subproblems are Newton's: a display names both. */
+static const char *progress_name(const atf_solver *s)
+{
+    return strcmp(s->method->info.name, "alm") == 0 ? "alm (newton)" : "newton";
+}
+
 atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, double eps,
                           int max_iter, int verbose, int *gave_up)
 {
@@ -920,6 +926,10 @@ atf_status atf_newton_run(atf_solver *s, atf_newton *nw, const double *x0, doubl
             residual_rose(st, before);
         if (verbose)
             log_row(s, st);
+        atf_sv_progress(s, (atf_solve_progress){.method = progress_name(s), .iteration = st->iter,
+                                          .max_iterations = st->iter - it + max_iter,
+                                          .measure = st->res, .tolerance = eps,
+                                          .passes = s->passes});
         if (st->res <= eps)
             return ATF_STATUS_SOLVED;
         if (isnan(st->res))

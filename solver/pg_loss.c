@@ -92,6 +92,14 @@ static int exponent_of_power(double p)
     return e - 1; /* p = 2^(e−1) exactly */
 }
 
+void atf_sv_lambda_message(const atf_loss *loss, const char *what, char *err)
+{
+    atf_errorf(err, "solver: loss %s:lambda=%g: the loss's weight 1/lambda relative to the penalty "
+                    "is %s in double precision for this problem (use a lambda closer to the "
+                    "data's scale; lambda -> 0 is --loss interpolate)", atf_loss_name(loss->kind),
+               loss->lambda, what);
+}
+
 /* The work-unit weight of every row: κ·scale_m²/λ (the squared loss's curvature).
  * ATF_E_NUMERICAL, naming λ, when they are not representable: the penalized
  * problem's loss curvature relative to the penalty's is then beyond double precision (a λ so
@@ -102,10 +110,7 @@ static atf_error row_weights(atf_pg_loss *pl, char *err)
         int e = exponent_of_power(pl->scale[m]);
         pl->wsq[m] = over_lambda(pl, 2 * e);
         if (!(pl->wsq[m] > 0.0 && isfinite(pl->wsq[m]))) {
-            atf_errorf(err, "solver: loss %s:lambda=%g: the loss's weight 1/lambda relative to the "
-                            "penalty is not representable in double precision for this problem "
-                            "(use a lambda closer to the data's scale; lambda -> 0 is --loss "
-                            "interpolate)", atf_loss_name(pl->loss.kind), pl->loss.lambda);
+            atf_sv_lambda_message(&pl->loss, "not representable", err);
             return ATF_E_NUMERICAL;
         }
     }
@@ -135,9 +140,17 @@ atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl,
         atf_pg_loss_set_weight(pl, 1.0, s->work.r); /* the augmented Lagrangian's (alm.c) */
     else if (e == ATF_OK)
         e = row_weights(pl, err);
-    if (e != ATF_OK)
+    if (e != ATF_OK) {
         atf_pg_loss_free(pl);
-    return e;
+        return e;
+    }
+    if (loss->lambda > 0.0)
+        for (int m = 0; m < pl->M; m++) {
+            int q;
+            frexp(pl->wsq[m], &q);
+            s->loss_weight_exp = abs(q) > s->loss_weight_exp ? abs(q) : s->loss_weight_exp;
+        }
+    return ATF_OK;
 }
 
 void atf_pg_loss_set_weight(atf_pg_loss *pl, double weight, const double *target_work)

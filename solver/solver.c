@@ -8,6 +8,7 @@
  * method and fills a result with the blocks expanded back to their original shapes,
  * certificates, loss and penalty values, timings and Theorem 2 factors. */
 #include <cblas.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "linsys.h"
 #include "solver_method.h"
+#include "solver_penalized.h"
 
 /* Relative constraint residual an answer may have before it is reported as solved: √ε, or the
  * consistency tolerance of the projection when that is looser (rank-deficient A). */
@@ -342,6 +344,26 @@ void atf_solver_free(atf_solver *s)
     free(s);
 }
 
+/* Why an answer the work units held fails in the problem's units: its entries fall below the
+ * normal range of doubles, where they keep fewer significant bits than the constraints need
+ * (r ~ 1e-318), or out of range altogether. The cure is the units: r and B scale together. */
+static void unrepresentable(atf_solver *s, const atf_result *res, double *const *Bs)
+{
+    double bmax = 0.0;
+    for (int l = 0; l < s->nvars; l++) {
+        const atf_block *b = &s->prob->blocks[l];
+        size_t len = (size_t)b->rows * (size_t)b->cols;
+        for (size_t i = 0; i < len; i++)
+            bmax = fmax(bmax, fabs(Bs[l][i]));
+    }
+    const char *why = bmax < DBL_MIN ? ": its entries lie below the normal range of doubles "
+                                       "(subnormal), where they keep too few significant bits"
+                                     : "";
+    snprintf(s->check, sizeof s->check, "the answer is not representable in the problem's units "
+             "(largest |B| %.3e, relative constraint residual %.3e there)%s; scale r by a power "
+             "of two (B scales with it)", bmax, res->info.constraint_residual, why);
+}
+
 /* The result's blocks from the stacked x (expanded out of the cores), then objective,
  * constraint residual on the original operators, and the Theorem 2 factors. */
 static atf_error finish(atf_solver *s, atf_result *res, const double *x, char *err)
@@ -371,8 +393,7 @@ static atf_error finish(atf_solver *s, atf_result *res, const double *x, char *e
     if (res->info.status == ATF_STATUS_SOLVED && !penalized(s) && rnorm > 0.0 &&
         !(res->info.constraint_residual <= 1e-6)) {
         /* the work units held the answer, the problem's units cannot (e.g. B ~ 1e-460) */
-        snprintf(s->check, sizeof s->check, "the answer is not representable in the problem's "
-                 "units (relative constraint residual %.3e there)", res->info.constraint_residual);
+        unrepresentable(s, res, Bs);
         res->info.status = ATF_STATUS_NUMERICAL_ERROR;
     }
     res->info.ls_residual = s->ls_residual;
@@ -492,6 +513,10 @@ static void limit_message(const atf_solver *s, const atf_result *res, char *err)
                in->primal_residual, in->dual_residual);
 }
 
+/* A loss weight 2^±500 from 1 leaves a few hundred binary orders for the rest of the arithmetic:
+ * a breakdown there is λ's (1e-300 breaks down; 5e-324 is refused before the start). */
+#define LAMBDA_EXTREME_EXP 500
+
 static void status_message(const atf_solver *s, const atf_result *res, char *err)
 {
     if (s->method->status_text && s->method->status_text(s, res, err))
@@ -511,6 +536,10 @@ static void status_message(const atf_solver *s, const atf_result *res, char *err
     case ATF_STATUS_NUMERICAL_ERROR:
         if (s->check[0]) {
             atf_errorf(err, "%s; %s is returned", s->check, fallback_name(s));
+            break;
+        }
+        if (s->loss_weight_exp > LAMBDA_EXTREME_EXP) { /* the weight check's words */
+            atf_sv_lambda_message(&s->loss, "too far from 1 to solve", err);
             break;
         }
         atf_errorf(err, "%s broke down numerically after %d iterations; %s is returned",
@@ -543,6 +572,8 @@ atf_error atf_solver_solve(atf_solver *s, atf_result **out, char *err)
     atf_loss_format(&s->loss, res->loss, sizeof res->loss); /* the whole spec, with λ */
     s->check[0] = '\0';
     s->passes = 0;
+    s->solve_start = t0;
+    s->progress_last = -INFINITY;
     int serial = one_arithmetic(s);
     if (serial)
         atf_serial_begin();

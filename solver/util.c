@@ -76,6 +76,20 @@ void atf_sv_log(const atf_solver *s, const char *fmt, ...)
         fputs(line, stderr);
 }
 
+#define PROGRESS_INTERVAL 0.1 /* seconds between calls of hooks.progress */
+
+void atf_sv_progress(atf_solver *s, atf_solve_progress p)
+{
+    if (!s->hooks.progress)
+        return;
+    double now = atf_now();
+    if (now - s->progress_last < PROGRESS_INTERVAL)
+        return;
+    s->progress_last = now;
+    p.seconds = now - s->solve_start;
+    s->hooks.progress(s->hooks.progress_ctx, &p);
+}
+
 /* Over processes, one stop flag raised stops them all at the same step. */
 int atf_sv_interrupted(const atf_solver *s)
 {

@@ -21,6 +21,9 @@
 
 typedef int (*atf_cmd_fn)(int argc, char **argv);
 
+/* `atf ARGS...` (argv[0] "atf"): the dispatch to the subcommand (cli_run.c); the exit code. */
+int atf_cli_run(int argc, char **argv);
+
 int atf_cmd_solve(int argc, char **argv);
 int atf_cmd_baseline(int argc, char **argv);
 int atf_cmd_penalty(int argc, char **argv);
@@ -159,6 +162,16 @@ int atf_cli_data_roots(char (*roots)[ATF_CLI_PATHLEN], int max);
  * iterate; a second one kills the process). */
 void atf_cli_catch_sigint(void);
 volatile sig_atomic_t *atf_cli_interrupt_flag(void);
+
+/* Where the commands write: stdout and stderr, or the host's streams between
+ * atf_cli_host_begin and atf_cli_host_end (atf_cli_host.h), where the stop flag is the host's
+ * too (atf_cli_interrupt_flag then installs no handler). */
+FILE *atf_cli_stdout(void);
+FILE *atf_cli_stderr(void);
+void atf_cli_host_begin(FILE *out, FILE *err, volatile sig_atomic_t *interrupt);
+void atf_cli_host_end(void);
+/* The solver's log hook (atf_hooks.log): its text on atf_cli_stderr(). */
+void atf_cli_log(void *ctx, const char *text);
 
 /* The command line of this run, "atf CMD ARG..." (argv as a subcommand gets it), with arguments
  * a shell would split or expand single-quoted; recorded in the files atf writes. */

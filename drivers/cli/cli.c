@@ -138,15 +138,53 @@ int atf_cli_status_exit_code(atf_status s)
 }
 
 static volatile sig_atomic_t interrupted; /* raised by the SIGINT handler (below) */
+static volatile sig_atomic_t no_flag;     /* a host's run without a stop flag: never raised */
+static FILE *host_out, *host_err;         /* a host's streams (NULL: stdout, stderr) */
+static volatile sig_atomic_t *host_flag;  /* a host's stop flag while it runs a command */
+
+FILE *atf_cli_stdout(void)
+{
+    return host_out ? host_out : stdout;
+}
+
+FILE *atf_cli_stderr(void)
+{
+    return host_err ? host_err : stderr;
+}
+
+void atf_cli_host_begin(FILE *out, FILE *err, volatile sig_atomic_t *interrupt)
+{
+    host_out = out, host_err = err;
+    no_flag = 0;
+    host_flag = interrupt ? interrupt : &no_flag;
+}
+
+void atf_cli_host_end(void)
+{
+    host_out = host_err = NULL;
+    host_flag = NULL;
+}
+
+void atf_cli_log(void *ctx, const char *text)
+{
+    (void)ctx;
+    fputs(text, atf_cli_stderr());
+}
+
+/* Whether the run was asked to stop (Ctrl-C, or the host's flag). */
+static int stop_asked(void)
+{
+    return host_flag ? *host_flag != 0 : interrupted != 0;
+}
 
 int atf_cli_fail(const char *cmd, atf_error e, const char *msg)
 {
     if (atf_cli_ranks() && !(msg && *msg)) /* another rank's failure: that rank says why */
         return atf_cli_exit_code(e);
-    fprintf(stderr, "atf %s: %s\n", cmd, msg && *msg ? msg : atf_error_name(e));
+    fprintf(atf_cli_stderr(), "atf %s: %s\n", cmd, msg && *msg ? msg : atf_error_name(e));
     atf_cli_ranks_failed();
     /* a failure after Ctrl-C (e.g. a read or write stopped by the signal) exits as interrupted */
-    return e != ATF_OK && interrupted ? atf_cli_status_exit_code(ATF_STATUS_INTERRUPTED)
+    return e != ATF_OK && stop_asked() ? atf_cli_status_exit_code(ATF_STATUS_INTERRUPTED)
                                       : atf_cli_exit_code(e);
 }
 
@@ -333,6 +371,8 @@ void atf_cli_catch_sigint(void)
 
 volatile sig_atomic_t *atf_cli_interrupt_flag(void)
 {
+    if (host_flag) /* the host's: its process's signals are its own */
+        return host_flag;
     atf_cli_catch_sigint();
     armed = 1;
     return &interrupted;
@@ -388,7 +428,7 @@ void atf_cli_note_problem(const char *cmd, const atf_problem *prob, const char *
     char note[ATF_ERRLEN];
     atf_problem_note(prob, prob_path, note);
     if (note[0])
-        fprintf(stderr, "atf %s: %s\n", cmd, note);
+        fprintf(atf_cli_stderr(), "atf %s: %s\n", cmd, note);
 }
 
 atf_error atf_cli_check_pair(const char *cmd, const atf_result *res, const char *res_path,
@@ -397,7 +437,7 @@ atf_error atf_cli_check_pair(const char *cmd, const atf_result *res, const char 
     char note[ATF_ERRLEN];
     atf_error e = atf_result_match(res, res_path, prob, prob_path, note, err);
     if (!e && note[0])
-        fprintf(stderr, "atf %s: %s\n", cmd, note);
+        fprintf(atf_cli_stderr(), "atf %s: %s\n", cmd, note);
     if (!e)
         atf_cli_note_problem(cmd, prob, prob_path);
     return e;
@@ -408,10 +448,10 @@ void atf_cli_print_json(json_t *v)
     char *line = atf_json_line(v);
     json_decref(v);
     if (line) {
-        printf("%s\n", line);
+        fprintf(atf_cli_stdout(), "%s\n", line);
         free(line);
     } else {
-        fprintf(stderr, "atf: out of memory for the JSON output\n");
+        fprintf(atf_cli_stderr(), "atf: out of memory for the JSON output\n");
     }
-    fflush(stdout);
+    fflush(atf_cli_stdout());
 }

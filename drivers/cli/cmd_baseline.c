@@ -87,7 +87,7 @@ static atf_error check_options(int argc, char **argv, char *err)
 int atf_cmd_baseline(int argc, char **argv)
 {
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     char err[ATF_ERRLEN] = "";

@@ -57,7 +57,7 @@ int atf_cmd_demo(int argc, char **argv)
         {"no-mlp", no_argument, NULL, OPT_NO_MLP}, {"json", no_argument, NULL, OPT_JSON},
         ATF_CLI_HELP_OPTION, {NULL, 0, NULL, 0}};
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     static atf_samples_config cfg; /* large */

@@ -15,7 +15,8 @@ atf_exp_io atf_cli_exp_io(int json, int quiet)
 {
     const atf_exp_ranks *rk = atf_cli_ranks();
     int first = !rk || rk->rank == 0; /* the report and the progress line are rank 0's */
-    atf_exp_io io = {first ? stdout : NULL, quiet || !first ? NULL : stderr, stderr, json,
+    atf_exp_io io = {first ? atf_cli_stdout() : NULL, quiet || !first ? NULL : atf_cli_stderr(),
+                     atf_cli_stderr(), json,
                      atf_cli_interrupt_flag(), rk};
     return io;
 }
@@ -24,9 +25,9 @@ int atf_cli_exp_exit(const char *cmd, atf_error e, const atf_exp_outcome *o, con
 {
     if (e)
         return atf_cli_fail(cmd, e, err);
-    fflush(stdout);
+    fflush(atf_cli_stdout());
     if (o->status != ATF_STATUS_SOLVED && err[0]) /* ranks other than 0 have nothing to add */
-        fprintf(stderr, "atf %s: %s\n", cmd, err);
+        fprintf(atf_cli_stderr(), "atf %s: %s\n", cmd, err);
     return atf_cli_status_exit_code(o->status);
 }
 
@@ -184,7 +185,7 @@ int atf_experiment_penalties(int argc, char **argv)
 {
     const char *cmd = "experiment penalties";
     if (atf_cli_wants_help(argc, argv)) {
-        penalties_usage(stdout);
+        penalties_usage(atf_cli_stdout());
         return 0;
     }
     char err[ATF_ERRLEN] = "";
@@ -518,7 +519,7 @@ int atf_experiment_samples(int argc, char **argv)
 {
     const char *cmd = "experiment samples";
     if (atf_cli_wants_help(argc, argv)) {
-        samples_usage(stdout);
+        samples_usage(atf_cli_stdout());
         return 0;
     }
     char err[ATF_ERRLEN] = "";
@@ -628,7 +629,7 @@ int atf_experiment_alignment(int argc, char **argv)
 {
     const char *cmd = "experiment alignment";
     if (atf_cli_wants_help(argc, argv)) {
-        alignment_usage(stdout);
+        alignment_usage(atf_cli_stdout());
         return 0;
     }
     char err[ATF_ERRLEN] = "";
@@ -675,16 +676,16 @@ static void usage(FILE *out)
 int atf_cmd_experiment(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        usage(atf_cli_stderr());
         return 2;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     for (size_t i = 0; i < sizeof experiments / sizeof *experiments; i++)
         if (!strcmp(argv[1], experiments[i].name))
             return experiments[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "atf experiment: unknown experiment '%s' (atf experiment --help)\n", argv[1]);
+    fprintf(atf_cli_stderr(), "atf experiment: unknown experiment '%s' (atf experiment --help)\n", argv[1]);
     return 2;
 }

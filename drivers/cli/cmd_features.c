@@ -179,15 +179,15 @@ static void print_summary(const features_args *a, const atf_task *t, const atf_m
     char acts[ATF_MAX_LAYERS * ATF_ACTIVATION_SPECLEN]; /* shown unless relu */
     atf_arch_activation_specs(&m->arch, acts, sizeof acts);
     int relu = !acts[0] || !strcmp(acts, "relu");
-    printf("features: %s%s%s: %d train + %d test examples, %d output%s, MLP %s (%s%s%s%s, %lld "
+    fprintf(atf_cli_stdout(), "features: %s%s%s: %d train + %d test examples, %d output%s, MLP %s (%s%s%s%s, %lld "
            "parameters), %d blocks, targets %s",
            t->source_name, t->nclasses ? " classes " : "", classes, t->train.N, t->test.N,
            p->C, p->C == 1 ? "" : "s", widths, atf_param_name(m->arch.param), relu ? "" : ", ",
            relu ? "" : acts, atf_arch_has_bias(&m->arch) ? ", bias" : "",
            (long long)atf_mlp_nparams(m), p->nblocks, atf_targets_name(t->targets));
     if (!isnan(t->teacher_accuracy))
-        printf(" (teacher accuracy %.1f%%)", 100.0 * t->teacher_accuracy);
-    printf(" -> %s\n", a->out);
+        fprintf(atf_cli_stdout(), " (teacher accuracy %.1f%%)", 100.0 * t->teacher_accuracy);
+    fprintf(atf_cli_stdout(), " -> %s\n", a->out);
 }
 
 /* What only the command knows: its command line, the data source and, where it is used (image
@@ -550,7 +550,7 @@ int atf_cmd_features(int argc, char **argv)
     const atf_exp_ranks *rk = atf_cli_ranks();
     if (atf_cli_wants_help(argc, argv)) {
         if (!rk || rk->rank == 0)
-            usage(stdout);
+            usage(atf_cli_stdout());
         return 0;
     }
     features_args a = {atf_data_options_default(), atf_net_options_default(), NULL, NULL, NULL,

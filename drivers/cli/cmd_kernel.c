@@ -72,31 +72,31 @@ static void print_json(const atf_kernel_report *r)
 static void print_table(const char *title, int rows, char (*row_names)[16], const char *const *rn,
                         const atf_kernel_report *r, const double *v)
 {
-    printf("\n%s\n%-14s", title, "");
+    fprintf(atf_cli_stdout(), "\n%s\n%-14s", title, "");
     for (int j = 0; j < r->nkernels; j++)
-        printf(" %12s", r->names[j]);
-    printf("\n");
+        fprintf(atf_cli_stdout(), " %12s", r->names[j]);
+    fprintf(atf_cli_stdout(), "\n");
     for (int a = 0; a < rows; a++) {
-        printf("%-14s", row_names ? row_names[a] : rn[a]);
+        fprintf(atf_cli_stdout(), "%-14s", row_names ? row_names[a] : rn[a]);
         for (int j = 0; j < r->nkernels; j++) {
             double x = v[a * r->nkernels + j];
             if (isfinite(x))
-                printf(" %12.4f", x);
+                fprintf(atf_cli_stdout(), " %12.4f", x);
             else
-                printf(" %12s", "-");
+                fprintf(atf_cli_stdout(), " %12s", "-");
         }
-        printf("\n");
+        fprintf(atf_cli_stdout(), "\n");
     }
 }
 
 static void print_text(const atf_kernel_report *r, const char *out)
 {
-    printf("kernel: %d rows, kernels:", r->M);
+    fprintf(atf_cli_stdout(), "kernel: %d rows, kernels:", r->M);
     for (int j = 0; j < r->nkernels; j++)
-        printf(" %s", r->names[j]);
-    printf(" -> %s\n", out);
+        fprintf(atf_cli_stdout(), " %s", r->names[j]);
+    fprintf(atf_cli_stdout(), " -> %s\n", out);
     if (isfinite(r->theorem1_s))
-        printf("theorem 1: s = %.6g\n", r->theorem1_s);
+        fprintf(atf_cli_stdout(), "theorem 1: s = %.6g\n", r->theorem1_s);
     print_table("cosine similarity <K,K'>/(|K||K'|)", r->nkernels, (char(*)[16])r->names, NULL, r,
                 r->cosine);
     print_table("centered kernel alignment (Cortes et al. 2012)", r->nkernels,
@@ -179,7 +179,7 @@ static atf_error load(const kernel_args *a, atf_problem **p, atf_result **res, a
 int atf_cmd_kernel(int argc, char **argv)
 {
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     kernel_args a;

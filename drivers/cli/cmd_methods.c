@@ -51,22 +51,22 @@ static json_t *row_json(const atf_method_info *in)
 
 static void print_table(void)
 {
-    printf("%-9s %-14s %-8s %-10s %-12s %-7s %s\n", "method", "solves", "resumes", "processes",
+    fprintf(atf_cli_stdout(), "%-9s %-14s %-8s %-10s %-12s %-7s %s\n", "method", "solves", "resumes", "processes",
            "matrix-free", "linsys", "warm start");
     for (int m = 0; m < atf_method_count(); m++) {
         const atf_method_info *in = atf_method_info_of((atf_method)m);
-        printf("%-9s %-14s %-8s %-10s %-12s %-7s %s\n", in->name, atf_cli_method_solves(in),
+        fprintf(atf_cli_stdout(), "%-9s %-14s %-8s %-10s %-12s %-7s %s\n", in->name, atf_cli_method_solves(in),
                in->resumable ? "yes" : "no", procs_name(in->processes),
                in->matrix_free ? "yes" : "no", in->linsys ? "yes" : "no", warm_name(in->warm));
     }
-    printf("\n");
-    atf_cli_method_help(stdout, 0, NULL);
+    fprintf(atf_cli_stdout(), "\n");
+    atf_cli_method_help(atf_cli_stdout(), 0, NULL);
 }
 
 int atf_cmd_methods(int argc, char **argv)
 {
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     char err[ATF_ERRLEN] = "";

@@ -196,7 +196,7 @@ int atf_cmd_path(int argc, char **argv)
     const atf_exp_ranks *rk = atf_cli_ranks();
     if (atf_cli_wants_help(argc, argv)) {
         if (!rk || rk->rank == 0)
-            usage(stdout);
+            usage(atf_cli_stdout());
         return 0;
     }
     char err[ATF_ERRLEN] = "";

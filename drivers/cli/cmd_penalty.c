@@ -98,7 +98,7 @@ static double grid_point(const penalty_args *a, long j)
 int atf_cmd_penalty(int argc, char **argv)
 {
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     char err[ATF_ERRLEN] = "";
@@ -111,13 +111,13 @@ int atf_cmd_penalty(int argc, char **argv)
     if (e)
         return atf_cli_fail("penalty", e, err);
 
-    printf("v,omega_tilde,z,prox,s1,s2\n");
+    fprintf(atf_cli_stdout(), "v,omega_tilde,z,prox,s1,s2\n");
     for (long j = 0; j < a.num; j++) {
         double v = grid_point(&a, j), z = 1.0, s1 = 1.0, s2 = 1.0;
         double value = atf_penalty_value(&pen, v, &z);
         double prox = atf_penalty_prox(&pen, v, a.t, NULL);
         atf_penalty_factors(&pen, v, &s1, NULL, &s2);
-        printf("%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", v, value, z, prox, s1, s2);
+        fprintf(atf_cli_stdout(), "%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", v, value, z, prox, s1, s2);
     }
     return 0;
 }

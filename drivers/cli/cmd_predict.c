@@ -58,13 +58,13 @@ static json_t *split_json(const atf_split_eval *s)
 
 static void print_split_text(const char *name, const atf_split_eval *s)
 {
-    printf("%-5s  %6d  %12.6g  %8.4f", name, s->N, s->mse, s->error);
+    fprintf(atf_cli_stdout(), "%-5s  %6d  %12.6g  %8.4f", name, s->N, s->mse, s->error);
     if (isfinite(s->class_error))
-        printf("  %11.4f", s->class_error);
+        fprintf(atf_cli_stdout(), "  %11.4f", s->class_error);
     double xent = split_xent(s);
     if (isfinite(xent))
-        printf("  %9.4f", xent);
-    printf("\n");
+        fprintf(atf_cli_stdout(), "  %9.4f", xent);
+    fprintf(atf_cli_stdout(), "\n");
 }
 
 static void report(const atf_predictions *pr, const char *what, int json)
@@ -79,13 +79,13 @@ static void report(const atf_predictions *pr, const char *what, int json)
         atf_cli_print_json(o);
         return;
     }
-    printf("predict: %s\nsplit  samples           mse     error  class_error%s\n", what,
+    fprintf(atf_cli_stdout(), "predict: %s\nsplit  samples           mse     error  class_error%s\n", what,
            isfinite(split_xent(&pr->train)) ? "       xent" : "");
     print_split_text("train", &pr->train);
     if (pr->test.N > 0)
         print_split_text("test", &pr->test);
     else
-        printf("(no /test split: training fit only)\n");
+        fprintf(atf_cli_stdout(), "(no /test split: training fit only)\n");
 }
 
 static int finish(atf_predictions *pr, const char *what, const char *out, int json)
@@ -203,7 +203,7 @@ static atf_error parse_args(int argc, char **argv, predict_args *a, char *err)
 int atf_cmd_predict(int argc, char **argv)
 {
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     predict_args a = {atf_data_options_default(), atf_net_options_default(), {NULL, NULL}, NULL,

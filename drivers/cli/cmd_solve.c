@@ -318,7 +318,7 @@ static void report(const solve_args *a, const atf_result *res)
     if (!a->quiet) {
         char text[1024];
         atf_result_summary(res, text, sizeof text);
-        fprintf(stderr, "%s: %s", a->output, text);
+        fprintf(atf_cli_stderr(), "%s: %s", a->output, text);
     }
     if (a->json) {
         atf_cli_print_json(atf_result_json_object(res));
@@ -443,7 +443,7 @@ static int run(const char *cmd, solve_args *a)
         goto done;
     }
     a->set.verbose = !a->quiet && rank() == 0; /* the iteration table on stderr */
-    atf_hooks hooks = {.warm = warm, .interrupt = atf_cli_interrupt_flag(),
+    atf_hooks hooks = {.log = atf_cli_log, .warm = warm, .interrupt = atf_cli_interrupt_flag(),
                        .processes = atf_cli_processes(), .precond_file = a->precond_file};
     atf_checkpoint_file sink = {a->checkpoint, ""};
     if (a->checkpoint) {
@@ -478,7 +478,7 @@ static int run(const char *cmd, solve_args *a)
                                                        output stays */
         char msg[ATF_ERRLEN + 4200];
         snprintf(msg, sizeof msg, "%s: %s; %s not written", a->problem, err, a->output);
-        fprintf(stderr, "atf %s: %s\n", cmd, msg);
+        fprintf(atf_cli_stderr(), "atf %s: %s\n", cmd, msg);
         code = atf_cli_status_exit_code(res->info.status);
         goto done;
     }
@@ -497,7 +497,7 @@ static int run(const char *cmd, solve_args *a)
             remove(a->precond_file);
     }
     if (res->info.status != ATF_STATUS_SOLVED) /* err explains the status */
-        fprintf(stderr, "atf %s: %s: %s\n", cmd, a->problem, err);
+        fprintf(atf_cli_stderr(), "atf %s: %s: %s\n", cmd, a->problem, err);
     report(a, res);
     code = atf_cli_status_exit_code(res->info.status);
 done:
@@ -527,7 +527,7 @@ int atf_cmd_solve(int argc, char **argv)
 {
     const char *cmd = argc > 0 ? argv[0] : "solve";
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     char err[ATF_ERRLEN] = "";

@@ -136,7 +136,7 @@ static atf_error parse_sweep(int argc, char **argv, atf_sweep_config *cfg, int *
 int atf_cmd_sweep(int argc, char **argv)
 {
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     char err[ATF_ERRLEN] = "";

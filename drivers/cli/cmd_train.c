@@ -142,7 +142,7 @@ static atf_error on_epoch(const atf_train_progress *p, const atf_model *m, void 
         if ((e = atf_cli_ranks_agree(e, &tell))) {
             atf_progress_break(&ctx->prog);
             if (tell)
-                fprintf(stderr, "atf train: checkpoint: %s\n", err);
+                fprintf(atf_cli_stderr(), "atf train: checkpoint: %s\n", err);
             return e;
         }
     }
@@ -303,15 +303,15 @@ static atf_error protocol_sizes(train_args *a, const atf_task *task, char *err)
 static void describe(const train_args *a)
 {
     const atf_train_settings *t = &a->train;
-    fprintf(stderr, "train: %s model, %s lr %g (%s), %s loss, %s sampling of %d examples, "
+    fprintf(atf_cli_stderr(), "train: %s model, %s lr %g (%s), %s loss, %s sampling of %d examples, "
             "stop %s", atf_model_kind_name(a->model), atf_optimizer_name(t->optimizer), t->lr,
             atf_lr_schedule_name(t->schedule), atf_loss_name(t->loss),
             atf_sampling_name(t->sampling), t->n_train, atf_stopping_name(t->stopping));
     if (t->n_val)
-        fprintf(stderr, ", %d validation examples", t->n_val);
+        fprintf(atf_cli_stderr(), ", %d validation examples", t->n_val);
     if (t->patience)
-        fprintf(stderr, ", patience %d", t->patience);
-    fprintf(stderr, "\n");
+        fprintf(atf_cli_stderr(), ", patience %d", t->patience);
+    fprintf(atf_cli_stderr(), "\n");
 }
 
 /* The comparison with (16) as a JSON object. */
@@ -361,18 +361,18 @@ static void report(const train_args *a, const atf_train_report *r, const atf_mod
         atf_cli_print_json(o);
         return;
     }
-    printf("train: %s: %s model, epoch %d of %d kept (%s, %s sampling), train loss %.6e, "
+    fprintf(atf_cli_stdout(), "train: %s: %s model, epoch %d of %d kept (%s, %s sampling), train loss %.6e, "
            "train error %.4f", a->out, atf_model_kind_name(a->model), r->selected_epoch,
            r->epochs_run, atf_stopping_name(t->stopping), atf_sampling_name(t->sampling),
            r->train_loss, r->train_error);
     if (r->n_val > 0)
-        printf(", val error %.4f", r->val_error);
+        fprintf(atf_cli_stdout(), ", val error %.4f", r->val_error);
     if (isfinite(r->test_loss) || isfinite(r->test_error))
-        printf(", test loss %.6g, test error %.4f", r->test_loss, r->test_error);
+        fprintf(atf_cli_stdout(), ", test loss %.6g, test error %.4f", r->test_loss, r->test_error);
     if (c)
-        printf(", cos(B, B_16) %.4f, sum omega~ %.6g vs B_16 %.6g", c->cosine_all,
+        fprintf(atf_cli_stdout(), ", cos(B, B_16) %.4f, sum omega~ %.6g vs B_16 %.6g", c->cosine_all,
                c->omega_model_total, c->omega_result_total);
-    printf("%s\n", r->interrupted ? " (interrupted)" : "");
+    fprintf(atf_cli_stdout(), "%s\n", r->interrupted ? " (interrupted)" : "");
 }
 
 /* The solution of (16) to compare with, checked before training: the result must be the
@@ -504,7 +504,7 @@ static int run(train_args *a)
     atf_error e = prepare(a, &task, &m, &b16, err);
     int quiet = a->quiet || rank() != 0;
     progress_ctx ctx = {a, {0}};
-    atf_progress_start(&ctx.prog, quiet ? NULL : stderr, a->train.epochs, 0);
+    atf_progress_start(&ctx.prog, quiet ? NULL : atf_cli_stderr(), a->train.epochs, 0);
     a->train.progress = on_epoch;
     a->train.ctx = &ctx;
     a->train.interrupt = atf_cli_interrupt_flag();
@@ -541,7 +541,7 @@ static int run(train_args *a)
 int atf_cmd_train(int argc, char **argv)
 {
     if (atf_cli_wants_help(argc, argv)) {
-        usage(stdout);
+        usage(atf_cli_stdout());
         return 0;
     }
     train_args a;

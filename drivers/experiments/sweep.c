@@ -300,6 +300,7 @@ static void fill_row(atf_row *row, const atf_sweep_config *cfg, const atf_proble
     atf_row_num(row, "stationarity", res->info.stationarity);
     atf_row_num(row, "test_error", tm->error);
     atf_row_num(row, "test_rel_mse", tm->rel_mse);
+    atf_row_num(row, "test_xent", tm->xent);
     atf_row_num(row, "align_label", al->label);
     atf_row_num(row, "align_k0", al->k0);
     atf_row_int(row, "warm", warm);

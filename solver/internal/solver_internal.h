@@ -124,12 +124,21 @@ struct atf_solver {
                                          parts (operator.c) */
     size_t dd_len;
     atf_sv_times t;
+    int loss_weight_exp;   /* the largest |log2| of a penalized loss's row weights κ·s²/λ
+                              (pg_loss.c; 0 without one): far from 0, a breakdown is said to be
+                              λ's, in the words of the weight check */
+    double solve_start;    /* atf_now() when atf_solver_solve began */
+    double progress_last;  /* when hooks.progress was last called (−∞: not yet) */
 };
 
 /* ---- settings.c (the checks) and util.c (the helpers) ---- */
 atf_error atf_sv_settings_check(const atf_settings *set, const atf_hooks *hooks, char *err);
 /* Verbose output: formats and passes the text to hooks.log (stderr without one). */
 void atf_sv_log(const atf_solver *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Where the solve stands, to hooks.progress (none: nothing): p's method, iteration, limit,
+ * measure, tolerance and passes are the caller's, the seconds are filled in here. At most every
+ * 0.1 s (a caller's step may take microseconds), the first call always. */
+void atf_sv_progress(atf_solver *s, atf_solve_progress p);
 /* Whether the caller's stop flag is raised. */
 int atf_sv_interrupted(const atf_solver *s);
 

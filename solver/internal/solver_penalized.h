@@ -37,6 +37,9 @@ typedef struct {
  * loss with λ = 0 is the augmented Lagrangian's (alm.c): weight 1 and target r' in work units,
  * changed with atf_pg_loss_set_weight. */
 atf_error atf_pg_loss_init(atf_solver *s, const atf_loss *loss, atf_pg_loss *pl, char *err);
+/* The one message for a λ beyond the arithmetic: "solver: loss L:lambda=λ: the loss's weight
+ * 1/lambda relative to the penalty is <what> in double precision for this problem (…)". */
+void atf_sv_lambda_message(const atf_loss *loss, const char *what, char *err);
 void atf_pg_loss_free(atf_pg_loss *pl);
 /* Make a squared loss the augmented Lagrangian's subproblem loss (weight/2)‖z − target_work‖²,
  * weight and target in work units (not owned): no λ, so no quotient that the problem's units could

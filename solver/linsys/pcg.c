@@ -182,6 +182,16 @@ static void log_header(const atf_sv_cg *c, const atf_pcg_job *job)
 }
 
 /* A table row; the ETA extrapolates the residual's decay since the previous row. */
+/* The cg method's own solve is the run a display follows (a projection's solves inside ADMM are
+ * not: ADMM reports its iterations). */
+static void progress(atf_sv_cg *c, const atf_pcg_job *job, int k, double rr)
+{
+    if (job->shown)
+        atf_sv_progress(c->s, (atf_solve_progress){.method = "cg", .iteration = k,
+                                             .max_iterations = job->max_steps, .measure = rr,
+                                             .tolerance = job->tol, .passes = c->s->passes});
+}
+
 static void log_row(atf_sv_cg *c, const atf_pcg_job *job, int k, double rr, double t0, double *prev)
 {
     double now = atf_now() - t0, eta = NAN;
@@ -297,6 +307,7 @@ static void pcg_loop(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report *rep, d
         rep->steps = k;
         if (job->log && (k % job->log == 0 || k == 1))
             log_row(c, job, k, rr, t0, prev);
+        progress(c, job, k, rr);
         if (rr <= job->tol && confirm_converged(c, job, rep, c->rho, &best, &stale))
             return;
         if (job->cert_measure && k % CERT_EVERY == 0 && certificate_settled(c, job)) {
@@ -470,10 +481,23 @@ static int lsqr_save(atf_sv_cg *c, const atf_pcg_job *job, const lsqr_state *st,
 }
 
 /* Whether hooks.resume is a state of this solve's shape (its key was checked before). */
+/* Every number of an LSQR state is in work units, where b has norm below 1: magnitudes beyond
+ * 2^500 (a damaged file's 1e300) cannot come from a solve, and would overflow its first step. */
+#define LS_STATE_MAX 0x1p500
+
+static int lsqr_numbers_in_range(const atf_checkpoint *cp)
+{
+    for (int64_t i = 0; i < cp->len; i++)
+        if (!(fabs(cp->data[i]) <= LS_STATE_MAX))
+            return 0;
+    return 1;
+}
+
 int atf_sv_cg_state_ok(const atf_sv_cg *c, const atf_checkpoint *cp, int exponent)
 {
     const double *h = cp->data;
-    return cp->len == (int64_t)lsqr_state_len(c) && h[LS_MAGIC] == LS_MAGIC_VALUE &&
+    return cp->len == (int64_t)lsqr_state_len(c) && lsqr_numbers_in_range(cp) &&
+           h[LS_MAGIC] == LS_MAGIC_VALUE &&
            h[LS_VERSION] == LS_VERSION_VALUE && h[LS_M] == c->M && h[LS_N] == (double)c->n &&
            h[LS_EXPONENT] == exponent && h[LS_STEP] >= 1.0 &&
            atf_sv_count_ok(h[LS_STEP], INT_MAX) && atf_sv_count_ok(h[LS_TOTAL], INT_MAX) &&
@@ -545,6 +569,7 @@ static void lsqr_loop(atf_sv_cg *c, const atf_pcg_job *job, atf_cg_report *rep, 
         }
         if (job->log && (k % job->log == 0 || k == 1))
             log_row(c, job, k, rr, t0, prev);
+        progress(c, job, k, rr);
         if ((rr <= job->tol || st.beta == 0.0) &&
             confirm_converged(c, job, rep, st.r, &bk.best, &bk.stale))
             return;

@@ -153,6 +153,7 @@ typedef struct {
     int log;                /* a table row every `log` steps (0: no table) */
     int lsqr;               /* LSQR in the P⁻¹ norm instead of CG on A'A'ᵀ (no λ then) */
     int main_solve;         /* the baseline's own solve: checkpoints are kept and resumed */
+    int shown;              /* the cg method's own solve: hooks.progress follows it */
     double *x;              /* [n] A'ᵀλ (required) */
     double *lam;            /* [M] λ, or NULL */
     /* The certificate's solve: the caller's measure of the candidate x (unscaled into cert_y

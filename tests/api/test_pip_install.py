@@ -1,8 +1,9 @@
 """The Python package as a user installs it: `pip install --no-build-isolation .` of a clean
 copy of the source tree into a fresh venv made with --system-site-packages (Debian's numpy and
 meson-python), then, from another directory and with no atf variable in the environment:
-`import atf`, its version against the C library's, a solve, a problem file read (through the
-HDF5 checker bundled beside libatf.so), and the `atf` console script.
+`import atf`, its version against the C library's, the files installed beside it (py.typed
+included), a solve, a problem file read (through the HDF5 checker bundled beside libatf.so), and
+the `atf` console script.
 
 usage: test_pip_install.py SOURCE_ROOT SCRATCH VERSION"""
 import os
@@ -55,7 +56,7 @@ import atf
 pkg = os.path.dirname(atf.__file__)
 assert pkg.startswith(sys.prefix), (pkg, sys.prefix)
 assert atf.__version__ == sys.argv[1], (atf.__version__, sys.argv[1])
-for f in ("libatf.so", "atf-h5check", os.path.join("bin", "atf")):
+for f in ("libatf.so", "libatf_cli.so", "atf-h5check", os.path.join("bin", "atf"), "py.typed"):
     assert os.path.isfile(os.path.join(pkg, f)), (f, os.listdir(pkg))
 # min ||B||^2 s.t. <G_m, B> = r_m for a 2 x 3 block: the min-norm interpolant
 rng = np.random.default_rng(1)
@@ -71,7 +72,7 @@ assert res.status == "solved" and res.pg_residual <= 1e-6, (res.status, res.pg_r
 prob.write("p.h5")
 again = atf.Problem.read("p.h5")
 assert again.M == 4
-summary = atf.cli(["solve", "p.h5", "-o", "r.h5", "--quiet"], progress=False)  # bin/atf
+summary = atf.cli(["solve", "p.h5", "-o", "r.h5", "--quiet"], progress=False)  # libatf_cli.so
 assert summary["status"] == "solved", summary
 print("ok", atf.__version__)
 '''

@@ -1,10 +1,14 @@
 /* layout_probe.c — prints the size of every public struct the Python package mirrors with ctypes
- * (drivers/python/atf/_lib.py) and the offset of each field, one "NAME VALUE" per line, for
+ * (drivers/python/atf/_lib.py; the data stage's in drivers/python/atf/_data_lib.py, the kernel
+ * report's in _kernel_lib.py) and the offset of each field, one "NAME VALUE" per line, for
  * tests/python/test_layout.py to compare with ctypes.sizeof and the ctypes field offsets. */
 #include <stddef.h>
 #include <stdio.h>
 
+#include "atf_data.h"
 #include "atf_features.h"
+#include "atf_kernel.h"
+#include "atf_mlp.h"
 #include "atf_penalty.h"
 #include "atf_problem.h"
 #include "atf_result.h"
@@ -84,11 +88,15 @@ static void settings(void)
     OFF(atf_settings, baseline); OFF(atf_settings, newton_rank);
     OFF(atf_settings, continuation); OFF(atf_settings, linsys); OFF(atf_settings, precond);
     OFF(atf_settings, memory_fraction); OFF(atf_settings, gram_max_rows);
+    SIZE(atf_solve_progress);
+    OFF(atf_solve_progress, method); OFF(atf_solve_progress, iteration); OFF(atf_solve_progress, max_iterations);
+    OFF(atf_solve_progress, measure); OFF(atf_solve_progress, tolerance); OFF(atf_solve_progress, passes);
+    OFF(atf_solve_progress, seconds);
     SIZE(atf_hooks);
     OFF(atf_hooks, log); OFF(atf_hooks, log_ctx); OFF(atf_hooks, warm);
     OFF(atf_hooks, interrupt); OFF(atf_hooks, processes); OFF(atf_hooks, checkpoint);
     OFF(atf_hooks, checkpoint_ctx); OFF(atf_hooks, checkpoint_seconds); OFF(atf_hooks, resume);
-    OFF(atf_hooks, precond_file);
+    OFF(atf_hooks, precond_file); OFF(atf_hooks, progress); OFF(atf_hooks, progress_ctx);
     SIZE(atf_checkpoint);
     OFF(atf_checkpoint, key); OFF(atf_checkpoint, len); OFF(atf_checkpoint, data);
     SIZE(atf_checkpoint_file);
@@ -122,6 +130,55 @@ static void predictions(void)
     OFF(atf_predictions, train); OFF(atf_predictions, test);
 }
 
+/* atf.data (drivers/python/atf/_data_lib.py): the data options, data sets and tasks, and the
+ * network options and architecture that teacher targets are drawn with. */
+static void data(void)
+{
+    SIZE(atf_data_options);
+    OFF(atf_data_options, source); OFF(atf_data_options, nclasses);
+    OFF(atf_data_options, classes); OFF(atf_data_options, n_train);
+    OFF(atf_data_options, n_test); OFF(atf_data_options, seed);
+    OFF(atf_data_options, standardize); OFF(atf_data_options, official_split);
+    OFF(atf_data_options, targets); OFF(atf_data_options, teacher_seed);
+    OFF(atf_data_options, ndata_dirs); OFF(atf_data_options, data_dirs);
+    SIZE(atf_dataset);
+    OFF(atf_dataset, N); OFF(atf_dataset, D); OFF(atf_dataset, C); OFF(atf_dataset, X);
+    OFF(atf_dataset, Y); OFF(atf_dataset, labels);
+    SIZE(atf_task);
+    OFF(atf_task, train); OFF(atf_task, test); OFF(atf_task, nclasses); OFF(atf_task, classes);
+    OFF(atf_task, targets); OFF(atf_task, teacher_accuracy); OFF(atf_task, source_name);
+    OFF(atf_task, source); OFF(atf_task, data_dir); OFF(atf_task, standardized);
+    SIZE(atf_activation);
+    OFF(atf_activation, kind); OFF(atf_activation, slope); OFF(atf_activation, beta);
+    OFF(atf_activation, threshold);
+    SIZE(atf_arch);
+    OFF(atf_arch, L); OFF(atf_arch, widths); OFF(atf_arch, bias); OFF(atf_arch, act);
+    OFF(atf_arch, param); OFF(atf_arch, init); OFF(atf_arch, origin);
+    SIZE(atf_net_options);
+    OFF(atf_net_options, mlp_path); OFF(atf_net_options, have_widths);
+    OFF(atf_net_options, arch); OFF(atf_net_options, bias); OFF(atf_net_options, activation);
+    OFF(atf_net_options, seed); OFF(atf_net_options, seed_given);
+}
+
+/* atf.kernel_report (drivers/python/atf/_kernel_lib.py): the inputs and the report of
+ * atf_kernel_report_compute (ATF_MAX_KERNELS and the name length show in the offsets after
+ * names[][]). */
+static void kernel_report(void)
+{
+    SIZE(atf_kernel_inputs);
+    OFF(atf_kernel_inputs, problem); OFF(atf_kernel_inputs, result);
+    OFF(atf_kernel_inputs, mlp0); OFF(atf_kernel_inputs, mlp);
+    OFF(atf_kernel_inputs, path_points); OFF(atf_kernel_inputs, path_method);
+    OFF(atf_kernel_inputs, problem_name); OFF(atf_kernel_inputs, result_name);
+    OFF(atf_kernel_inputs, mlp0_name); OFF(atf_kernel_inputs, mlp_name);
+    SIZE(atf_kernel_report);
+    OFF(atf_kernel_report, M); OFF(atf_kernel_report, nkernels); OFF(atf_kernel_report, nblocks);
+    OFF(atf_kernel_report, names); OFF(atf_kernel_report, K); OFF(atf_kernel_report, blocks);
+    OFF(atf_kernel_report, cosine); OFF(atf_kernel_report, cka);
+    OFF(atf_kernel_report, layer_cosine); OFF(atf_kernel_report, layer_cka);
+    OFF(atf_kernel_report, theorem1_s); OFF(atf_kernel_report, f0_check);
+}
+
 int main(void)
 {
     omega_penalty();
@@ -130,5 +187,7 @@ int main(void)
     settings();
     jacobian();
     predictions();
+    data();
+    kernel_report();
     return 0;
 }

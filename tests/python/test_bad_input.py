@@ -342,4 +342,19 @@ check(mt.weights[0].dtype == np.float64 and np.array_equal(mt(X32), mt(X64)),
       "MLP: torch float32 weights and inputs")
 check(atf.Problem(r, [blk], np.int64(6), torch.tensor(2)).M == 12,
       "Problem: numpy and torch integer counts")
+# r deep in the subnormal range: the answer cannot hold the constraints' bits, and the message
+# says why and what to do (before: "not representable" alone); r × 2^600 of the same problem
+# is solved
+rng = np.random.default_rng(11)
+Hs, Ds, rs = rng.standard_normal((10, 8)), rng.standard_normal((10, 6)), rng.standard_normal(10)
+tiny = atf.Problem(rs * 1e-318, [atf.Block.factored("W1", Hs, Ds)], samples=10, outputs=1)
+try:
+    atf.solve(tiny)
+    check(False, "r ~ 1e-318: refused")
+except atf.NumericalError as e:
+    check("below the normal range of doubles" in str(e) and "scale r by a power of two" in str(e)
+          and "\n" not in str(e), f"r ~ 1e-318: the reason and the cure, got {e}")
+check(atf.solve(atf.Problem(rs * 1e-318 * 2.0**600, [atf.Block.factored("W1", Hs, Ds)],
+                            samples=10, outputs=1)).status == "solved",
+      "the same r × 2^600: solved")
 atf_env.finish("test_bad_input")

@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import numpy as np
 import atf
 import atf_env
 import pyprob
-from atf import _cli
+from atf import _cli, _progress
 
 d = atf_env.scratch()
 check = atf_env.check
@@ -116,7 +117,7 @@ cli_json("path", feat_file, "--loss", "squared", "--lambdas", "0.5,0.05", "-o", 
 buf = io.StringIO()
 with contextlib.redirect_stderr(buf):
     res = atf.path(feat_file, "squared", [0.05, 0.5], os.path.join(d, "path-sq-py"),
-                   verbose=True)
+                   verbose=True, progress=True)
 text = buf.getvalue()
 check(untimed(res.rows) == untimed(rows_of(os.path.join(cli_dir, "path.jsonl"))),
       "atf.path squared: rows differ from atf path's")
@@ -131,7 +132,22 @@ with contextlib.redirect_stderr(buf):
     atf.path(feat_file, "squared", [0.5], os.path.join(d, "path-quiet"), progress=False)
 check(buf.getvalue() == "", f"progress=False wrote {buf.getvalue()[:200]!r}")
 lines = []
-atf.path(feat_file, "squared", [0.5], os.path.join(d, "path-log"), log=lines.append)
+atf.path(feat_file, "squared", [0.5], os.path.join(d, "path-log"), log=lines.append,
+         progress=True)
+# the default (progress=None): a command that ends within 2 s shows nothing; past that, as True
+buf = io.StringIO()
+with contextlib.redirect_stderr(buf):
+    atf.path(feat_file, "squared", [0.5], os.path.join(d, "path-auto"))
+check(buf.getvalue() == "", f"progress=None, a quick path: nothing, got {buf.getvalue()[:200]!r}")
+_progress.AUTO_AFTER = 0.0
+with contextlib.redirect_stderr(buf):
+    atf.path(feat_file, "squared", [0.5], os.path.join(d, "path-auto2"))
+_progress.AUTO_AFTER = 2.0
+check("lambda=0.5: solved" in buf.getvalue(),
+      f"progress=None past AUTO_AFTER: the lines, got {buf.getvalue()[:200]!r}")
+out = io.StringIO()
+atf.path(feat_file, "squared", [0.5], os.path.join(d, "path-file"), progress=out)
+check("lambda=0.5: solved" in out.getvalue(), "progress=a file: the lines go there")
 check(any("lambda=0.5: solved" in s for s in lines), f"log callback saw {lines[:3]}")
 
 # ---- atf.sweep
@@ -141,7 +157,7 @@ cli_sum = cli_json("sweep", prob_file, "--out", cli_dir, "--families", "sq,abs",
 buf = io.StringIO()
 with contextlib.redirect_stderr(buf):
     sw = atf.sweep(prob_file, os.path.join(d, "sweep-py"), families=["sq", "abs"],
-                   scales=[0.1, 1], structures="layer", penalties=["sq+abs"])
+                   scales=[0.1, 1], structures="layer", penalties=["sq+abs"], progress=True)
 cli_rows = rows_of(os.path.join(cli_dir, "sweep.jsonl"))
 check(isinstance(sw, atf.SweepResult) and len(sw) == len(cli_rows) == 6
       and sw.summary["rows"] == cli_sum["rows"], f"atf.sweep: {sw} vs {cli_sum}")
@@ -151,6 +167,31 @@ check(np.array_equal(sw.column("objective"), [r["objective"] for r in cli_rows])
 # off a terminal the progress is throttled (a line every few seconds, and the last one)
 check("layer|" in buf.getvalue() and "done" in buf.getvalue(),
       f"atf.sweep progress: {buf.getvalue()[:200]!r}")
+
+# the figures are atf.Figure: the SVG's path, displayed as the image by IPython
+fig = sw.figure
+check(isinstance(fig, atf.Figure) and isinstance(fig, str) and os.path.isfile(fig) and
+      fig._repr_svg_().lstrip().startswith(("<?xml", "<svg")) and
+      fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n" and fig.png.endswith("sweep.png"),
+      f"sweep figure: an atf.Figure with SVG and PNG reprs, got {fig!r}")
+check(pickle.loads(pickle.dumps(fig)) == fig and isinstance(pickle.loads(pickle.dumps(fig)),
+                                                              atf.Figure), "a Figure pickles")
+gone = atf.Figure(os.path.join(d, "nowhere.svg"))
+check(gone._repr_svg_() is None and gone._repr_png_() is None and gone.png is None,
+      "a Figure whose files are gone shows as its path")
+
+# a sweep with the cross-entropy fills test_xent beside test_error from the test split's labels
+import torch  # noqa: E402 (only this check needs it)
+rng = np.random.default_rng(5)
+torch.manual_seed(5)
+net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+xent_prob = atf.features(net, rng.standard_normal((24, 5)), rng.integers(0, 3, 24),
+                         X_test=rng.standard_normal((12, 5)), Y_test=rng.integers(0, 3, 12))
+sx = atf.sweep(xent_prob, os.path.join(d, "sweep-xent"), families=["sq"], scales=[1],
+               structures="layer", loss="xent:lambda=0.5", progress=False)
+check(len(sx) == 2 and np.all(np.isfinite(sx.column("test_xent"))) and
+      np.all(np.isfinite(sx.column("test_error"))),
+      f"atf.sweep with xent: test_xent and test_error filled, got {sx.rows}")
 
 # ---- atf.train: the three models, and a starting network given as an atf.MLP
 TRAIN = ["--data", "synthetic", "--n-train", "40", "--n-test", "20", "--widths", "16,8,1",
@@ -183,7 +224,8 @@ for model in ["network", "linearized", "factorized"]:
     cli_sum = cli_json("train", *TRAIN, "--model", model, "-o", cli_file, *extra)
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
-        tr = atf.train("synthetic", os.path.join(d, f"train-py-{model}.h5"), model=model, **KW)
+        tr = atf.train("synthetic", os.path.join(d, f"train-py-{model}.h5"), model=model,
+                       progress=True, **KW)
     what = f"atf.train {model}"
     same_training(tr, cli_file, cli_sum, what)
     check("epoch    3/3" in buf.getvalue(), f"{what}: epochs not on sys.stderr")
@@ -230,7 +272,9 @@ for fn, word in [
     check(e is None or word in str(e), f"refusal: {e} does not name {word}")
 check(not os.path.exists("x.h5"), "a refused atf.train wrote a file")
 
-# the program's own refusals: its one-line message, as on its stderr
+# the program's own refusals: its one-line message, as on its stderr (and, past AUTO_AFTER —
+# here 0 —, on sys.stderr: what progress=None held is shown)
+_progress.AUTO_AFTER = 0.0
 for py, args in [
         (lambda: atf.path(prob_file, "xent", [1], os.path.join(d, "m"), method="nonsense"),
          ["path", prob_file, "--loss", "xent", "--lambdas", "1", "-o", os.path.join(d, "m"),
@@ -249,6 +293,7 @@ for py, args in [
     check(e is not None and e.message == message and message.startswith("atf "),
           f"InputError {e} is not the program's message {message!r}")
     check(message in buf.getvalue(), "the program's message reaches sys.stderr too")
+_progress.AUTO_AFTER = 2.0
 
 # exit 3: atf.Infeasible; exit 4: the JSON with an IterationLimitWarning
 H, D, J, S, r, f0, labels = pyprob.arrays()
@@ -271,35 +316,43 @@ check(out.get("status") == "max_iterations"
 check(atf.cli(["--version"], json=False)["stdout"].strip() == f"atf {atf.__version__}",
       "atf.cli --version")
 
-# program(): $ATF first; a missing one is atf.Error naming it
+# program() (the console script's): $ATF first; a missing one is atf.Error naming it
 check(_cli.program() == os.environ["ATF"], "program() is $ATF")
 saved = os.environ["ATF"]
 os.environ["ATF"] = os.path.join(d, "no-such-atf")
 e = raises(atf.Error, _cli.program, "program() without a program")
 check(e is not None and "no-such-atf" in str(e), f"program(): {e}")
+# the commands' library: $ATF_CLI_LIBRARY names it; a missing one is atf.Error naming it
+os.environ["ATF_CLI_LIBRARY"] = os.path.join(d, "no-such-lib.so")
+saved_host, _cli._host_lib = _cli._host_lib, None
+e = raises(atf.Error, lambda: atf.cli(["--version"], json=False), "no libatf_cli.so")
+check(e is not None and "no-such-lib.so" in str(e), f"a missing libatf_cli.so: {e}")
+del os.environ["ATF_CLI_LIBRARY"]
+_cli._host_lib = saved_host
 
-# stderr streamed as it comes, \r updates passed through (a stand-in program through $ATF)
-fake = os.path.join(d, "fake-atf")
-with open(fake, "w") as f:
-    f.write("#!/bin/sh\n"
-            "printf 'step 1\\r' >&2; sleep 1; printf 'step 2\\r' >&2; printf 'done\\n' >&2\n"
-            "case \"$1\" in bad) echo 'atf bad: this is refused' >&2; exit 2;; esac\n"
-            "echo '{\"status\": \"ok\", \"args\": \"'\"$*\"'\"}'\n")
-os.chmod(fake, 0o755)
-os.environ["ATF"] = fake
+# the commands run in this process (libatf_cli.so), their stderr streamed as it comes: a
+# training's first lines arrive long before its end
+os.environ["ATF"] = saved
 seen = []
 t0 = time.monotonic()
-out = atf.cli(["go", "--", "-x"], log=lambda s: seen.append((s, time.monotonic() - t0)))
+atf.train("synthetic", os.path.join(d, "stream.h5"), n_train=400, n_test=50, widths=[16, 64, 1],
+          epochs=2000, batch=8, lr=0.01, init="lecun", progress=True,
+          log=lambda s: seen.append((s, time.monotonic() - t0)))
 elapsed = time.monotonic() - t0
-check([s for s, _ in seen] == ["step 1\r", "step 2\r", "done\n"], f"segments {seen}")
-check(seen and seen[0][1] < elapsed - 0.5, f"stderr not streamed: {seen}, total {elapsed:.2f}")
-check(out == {"status": "ok", "args": "go --json -- -x"}, f"--json before --: {out}")
+check(seen and seen[0][0].startswith("train:") and seen[0][1] < elapsed - 0.3,
+      f"stderr not streamed: first {seen[:1]}, total {elapsed:.2f} s")
+try:  # the command ran here: no child process is left (none running, none unreaped)
+    kids = os.waitpid(-1, os.WNOHANG)
+except ChildProcessError:
+    kids = None
+check(kids is None, f"a child process is left: {kids}")
+check(_cli._with_json(["go", "--", "-x"]) == ["go", "--json", "--", "-x"] and
+      _cli._with_json(["go", "--json"]) == ["go", "--json"], "--json goes before --")
 buf = io.StringIO()
 with contextlib.redirect_stderr(buf):
-    e = raises(atf.InputError, lambda: atf.cli(["bad"]), "fake exit 2")
-check(e is not None and e.message == "atf bad: this is refused"
-      and buf.getvalue().startswith("step 1\rstep 2\rdone\n"), f"fake exit 2: {e}")
-os.environ["ATF"] = saved
+    e = raises(atf.InputError, lambda: atf.cli(["solve", "--no-such-option"]), "exit 2")
+check(e is not None and e.message.startswith("atf solve: unknown option '--no-such-option'")
+      and "unknown option" in buf.getvalue(), f"exit 2: the command's message, got {e}")
 
 # Ctrl-C: a child Python trains for a long time; SIGINT to it stops the program, which saves
 # the model; KeyboardInterrupt is raised and no child process is left

@@ -96,4 +96,51 @@ check(child.returncode == 0 and "atf.features: 8 examples" in child.stdout and
       "atf.features" not in child.stderr,
       f"the lines go to sys.stderr, not fd 2 (stdout {child.stdout!r}, stderr "
       f"{child.stderr[-300:]!r})")
+# the solver's progress (hooks.progress): the method, its step and residual, one final line
+rng = np.random.default_rng(1)
+N, C = 30, 2
+prob = atf.Problem(rng.standard_normal(N * C),
+                   [atf.Block.factored("W1", rng.standard_normal((N, 12)),
+                                       rng.standard_normal((N * C, 10)))], samples=N, outputs=C)
+_progress.INTERVAL = 0.0
+out = io.StringIO()
+res = atf.solve(prob, "abs", loss="squared:lambda=0.1", method="newton", progress=out)
+text = out.getvalue().splitlines()
+check(len(text) >= 2 and all(line.startswith("atf.solve: ") for line in text) and
+      any("newton, step " in line and "residual" in line and "passes" in line for line in text),
+      f"solve: newton's steps and residuals shown, got {text}")
+check(text[-1].startswith(f"atf.solve: solved by newton after {res.iterations} iterations"),
+      f"solve: the final line names status, method and steps, got {text[-1]!r}")
+out = io.StringIO()
+atf.baseline(prob, "cg", progress=out)
+check("atf.baseline: cg, step " in out.getvalue(), f"baseline by CG: its steps, got "
+      f"{out.getvalue()!r}")
+# every iterative method reports under its own name (admm and alm on interpolation; fista,
+# factored on the penalized loss; irls)
+for method, pen, loss in [("admm", "abs", "interpolate"), ("alm", "abs", "interpolate"),
+                          ("irls", "pow:p=1.5", "interpolate"),
+                          ("fista", "abs", "squared:lambda=0.1"),
+                          ("factored", "nuclear", "squared:lambda=0.1")]:
+    out = io.StringIO()
+    res = atf.solve(prob, pen, loss=loss, method=method, progress=out)
+    shown = [line for line in out.getvalue().splitlines() if ", step " in line]
+    check(shown and all(line.startswith(f"atf.solve: {method}") for line in shown) and
+          "residual" in shown[0], f"{method}: its steps shown under its name, got {shown}")
+# the default (None): silent until AUTO_AFTER seconds have passed, then as True
+buf = io.StringIO()
+with contextlib.redirect_stderr(buf):
+    atf.solve(prob, "abs", loss="squared:lambda=0.1", method="newton")
+    atf.solve(prob, "abs", loss="squared:lambda=0.1", method="newton", progress=False)
+check(buf.getvalue() == "", f"a quick solve with the default is silent, got {buf.getvalue()!r}")
+_progress.AUTO_AFTER = 0.0
+with contextlib.redirect_stderr(buf):
+    atf.solve(prob, "abs", loss="squared:lambda=0.1", method="newton")
+check("atf.solve: solved by newton" in buf.getvalue(),
+      f"the default once AUTO_AFTER has passed: shown, got {buf.getvalue()!r}")
+_progress.AUTO_AFTER, _progress.INTERVAL = 2.0, 5.0
+try:
+    atf.solve(prob, "abs", loss="squared:lambda=0.1", progress="yes")
+    check(False, "progress='yes' refused")
+except atf.InputError as e:
+    check("progress must be True, False, None or a file-like object" in str(e), str(e))
 atf_env.finish("test_loop_progress")

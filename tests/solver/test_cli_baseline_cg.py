@@ -146,6 +146,18 @@ class BaselineMethods(T.ScratchCase):
             self.assertEqual(code, 2, err)
             self.assertIn(words, err)
             self.assertIn(cp, err)
+        # finite values no solve makes (a damaged file's 1e300 vectors): exit 2 naming the file
+        # (before: the solve ran on them and failed on a non-finite B, naming neither file)
+        with h5py.File(cp, "r+") as f:
+            state = f["state"][...]
+            state[40:] = np.where(state[40:] == 0, 1e300, state[40:] * 1e300)
+            state[40:][~np.isfinite(state[40:])] = 1e300
+            f["state"][...] = state
+        code, _, err = T.run("baseline", self.pfile, "-o", self.path("o.h5"), "--method", "cg",
+                             "--checkpoint", cp)
+        self.assertEqual(code, 2, err)
+        self.assertIn(cp, err)
+        self.assertIn("values are damaged", err)
         with open(cp, "wb") as f:
             f.write(b"not a checkpoint")
         code, _, err = T.run("baseline", self.pfile, "-o", self.path("o.h5"), "--method", "cg",

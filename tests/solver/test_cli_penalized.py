@@ -238,6 +238,24 @@ class PenalizedCli(T.ScratchCase):
         self.assertEqual(code, 2, err)
 
 
+class LambdaBeyondTheArithmetic(T.ScratchCase):
+    def test_one_wording(self):
+        """A λ too small to solve in double precision is said in one wording whether the
+        weight 1/λ cannot be formed (5e-324) or the solve breaks down on it (1e-300): exit 1,
+        one line naming the loss and λ, no result file."""
+        rng = np.random.default_rng(4)
+        pfile = T.factored_problem(rng, 20, 1, [(16, 8), (8, 1)]).write(self.path("p.h5"))
+        for lam, what in (("1e-300", "too far from 1 to solve"), ("5e-324", "not representable")):
+            out = self.path(f"r{lam}.h5")
+            code, _, err = T.run("solve", pfile, "-o", out, "--loss", f"squared:lambda={lam}",
+                                 "--penalty", "sq", "--quiet")
+            self.assertEqual(code, 1, err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn("the loss's weight 1/lambda relative to the penalty is " + what, err)
+            self.assertIn("use a lambda closer to the data's scale", err)
+            self.assertFalse(os.path.exists(out))
+
+
 class IrlsCertificate(T.ScratchCase):
     def test_small_step_is_not_a_solution(self):
         """`abs` with r x 1e150 (an effective scale of 1e-300): IRLS creeps in tiny steps far from

@@ -212,6 +212,17 @@ class CheckpointFileC(Structure):  # the context of atf_checkpoint_to_file
 CHECKPOINT_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(CheckpointC))
 
 
+class ProgressC(Structure):  # atf_solve_progress
+    _fields_ = [
+        ("method", c_char_p), ("iteration", c_int), ("max_iterations", c_int),
+        ("measure", c_double), ("tolerance", c_double), ("passes", ctypes.c_long),
+        ("seconds", c_double),
+    ]
+
+
+PROGRESS_FN = ctypes.CFUNCTYPE(None, c_void_p, POINTER(ProgressC))
+
+
 class HooksC(Structure):
     _fields_ = [
         ("log", LOG_FN),
@@ -224,6 +235,8 @@ class HooksC(Structure):
         ("checkpoint_seconds", c_double),
         ("resume", POINTER(CheckpointC)),
         ("precond_file", c_char_p),
+        ("progress", PROGRESS_FN),
+        ("progress_ctx", c_void_p),
     ]
 
 

@@ -19,6 +19,8 @@ import numpy as np
 
 from . import _check, _errors
 from ._cli import Log, PathArg, run, text_arg
+from ._progress import ProgressArg
+from .figure import Figure
 from .mlp import MLP
 from .problem import Problem
 from .result import Result
@@ -117,6 +119,47 @@ def _column(rows: Sequence[Dict[str, Any]], key: str) -> np.ndarray:
     return out
 
 
+def _as_array(values: List[Any]) -> np.ndarray:
+    """One column of JSON values as a numpy array: numbers as float64 with NaN for null or
+    missing — always, since the tables write an integral float as an integer (an error rate
+    0 reads as int 0), so an int64 column would depend on the data —, booleans as bool when
+    every row has one, anything else (strings, mixed) as objects with None."""
+    present = [v for v in values if v is not None]
+    if present and len(present) == len(values) and all(isinstance(v, bool) for v in present):
+        return np.array(values, dtype=bool)
+    if all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in present):
+        return np.array([np.nan if v is None else float(v) for v in values])
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):  # item by item: a JSON list stays one cell
+        out[i] = v
+    return out
+
+
+def _columns(rows: Sequence[Dict[str, Any]]) -> Dict[str, np.ndarray]:
+    """The rows as columns (keys in their order of first appearance) of numpy arrays."""
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    return {k: _as_array([row.get(k) for row in rows]) for k in keys}
+
+
+def _frame(columns: Dict[str, np.ndarray], what: str) -> Any:
+    """A pandas DataFrame of the columns; pandas is imported here only (it is no dependency)."""
+    try:
+        import pandas
+    except ImportError as exc:
+        raise _errors.Error(f"{what}: pandas is not installed (to_dict() gives the same columns "
+                            "as numpy arrays)", "missing dependency") from exc
+    return pandas.DataFrame(columns)
+
+
+def _existing(path: str, what: str) -> str:
+    """path, which a method needs on disk: a record kept (or unpickled) after its output
+    directory went still has its rows and summary, but not the files."""
+    if not os.path.exists(path):
+        raise _errors.FileError(f"{what}: {path}: no such file (the output directory is gone? "
+                                "the rows, columns and summary need none)", "i/o error")
+    return path
+
+
 def _abs(base: str, p: Optional[str]) -> Optional[str]:
     if p is None:
         return None
@@ -132,15 +175,20 @@ class PathResult:
     mean cross-entropy on the scored split, i.e. the validation examples with
     validation_fraction, else the problem's test split; NaN where there is none), `best_lambda`,
     `best_row` (its index in rows), `best_error`, `best_xent`, `criterion`, `out_dir`, `csv`,
-    `jsonl`, `figure` (the .svg; the .png beside it), `problem_file` (the problem the result
-    files belong to: DIR/fit.h5 with validation_fraction, else the input problem)."""
+    `jsonl`, `figure` (an atf.Figure: the .svg's path, shown as the image in a notebook; the .png beside it), `problem_file` (the problem the result
+    files belong to: DIR/fit.h5 with validation_fraction, else the input problem), `to_dict()`
+    and `to_frame()` (the table as numpy columns, or a pandas DataFrame).
+
+    It pickles (rows, columns, summary and paths) and keeps working without its directory,
+    except `result()` and `problem()`, which read files there (atf.FileError when they are
+    gone)."""
 
     def __init__(self, summary: Dict[str, Any], out_dir: str, problem_file: str):
         self.summary = summary
         self.out_dir = os.path.abspath(out_dir)
         self.csv = _abs(".", summary.get("csv")) or os.path.join(self.out_dir, "path.csv")
         self.jsonl = _abs(".", summary.get("jsonl")) or os.path.join(self.out_dir, "path.jsonl")
-        self.figure = os.path.join(self.out_dir, "path.svg")
+        self.figure = Figure(os.path.join(self.out_dir, "path.svg"))
         self.rows = _read_jsonl(self.jsonl)
         self.lambdas = _column(self.rows, "lambda")
         validation = bool(self.rows) and str(self.rows[0].get("split", "")).startswith(
@@ -173,17 +221,28 @@ class PathResult:
         return os.path.join(self.out_dir, self.rows[row]["result"])
 
     def result(self, row: Optional[int] = None) -> Result:
-        """The atf.Result of a row (default: the best lambda's), read from its file; it belongs
-        to `problem_file` (`problem()`)."""
+        """The atf.Result of a row (default: the best lambda's), read from its file in the
+        output directory; it belongs to `problem_file` (`problem()`)."""
         if row is None:
             if self.best_row is None:
                 _fail("atf.PathResult.result: no best lambda in this table")
             row = self.best_row
-        return Result.read(self.result_file(row))
+        return Result.read(_existing(self.result_file(row), "atf.PathResult.result"))
 
     def problem(self) -> Problem:
         """The problem the result files belong to (atf.Problem.read of `problem_file`)."""
-        return Problem.read(self.problem_file)
+        return Problem.read(_existing(self.problem_file, "atf.PathResult.problem"))
+
+    def to_dict(self) -> Dict[str, np.ndarray]:
+        """The table as columns, key → numpy array with one entry per row: numbers as float64
+        with NaN for null or missing (as `column`; counts too, since the table writes 0.0 as
+        0), booleans as bool, strings and mixed columns as objects with None where missing."""
+        return _columns(self.rows)
+
+    def to_frame(self) -> Any:
+        """The table as a pandas DataFrame (the columns of to_dict); atf.Error when pandas is
+        not installed."""
+        return _frame(self.to_dict(), "atf.PathResult.to_frame")
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -196,7 +255,7 @@ class PathResult:
 def path(problem: Union[Problem, PathArg], loss: str, lambdas: Union[float, Sequence[float]],
          out_dir: PathArg, *, validation_fraction: Optional[float] = None, seed: int = 1,
          penalty: Optional[str] = None, tol: float = 1e-6, max_iter: int = 10000,
-         method: str = "auto", verbose: bool = False, progress: bool = True,
+         method: str = "auto", verbose: bool = False, progress: ProgressArg = None,
          log: Log = None) -> PathResult:
     """The regularisation path of `atf path`: problem (16) with the loss `squared:lambda=L` or
     `xent:lambda=L` (loss "squared" or "xent") for every L of lambdas, from the largest down,
@@ -209,8 +268,10 @@ def path(problem: Union[Problem, PathArg], loss: str, lambdas: Union[float, Sequ
 
     problem: an atf.Problem (written to out_dir/problem.h5 first) or a problem file. penalty
     overrides every block's penalty; tol, max_iter (1 … 10^9) and method go to the solver;
-    verbose adds the solver's iteration table to the progress lines, progress=False silences
-    them (`--quiet`); both go to `log` (default Python's sys.stderr; see atf.cli).
+    verbose adds the solver's iteration table to the progress lines; progress as everywhere
+    (docs/python.md, "Progress"): None (default) the command's lines once it has run 2 s, True
+    from the start, a file-like object into it, False none (`--quiet`); they go to `log`
+    (default Python's sys.stderr; see atf.cli).
 
     Refused with atf.InputError: a loss other than squared or xent, lambdas that are not
     finite positive numbers or repeat, max_iter or seed out of range or not integers, a
@@ -235,31 +296,42 @@ def path(problem: Union[Problem, PathArg], loss: str, lambdas: Union[float, Sequ
         argv.append(f"--penalty={text_arg(penalty, 'atf.path: penalty')}")
     if verbose:
         argv.append("--verbose")
-    if not progress:
+    if progress is False:
         argv.append("--quiet")
     file = _problem_file(problem, out, "atf.path")
-    summary = run(argv + ["--json", "--", file], progress=progress or verbose, log=log)
+    shown = True if verbose and progress is False else progress
+    summary = run(argv + ["--json", "--", file], progress=shown, log=log)
     return PathResult(summary, out, file)
 
 
 class SweepResult:
     """What `atf.sweep` returns: `summary` (the program's JSON line), `rows` (DIR/sweep.jsonl as
     a list of dicts: the NTK baseline first, then one row per penalty × structure run),
-    `out_dir`, `csv`, `jsonl`, `figure` (DIR/sweep.svg; sweep.png beside it), and `column(key)`
-    for a numeric column as a numpy array (NaN where null)."""
+    `out_dir`, `csv`, `jsonl`, `figure` (an atf.Figure: DIR/sweep.svg's path, shown as the image in a notebook; sweep.png beside it), `column(key)`
+    for a numeric column as a numpy array (NaN where null), `to_dict()` and `to_frame()` (the
+    table as numpy columns, or a pandas DataFrame). It pickles, and needs its directory for
+    nothing once made (the paths are kept, the files may go)."""
 
     def __init__(self, summary: Dict[str, Any], out_dir: str):
         self.summary = summary
         self.out_dir = os.path.abspath(out_dir)
         self.csv = _abs(".", summary.get("csv")) or os.path.join(self.out_dir, "sweep.csv")
         self.jsonl = _abs(".", summary.get("jsonl")) or os.path.join(self.out_dir, "sweep.jsonl")
-        self.figure = os.path.join(self.out_dir, "sweep.svg")
+        self.figure = Figure(os.path.join(self.out_dir, "sweep.svg"))
         self.rows = _read_jsonl(self.jsonl)
 
     def column(self, key: str) -> np.ndarray:
         if not any(key in row for row in self.rows):
             _fail(f"atf.SweepResult.column: no column {key!r}")
         return _column(self.rows, key)
+
+    def to_dict(self) -> Dict[str, np.ndarray]:
+        """The table as columns, key → numpy array (as PathResult.to_dict)."""
+        return _columns(self.rows)
+
+    def to_frame(self) -> Any:
+        """The table as a pandas DataFrame; atf.Error when pandas is not installed."""
+        return _frame(self.to_dict(), "atf.SweepResult.to_frame")
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -275,7 +347,8 @@ def sweep(problem: Union[Problem, PathArg], out_dir: PathArg, *,
           structures: Union[None, str, Sequence[str]] = None,
           penalties: Sequence[str] = (), loss: Optional[str] = None, tol: float = 1e-6,
           max_iter: int = 5000, auto_fraction: Optional[float] = None,
-          alignment_max: Optional[int] = None, center: bool = False, progress: bool = True,
+          alignment_max: Optional[int] = None, center: bool = False,
+          progress: ProgressArg = None,
           log: Log = None) -> SweepResult:
     """The ablation of `atf sweep`: solve problem (16) for every penalty family × parameter ×
     structure (plus each spec of `penalties` as given), one row each in DIR/sweep.{csv,jsonl}
@@ -286,8 +359,8 @@ def sweep(problem: Union[Problem, PathArg], out_dir: PathArg, *,
     p: exponents for pow; scales: numbers or "auto"; structures: of layer, diagonal, full; each
     a list or one comma-separated string; None keeps the program's default. loss: interpolate,
     squared:lambda=L or xent:lambda=L; max_iter 1 … 10^8 per run; alignment_max 0 … 10^6;
-    center drops the initial function. progress=False is `--quiet`; the progress lines go to
-    `log` (default sys.stderr).
+    center drops the initial function. progress as atf.path's (False is `--quiet`); the
+    progress lines go to `log` (default sys.stderr).
 
     Refused with atf.InputError: integers out of range, non-finite numbers, strings with NUL or
     names with commas, and whatever the program refuses (its message)."""
@@ -315,7 +388,7 @@ def sweep(problem: Union[Problem, PathArg], out_dir: PathArg, *,
                     f"{_int(alignment_max, 'atf.sweep: alignment_max', 0, 10**6)}")
     if center:
         argv.append("--center")
-    if not progress:
+    if progress is False:
         argv.append("--quiet")
     file = _problem_file(problem, out, "atf.sweep")
     summary = run(argv + ["--json", "--", file], progress=progress, log=log)
@@ -357,8 +430,12 @@ class TrainResult:
     selected epoch, the protocol), `model` (network, linearized or factorized), `output` (the
     absolute path of OUT.h5), `data` and `attrs` (the file's datasets by path, e.g. "B/W1" or
     "history/val_error", and its attributes by object path, "" for the root; read with h5py,
-    None when h5py is not installed), and `mlp()` (the trained network as an atf.MLP, for
-    model "network": OUT.h5 is then an MLP file)."""
+    None when h5py is not installed), `mlp()` (the trained network as an atf.MLP, for
+    model "network": OUT.h5 is then an MLP file), `to_dict()` and `to_frame()` (the per-epoch
+    history of a training file as numpy columns, or a pandas DataFrame).
+
+    It pickles (summary, data, attrs) and keeps working without OUT.h5, except `mlp()`, which
+    reads it (atf.FileError when it is gone)."""
 
     def __init__(self, summary: Dict[str, Any], out: str, model: str):
         self.summary = summary
@@ -372,7 +449,35 @@ class TrainResult:
         if self.model != "network":
             _fail(f"atf.TrainResult.mlp: model {self.model!r} writes a training file, not a "
                   "network (see .data)")
-        return MLP.read(self.output)
+        return MLP.read(_existing(self.output, "atf.TrainResult.mlp"))
+
+    def to_dict(self) -> Dict[str, np.ndarray]:
+        """The per-epoch history (/history of the training file) as columns: "epoch" (1 …
+        epochs_run), then each history dataset (loss, lr, val_loss, ...); a per-layer one
+        [epochs, L] (drift1, drift2) as one column per layer, e.g. "drift1_1" for layer 1.
+        atf.Error without h5py (the file was not read); atf.InputError for model "network",
+        whose MLP file has no history."""
+        if self.data is None:
+            raise _errors.Error("atf.TrainResult.to_dict: h5py is not installed, so the "
+                                f"training file {self.output} was not read", "missing dependency")
+        history = {k[len("history/"):]: np.asarray(v) for k, v in self.data.items()
+                   if k.startswith("history/")}
+        if not history:
+            _fail(f"atf.TrainResult.to_dict: {self.output} has no per-epoch history (model "
+                  f"{self.model!r}: an MLP file; the training file of record= has one)")
+        epochs = len(next(iter(history.values())))
+        columns: Dict[str, np.ndarray] = {"epoch": np.arange(1, epochs + 1)}
+        for name, values in history.items():
+            if values.ndim == 1:
+                columns[name] = values
+            else:
+                columns.update((f"{name}_{l + 1}", values[:, l]) for l in range(values.shape[1]))
+        return columns
+
+    def to_frame(self) -> Any:
+        """The per-epoch history as a pandas DataFrame (the columns of to_dict); atf.Error when
+        pandas is not installed."""
+        return _frame(self.to_dict(), "atf.TrainResult.to_frame")
 
     def __repr__(self) -> str:
         s = self.summary
@@ -404,7 +509,7 @@ def train(data: str, out: PathArg, *, model: str = "network",
           targets: Optional[str] = None, teacher_seed: Optional[int] = None,
           b16_problem: Optional[PathArg] = None, b16_result: Optional[PathArg] = None,
           record: Optional[PathArg] = None, checkpoint_every: Optional[int] = None,
-          save_init: Optional[PathArg] = None, progress: bool = True,
+          save_init: Optional[PathArg] = None, progress: ProgressArg = None,
           log: Log = None) -> TrainResult:
     """`atf train`: train one of three models from the same initial network θ0 on the data
     set `data` (synthetic[:d=16,r=2,noise=0], mnist[:DIR], fashion-mnist[:DIR] or an HDF5 file)
@@ -418,7 +523,8 @@ def train(data: str, out: PathArg, *, model: str = "network",
     widths, classes: lists of integers (or one comma-separated string); bias: True (every
     layer), False (none) or a list of 1-based layers; activation: one spec or one per hidden
     layer; standardize: True/False for --standardize/--no-standardize; pool: a count or "all".
-    progress=False is `--quiet`; the epoch lines go to `log` (default Python's sys.stderr).
+    progress as atf.path's (False is `--quiet`); the epoch lines go to `log` (default Python's
+    sys.stderr).
 
     Refused with atf.InputError before anything runs: a model other than the three, integers
     out of the program's ranges (epochs 1 … 10^6, batch, n_train, n_test, val, pool
@@ -510,7 +616,7 @@ def train(data: str, out: PathArg, *, model: str = "network",
         txt("record", record)
         count("checkpoint-every", checkpoint_every, 1, 10**6)
         txt("save-init", save_init)
-        if not progress:
+        if progress is False:
             argv.append("--quiet")
         summary = run(argv + ["--json"], progress=progress, log=log)
     finally:

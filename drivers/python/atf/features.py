@@ -110,7 +110,7 @@ def _move_factored(B, jb, penalty):
 
 def features(model: Any, X: Any, Y: Any, X_test: Any = None, Y_test: Any = None,
              center: bool = False, penalty: str = "sq", *, trainable_only: bool = True,
-             eval_mode: bool = False, progress: ProgressArg = False) -> Problem:
+             eval_mode: bool = False, progress: ProgressArg = None) -> Problem:
     """The problem (16) of `model` at its weights on (X, Y): an atf.Problem with r = y − f0
     (center: r = y, f0 = 0), /y, /f0, /labels when Y are class indices or one-hot (or ±1 with
     one output), and (X_test, Y_test) as its test split (Problem.test).
@@ -125,9 +125,10 @@ def features(model: Any, X: Any, Y: Any, X_test: Any = None, Y_test: Any = None,
     blocks) are left out of the blocks; False keeps them. eval_mode: modules whose output
     depends on the training mode (BatchNorm, Dropout, RReLU, InstanceNorm with running
     statistics) are refused while in training mode; eval_mode=True evaluates the model in eval
-    mode instead. Otherwise the model runs in the mode it is in. progress: True (or a file-like
-    object) reports the long loops on Python's sys.stderr, throttled (a line every few seconds,
-    in place on a terminal).
+    mode instead. Otherwise the model runs in the mode it is in. progress: the long loops on
+    Python's sys.stderr, throttled (a line every few seconds, in place on a terminal) — None
+    (default) once the call has run 2 s, True from the start, False never, or a file-like object
+    (docs/python.md, "Progress").
 
     X, X_test: numpy arrays or torch tensors (float32 and integers are converted: everything is
     computed in float64). Y, Y_test: class indices [N] (0 … C−1 for C outputs; 0/1 or ±1 for

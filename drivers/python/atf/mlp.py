@@ -4,11 +4,12 @@ activations — and atf.from_torch for nn.Sequential MLPs.
 The weights live in the C struct; `.weights` and `.biases` are read-only numpy views of them (an
 MLP does not change once built, so a problem or result that remembers it stays consistent)."""
 import ctypes
-from typing import Any, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _check, _errors, _lib, _torch
+from .problem import _file_bytes, _from_file_bytes
 
 _c = _lib.lib
 
@@ -162,6 +163,15 @@ class MLP:
         if h:
             _c.atf_mlp_free(h)
 
+    def __reduce__(self) -> Tuple[Any, ...]:
+        """Pickling (and copy.copy / copy.deepcopy): the exact bytes of the MLP file `write`
+        produces (weights and biases bit for bit, activations, parameterization), read back by
+        `read`, plus `frozen`, which the file does not store."""
+        return (_mlp_from_bytes, (_file_bytes(self.write),), {"frozen": self.frozen})
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.frozen = self._check_frozen(state["frozen"])
+
     layers = property(lambda self: len(self.weights))
 
     def block_names(self) -> List[str]:
@@ -206,6 +216,39 @@ class MLP:
         _errors.check(_c.atf_mlp_write(_check.path(path, "atf.MLP.write"), self._h, err), err)
 
     @classmethod
+    def create(cls, widths: Sequence[int], *, seed: int = 1, bias: Union[bool, str] = False,
+               activation: str = "relu", param: str = "standard", init: str = "he") -> "MLP":
+        """A network drawn from a seed exactly as `atf features`, `atf train` and the
+        experiments draw theirs (`--widths --seed --bias --activation --param --init`): the
+        same seed gives the same weights, bit for bit, so atf.features of this network on
+        atf.data's arrays gives the command's problem file (the same fingerprint).
+
+        widths: every width, input to output ([784, 128, 128, 10]); seed: the weights' seed
+        (the commands' default 1); bias: False (none), True (every layer), or the command's
+        1-based layer list "1,3"; activation: one spec ("gelu", "leaky_relu:slope=0.1") or
+        L−1 specs joined by ';'; param: "standard" or "ntk"; init: "he" or "torch"."""
+        from . import _data_lib as _d  # the network options' ctypes mirror
+        where = "atf.MLP.create"
+        sizes = [_check.integer(w, f"{where}: widths", 1) for w in widths]
+        if len(sizes) < 2:
+            _fail(f"{where}: widths: at least an input and an output width are needed")
+        bias_text = {True: "1", False: "0"}.get(bias, bias) if isinstance(bias, bool) else bias
+        options = {"widths": ",".join(map(str, sizes)), "bias": _check.text(
+                   bias_text, f"{where}: bias").decode(), "activation": _check.text(
+                   activation, f"{where}: activation").decode(), "param": param, "init": init,
+                   "seed": str(_check.integer(seed, f"{where}: seed", 0, 2**63 - 1))}
+        net = _d.atf_net_options_default()
+        err = _lib.errbuf()
+        for name, value in options.items():
+            e = _d.atf_net_option(ctypes.byref(net), name.encode(), str(value).encode(), err)
+            _errors.check(e, err)
+        arch = _d.ArchC()
+        _errors.check(_d.atf_net_arch(ctypes.byref(net), ctypes.byref(arch), err), err)
+        h = ctypes.c_void_p()
+        _errors.check(_d.atf_mlp_create(ctypes.byref(arch), net.seed, ctypes.byref(h), err), err)
+        return cls._wrap(h)
+
+    @classmethod
     def _from_torch(cls, module: Any, trainable_only: bool = True, eval_mode: bool = False
                     ) -> "MLP":
         weights, biases, acts, frozen = _torch.parse_sequential(module, eval_mode,
@@ -218,6 +261,11 @@ class MLP:
         fz = f", frozen {','.join(self.frozen)}" if self.frozen else ""
         return (f"atf.MLP(widths={self.widths}, activation={acts}, biases on {nb} of "
                 f"{self.layers} layers{fz})")
+
+
+def _mlp_from_bytes(data: bytes) -> MLP:
+    """An unpickled MLP: its file's bytes read back by MLP.read."""
+    return _from_file_bytes(data, MLP.read)
 
 
 def from_torch(module: Any, *, trainable_only: bool = True, eval_mode: bool = False) -> MLP:

@@ -1,18 +1,51 @@
 """atf.Block and atf.Problem: problem (16) instances in libatf's own struct (atf_problem.h).
 
 A Problem owns a C atf_problem; arrays given to the constructor are copied once into memory the
-C problem owns (atf_problem_free releases it), read-back properties are copies."""
+C problem owns (atf_problem_free releases it), read-back properties are copies.
+
+Pickling goes through the problem file: a pickled Problem is the exact bytes of the file its own
+writer produces, rebuilt by the reader (the helpers _file_bytes and _from_file_bytes serve
+Result and MLP too)."""
 import ctypes
-from typing import Any, List, Optional, Sequence
+import os
+import re
+import tempfile
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple,
+                    TypeVar, Union)
 
 import numpy as np
 
 from . import _check, _errors, _lib
 
 _c = _lib.lib
-DENSE, SPARSE, FACTORED = range(3)           # atf_operator_kind
-_KIND_NAMES = {DENSE: "dense", SPARSE: "sparse", FACTORED: "factored"}
+DENSE, SPARSE, FACTORED = range(3)           # atf_operator_kind (the C struct's values)
+_KIND_CODES = {"dense": DENSE, "factored": FACTORED, "sparse": SPARSE}
 _STRUCTURES = {"matrix": 0, "diagonal": 1}   # atf_structure
+_T = TypeVar("_T")
+if TYPE_CHECKING:  # load's annotation only: both modules import this one
+    from .mlp import MLP
+    from .result import Result
+
+
+def _file_bytes(write: Callable[[str], None]) -> bytes:
+    """The bytes of the file that write(path) produces, written in a private temporary
+    directory that is removed afterwards: the pickled state of an object wrapping C memory
+    (its pointers cannot be pickled, its file holds all of it)."""
+    with tempfile.TemporaryDirectory(prefix="atf-pickle-") as d:
+        path = os.path.join(d, "object.h5")
+        write(path)
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def _from_file_bytes(data: bytes, read: Callable[[str], _T]) -> _T:
+    """The object that read(path) makes of a file with these bytes (read in a private
+    temporary directory; the readers load everything, so the file goes at once)."""
+    with tempfile.TemporaryDirectory(prefix="atf-pickle-") as d:
+        path = os.path.join(d, "object.h5")
+        with open(path, "wb") as f:
+            f.write(data)
+        return read(path)
 
 
 def _fail(message):
@@ -23,14 +56,18 @@ class Block:
     """One matrix variable B (rows × cols) with its penalty and constraint operator.
 
     Build one with Block.dense, Block.factored or Block.sparse; Problem.blocks returns them too
-    (with copies of the operator arrays)."""
+    (with copies of the operator arrays). `kind` is the operator's kind as a string: "dense",
+    "factored" or "sparse"; `structure` is "matrix" or "diagonal"."""
 
-    def __init__(self, name: str, kind: int, rows: int, cols: int, penalty: str = "sq",
+    def __init__(self, name: str, kind: str, rows: int, cols: int, penalty: str = "sq",
                  structure: str = "matrix", **arrays: Any):
         _check.text(name, "atf.Block: name")
         self.name = str(name)
         if not self.name or len(self.name.encode()) >= _lib.NAMELEN:
             _fail(f"atf.Block: name {self.name!r}: 1 to {_lib.NAMELEN - 1} bytes")
+        if not isinstance(kind, str) or kind not in _KIND_CODES:
+            _fail(f"atf.Block: {self.name}: kind {kind!r} is not one of dense, factored, sparse "
+                  "(Block.dense, Block.factored and Block.sparse build blocks)")
         self.kind = kind
         self.rows = _check.integer(rows, f"atf.Block: {self.name}: rows", 1)
         self.cols = _check.integer(cols, f"atf.Block: {self.name}: cols", 1)
@@ -46,7 +83,7 @@ class Block:
         self.csr = arrays.get("csr")
 
     def __repr__(self):
-        return (f"atf.Block({self.name!r}, {_KIND_NAMES[self.kind]}, {self.rows}x{self.cols}, "
+        return (f"atf.Block({self.name!r}, {self.kind}, {self.rows}x{self.cols}, "
                 f"penalty={self.penalty!r})")
 
     @staticmethod
@@ -55,7 +92,7 @@ class Block:
         """Dense operator: J [M, rows·cols], row m = G_m flattened row-major (a numpy array or
         torch tensor; float32 and integers converted to float64; complex, bool, object and
         string arrays refused)."""
-        return Block(name, DENSE, rows, cols, penalty, structure,
+        return Block(name, "dense", rows, cols, penalty, structure,
                      J=_check.floats(J, f"atf.Block.dense: {name}: J"))
 
     @staticmethod
@@ -68,7 +105,7 @@ class Block:
         if H.ndim != 2 or D.ndim != 2:
             _fail(f"atf.Block.factored: {name}: H and D must be matrices, got {H.ndim}-d and "
                   f"{D.ndim}-d")
-        return Block(name, FACTORED, H.shape[1], D.shape[1], penalty, structure, H=H, D=D)
+        return Block(name, "factored", H.shape[1], D.shape[1], penalty, structure, H=H, D=D)
 
     @staticmethod
     def sparse(name: str, csr: Any, rows: int, cols: int, penalty: str = "sq",
@@ -79,7 +116,7 @@ class Block:
             _fail(f"atf.Block.sparse: {name}: expected a scipy.sparse CSR matrix, got "
                   f"{type(csr).__name__}")
         _check.floats(csr.data, f"atf.Block.sparse: {name}: data")
-        return Block(name, SPARSE, rows, cols, penalty, structure, csr=csr)
+        return Block(name, "sparse", rows, cols, penalty, structure, csr=csr)
 
 
 def _put(arr, ctype, count, what):
@@ -120,7 +157,7 @@ def _fill_block(b, blk, N, C, M):
     if len(name) >= _lib.NAMELEN or not name:
         _fail(f"atf.Problem: block name '{blk.name}': 1 to {_lib.NAMELEN - 1} bytes")
     b.name = name
-    b.rows, b.cols, b.kind = blk.rows, blk.cols, blk.kind
+    b.rows, b.cols, b.kind = blk.rows, blk.cols, _KIND_CODES[blk.kind]
     b.structure = _STRUCTURES[blk.structure]
     spec = _check.text(blk.penalty, f"atf.Problem: {blk.name}: penalty")
     if len(spec) >= _lib.SPECLEN:
@@ -130,11 +167,11 @@ def _fill_block(b, blk, N, C, M):
     b.penalty_spec = spec
     where = f"/blocks/{blk.name}"
     nvar = blk.rows * blk.cols
-    if blk.kind == DENSE:
+    if blk.kind == "dense":
         if blk.J.ndim != 2 or blk.J.shape != (M, nvar):
             _fail(f"atf.Problem: {where}: J has shape {blk.J.shape}, expected ({M}, {nvar})")
         b.J = ctypes.cast(_put(blk.J, np.float64, M * nvar, where + "/J"), _lib.P_D)
-    elif blk.kind == FACTORED:
+    elif blk.kind == "factored":
         if blk.H.shape != (N, blk.rows) or blk.D.shape != (M, blk.cols):
             _fail(f"atf.Problem: {where}: H {blk.H.shape} and D {blk.D.shape}, expected "
                   f"({N}, rows) and ({M}, cols)")
@@ -265,6 +302,21 @@ class Problem:
         _errors.check(_c.atf_problem_write(_check.path(path, "atf.Problem.write"), self._p, err),
                       err)
 
+    def __reduce__(self) -> Tuple[Any, ...]:
+        """Pickling (and copy.copy / copy.deepcopy, which then give an independent problem): the
+        exact bytes of the problem file `write` produces — every array bit for bit, blocks,
+        penalties, the test split, provenance — read back by `read`, plus what the wrapper
+        carries beyond the file: `model` (an atf.MLP always pickles; a torch snapshot when
+        torch can pickle its module) and `centered`. A test split pickles as its parent's
+        split, so it comes back with its `parent`."""
+        if self._parent is not None:
+            return (_test_split_of, (self._parent,))
+        return (_problem_from_bytes, (_file_bytes(self.write),),
+                {"model": self._model, "centered": self._center})
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self._model, self._center = state["model"], state["centered"]
+
     def _free(self):
         p, self._p = getattr(self, "_p", None), None
         if p and getattr(self, "_parent", None) is None:  # a test split belongs to its parent
@@ -329,3 +381,45 @@ class Problem:
         names = ", ".join(_lib.text(self._p.contents.blocks[l].name)
                           for l in range(self._p.contents.nblocks))
         return f"atf.Problem(samples={self.samples}, outputs={self.outputs}, blocks=[{names}])"
+
+
+def _problem_from_bytes(data: bytes) -> Problem:
+    """An unpickled Problem: its file's bytes read back by Problem.read."""
+    return _from_file_bytes(data, Problem.read)
+
+
+def _test_split_of(parent: Problem) -> Problem:
+    """An unpickled test split: the split of its (unpickled) parent."""
+    split = parent.test
+    if split is None:
+        raise _errors.InputError("atf.Problem: unpickling a test split: its parent has none",
+                                 "bad input")
+    return split
+
+
+# the problem reader's refusal of another format names the file's own (docs/formats.md, "What
+# the reader checks"): "FILE: / attribute 'format': 'atf-result', expected 'atf-problem'"
+_OTHER_FORMAT = re.compile(r": / attribute 'format': '([^']*)', expected 'atf-problem'$")
+
+
+def load(path: Any) -> Union[Problem, "Result", "MLP"]:
+    """Read a problem, result or MLP file by its kind (the root attribute `format`,
+    docs/formats.md): an atf.Problem, atf.Result or atf.MLP, as their own `read` gives it. The
+    problem reader runs first (its checks, the HDF5 guard's first); its refusal of another
+    format names the file's, whose reader then reads it. Refused with atf.InputError: other
+    atf files (training, checkpoint, preconditioner) naming their format, and whatever the
+    reader refuses (a file without `format`: the problem reader's message)."""
+    from .mlp import MLP        # here, not at the top: both modules import this one
+    from .result import Result
+    try:
+        return Problem.read(path)
+    except _errors.InputError as e:
+        found = _OTHER_FORMAT.search(e.message)
+        if found is None:
+            raise
+        kind = found.group(1)
+    readers = {"atf-result": Result.read, "atf-mlp": MLP.read}
+    if kind not in readers:
+        _fail(f"atf.load: {os.fsdecode(path)}: a file of format {kind!r}: atf.load reads "
+              "atf-problem, atf-result and atf-mlp files")
+    return readers[kind](path)

@@ -4,16 +4,21 @@ A solve runs in a worker thread (ctypes releases the GIL during the call) while 
 thread waits; a SIGINT handler installed for the duration of the call raises the solver's
 interrupt flag, so Ctrl-C ends the solve with status `interrupted` and the last iterate."""
 import ctypes
+import math
 import os
 import signal
 import sys
 import threading
-from typing import IO, Any, Callable, Dict, List, Optional, Union
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _check, _errors, _lib
-from .problem import Problem
+from ._progress import Progress, ProgressArg, SolverProgress
+from .problem import Problem, _file_bytes, _from_file_bytes
+
+if TYPE_CHECKING:  # the kernels' types (tangent imports this module)
+    from . import tangent
 
 _c = _lib.lib
 SOLVED, MAX_ITERATIONS, INFEASIBLE, INTERRUPTED, NUMERICAL_ERROR = range(5)  # atf_status
@@ -53,7 +58,8 @@ class ResultBlock:
 
 class Result:
     """A solution of problem (16) (atf_result.h): status and certificates as attributes,
-    `.blocks[name]` the per-block solution and factors."""
+    `.blocks[name]` the per-block solution and factors, `.certificate` the measures that
+    certify it for its method (what its repr shows). It pickles (see __reduce__)."""
 
     def __init__(self):
         raise TypeError("atf.Result comes from atf.solve, atf.baseline or atf.Result.read")
@@ -70,22 +76,37 @@ class Result:
         return self
 
     @classmethod
-    def read(cls, path):
-        """Read and validate a result file."""
+    def read(cls, path: Any) -> "Result":
+        """Read and validate a result file (path: str, bytes or os.PathLike, as Problem.read)."""
         p = _lib.P_RES()
         err = _lib.errbuf()
-        _errors.check(_c.atf_result_read(str(path).encode(), ctypes.byref(p), err), err)
+        _errors.check(_c.atf_result_read(_check.path(path, "atf.Result.read"), ctypes.byref(p),
+                                         err), err)
         return cls._wrap(p)
 
-    def write(self, path):
+    def write(self, path: Any) -> None:
         """Write the result file atomically."""
         err = _lib.errbuf()
-        _errors.check(_c.atf_result_write(str(path).encode(), self._p, err), err)
+        _errors.check(_c.atf_result_write(_check.path(path, "atf.Result.write"), self._p, err),
+                      err)
 
     def __del__(self):
         p, self._p = getattr(self, "_p", None), None
         if p:
             _c.atf_result_free(p)
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        """Pickling (and copy.copy / copy.deepcopy): the exact bytes of the result file `write`
+        produces — B and its factors bit for bit, status, method, every residual, certificate,
+        count and time, provenance — read back by `read`, plus the model link that the file
+        does not hold (the model atf.features remembered, so that predict and kernel still
+        work: an atf.MLP always pickles, a torch snapshot when torch can pickle its module)."""
+        return (_result_from_bytes, (_file_bytes(self.write),),
+                {"model": getattr(self, "_model", None),
+                 "centered": getattr(self, "_center", False)})
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self._model, self._center = state["model"], state["centered"]
 
     status = property(lambda self: _lib.text(_c.atf_status_name(self._p.contents.info.status)))
     method = property(lambda self: _lib.text(self._p.contents.info.method))
@@ -127,23 +148,72 @@ class Result:
         m, center = self._model_for(model, "predict")
         return tangent.predict(m, center, self, X_new)
 
-    def kernel(self, X1, X2=None, model=None):
+    def kernel(self, X1: Any, X2: Any = None, model: Any = None, per_layer: bool = False, *,
+               trace_axes: "tangent.Axes" = (), diagonal_axes: "tangent.Axes" = (),
+               batch_size: Optional[int] = None) -> "tangent.Kernel":
         """The adapted kernel of eq. 7, K(x, x') = ∇f(x) M̂² ∇f(x')ᵀ with M̂ from this
         result's factors (the kernel of `atf kernel`'s /adapted), between X1 and X2 (default
-        X1), in neural-tangents' layout [N1, N2, C, C]."""
+        X1), in neural-tangents' layout [N1, N2, C, C].
+
+        per_layer: a dict block name -> ∇_ℓ f(x) M̂_ℓ² ∇_ℓ f(x')ᵀ (atf_kernel_adapted_block,
+        the parts of `atf kernel`'s per-layer tables), which sum to the kernel; refused
+        (atf.InputError) for vector factors (structure full), whose blocks share one M̂.
+        trace_axes, diagonal_axes (default (): the full kernel, not neural-tangents' default
+        trace_axes=(-1,)) and batch_size: as for atf.ntk."""
         from . import tangent
         m, _ = self._model_for(model, "kernel")
-        return tangent.adapted_kernel(m, self, X1, X2)
+        return tangent.adapted_kernel(m, self, X1, X2, per_layer, trace_axes=trace_axes,
+                                      diagonal_axes=diagonal_axes, batch_size=batch_size)
+
+    @property
+    def penalized(self) -> bool:
+        """Whether it solves a penalized loss (squared or xent) rather than interpolation."""
+        return self.loss not in ("", "interpolate")
+
+    @property
+    def certificate(self) -> Dict[str, float]:
+        """The measures that certify this result for the method that computed it, by name, in
+        the order the repr shows them (a secondary measure only where it is finite):
+
+        - infeasible: "least-squares residual" (the returned least-squares point's);
+        - a penalized loss (fista, newton, factored): "pg residual", "duality gap";
+        - a baseline (the NTK min-norm interpolant: baseline, cg): "constraint residual" —
+          not a stationarity, which would measure it against a penalty it did not minimise;
+        - interpolation by admm: "primal residual", "dual residual" (its stopping test) and
+          "stationarity";
+        - other interpolation (alm, irls, lp): "constraint residual", "stationarity"."""
+        return {name: value for name, value, always in _certificate_items(self)
+                if always or math.isfinite(value)}
 
     def __repr__(self):
-        # a penalized loss is certified by its proximal-gradient residual, interpolation by
-        # the stationarity of the penalty on the constraints
-        if self.loss not in ("", "interpolate"):
-            cert = f"{self.method}, {self.loss}, pg residual {self.pg_residual:.1e}"
-        else:
-            cert = f"stationarity {self.stationarity:.1e}"
+        what = f"{self.method}, {self.loss}" if self.penalized else self.method
+        cert = ", ".join(f"{name} {value:.1e}" for name, value in self.certificate.items())
         return (f"<atf.Result {self.status}: objective {self.objective:.6g}, "
-                f"{self.iterations} iterations, {cert}>")
+                f"{self.iterations} iterations, {what}, {cert}>")
+
+
+def _certificate_items(res: Result) -> List[Tuple[str, float, bool]]:
+    """(name, value, shown even when NaN) of the measures that certify res for its method: the
+    stopping test and certificate of what it solved (docs/solver.md, "Methods")."""
+    info = res._p.contents.info
+    if res.status == "infeasible":
+        return [("least-squares residual", info.ls_residual, True)]
+    if res.penalized:
+        return [("pg residual", info.pg_residual, True),
+                ("duality gap", info.duality_gap, False)]
+    if res.method in BASELINE_METHODS:
+        return [("constraint residual", info.constraint_residual, True)]
+    if res.method == "admm":
+        return [("primal residual", info.primal_residual, True),
+                ("dual residual", info.dual_residual, True),
+                ("stationarity", info.stationarity, False)]
+    return [("constraint residual", info.constraint_residual, True),
+            ("stationarity", info.stationarity, True)]
+
+
+def _result_from_bytes(data: bytes) -> Result:
+    """An unpickled Result: its file's bytes read back by Result.read."""
+    return _from_file_bytes(data, Result.read)
 
 
 def _parse(fn, value, what, choices):
@@ -236,10 +306,28 @@ class _Checkpoints:
             self.state = None
 
 
+def _progress_hook(hooks, prog):
+    """hooks.progress shown through prog; the callback object is returned to be kept alive
+    while the solver runs."""
+    display = SolverProgress(prog)
+    fn = _lib.PROGRESS_FN(lambda _ctx, p: display.report(p.contents))
+    hooks.progress = fn
+    return fn
+
+
+def _summary(res: "Result") -> str:
+    """The final progress line: the status, the method and its work."""
+    info = res._p.contents.info
+    passes = f", {info.operator_passes} passes" if info.operator_passes > 0 else ""
+    return (f"{_lib.text(_c.atf_status_name(info.status))} by {_lib.text(info.method)} after "
+            f"{info.iterations} iterations{passes}")
+
+
 def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, every=600.0,
-           precond_file=None):
+           precond_file=None, progress=None, what="atf.solve"):
     if not isinstance(problem, Problem):
-        raise TypeError("atf.solve: problem must be an atf.Problem")
+        raise TypeError(f"{what}: problem must be an atf.Problem")
+    prog = Progress(what, progress)
     err = _lib.errbuf()
     prob = problem._p
     if penalty_override is not None:
@@ -268,6 +356,8 @@ def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, eve
         cps = _Checkpoints(checkpoint, every, hooks, err) if checkpoint is not None else None
         if precond_file is not None:
             hooks.precond_file = precond_file
+        progress_fn = _progress_hook(hooks, prog)  # alive while the solver runs (below)
+        prog.start("setting up", 0)
         try:
             solver = ctypes.c_void_p()
             e = _c.atf_solver_init(prob, ctypes.byref(set_), ctypes.byref(hooks),
@@ -293,8 +383,10 @@ def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, eve
                 cps.free()
         pen = str(penalty_override).encode() if penalty_override is not None else None
         _c.atf_result_record_run(out, ctypes.byref(set_), pen, b"python: atf.solve")
+        del progress_fn  # the solver is freed: its hook may go
         res = Result._wrap(out)
         res._model, res._center = problem._model, problem._center
+        prog.done(_summary(res))
     finally:
         if saved is not None:
             for l, (p, s) in enumerate(saved):
@@ -336,6 +428,8 @@ def methods() -> List[Dict[str, Any]]:
 
 # The methods atf.solve takes by name (atf.baseline names the baseline's own: auto, gram, cg).
 SOLVE_METHODS = ("auto",) + tuple(m["name"] for m in methods() if not m["baseline"])
+# The methods that compute the NTK min-norm interpolant (their certificate: Result.certificate).
+BASELINE_METHODS = frozenset(m["name"] for m in methods() if m["baseline"])
 
 
 def _linear_systems(s: "_lib.SettingsC", where: str, linsys: str, precond: str,
@@ -369,7 +463,7 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
           checkpoint_every: float = 600.0,
           precond_file: Union[None, str, "os.PathLike[str]"] = None,
           linsys: str = "auto", precond: str = "auto", memory_fraction: float = 0.75,
-          gram_max_rows: int = 10000) -> Result:
+          gram_max_rows: int = 10000, progress: ProgressArg = None) -> Result:
     """Solve problem (16) for `problem` (an atf.Problem), as `atf solve`.
 
     penalty overrides every block's penalty for this solve (the problem keeps its own);
@@ -396,7 +490,10 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
     ("auto", "direct", "pcg"), precond ("auto", "none", "jacobi", "nystrom", "nystrom-block",
     "gram32"), memory_fraction and gram_max_rows say how the linear systems with A Aᵀ are solved, as
     `atf solve --linsys --precond --memory-fraction --gram-max-rows` (Result.linsys names the
-    backend that ran).
+    backend that ran); progress: where the solve stands on Python's sys.stderr — the method, its
+    step, the residual against the tolerance, the passes over the data and an estimate of the
+    time left — None (default) once it has run 2 s, True from the start, False never, or a
+    file-like object (docs/python.md, "Progress").
     Returns an atf.Result (status solved, or interrupted after Ctrl-C, or max_iterations with
     an atf.IterationLimitWarning); raises atf.Infeasible (with `.result`, the least-squares point),
     atf.InputError for refused settings and inputs, atf.NumericalError when an iteration broke
@@ -417,7 +514,7 @@ def solve(problem: Problem, penalty: Optional[str] = None, *, loss: str = "inter
             else None)
     pc = (_check.output_path(precond_file, "atf.solve: precond_file")
           if precond_file is not None else None)
-    return _solve(problem, s, penalty, warm, log, path, every, pc)
+    return _solve(problem, s, penalty, warm, log, path, every, pc, progress)
 
 
 def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,
@@ -425,13 +522,15 @@ def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,
              log: Union[None, Callable[[str], Any], IO[str]] = None,
              checkpoint: Union[None, str, "os.PathLike[str]"] = None,
              checkpoint_every: float = 600.0, precond: str = "auto",
-             memory_fraction: float = 0.75, gram_max_rows: int = 10000) -> Result:
+             memory_fraction: float = 0.75, gram_max_rows: int = 10000,
+             progress: ProgressArg = None) -> Result:
     """The NTK min-norm interpolant B = Aᵀ(AAᵀ)⁻¹r (Theorem 1), as `atf baseline`: method
     auto (the Gram where it fits memory_fraction of the available memory and M ≤ gram_max_rows,
     else CG), gram or cg; tol, max_iter and precond are CG's.
     checkpoint (CG): a file that keeps the solve's state every checkpoint_every seconds; when it
     exists the solve goes on from it to the uninterrupted answer, bit for bit, and it is removed
-    once the solve has ended other than interrupted or at max_iter, as with atf.solve."""
+    once the solve has ended other than interrupted or at max_iter, as with atf.solve;
+    progress as atf.solve's (CG's steps and relative residual)."""
     names = {"auto": "auto", "gram": "baseline", "cg": "cg"}
     if method not in names:
         raise _errors.InputError(f"atf.baseline: method {method!r} is not one of auto, gram, cg",
@@ -443,4 +542,5 @@ def baseline(problem: Problem, method: str = "auto", *, tol: float = 1e-6,
     every = _check.nonnegative(checkpoint_every, "atf.baseline: checkpoint_every")
     path = (_check.output_path(checkpoint, "atf.baseline: checkpoint") if checkpoint is not None
             else None)
-    return _solve(problem, s, None, None, log, path, every)
+    return _solve(problem, s, None, None, log, path, every, progress=progress,
+                  what="atf.baseline")

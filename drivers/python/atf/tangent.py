@@ -4,10 +4,12 @@ Result.kernel.
 
 A model is an atf.MLP (factored Jacobians from the C library: H [N, rows], D [N·C, cols] per
 block) or any torch module (dense per-parameter Jacobians from functorch, see _torch.py). The
-kernels are assembled here with numpy from those blocks in neural-tangents' layout
-[N1, N2, C, C]: K[i, j, k, l] = Σ_blocks ⟨∇f_k(x1_i), M̂² ∇f_l(x2_j)⟩ (M̂ = I for the NTK)."""
+kernels are assembled here with numpy from those blocks as [N1, N2, C, C] (neural-tangents'
+layout with trace_axes=()): K[i, j, k, l] = Σ_blocks ⟨∇f_k(x1_i), M̂² ∇f_l(x2_j)⟩ (M̂ = I for the
+NTK), then traced or diagonalised over the outputs on request, whole or in tiles of examples."""
 import ctypes
-from typing import Any, Dict, Optional, Union
+import numbers
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -186,27 +188,187 @@ def _check_same(t1, t2):
 
 
 Kernel = Union[np.ndarray, Dict[str, np.ndarray]]
+Axes = Union[int, Sequence[int]]
+Reduce = Callable[[np.ndarray], np.ndarray]
+
+
+def _names_output_axis(axes: Axes, what: str) -> bool:
+    """Whether neural-tangents-style `axes` (axes of one model output f(X) [N, C]) name the
+    output axis (-1 or 1); () names none. atf flattens each example's output to C values, so
+    there is one output axis; the sample axis (0 or -2) is refused: atf's kernels are between
+    examples, and tracing over them would mix the examples the kernel is about."""
+    if isinstance(axes, (bool, np.bool_)):
+        _fail(f"{what}: {axes!r} is not an axis or a tuple of axes")
+    if isinstance(axes, numbers.Integral):
+        axes = (axes,)
+    try:
+        items = tuple(axes)
+    except TypeError:
+        _fail(f"{what}: {axes!r} is not an axis or a tuple of axes")
+    for a in items:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Integral):
+            _fail(f"{what}: {a!r} is not an axis (an integer)")
+        if int(a) in (0, -2):
+            _fail(f"{what}: axis {int(a)} is the sample axis of the outputs [N, C]: it is never "
+                  "traced or diagonalised (the kernel is between examples); the output axis is "
+                  "-1 (or 1)")
+        if int(a) not in (1, -1):
+            _fail(f"{what}: axis {int(a)} is out of range for the outputs [N, C] (the output "
+                  "axis is -1 or 1)")
+    return bool(items)
+
+
+def _trace_outputs(K: np.ndarray) -> np.ndarray:
+    """neural-tangents' trace over the output axis: (1/C) Σ_k K[:, :, k, k], [N1, N2]. Summed in
+    the order k = 0 … C−1 whatever the shape (numpy's reductions may reorder by layout), so
+    equal entries trace to equal bits in a tile and in the whole."""
+    C = K.shape[2]
+    out = np.array(K[:, :, 0, 0])
+    for k in range(1, C):
+        out += K[:, :, k, k]
+    return out / C
+
+
+def output_reduction(trace_axes: Axes, diagonal_axes: Axes, what: str) -> Reduce:
+    """The map from a kernel [N1, N2, C, C] to what `trace_axes` and `diagonal_axes` ask for:
+    itself, its trace [N1, N2] (divided by C, as neural-tangents does) or its diagonal
+    [N1, N2, C]. An axis named by both is refused (neural-tangents silently traces it)."""
+    trace = _names_output_axis(trace_axes, f"{what}: trace_axes")
+    diagonal = _names_output_axis(diagonal_axes, f"{what}: diagonal_axes")
+    if trace and diagonal:
+        _fail(f"{what}: trace_axes and diagonal_axes both name the output axis: trace it "
+              "(trace_axes=(-1,)) or keep its diagonal (diagonal_axes=(-1,)), not both")
+    if trace:
+        return _trace_outputs
+    if diagonal:
+        return lambda K: np.ascontiguousarray(np.diagonal(K, axis1=2, axis2=3))
+    return lambda K: K
+
+
+def _reduced(K: Kernel, reduce: Reduce) -> Kernel:
+    return {n: reduce(p) for n, p in K.items()} if isinstance(K, dict) else reduce(K)
+
+
+def batch_rows(batch_size: Optional[int], what: str) -> Optional[int]:
+    """batch_size as an int ≥ 1, or None (no batching)."""
+    if batch_size is None:
+        return None
+    return _check.integer(batch_size, f"{what}: batch_size (examples per batch)", 1)
+
+
+def examples(model: Union[MLP, TorchModel], X: Any, what: str) -> np.ndarray:
+    """X checked whole as the model's inputs (float64, finite, one example per row), so that a
+    bad input is named with its own shape before any batch of it runs."""
+    if isinstance(model, MLP):
+        return as_inputs(X, model.widths[0], what)
+    return _torch._as_tensor(X, what).numpy()
+
+
+def _slices(n: int, size: int) -> List[slice]:
+    return [slice(a, min(a + size, n)) for a in range(0, n, size)]
+
+
+def _place(out: Optional[Kernel], K: Kernel, s1: slice, s2: slice, n1: int, n2: int
+           ) -> Kernel:
+    """Copy one batch's kernel (or dict of parts) into the whole, allocated at the first batch."""
+    if isinstance(K, dict):
+        out = out if out is not None else {}
+        for name, part in K.items():
+            out[name] = _place(out.get(name), part, s1, s2, n1, n2)
+        return out
+    if out is None:
+        out = np.empty((n1, n2) + K.shape[2:])
+    out[s1, s2] = K
+    return out
+
+
+def in_batches(model: Union[MLP, TorchModel], X1: np.ndarray, X2: Optional[np.ndarray],
+               size: int, combine: Callable[["Tangent", "Tangent"], Kernel], reduce: Reduce,
+               prog: Progress, what: str) -> Kernel:
+    """The kernel between X1 and X2 (None: X1) in tiles of at most size × size examples:
+    the Jacobians of one batch of X1 and one of X2 at a time (a batch of X1's is computed once
+    per row of tiles, X2's once per tile), each tile combined and reduced on its own, so that
+    memory is bounded by the tile, not by N1 × N2 × C². combine(t1, t2) gives a tile's kernel
+    [n1, n2, C, C] or its dict of parts."""
+    other = X1 if X2 is None else X2
+    rows1, rows2 = _slices(X1.shape[0], size), _slices(other.shape[0], size)
+    out = None
+    prog.start(f"kernel in {len(rows1)} x {len(rows2)} batches of {size} examples",
+               len(rows1) * len(rows2), "batches")
+    for s1 in rows1:
+        t1 = tangent(model, X1[s1], f"{what}: X1")
+        for s2 in rows2:
+            same = X2 is None and s1 == s2
+            t2 = t1 if same else tangent(model, other[s2], f"{what}: X{1 if X2 is None else 2}")
+            _check_same(t1, t2)
+            out = _place(out, _reduced(combine(t1, t2), reduce), s1, s2, X1.shape[0],
+                         other.shape[0])
+            prog.step()
+    return out
+
+
+def _ntk_of(per_layer: bool) -> Callable[["Tangent", "Tangent"], Kernel]:
+    def combine(t1: Tangent, t2: Tangent) -> Kernel:
+        parts = {b1.name: _pair_gram(b1, b2, t1.N, t2.N, t1.C)
+                 for b1, b2 in zip(t1.blocks, t2.blocks)}
+        return parts if per_layer else sum(parts.values())
+    return combine
 
 
 def ntk(model: Any, X1: Any, X2: Any = None, per_layer: bool = False, *,
+        trace_axes: Axes = (), diagonal_axes: Axes = (), batch_size: Optional[int] = None,
         trainable_only: bool = True, eval_mode: bool = False,
-        progress: ProgressArg = False) -> Kernel:
-    """The empirical NTK of a model between X1 and X2 (default X1), [N1, N2, C, C]; with
-    per_layer, a dict block name -> its part (the parts sum to the kernel).
+        progress: ProgressArg = None) -> Kernel:
+    """The empirical NTK of a model between X1 and X2 (default X1), [N1, N2, C, C] (K[i, j, k, l]
+    between output k at x1_i and output l at x2_j); with per_layer, a dict block name -> its part
+    (the parts sum to the kernel).
 
     model: an atf.MLP or a torch module (see atf.features for what is accepted and refused:
     NaN parameters, train-mode BatchNorm/Dropout unless eval_mode=True, outputs that are not one
     tensor, modules functorch cannot differentiate — each atf.InputError naming the module or
     parameter). trainable_only: parameters with requires_grad=False (an MLP's frozen blocks)
     are left out. X1, X2: numpy arrays or torch tensors (float32 converted: the kernel is
-    computed in float64); NaN, complex, bool or string inputs are refused. progress: True (or a
-    file-like object) reports the long loops on Python's sys.stderr, throttled."""
+    computed in float64); NaN, complex, bool or string inputs are refused. progress: the long
+    loops on Python's sys.stderr, throttled — None (default) once the call has run 2 s, True
+    from the start, False never, or a file-like object (docs/python.md, "Progress").
+
+    trace_axes, diagonal_axes: neural-tangents' arguments, for the output axis (-1, or 1, of the
+    outputs [N, C]; atf flattens each example's output to C values): trace_axes=(-1,) returns
+    (1/C) Σ_k K[:, :, k, k], [N1, N2] — the mean over the outputs, as neural-tangents divides
+    its trace by the traced size —, diagonal_axes=(-1,) returns K[:, :, k, k], [N1, N2, C].
+    The default () for both is deliberately *not* neural-tangents' trace_axes=(-1,): atf's
+    kernels are over (example, output) pairs — problem (16)'s rows m = i·C + k, whose
+    cross-output terms a finite network does have, and the M × M kernels of `atf kernel` — and
+    this function has always returned the full [N1, N2, C, C]; neural-tangents' default would
+    change the shape of every existing caller's kernel and, for C > 1, its values. Pass
+    trace_axes=(-1,) for neural-tangents' [N1, N2]. The sample axis (0) is never traced, and an
+    axis named by both is refused. per_layer applies them to each part.
+
+    batch_size: compute the kernel in tiles of at most batch_size × batch_size examples (the
+    Jacobians of one batch of X1 and one of X2 at a time; each tile traced or diagonalised on
+    its own), so that memory is bounded by a tile and the returned array, not by the Jacobians
+    of all examples; unlike neural-tangents' nt.batch it need not divide N1 or N2 (the last
+    batch is smaller). The result equals the unbatched kernel to rounding — within 1e-13
+    relative, as the tests check —, not bit for bit: BLAS products of other shapes may round
+    differently, and an MLP's kernel of X1 with itself comes unbatched from the C library
+    (atf_kernel_mlp). batch_size ≥ N1 and N2 runs the unbatched code (the same bits).
+    """
+    reduce = output_reduction(trace_axes, diagonal_axes, "atf.ntk")
+    size = batch_rows(batch_size, "atf.ntk")
     model = resolve(model, "atf.ntk", trainable_only, eval_mode)
     prog = Progress("atf.ntk", progress)
+    if size is not None:
+        X1 = examples(model, X1, "atf.ntk: X1")
+        X2 = None if X2 is None else examples(model, X2, "atf.ntk: X2")
+        if size < X1.shape[0] or (X2 is not None and size < X2.shape[0]):
+            out = in_batches(model, X1, X2, size, _ntk_of(per_layer), reduce, prog, "atf.ntk")
+            prog.done(f"{X1.shape[0]} x {X1.shape[0] if X2 is None else X2.shape[0]} examples "
+                      "in batches")
+            return _finite_kernel(out)
     if isinstance(model, MLP) and X2 is None:
         out = _mlp_ntk(model, X1, per_layer, prog)
         prog.done()
-        return _finite_kernel(out)
+        return _finite_kernel(_reduced(out, reduce))
     t1 = tangent(model, X1, "atf.ntk: X1", prog)
     t2 = t1 if X2 is None else tangent(model, X2, "atf.ntk: X2", prog)
     _check_same(t1, t2)
@@ -216,7 +378,7 @@ def ntk(model: Any, X1: Any, X2: Any = None, per_layer: bool = False, *,
         parts[b1.name] = _pair_gram(b1, b2, t1.N, t2.N, t1.C)
         prog.step()
     prog.done(f"{t1.N} x {t2.N} examples, {len(parts)} blocks")
-    return _finite_kernel(parts if per_layer else sum(parts.values()))
+    return _finite_kernel(_reduced(parts if per_layer else sum(parts.values()), reduce))
 
 
 def _finite_kernel(K: Kernel) -> Kernel:
@@ -342,32 +504,71 @@ def _entrywise(b1, b2, S, N1, N2, C):
     return _to_layout((b1.dense() * S.reshape(-1)) @ b2.dense().T, N1, N2, C)
 
 
-def adapted_kernel(model, result, X1, X2=None):
+def _vector_kernel(t1: Tangent, t2: Tangent, rbs: list) -> np.ndarray:
+    """Eq. 7 for vector factors (structure full): β = (B_1..B_L) is one vector block, so
+    K = s2² (K0 + (s1² − 1) ‖β‖⁻² (Aβ)(Aβ)ᵀ); the blocks share one transformation."""
+    N1, N2, C = t1.N, t2.N, t1.C
+    K = np.zeros((N1, N2, C, C))
+    s1, s2 = float(rbs[0].s1[0]), float(rbs[0].s2[0])
+    for b1, b2 in zip(t1.blocks, t2.blocks):
+        K += _pair_gram(b1, b2, N1, N2, C)
+    beta2 = sum(float(np.sum(rb.B * rb.B)) for rb in rbs)
+    if beta2 > 0:
+        a1, a2 = linear_part(t1, rbs), linear_part(t2, rbs)
+        K += (s1 * s1 - 1.0) / beta2 * np.einsum("ik,jl->ijkl", a1, a2)
+    return s2 * s2 * K
+
+
+def _adapted_part(b1: TBlock, b2: TBlock, rb: Any, N1: int, N2: int, C: int) -> np.ndarray:
+    """Block ℓ's part of eq. 7, ∇_ℓ f(x) M̂_ℓ² ∇_ℓ f(x')ᵀ (atf_kernel_adapted_block)."""
+    if rb.layout == "entrywise":
+        S = (rb.s1 * rb.s2).reshape(rb.rows, rb.cols) ** 2
+        return _entrywise(b1, b2, S, N1, N2, C)
+    if rb.U is None or rb.V is None:
+        _fail(f"Result.kernel: block {rb.name}: singular vectors U, V missing")
+    return _pair_gram(b1, b2, N1, N2, C, _side(rb.U, rb.s1), _side(rb.V, rb.s2))
+
+
+def _adapted_of(result: Any, per_layer: bool) -> Callable[[Tangent, Tangent], Kernel]:
+    """combine(t1, t2): eq. 7 between two tangents, whole (the parts summed in block order) or
+    per block. Vector factors have no per-block parts: refused with per_layer, as `atf kernel`
+    shows "-" for them."""
+    def combine(t1: Tangent, t2: Tangent) -> Kernel:
+        rbs = _match(t1, result, "Result.kernel")
+        if any(rb.layout == "vector" for rb in rbs):
+            if per_layer:
+                _fail("Result.kernel: per_layer: the result has vector factors (structure full): "
+                      "its blocks share one transformation M̂, so the adapted kernel has no "
+                      "per-layer parts")
+            return _vector_kernel(t1, t2, rbs)
+        triples = zip(t1.blocks, t2.blocks, rbs)
+        if per_layer:
+            return {b1.name: _adapted_part(b1, b2, rb, t1.N, t2.N, t1.C)
+                    for b1, b2, rb in triples}
+        K = np.zeros((t1.N, t2.N, t1.C, t1.C))
+        for b1, b2, rb in triples:  # one part at a time: the sum of the parts, in block order
+            K += _adapted_part(b1, b2, rb, t1.N, t2.N, t1.C)
+        return K
+    return combine
+
+
+def adapted_kernel(model: Union[MLP, TorchModel], result: Any, X1: Any, X2: Any = None,
+                   per_layer: bool = False, *, trace_axes: Axes = (), diagonal_axes: Axes = (),
+                   batch_size: Optional[int] = None) -> Kernel:
     """Eq. 7, K = ∇f(x) M̂² ∇f(x')ᵀ, with M̂ recovered from the result's factors (as
-    atf_kernel_adapted of the C library, docs/math.md §6)."""
+    atf_kernel_adapted of the C library, docs/math.md §6), [N1, N2, C, C]; per_layer: a dict
+    block name -> ∇_ℓ f M̂_ℓ² ∇_ℓ fᵀ (atf_kernel_adapted_block; they sum to the kernel).
+    trace_axes, diagonal_axes and batch_size as for atf.ntk."""
+    reduce = output_reduction(trace_axes, diagonal_axes, "Result.kernel")
+    size = batch_rows(batch_size, "Result.kernel")
+    combine = _adapted_of(result, per_layer)
+    if size is not None:
+        X1 = examples(model, X1, "Result.kernel: X1")
+        X2 = None if X2 is None else examples(model, X2, "Result.kernel: X2")
+        if size < X1.shape[0] or (X2 is not None and size < X2.shape[0]):
+            return in_batches(model, X1, X2, size, combine, reduce,
+                              Progress("Result.kernel", False), "Result.kernel")
     t1 = tangent(model, X1, "Result.kernel: X1")
     t2 = t1 if X2 is None else tangent(model, X2, "Result.kernel: X2")
     _check_same(t1, t2)
-    rbs = _match(t1, result, "Result.kernel")
-    N1, N2, C = t1.N, t2.N, t1.C
-    K = np.zeros((N1, N2, C, C))
-    layouts = {rb.layout for rb in rbs}
-    if "vector" in layouts:
-        # β = (B_1..B_L) is one vector block: K = s2² (K0 + (s1² − 1) ‖β‖⁻² (Aβ)(Aβ)ᵀ)
-        s1, s2 = float(rbs[0].s1[0]), float(rbs[0].s2[0])
-        for b1, b2 in zip(t1.blocks, t2.blocks):
-            K += _pair_gram(b1, b2, N1, N2, C)
-        beta2 = sum(float(np.sum(rb.B * rb.B)) for rb in rbs)
-        if beta2 > 0:
-            a1, a2 = linear_part(t1, rbs), linear_part(t2, rbs)
-            K += (s1 * s1 - 1.0) / beta2 * np.einsum("ik,jl->ijkl", a1, a2)
-        return s2 * s2 * K
-    for b1, b2, rb in zip(t1.blocks, t2.blocks, rbs):
-        if rb.layout == "entrywise":
-            S = (rb.s1 * rb.s2).reshape(rb.rows, rb.cols) ** 2
-            K += _entrywise(b1, b2, S, N1, N2, C)
-        else:
-            if rb.U is None or rb.V is None:
-                _fail(f"Result.kernel: block {rb.name}: singular vectors U, V missing")
-            K += _pair_gram(b1, b2, N1, N2, C, _side(rb.U, rb.s1), _side(rb.V, rb.s2))
-    return K
+    return _reduced(combine(t1, t2), reduce)

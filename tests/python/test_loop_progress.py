@@ -96,6 +96,21 @@ check(child.returncode == 0 and "atf.features: 8 examples" in child.stdout and
       "atf.features" not in child.stderr,
       f"the lines go to sys.stderr, not fd 2 (stdout {child.stdout!r}, stderr "
       f"{child.stderr[-300:]!r})")
+# Result.kernel: its Jacobians and tiles, and the final line
+_progress.INTERVAL = 0.0
+res_k = atf.solve(atf.features(mlp, Xm, ym), "sq", loss="squared:lambda=0.1")
+out = io.StringIO()
+K = res_k.kernel(Xm, progress=out, batch_size=10)
+text = out.getvalue()
+check("Result.kernel: kernel in 3 x 3 batches of 10 examples" in text and
+      text.rstrip().splitlines()[-1].startswith("Result.kernel: done"),
+      f"Result.kernel: its tiles and a final line, got {text!r}")
+out = io.StringIO()
+res_k.kernel(Xm, progress=out)
+check(out.getvalue().rstrip().splitlines()[-1].startswith("Result.kernel: 30 x 30 examples"),
+      f"Result.kernel unbatched: the final line, got {out.getvalue()!r}")
+_progress.INTERVAL = 5.0
+
 # the solver's progress (hooks.progress): the method, its step and residual, one final line
 rng = np.random.default_rng(1)
 N, C = 30, 2

@@ -150,7 +150,8 @@ class Result:
 
     def kernel(self, X1: Any, X2: Any = None, model: Any = None, per_layer: bool = False, *,
                trace_axes: "tangent.Axes" = (), diagonal_axes: "tangent.Axes" = (),
-               batch_size: Optional[int] = None) -> "tangent.Kernel":
+               batch_size: Optional[int] = None,
+               progress: ProgressArg = None) -> "tangent.Kernel":
         """The adapted kernel of eq. 7, K(x, x') = ∇f(x) M̂² ∇f(x')ᵀ with M̂ from this
         result's factors (the kernel of `atf kernel`'s /adapted), between X1 and X2 (default
         X1), in neural-tangents' layout [N1, N2, C, C].
@@ -159,11 +160,12 @@ class Result:
         the parts of `atf kernel`'s per-layer tables), which sum to the kernel; refused
         (atf.InputError) for vector factors (structure full), whose blocks share one M̂.
         trace_axes, diagonal_axes (default (): the full kernel, not neural-tangents' default
-        trace_axes=(-1,)) and batch_size: as for atf.ntk."""
+        trace_axes=(-1,)), batch_size and progress: as for atf.ntk."""
         from . import tangent
         m, _ = self._model_for(model, "kernel")
         return tangent.adapted_kernel(m, self, X1, X2, per_layer, trace_axes=trace_axes,
-                                      diagonal_axes=diagonal_axes, batch_size=batch_size)
+                                      diagonal_axes=diagonal_axes, batch_size=batch_size,
+                                      progress=progress)
 
     @property
     def penalized(self) -> bool:

@@ -554,21 +554,25 @@ def _adapted_of(result: Any, per_layer: bool) -> Callable[[Tangent, Tangent], Ke
 
 def adapted_kernel(model: Union[MLP, TorchModel], result: Any, X1: Any, X2: Any = None,
                    per_layer: bool = False, *, trace_axes: Axes = (), diagonal_axes: Axes = (),
-                   batch_size: Optional[int] = None) -> Kernel:
+                   batch_size: Optional[int] = None, progress: ProgressArg = None) -> Kernel:
     """Eq. 7, K = ∇f(x) M̂² ∇f(x')ᵀ, with M̂ recovered from the result's factors (as
     atf_kernel_adapted of the C library, docs/math.md §6), [N1, N2, C, C]; per_layer: a dict
     block name -> ∇_ℓ f M̂_ℓ² ∇_ℓ fᵀ (atf_kernel_adapted_block; they sum to the kernel).
-    trace_axes, diagonal_axes and batch_size as for atf.ntk."""
+    trace_axes, diagonal_axes, batch_size and progress as for atf.ntk."""
     reduce = output_reduction(trace_axes, diagonal_axes, "Result.kernel")
     size = batch_rows(batch_size, "Result.kernel")
     combine = _adapted_of(result, per_layer)
+    prog = Progress("Result.kernel", progress)
     if size is not None:
         X1 = examples(model, X1, "Result.kernel: X1")
         X2 = None if X2 is None else examples(model, X2, "Result.kernel: X2")
         if size < X1.shape[0] or (X2 is not None and size < X2.shape[0]):
-            return in_batches(model, X1, X2, size, combine, reduce,
-                              Progress("Result.kernel", False), "Result.kernel")
-    t1 = tangent(model, X1, "Result.kernel: X1")
-    t2 = t1 if X2 is None else tangent(model, X2, "Result.kernel: X2")
+            out = in_batches(model, X1, X2, size, combine, reduce, prog, "Result.kernel")
+            prog.done()
+            return out
+    t1 = tangent(model, X1, "Result.kernel: X1", prog)
+    t2 = t1 if X2 is None else tangent(model, X2, "Result.kernel: X2", prog)
     _check_same(t1, t2)
-    return _reduced(combine(t1, t2), reduce)
+    out = _reduced(combine(t1, t2), reduce)
+    prog.done(f"{t1.N} x {t2.N} examples")
+    return out

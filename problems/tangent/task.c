@@ -114,8 +114,8 @@ static atf_error search_data_dirs(const atf_data_options *o, const char *name, c
     char searched[ATF_ERRLEN] = "";
     size_t used = 0;
     for (int j = 0; j < o->ndata_dirs; j++) {
-        snprintf(dir, ATF_PATHLEN, "%s/%s", o->data_dirs[j], name);
-        if (has_train_files(dir))
+        int len = snprintf(dir, ATF_PATHLEN, "%s/%s", o->data_dirs[j], name);
+        if (len > 0 && len < ATF_PATHLEN && has_train_files(dir)) /* a cut path is not it */
             return ATF_OK;
         if (used < sizeof searched) {
             int w = snprintf(searched + used, sizeof searched - used, "%s%s", j ? ", " : "", dir);

@@ -30,6 +30,7 @@ static const char *const PEN_SPECS[] = {
     "pow:p=4+pow:p=4", "zsq:scale=0.3+sq", "pow:p=1.5+logsq:scale=2", "pow:p=0.5+sq",
     "balanced", "balanced:scale=0.05", "balanced:scale=20", "balanced+balanced",
     "balanced:scale=3+balanced:scale=3", "balanced+sq", "pow:p=0.5+balanced",
+    "pow:p=0.5+pow:p=0.5",
 };
 #define N_PEN_SPECS (sizeof PEN_SPECS / sizeof PEN_SPECS[0])
 

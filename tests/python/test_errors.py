@@ -130,4 +130,15 @@ atf_env.check(line.strip() == "ready" and child.returncode == 0 and len(fields) 
               and fields[0] == "interrupted" and int(fields[1]) > 0 and fields[2] == "1",
               f"Ctrl-C returns the last iterate as interrupted (child said {out!r}, "
               f"exit {child.returncode})")
+# an iteration limit warns at the caller's line, not the package's (atf.solve, atf.cli)
+import warnings  # noqa: E402
+for call in (lambda: atf.solve(pyprob.build(), "abs", loss="squared:lambda=0.01",
+                               method="newton", max_iter=1),):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    limit = [w for w in caught if issubclass(w.category, atf.IterationLimitWarning)]
+    count += 1
+    atf_env.check(limit and limit[0].filename == __file__,
+                  f"the warning names the caller's file: {[w.filename for w in limit]}")
 atf_env.finish("test_errors", count)

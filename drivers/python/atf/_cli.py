@@ -19,7 +19,6 @@ import ctypes
 import sys
 import threading
 import time
-import warnings
 from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -297,6 +296,6 @@ def run(args: Sequence[Union[str, "os.PathLike[str]", int, float]], *,
     if summary is None:
         raise _errors.Error(f"{what}: no JSON line on stdout (exit {rc})", "error")
     if rc == 4:
-        warnings.warn(f"{message} (iteration limit: the last iterate was written)",
-                      _errors.IterationLimitWarning, stacklevel=2)
+        _errors.warn_iteration_limit(f"{message} (iteration limit: the last iterate was "
+                                     f"written)")
     return summary

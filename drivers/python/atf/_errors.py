@@ -60,5 +60,17 @@ def check(code, err):
     raise cls(message, _lib.text(_lib.lib.atf_error_name(code)))
 
 
+def _caller_level() -> int:
+    """The stacklevel of the first frame outside the package: a warning names the user's line
+    (atf.solve → _solve → here, or an estimator's fit → atf.solve → ...), not the package's."""
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def warn_iteration_limit(message):
-    warnings.warn(message, IterationLimitWarning, stacklevel=3)
+    warnings.warn(message, IterationLimitWarning, stacklevel=_caller_level())

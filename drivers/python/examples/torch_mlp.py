@@ -51,7 +51,7 @@ with torch.no_grad():
 print(f"test error: network {error(f_net):.3f}, NTK baseline {error(base.predict(X_test)):.3f}, "
       f"adaptive (sq+sq) {error(res.predict(X_test)):.3f}")
 
-K0 = atf.ntk(net, X_test[:4], X[:3])           # neural-tangents layout [N1, N2, C, C]
+K0 = atf.ntk(net, X_test[:4], X[:3])           # [N1, N2, C, C]: neural-tangents' trace_axes=()
 KA = res.kernel(X_test[:4], X[:3])             # the adapted kernel of eq. 7
 print("ntk", K0.shape, "adapted", KA.shape)
 parts = atf.ntk(net, X[:50], per_layer=True)

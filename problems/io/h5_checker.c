@@ -15,7 +15,8 @@
  * The checker is started with posix_spawn (no fork: the caller may be a multi-threaded host such
  * as Python with torch or h5py threads, and a forked child would inherit locks held by other
  * threads, libhdf5's own among them). Its standard input and error are /dev/null, its standard
- * output a close-on-exec pipe, and it gets nothing else of ours. It kills itself with the
+ * output a close-on-exec pipe, and it gets nothing else of ours; its environment is ours less
+ * LD_PRELOAD (it replaces the allocator itself: spawn_checker). It kills itself with the
  * caller (PR_SET_PDEATHSIG, after checking that its parent is the caller) and bounds its own
  * CPU time (RLIMIT_CPU). The caller waits on the pipe and polls waitpid(pid, WNOHANG) until the
  * deadline (no SIGCHLD handler, no signal disposition changed), then kills (SIGKILL) and reaps
@@ -203,6 +204,29 @@ static const char *signal_name(int sig)
     }
 }
 
+/* posix_spawn the checker with this process's environment less LD_PRELOAD: the checker places
+ * libhdf5's heap blocks itself (h5check.c, "the guarded heap"), and an allocator or sanitizer
+ * that the host preloads would take memory it gives to the checker's own free (a preloaded
+ * AddressSanitizer's strdup, for one). */
+static int spawn_checker(pid_t *pid, const char *checker, const posix_spawn_file_actions_t *fa,
+                         const posix_spawnattr_t *at, char *const *argv)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = malloc((n + 1) * sizeof *env);
+    if (!env)
+        return ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+            env[k++] = environ[i];
+    env[k] = NULL;
+    int rc = posix_spawn(pid, checker, fa, at, argv, env);
+    free(env);
+    return rc;
+}
+
 /* Run the checker on path and wait for it (at most `limit` seconds). */
 static atf_error run_checker(const char *path, const char *checker, int from_env, double limit,
                              char *err)
@@ -258,7 +282,7 @@ static atf_error run_checker(const char *path, const char *checker, int from_env
         if (!rc)
             rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
         if (!rc)
-            rc = posix_spawn(&pid, checker, &fa, &at, argv, environ);
+            rc = spawn_checker(&pid, checker, &fa, &at, argv);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&at);
     }

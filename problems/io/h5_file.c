@@ -111,7 +111,9 @@ static atf_error read_here(const char *path, h5io_read_fn fn, void *ctx, char *e
     h5io_reader rd = {-1, path, err};
     atf_error e = open_read(path, &rd.f, err);
     if (!e) {
+        h5io__lists outer = h5io__lists_begin(rd.f);
         e = fn(&rd, ctx);
+        h5io__lists_end(outer);
         H5Fclose(rd.f);
     }
     return e;

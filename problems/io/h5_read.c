@@ -3,7 +3,8 @@
  * The readers of h5io.h and the small helpers every file of problems/io/ uses.
  *
  *   h5io_path, h5io_format_shape, h5io_format_index    paths and "[a, b]" for messages
- *   h5io_exists, h5io_attr_exists, h5io_require_group  links and groups
+ *   h5io_exists, h5io_attr_exists, h5io_require_group  links and groups (existence from the
+ *                                                      lists atf-h5check makes: h5_walk.h)
  *   h5io_attr_int / _double / _size / _string / _string_or, h5io_check_format,
  *   h5io_check_version                                 scalar attributes
  *   h5io_shape, h5io_expect_dim, h5io_check_shape      the shape of a numeric dataset
@@ -11,6 +12,8 @@
  *                                                      the values of a numeric dataset
  *   h5io__strong_close_fapl, h5io__transfer_rows       shared with h5_driver.c, h5_write.c
  *                                                      (h5io_private.h)
+ *   h5io__lists_begin, _end                            the lists of names kept during one read
+ *                                                      (h5_file.c)
  *
  * Input: a file open for reading (hid_t) that atf-h5check has read without a failure
  * (h5io_read_file, h5_file.c), the file's name for messages, absolute HDF5 paths (an attribute
@@ -21,7 +24,8 @@
  * Ownership: an array returned through `out` (h5io_read_doubles, _checked, _int64s, _ints) is
  * malloc'ed here and belongs to the caller, who frees it; *out is NULL on every failure.
  * h5io_read_floats and h5io_read_rows fill the caller's buffer. Every HDF5 identifier opened here
- * is closed before the function returns, on every path.
+ * is closed before the function returns, on every path. The lists of names kept during a read
+ * are freed by h5io__lists_end.
  *
  * Failure: ATF_E_INPUT with one line "FILE: ITEM: reason" in err for a missing item, a wrong type
  * class, rank or extent, a value out of range or not finite (the first bad one named by its index
@@ -35,6 +39,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "h5_walk.h"
 
 int h5io_path(char *buf, const char *fmt, ...)
 {
@@ -80,29 +86,119 @@ hid_t h5io__strong_close_fapl(void)
     return fapl;
 }
 
+/* A name looked for among those a walk lists (h5_walk.h): the first len bytes of want. */
+typedef struct {
+    const char *want;
+    size_t len;
+} name_query;
+
+static int is_wanted(const char *name, void *ctx)
+{
+    const name_query *q = ctx;
+    return strlen(name) == q->len && memcmp(name, q->want, q->len) == 0;
+}
+
+/* ---- the lists of the file being read
+ * A reader asks about the same groups and objects again and again (each attribute of a block
+ * lists "/" and "/blocks" once more). Within h5io_read_file (h5io__lists_begin ... _end,
+ * h5_file.c), each list is therefore made once, at its first question, by a whole walk (the
+ * checker's own, h5_walk.h), and kept until the file is closed. Per thread: a read runs in its
+ * caller's thread. */
+typedef struct kept_list {
+    struct kept_list *next;
+    int attrs;         /* the attributes of the object path (1), the members of the group (0) */
+    h5walk_list names; /* as far as the walk went */
+    char path[];
+} kept_list;
+
+static _Thread_local h5io__lists kept = {-1, NULL};
+
+h5io__lists h5io__lists_begin(hid_t file)
+{
+    h5io__lists outer = kept;
+    kept.file = file;
+    kept.lists = NULL;
+    return outer;
+}
+
+void h5io__lists_end(h5io__lists outer)
+{
+    for (kept_list *k = kept.lists, *next; k; k = next) {
+        next = k->next;
+        h5walk_list_free(&k->names);
+        free(k);
+    }
+    kept = outer;
+}
+
+/* The kept list of path, made now if need be; NULL outside a read of file, or out of memory. */
+static const h5walk_list *kept_list_of(hid_t file, const char *path, int attrs)
+{
+    if (file != kept.file)
+        return NULL;
+    for (kept_list *k = kept.lists; k; k = k->next)
+        if (k->attrs == attrs && strcmp(k->path, path) == 0)
+            return k->names.nomem ? NULL : &k->names;
+    size_t len = strlen(path) + 1;
+    kept_list *k = calloc(1, sizeof *k + len);
+    if (!k)
+        return NULL;
+    memcpy(k->path, path, len);
+    k->attrs = attrs;
+    if (attrs)
+        h5walk_attrs(file, path, h5walk_keep, &k->names);
+    else
+        h5walk_links(file, path, h5walk_keep, &k->names, NULL);
+    k->next = kept.lists;
+    kept.lists = k;
+    return k->names.nomem ? NULL : &k->names;
+}
+
+/* 1 if the first len bytes of name are one of the members of the group path (attrs = 0) or of
+ * the attributes of the object path (attrs = 1), as the checker's walk lists them. */
+static int listed(hid_t file, const char *path, int attrs, const char *name, size_t len)
+{
+    name_query q = {name, len};
+    const h5walk_list *l = kept_list_of(file, path, attrs);
+    if (!l) /* no list kept: a walk that stops at the name */
+        return (attrs ? h5walk_attrs(file, path, is_wanted, &q)
+                      : h5walk_links(file, path, is_wanted, &q, NULL)) == H5WALK_STOPPED;
+    for (size_t i = 0; i < l->n; i++)
+        if (is_wanted(l->names[i], &q))
+            return 1;
+    return 0;
+}
+
 int h5io_exists(hid_t file, const char *path)
 {
-    char part[H5IO_PATHLEN];
+    /* Each component is looked for among the members of its group as atf-h5check listed them
+     * (h5_walk.h), never asked of libhdf5 by name: a name the file lacks reaches no look-up the
+     * checker did not make (issue 46). */
+    char group[H5IO_PATHLEN];
     size_t n = strlen(path);
-    if (n == 0 || n >= sizeof part)
+    if (n == 0 || n >= sizeof group || path[0] != '/')
         return 0;
     if (strcmp(path, "/") == 0)
         return 1;
-    /* H5Lexists fails (rather than answering 0) when an intermediate link is missing. */
-    for (size_t i = 1; i <= n; i++) {
+    for (size_t start = 1, i = 1; i <= n; i++) {
         if (path[i] != '/' && path[i] != '\0')
             continue;
-        memcpy(part, path, i);
-        part[i] = '\0';
-        if (H5Lexists(file, part, H5P_DEFAULT) <= 0)
+        if (i == start) /* an empty component: "//" or a trailing "/" */
             return 0;
+        size_t glen = start > 1 ? start - 1 : 1; /* "/" or the path up to the component */
+        memcpy(group, path, glen);
+        group[glen] = '\0';
+        if (!listed(file, group, 0, path + start, i - start))
+            return 0;
+        start = i + 1;
     }
     return 1;
 }
 
 int h5io_attr_exists(hid_t file, const char *obj, const char *name)
 {
-    return h5io_exists(file, obj) && H5Aexists_by_name(file, obj, name, H5P_DEFAULT) > 0;
+    /* from the object's list of attributes, as the checker listed it (not H5Aexists_by_name) */
+    return h5io_exists(file, obj) && listed(file, obj, 1, name, strlen(name));
 }
 
 atf_error h5io_require_group(hid_t file, const char *fname, const char *path, char *err)

@@ -13,19 +13,25 @@
  *
  * If libhdf5 crashes or hangs here instead, no report comes and the caller refuses the file.
  *
- * What is read (a superset of what the readers of problems/ and problems/tangent/ do, which go
- * through h5_read.c and H5Gget_info / H5Lget_name_by_idx only): H5Fis_hdf5 and H5Fopen (strong
- * close degree); from "/" down, every group (H5Gopen2, H5Gget_info, every member name by
- * H5Lget_name_by_idx in name order) and every link in it (H5Lexists on each prefix of its path,
- * as h5io_exists does; hard links, soft links that resolve, external links); every object's
- * attributes (by name in name order: H5Aexists_by_name, H5Aopen_by_name, space, type; a
- * one-element numeric one read as int64 and as double, a string one read as the readers read
- * variable- and fixed-length strings); every dataset's type and shape, and the whole data of
- * every integer or float dataset converted to double (and integer ones to int64 as well), in
- * blocks of whole rows so that this process's memory stays small; H5Fclose and H5close.
- * Not read: the data of a dataset too large to allocate (the readers allocate a dataset whole
- * before libhdf5 reads it, and fail there), and the fill values of storage never allocated (one
- * element is read instead); see plan_data.
+ * What is read (a superset of what the readers of problems/, problems/tangent/ and solver/ do
+ * through h5_read.c, in the same way): H5Fis_hdf5 and H5Fopen (strong close degree); from "/"
+ * down, every group, listed as h5_walk.h lists a group (H5Gopen2, H5Gget_info, every member's
+ * name by H5Lget_name_by_idx in name order: the readers' only way to list a group or to ask
+ * whether a link exists), and every link in it (hard links, soft links that resolve, external
+ * links); every object's attributes, listed as h5_walk.h lists them (H5Aiterate_by_name: the
+ * readers' only way to ask whether an attribute exists), then each by name (H5Aexists_by_name,
+ * H5Aopen_by_name, space, type; a one-element numeric one read as int64 and as double, a string
+ * one read as the readers read variable- and fixed-length strings); every dataset's type and
+ * shape, and the whole data of every integer or float dataset converted to double (and integer
+ * ones to int64, single-precision ones to float as well), whole as the readers read it when it
+ * fits one block, else in blocks of whole rows so that this process's memory stays small;
+ * H5Fclose and H5close. Not read: the data of a dataset too large to allocate (the readers
+ * allocate a dataset whole before libhdf5 reads it, and fail there), and the fill values of
+ * storage never allocated (one element is read instead); see plan_data.
+ *
+ * While it reads the file, every heap block libhdf5 takes ends where an unreadable page
+ * begins ("the guarded heap" below): libhdf5 1.10 reads past its buffers on some corrupt files,
+ * and a read that the caller's heap might survive or not crashes this program always.
  *
  * The process protects itself against outliving its caller: PR_SET_PDEATHSIG (SIGKILL) and a
  * check that its parent is still CALLER_PID (the caller may have died before the prctl); and
@@ -38,16 +44,21 @@
 #include <errno.h>
 #include <hdf5.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
+
+#include "h5_walk.h"
 
 #define MSGLEN 512             /* ATF_ERRLEN */
 #define BLOCK_BYTES (32 << 20) /* at most this much data read at once */
@@ -140,28 +151,6 @@ static char *join(const char *dir, const char *name)
     return p;
 }
 
-/* h5io_exists: H5Lexists on every prefix of the absolute path. */
-static int check_prefixes(checker *c, const char *path)
-{
-    if (strcmp(path, "/") == 0) /* h5io_exists answers 1 without asking */
-        return 0;
-    size_t n = strlen(path);
-    char *part = malloc(n + 1);
-    if (!part)
-        return fail(c, "%s: out of memory", path);
-    int st = 0;
-    for (size_t i = 1; i <= n && st == 0; i++) {
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        memcpy(part, path, i);
-        part[i] = '\0';
-        if (H5Lexists(c->file, part, H5P_DEFAULT) <= 0)
-            st = fail(c, "%s: cannot look it up (corrupt file)", path);
-    }
-    free(part);
-    return st;
-}
-
 /* ------------------------------------------------------------------ attributes */
 
 static int read_string_attr(checker *c, hid_t a, hid_t ftype, const char *obj, const char *name)
@@ -224,24 +213,18 @@ static int check_attr(checker *c, const char *obj, const char *name)
     return st;
 }
 
-static int check_attrs(checker *c, const char *obj, hsize_t nattrs)
+/* Every attribute of obj, listed as the readers list them (h5_walk.h), then each read. */
+static int check_attrs(checker *c, const char *obj)
 {
-    for (hsize_t i = 0; i < nattrs; i++) {
-        ssize_t len = H5Aget_name_by_idx(c->file, obj, H5_INDEX_NAME, H5_ITER_INC, i, NULL, 0,
-                                         H5P_DEFAULT);
-        char *name = len >= 0 ? malloc((size_t)len + 1) : NULL;
-        if (!name || H5Aget_name_by_idx(c->file, obj, H5_INDEX_NAME, H5_ITER_INC, i, name,
-                                        (size_t)len + 1, H5P_DEFAULT) < 0) {
-            free(name);
-            return fail(c, "%s: cannot read the name of attribute %llu (corrupt file)", obj,
-                        (unsigned long long)i);
-        }
-        int st = check_attr(c, obj, name);
-        free(name);
-        if (st)
-            return st;
-    }
-    return 0;
+    h5walk_list l = {NULL, 0, 0, 0};
+    h5walk_status ws = h5walk_attrs(c->file, obj, h5walk_keep, &l);
+    int st = l.nomem ? fail(c, "%s: out of memory", obj)
+             : ws != H5WALK_DONE ? fail(c, "%s: cannot list its attributes (corrupt file)", obj)
+                                 : 0;
+    for (size_t i = 0; i < l.n && !st; i++)
+        st = check_attr(c, obj, l.names[i]);
+    h5walk_list_free(&l);
+    return st;
 }
 
 /* ------------------------------------------------------------------ datasets */
@@ -354,51 +337,72 @@ static int plan_data(checker *c, const char *path, hid_t d, int rank, hssize_t n
     return st;
 }
 
+/* What a numeric dataset is, and how much of it to read. */
+typedef struct {
+    H5T_class_t cls;
+    size_t size; /* of one element in the file */
+    int rank;
+    hsize_t dims[H5S_MAX_RANK];
+    hssize_t n;
+    data_plan plan;
+    hsize_t chunk0;
+} data_shape;
+
+/* The data of d read as mtype into buf (8 bytes an element, BLOCK_BYTES at most) the way the
+ * readers read it: a dataset that fits one block whole (H5S_ALL, as h5io_read_doubles, _int64s
+ * and _floats do), a larger one block by block (hyperslabs, as a shard's rows are read), one
+ * element of storage never allocated. */
+static int read_as(hid_t d, hid_t fs, hid_t mtype, const data_shape *ds, void *buf)
+{
+    if (ds->plan == DATA_ONE && ds->rank > 0)
+        return read_one(d, fs, mtype, ds->rank, buf);
+    if (ds->rank == 0 || ds->n <= BLOCK_BYTES / 8)
+        return H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ? -1 : 0;
+    return read_all_blocks(d, fs, mtype, ds->rank, ds->dims, ds->chunk0, buf);
+}
+
+/* As doubles; integers also as int64 (h5io_read_int64s), single-precision floats also as
+ * floats (h5io_read_floats). */
+static int read_data(checker *c, const char *path, hid_t d, hid_t fs, const data_shape *ds)
+{
+    size_t bytes = ds->plan == DATA_ONE      ? 8
+                   : ds->n < BLOCK_BYTES / 8 ? (size_t)ds->n * 8
+                                             : BLOCK_BYTES;
+    void *buf = malloc(bytes);
+    if (!buf)
+        return fail(c, "%s: out of memory", path);
+    int st = read_as(d, fs, H5T_NATIVE_DOUBLE, ds, buf);
+    if (!st && ds->cls == H5T_INTEGER)
+        st = read_as(d, fs, H5T_NATIVE_INT64, ds, buf);
+    if (!st && ds->cls == H5T_FLOAT && ds->size == sizeof(float))
+        st = read_as(d, fs, H5T_NATIVE_FLOAT, ds, buf);
+    free(buf);
+    return st ? fail(c, "%s: cannot read data (truncated or corrupt file)", path) : 0;
+}
+
 static int check_dataset(checker *c, const char *path)
 {
     hid_t d = H5Dopen2(c->file, path, H5P_DEFAULT);
     if (d < 0)
         return fail(c, "%s: cannot open the dataset (corrupt file)", path);
     int st = 0;
+    data_shape ds = {H5T_NO_CLASS, 0, -1, {0}, -1, DATA_NONE, 0};
     hid_t t = H5Dget_type(d);
-    H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
-    if (t >= 0)
+    if (t >= 0) {
+        ds.cls = H5Tget_class(t);
+        ds.size = H5Tget_size(t);
         H5Tclose(t);
-    hid_t fs = H5Dget_space(d);
-    int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
-    hsize_t dims[H5S_MAX_RANK] = {0};
-    hssize_t n = rank >= 0 ? H5Sget_simple_extent_npoints(fs) : -1;
-    data_plan plan = DATA_NONE;
-    hsize_t chunk0 = 0;
-    if (cls == H5T_NO_CLASS || rank < 0 || rank > H5S_MAX_RANK || n < 0 ||
-        H5Sget_simple_extent_dims(fs, dims, NULL) < 0)
-        st = fail(c, "%s: cannot read its type or shape (corrupt file)", path);
-    else if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && n > 0)
-        st = plan_data(c, path, d, rank, n, &chunk0, &plan);
-    if (!st && plan != DATA_NONE) {
-        size_t bytes = plan == DATA_ONE ? 8 : n < BLOCK_BYTES / 8 ? (size_t)n * 8 : BLOCK_BYTES;
-        void *buf = malloc(bytes);
-        if (!buf) {
-            st = fail(c, "%s: out of memory", path);
-        } else if (rank == 0) {
-            st = H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ||
-                         (cls == H5T_INTEGER &&
-                          H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
-                     ? -1
-                     : 0;
-        } else if (plan == DATA_ONE) {
-            st = read_one(d, fs, H5T_NATIVE_DOUBLE, rank, buf);
-            if (!st && cls == H5T_INTEGER)
-                st = read_one(d, fs, H5T_NATIVE_INT64, rank, buf);
-        } else {
-            st = read_all_blocks(d, fs, H5T_NATIVE_DOUBLE, rank, dims, chunk0, buf);
-            if (!st && cls == H5T_INTEGER)
-                st = read_all_blocks(d, fs, H5T_NATIVE_INT64, rank, dims, chunk0, buf);
-        }
-        free(buf);
-        if (st)
-            st = fail(c, "%s: cannot read data (truncated or corrupt file)", path);
     }
+    hid_t fs = H5Dget_space(d);
+    ds.rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
+    ds.n = ds.rank >= 0 ? H5Sget_simple_extent_npoints(fs) : -1;
+    if (ds.cls == H5T_NO_CLASS || ds.rank < 0 || ds.rank > H5S_MAX_RANK || ds.n < 0 ||
+        H5Sget_simple_extent_dims(fs, ds.dims, NULL) < 0)
+        st = fail(c, "%s: cannot read its type or shape (corrupt file)", path);
+    else if ((ds.cls == H5T_INTEGER || ds.cls == H5T_FLOAT) && ds.n > 0)
+        st = plan_data(c, path, d, ds.rank, ds.n, &ds.chunk0, &ds.plan);
+    if (!st && ds.plan != DATA_NONE)
+        st = read_data(c, path, d, fs, &ds);
     if (fs >= 0)
         H5Sclose(fs);
     if (H5Dclose(d) < 0)
@@ -410,7 +414,6 @@ static int check_dataset(checker *c, const char *path)
 
 typedef struct {
     H5O_type_t type;
-    hsize_t nattrs;
     unsigned long fileno;
     uint64_t addr;
 } object_info;
@@ -419,69 +422,64 @@ static int get_info(checker *c, const char *path, object_info *oi)
 {
 #if H5_VERSION_GE(1, 12, 0)
     H5O_info2_t info;
-    if (H5Oget_info_by_name3(c->file, path, &info, H5O_INFO_BASIC | H5O_INFO_NUM_ATTRS,
-                             H5P_DEFAULT) < 0)
+    if (H5Oget_info_by_name3(c->file, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
         return -1;
     uint64_t addr = 0; /* the token's leading bytes: an address for native files */
     memcpy(&addr, &info.token, sizeof addr < sizeof info.token ? sizeof addr : sizeof info.token);
     oi->addr = addr;
 #else
     H5O_info_t info;
-    if (H5Oget_info_by_name2(c->file, path, &info, H5O_INFO_BASIC | H5O_INFO_NUM_ATTRS,
-                             H5P_DEFAULT) < 0)
+    if (H5Oget_info_by_name2(c->file, path, &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
         return -1;
     oi->addr = (uint64_t)info.addr;
 #endif
     oi->type = info.type;
-    oi->nattrs = info.num_attrs;
     oi->fileno = info.fileno;
     return 0;
 }
 
 static int check_object(checker *c, const char *path, int depth);
 
+typedef struct {
+    checker *c;
+    const char *path;
+    int depth;
+} group_walk;
+
+/* One member of a group being walked: checked at once (nonzero stops the walk). */
+static int check_member(const char *name, void *ctx)
+{
+    group_walk *w = ctx;
+    char *child = join(w->path, name);
+    if (!child)
+        return fail(w->c, "%s: out of memory", w->path);
+    int st = check_object(w->c, child, w->depth + 1);
+    free(child);
+    return st;
+}
+
+/* Every member of a group, listed as the readers list a group (h5_walk.h). */
 static int check_group(checker *c, const char *path, int depth)
 {
     if (depth > MAX_DEPTH)
         return fail(c, "%s: groups nested more than %d deep", path, MAX_DEPTH);
-    hid_t g = H5Gopen2(c->file, path, H5P_DEFAULT);
-    H5G_info_t info;
-    if (g < 0 || H5Gget_info(g, &info) < 0) {
-        if (g >= 0)
-            H5Gclose(g);
-        return fail(c, "%s: cannot list its members (corrupt file)", path);
+    group_walk w = {c, path, depth};
+    hsize_t bad = 0;
+    switch (h5walk_links(c->file, path, check_member, &w, &bad)) {
+    case H5WALK_DONE: return 0;
+    case H5WALK_STOPPED: return -1; /* check_member said why */
+    case H5WALK_NO_NAME:
+        return fail(c, "%s: cannot read member %llu (corrupt file)", path,
+                    (unsigned long long)bad);
+    case H5WALK_NOMEM: return fail(c, "%s: out of memory", path);
+    case H5WALK_NO_LIST: break;
     }
-    int st = 0;
-    for (hsize_t i = 0; i < info.nlinks && !st; i++) {
-        ssize_t len = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, NULL, 0,
-                                         H5P_DEFAULT);
-        char *name = len > 0 ? malloc((size_t)len + 1) : NULL;
-        if (!name || H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name,
-                                        (size_t)len + 1, H5P_DEFAULT) < 0) {
-            free(name);
-            st = fail(c, "%s: cannot read member %llu (corrupt file)", path,
-                      (unsigned long long)i);
-            break;
-        }
-        char *child = join(path, name);
-        free(name);
-        if (!child) {
-            st = fail(c, "%s: out of memory", path);
-            break;
-        }
-        st = check_object(c, child, depth + 1);
-        free(child);
-    }
-    if (H5Gclose(g) < 0)
-        st = fail(c, "%s: cannot close the group (corrupt file)", path);
-    return st;
+    return fail(c, "%s: cannot list its members (corrupt file)", path);
 }
 
 /* The link `path` and, if it leads to an object, that object (once per object). */
 static int check_object(checker *c, const char *path, int depth)
 {
-    if (check_prefixes(c, path))
-        return -1;
     if (strcmp(path, "/") != 0) {
         H5L_info_t li;
         if (H5Lget_info(c->file, path, &li, H5P_DEFAULT) < 0)
@@ -506,7 +504,7 @@ static int check_object(checker *c, const char *path, int depth)
         return fail(c, "%s: out of memory", path);
     if (again)
         return 0;
-    if (check_attrs(c, path, oi.nattrs))
+    if (check_attrs(c, path))
         return -1;
     if (oi.type == H5O_TYPE_GROUP)
         return check_group(c, path, depth);
@@ -537,6 +535,329 @@ static int check_file(checker *c)
         st = fail(c, "cannot close the file (corrupt file)");
     return st;
 }
+
+/* ------------------------------------------------------------------ the guarded heap
+ *
+ * libhdf5 1.10 reads past the end of its heap buffers on some corrupt files: an attribute
+ * message whose sizes point past its object header (the attribute's data is copied from
+ * beyond it, under every call that decodes the header's attributes), an integer type whose bit
+ * offset lies outside its size (H5T__conv_i_i), a global-heap object longer than its collection
+ * (H5HG_read). What lies there decides what happens next: nothing, a garbage value that a reader
+ * then refuses ("rows: 0 is not a positive 32-bit size") or a crash. The checker and the reader
+ * make the same reads, but their heaps differ, so a file this program read without harm could
+ * still crash a reader (issue 46: a SIGSEGV in one release build, a clear refusal in another;
+ * the measurements are in docs/formats.md, "Corrupt files").
+ *
+ * So while it reads the file, this program gives every heap block its own pages, placed so that
+ * the block ends where HEAP_GAP bytes that cannot be read begin: a read that starts past the end
+ * of a block, by up to HEAP_GAP bytes, crashes this program whatever the caller's heap, and a
+ * checker that crashed is a refusal (h5_checker.c). HEAP_GAP (256 KB) is larger than the
+ * farthest a damaged attribute message can send libhdf5 (its three sizes are 16-bit: under
+ * 200 KB past the message). A block is aligned only as its size requires (natural_align): on
+ * x86 it ends exactly where the unreadable bytes begin, so that a read of even one byte past it
+ * is caught (elsewhere, blocks are aligned to at least 8 bytes, and a read of up to 7 bytes past
+ * a block whose size is not a multiple of 8 is not). A read before a block is not caught.
+ *
+ * The pages come from one reservation of address space (nothing committed until used; a
+ * quarter of the process's limit of address space if there is one: heap_reserve); freed blocks
+ * of up to HEAP_CLASSES pages are kept for blocks of the same number of pages, larger ones are
+ * given back. Outside the file's read (libhdf5's start and end), and whenever no page can be had
+ * (no reservation, the reservation used up, max_small_runs runs made for small blocks, which
+ * keeps the mappings well below the kernel's limit), blocks come from glibc's allocator as
+ * usual: a failure of the guard never fails the check. Every block, guarded or not, is preceded
+ * by its size and where its memory starts; glibc's replaceable allocator functions are all
+ * defined here (the glibc manual, "Replacing malloc"). Only with glibc on Linux, and not in an
+ * AddressSanitizer build, whose allocator does its own checks. */
+#if defined(__linux__) && defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+#define GUARDED_HEAP 1
+#endif
+
+#ifdef GUARDED_HEAP
+/* glibc's allocator under the names it exports for allocators built over it */
+extern void *__libc_memalign(size_t align, size_t size);
+extern void __libc_free(void *p);
+
+#define HEAP_RESERVE ((size_t)1 << 40) /* bytes of address space asked for (then 1/4, ...) */
+#define HEAP_GAP ((size_t)1 << 18)     /* unreadable bytes after every block */
+#define HEAP_CLASSES 32                /* freed blocks of 1 ... 32 pages are reused */
+#define HEAP_SMALL_RUNS 8192           /* runs of pages made for them, at most */
+#if defined(__x86_64__) || defined(__i386__)
+#define HEAP_MIN_ALIGN 1 /* x86 reads and writes a scalar at any address */
+#else
+#define HEAP_MIN_ALIGN 8
+#endif
+
+typedef struct {
+    size_t size; /* asked for */
+    char *start; /* guarded: its first page; else what glibc returned */
+} block_head;
+
+static struct {
+    atomic_flag lock;
+    atomic_int on;        /* reading the file: new blocks are guarded */
+    char *base, *end;     /* the reservation (base NULL: none) */
+    char *next;           /* its first page never used */
+    size_t page;
+    size_t small_runs;    /* runs made read-write for blocks of up to HEAP_CLASSES pages */
+    size_t max_small_runs;
+    char *free_pages[HEAP_CLASSES + 1]; /* freed blocks by pages, linked by their first word */
+} heap = {ATOMIC_FLAG_INIT, 0, NULL, NULL, NULL, 0, 0, 0, {NULL}};
+
+static void heap_lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&heap.lock, memory_order_acquire)) {
+    }
+}
+
+static void heap_unlock(void)
+{
+    atomic_flag_clear_explicit(&heap.lock, memory_order_release);
+}
+
+static block_head *head_of(void *p)
+{
+    return (block_head *)p - 1;
+}
+
+static int guarded(const void *p)
+{
+    return heap.base && (const char *)p >= heap.base && (const char *)p < heap.end;
+}
+
+/* pages (read-write) followed by HEAP_GAP bytes that are not: a freed run of that length, else
+ * new address space; NULL when there is none. */
+static char *take_pages(size_t pages)
+{
+    char *start = NULL;
+    heap_lock();
+    if (pages <= HEAP_CLASSES && heap.free_pages[pages]) {
+        start = heap.free_pages[pages];
+        memcpy(&heap.free_pages[pages], start, sizeof start);
+        heap_unlock();
+        return start;
+    }
+    /* Every run is a mapping of its own and its gap another: past max_small_runs (a file of
+     * very many objects) small blocks come from glibc, which needs mappings too. */
+    size_t stride = pages * heap.page + HEAP_GAP;
+    int small = pages <= HEAP_CLASSES;
+    if ((size_t)(heap.end - heap.next) >= stride &&
+        (!small || heap.small_runs < heap.max_small_runs)) {
+        start = heap.next;
+        heap.next += stride;
+        heap.small_runs += small ? 1 : 0;
+    }
+    heap_unlock();
+    if (start && mprotect(start, pages * heap.page, PROT_READ | PROT_WRITE) != 0)
+        start = NULL; /* e.g. the limit of mappings: this run of pages stays unused */
+    return start;
+}
+
+static void give_pages(char *start, size_t pages)
+{
+    if (pages > HEAP_CLASSES) { /* back to the kernel; the addresses are not used again */
+        mmap(start, pages * heap.page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+             MAP_FIXED, -1, 0);
+        return;
+    }
+    heap_lock();
+    memcpy(start, &heap.free_pages[pages], sizeof start);
+    heap.free_pages[pages] = start;
+    heap_unlock();
+}
+
+/* The alignment a block of `size` bytes needs: that of the largest power of two dividing its
+ * size, up to 16 (an array of any type, a struct with its padding, is a multiple of its type's
+ * alignment), so that the block can end exactly where the unreadable bytes begin. */
+static size_t natural_align(size_t size)
+{
+    size_t a = size & (~size + 1); /* the lowest bit set; 0 for 0 */
+    return a == 0 || a > 16 ? 16 : a < HEAP_MIN_ALIGN ? HEAP_MIN_ALIGN : a;
+}
+
+/* A block that ends where HEAP_GAP unreadable bytes begin; NULL if no page can be had. */
+static void *guarded_block(size_t align, size_t size)
+{
+    if (align < natural_align(size))
+        align = natural_align(size);
+    if (align > heap.page || size > HEAP_RESERVE / 64)
+        return NULL;
+    size_t pages = (size + align + sizeof(block_head) + heap.page - 1) / heap.page;
+    char *start = take_pages(pages);
+    if (!start)
+        return NULL;
+    uintptr_t end = (uintptr_t)(start + pages * heap.page);
+    char *p = (char *)((end - size) & ~(uintptr_t)(align - 1));
+    head_of(p)->size = size;
+    head_of(p)->start = start;
+    return p;
+}
+
+static void *glibc_block(size_t align, size_t size)
+{
+    if (align < sizeof(block_head))
+        align = sizeof(block_head);
+    if (size > SIZE_MAX - align)
+        return NULL;
+    char *raw = __libc_memalign(align, size + align);
+    if (!raw)
+        return NULL;
+    head_of(raw + align)->size = size;
+    head_of(raw + align)->start = raw;
+    return raw + align;
+}
+
+static void *heap_alloc(size_t align, size_t size)
+{
+    while (align & (align - 1)) /* as glibc: up to a power of two */
+        align += align & -align;
+    void *p = atomic_load(&heap.on) ? guarded_block(align, size) : NULL;
+    if (!p)
+        p = glibc_block(align, size);
+    if (!p)
+        errno = ENOMEM;
+    return p;
+}
+
+/* HEAP_SMALL_RUNS, or a quarter of the kernel's limit of mappings if that is less. */
+static size_t max_small_runs(void)
+{
+    long limit = 0;
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &limit) != 1)
+            limit = 0;
+        fclose(f);
+    }
+    return limit > 0 && (size_t)limit / 4 < HEAP_SMALL_RUNS ? (size_t)limit / 4 : HEAP_SMALL_RUNS;
+}
+
+/* HEAP_RESERVE, or a quarter of the limit of this process's address space if that is less
+ * (reserved address space counts against it; the rest is libhdf5's, unguarded or not). */
+static size_t heap_reserve(void)
+{
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
+        as.rlim_cur / 4 < HEAP_RESERVE)
+        return (size_t)(as.rlim_cur / 4);
+    return HEAP_RESERVE;
+}
+
+/* Reserve the address space (once) and guard the blocks from now on (on = 1), or stop. */
+static void heap_guard(int on)
+{
+    if (on && !heap.base) {
+        heap.page = (size_t)sysconf(_SC_PAGESIZE);
+        heap.max_small_runs = max_small_runs();
+        for (size_t n = heap_reserve(); n >= ((size_t)1 << 24) && !heap.base; n /= 4) {
+            void *p = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                           0);
+            if (p != MAP_FAILED) {
+                heap.next = heap.base = p;
+                heap.end = heap.base + n;
+            }
+        }
+    }
+    atomic_store(&heap.on, on);
+}
+
+void free(void *p)
+{
+    if (!p)
+        return;
+    block_head *h = head_of(p);
+    if (!guarded(p)) {
+        __libc_free(h->start);
+        return;
+    }
+    size_t used = (size_t)((char *)p + h->size - h->start);
+    give_pages(h->start, (used + heap.page - 1) / heap.page);
+}
+
+void *malloc(size_t size)
+{
+    return heap_alloc(0, size); /* no alignment asked for: the block's own (guarded_block) */
+}
+
+void *calloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = heap_alloc(0, n * size);
+    if (p) /* reused pages are not zero */
+        memset(p, 0, n * size);
+    return p;
+}
+
+void *realloc(void *p, size_t size)
+{
+    if (!p)
+        return malloc(size);
+    if (size == 0) { /* as glibc */
+        free(p);
+        return NULL;
+    }
+    void *q = malloc(size);
+    if (q) {
+        size_t old = head_of(p)->size;
+        memcpy(q, p, old < size ? old : size);
+        free(p);
+    }
+    return q;
+}
+
+void *reallocarray(void *p, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, n * size);
+}
+
+void *memalign(size_t align, size_t size)
+{
+    return heap_alloc(align, size);
+}
+
+void *aligned_alloc(size_t align, size_t size)
+{
+    return heap_alloc(align, size);
+}
+
+int posix_memalign(void **out, size_t align, size_t size)
+{
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    void *p = heap_alloc(align, size);
+    if (!p)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+void *valloc(size_t size)
+{
+    return heap_alloc((size_t)sysconf(_SC_PAGESIZE), size);
+}
+
+void *pvalloc(size_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return heap_alloc(page, (size + page - 1) / page * page);
+}
+
+size_t malloc_usable_size(void *p)
+{
+    return p ? head_of(p)->size : 0;
+}
+#else
+static void heap_guard(int on)
+{
+    (void)on;
+}
+#endif
 
 /* ------------------------------------------------------------------ main */
 
@@ -586,7 +907,9 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     c.fname = argv[3];
     c.file = -1;
+    heap_guard(1); /* from the file's first byte to its close */
     int st = check_file(&c);
+    heap_guard(0);
     free(c.seen);
     if (st && !c.msg[0])
         fail(&c, "cannot read (corrupt file)");

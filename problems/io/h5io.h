@@ -34,7 +34,10 @@ int h5io_path(char *buf, const char *fmt, ...)
 
 /* ---- reading (inside h5io_read_file) ---- */
 
-/* 1 if the link `path` (absolute) exists, checking every component; 0 if not. */
+/* 1 if the link `path` (absolute) exists, every component found among the members of its group;
+ * 0 if not. 1 if the object `obj` exists and has an attribute `name`. Both answer from the lists
+ * of names that atf-h5check made with the same calls (h5_walk.h), never by asking libhdf5 for a
+ * name the file may lack: the only way a reader asks whether something exists. */
 int h5io_exists(hid_t file, const char *path);
 int h5io_attr_exists(hid_t file, const char *obj, const char *name);
 

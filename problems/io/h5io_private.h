@@ -7,6 +7,7 @@
  * h5io.h's interface.
  *
  *   h5io__strong_close_fapl   h5_read.c     used by h5_file.c (reading), h5_driver.c (writing)
+ *   h5io__lists_begin, _end   h5_read.c     used by h5_file.c (reading)
  *   h5io__transfer_rows       h5_read.c     used by h5io_read_rows and h5_write.c's h5io_put_rows
  *   h5io__write_temporary     h5_driver.c   used by h5_file.c's h5io_write_file
  *   h5io__check_run           h5_checker.c  used by h5_file.c's h5io_check_file */
@@ -18,6 +19,16 @@
 /* A file-access property list with the "strong" close degree (closing the file also closes
  * anything left open in it), for the caller to close; negative if libhdf5 cannot make one. */
 hid_t h5io__strong_close_fapl(void);
+
+/* The lists of names of the file being read (h5_read.c: h5io_exists and h5io_attr_exists make
+ * each list once per read and keep it): begin after the file is opened, end before it is closed,
+ * in the same thread; begin returns the lists of a read around this one, for end to put back. */
+typedef struct {
+    hid_t file; /* -1: none */
+    void *lists;
+} h5io__lists;
+h5io__lists h5io__lists_begin(hid_t file);
+void h5io__lists_end(h5io__lists outer);
 
 /* Rows row0 … row0 + nrows − 1 of the open file's 2-D numeric dataset `path` of shape dims, as
  * doubles, read into buf (write = 0) or written from it (write = 1) as a hyperslab: libhdf5

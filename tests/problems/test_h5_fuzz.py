@@ -43,6 +43,8 @@ import unittest
 import h5py
 import numpy as np
 
+from test_corrupt_files import data_extents  # the raw data's byte ranges: the rest is metadata
+
 ATF = os.environ.get("ATF")
 READ_ANY = None
 SCRATCH = None
@@ -140,20 +142,6 @@ def signature_spans(blob, sig, size_of):
 
 def gcol_size(blob, pos):
     return struct.unpack_from("<Q", blob, pos + 8)[0] if pos + 16 <= len(blob) else 0
-
-
-def data_extents(path):
-    """Byte ranges of the raw data of every contiguous dataset."""
-    spans = []
-
-    def visit(_, obj):
-        if isinstance(obj, h5py.Dataset):
-            off = obj.id.get_offset()
-            if off is not None:
-                spans.append((off, off + obj.id.get_storage_size()))
-    with h5py.File(path, "r") as f:
-        f.visititems(visit)
-    return spans
 
 
 def regions(path):

@@ -319,10 +319,8 @@ def _progress_hook(hooks, prog):
 
 def _summary(res: "Result") -> str:
     """The final progress line: the status, the method and its work."""
-    info = res._p.contents.info
-    passes = f", {info.operator_passes} passes" if info.operator_passes > 0 else ""
-    return (f"{_lib.text(_c.atf_status_name(info.status))} by {_lib.text(info.method)} after "
-            f"{info.iterations} iterations{passes}")
+    passes = f", {res.operator_passes} passes" if res.operator_passes > 0 else ""
+    return f"{res.status} by {res.method} after {res.iterations} iterations{passes}"
 
 
 def _solve(problem, set_, penalty_override, warm, log=None, checkpoint=None, every=600.0,

@@ -168,6 +168,12 @@ check(np.array_equal(sw.column("objective"), [r["objective"] for r in cli_rows])
 check("layer|" in buf.getvalue() and "done" in buf.getvalue(),
       f"atf.sweep progress: {buf.getvalue()[:200]!r}")
 
+# the same call again resumes in process: no row is solved again, the table is the same
+again = atf.sweep(prob_file, os.path.join(d, "sweep-py"), families=["sq", "abs"],
+                  scales=[0.1, 1], structures="layer", penalties=["sq+abs"], progress=False)
+check(again.summary.get("new_rows") == 0 and again.rows == sw.rows,
+      f"atf.sweep resumed: {again.summary}")
+
 # the figures are atf.Figure: the SVG's path, displayed as the image by IPython
 fig = sw.figure
 check(isinstance(fig, atf.Figure) and isinstance(fig, str) and os.path.isfile(fig) and

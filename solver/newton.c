@@ -155,6 +155,20 @@ static void hess_vec(atf_solver *s, atf_pg_loss *pl, newton_state *st, const dou
     atf_sv_hess(s, atf_pg_loss_curv, pl, p, st->Ap, Hp);
 }
 
+/* y = P⁻¹ r: the Nyström preconditioner where there is one, else (Λ + μ)⁻¹ on S — the system's
+ * exact inverse off the range of ∇²g, whose rank is at most M, so CG spends its steps on that
+ * range alone. Where the penalty's curvature varies (nuclear, balanced, the flat families) this
+ * takes steps off CG and costs no pass: the new user's problem of docs/record/solver.md §20
+ * (N = 500, balanced+balanced, newton) went from 393 CG steps and 899 passes to 302 and 718;
+ * for `sq`, whose Λ is nearly one number, it is CG's own steps scaled. */
+static void precondition(atf_jac *jac, atf_nystrom *ny, const double *r, double *y)
+{
+    if (ny)
+        atf_nys_apply(ny, jac, r, y);
+    else
+        atf_jac_apply(jac, ATF_JAC_DINV, r, ATF_JAC_DINV, NULL, y);
+}
+
 /* CG on (Λ + P_S ∇²g P_S) d = rhs (in st->r on entry), d and Hd = ∇²g d out. Stops at the
  * relative residual η, at CG_MAX steps, on the interrupt flag, or on nonpositive curvature
  * (then d is the last iterate with positive curvature; at the first step the right-hand side
@@ -167,10 +181,9 @@ static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newt
     memset(st->d, 0, n * sizeof *st->d);
     memset(st->Hd, 0, n * sizeof *st->Hd);
     double rnorm0 = atf_sv_norm(st->r, n);
-    if (ny)
-        atf_nys_apply(ny, jac, st->r, st->y);
-    else
-        memcpy(st->y, st->r, n * sizeof *st->y);
+    if (!ny)
+        atf_jac_set_shift(jac, mu);
+    precondition(jac, ny, st->r, st->y);
     memcpy(st->p, st->y, n * sizeof *st->p);
     double rr = atf_dot(st->r, st->y, n);
     int k = 0;
@@ -194,10 +207,7 @@ static int conjugate_gradient(atf_solver *s, atf_pg_loss *pl, atf_jac *jac, newt
         cblas_daxpy((int)n, -alpha, st->Kp, 1, st->r, 1);
         if (atf_sv_norm(st->r, n) <= eta * rnorm0)
             break;
-        if (ny)
-            atf_nys_apply(ny, jac, st->r, st->y);
-        else
-            memcpy(st->y, st->r, n * sizeof *st->y);
+        precondition(jac, ny, st->r, st->y);
         double rr_next = atf_dot(st->r, st->y, n);
         double beta = rr_next / rr;
         rr = rr_next;

@@ -73,6 +73,21 @@ for method in ["factored", "newton", "auto"]:
         check(abs(res.objective - factored_objective) <= 1e-8 * abs(res.objective),
               f"nuclear: {method} {res.objective!r} vs factored {factored_objective!r}")
 
+# auto for balanced+balanced: factored with xent from a cold start (newton's point, certified);
+# newton from a warm start (its λ continuation) and with the squared loss
+bb = {m: atf.solve(prob, "balanced+balanced", loss="xent:lambda=0.5", method=m, tol=1e-10)
+      for m in ["auto", "newton"]}
+check(bb["auto"].method == "factored" and "balanced" in bb["auto"].method_note,
+      f"auto for balanced+balanced, xent: {bb['auto'].method} ({bb['auto'].method_note})")
+check(bb["auto"].status == "solved" and bb["auto"].pg_residual <= 1e-10 and
+      abs(bb["auto"].objective - bb["newton"].objective) <= 1e-8 * abs(bb["newton"].objective),
+      f"balanced+balanced: auto {bb['auto'].objective!r} vs newton {bb['newton'].objective!r}")
+warm = atf.solve(prob, "balanced+balanced", loss="xent:lambda=0.4", warm=bb["newton"])
+sq_bb = atf.solve(prob, "balanced+balanced", loss="squared:lambda=0.3")
+check(warm.method == "newton" and "warm start" in warm.method_note,
+      f"auto for balanced+balanced from a warm start: {warm.method} ({warm.method_note})")
+check(sq_bb.method == "newton", f"auto for balanced+balanced, squared: {sq_bb.method}")
+
 for method in ["gram", "cg", "auto"]:
     res = atf.baseline(prob, method=method)
     out = os.path.join(d, f"b-{method}.h5")

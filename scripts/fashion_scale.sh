@@ -16,26 +16,8 @@
 # ends (seen: a syntax error after fair-2000-p16 had finished).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export OPENBLAS_NUM_THREADS=${ATF_STUDY_THREADS:-1}
-# The study's problems were built, and its checkpoints kept, under OpenBLAS's SkylakeX kernels.
-# Other kernels round the GEMMs differently in the last bits: the problems' fingerprints change
-# and a solve's checkpoint is refused as being for other numbers. Seen on an AMD EPYC whose
-# environment set OPENBLAS_CORETYPE=Haswell (OpenBLAS 0.3.21 itself would choose Cooperlake
-# there). So the study pins SkylakeX, over any inherited value; it needs AVX-512. Without it,
-# delete the .partial.h5 the message names to start that solve afresh.
-if grep -qw avx512f /proc/cpuinfo; then
-    [[ ${OPENBLAS_CORETYPE:-SkylakeX} == SkylakeX ]] ||
-        echo "fashion_scale: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE replaced by SkylakeX, the study's kernel" >&2
-    export OPENBLAS_CORETYPE=SkylakeX
-fi
-[[ -x build-results/drivers/atf ]] || bash scripts/build.sh build-results --buildtype=release
-atf=build-results/drivers/atf
+source scripts/fashion_study_env.sh
 out=results/fashion-scale
-
-# The authors' network and optimiser (784-128-128-128-128-10, biases, LeCun-normal, x/255; SGD
-# lr 0.01, momentum 0.9, cross-entropy); up to 1000 epochs with patience 20.
-data=(--data fashion-mnist --split official --n-test 10000)
-net=(--hidden 128,128,128,128 --bias --init lecun --no-standardize)
 sgd=(--sgd-loss xent --optimizer sgd --lr 0.01 --lr-schedule constant --momentum 0.9
      --epochs 1000 --patience 20)
 # Problem (16): the lambda path of every cross-entropy model (per fitted example, largest

@@ -152,14 +152,7 @@ PY
       --out $out/authors ;;
   stop)  # every step running: Ctrl-C (SIGINT) to its atf process, which keeps what it has
           # (rows, solved lambdas, the checkpoint of the solve under way) and exits; waits for them
-    pids=$(pgrep -f -- "drivers/atf experiment samples .*--out $out/" || true)
-    [[ -n $pids ]] || { echo "stop: no step is running" >&2; exit 0; }
-    for p in $pids; do
-      echo "stop: $(ps -o args= -p "$p" | grep -o -- "--out [^ ]*")" >&2
-      kill -INT "$p" 2>/dev/null || true
-    done
-    while pgrep -f -- "drivers/atf experiment samples .*--out $out/" >/dev/null; do sleep 2; done
-    echo "stop: stopped; commit $out (its solutions/ folders too) to go on on another machine" >&2 ;;
+    stop_study "$out/" "commit $out (its solutions/ folders too) to go on on another machine" ;;
   list|*)
     echo "steps: pilot fair-125 fair-small fair-8000 fair-8000-interp fair-8000-ntk fair-2000-p16 fair-large fair-60000 merge authors-125 authors-small report stop" >&2
     [[ "$step" == list ]] ;;

@@ -21,3 +21,18 @@ atf=build-results/drivers/atf
 # lr 0.01, momentum 0.9, cross-entropy); up to 1000 epochs with patience 20.
 data=(--data fashion-mnist --split official --n-test 10000)
 net=(--hidden 128,128,128,128 --bias --init lecun --no-standardize)
+
+# The `stop` step of either study: Ctrl-C (SIGINT) to every `atf experiment samples` whose
+# command line matches "--out $1" (a running step keeps what it has: rows, solved λ, the
+# checkpoint of the solve under way, and exits); waits for them, then says $2.
+stop_study() {
+    local pattern="drivers/atf experiment samples .*--out $1" pids p
+    pids=$(pgrep -f -- "$pattern" || true)
+    [[ -n $pids ]] || { echo "stop: no step is running" >&2; return 0; }
+    for p in $pids; do
+      echo "stop: $(ps -o args= -p "$p" | grep -o -- "--out [^ ]*")" >&2
+      kill -INT "$p" 2>/dev/null || true
+    done
+    while pgrep -f -- "$pattern" >/dev/null; do sleep 2; done
+    echo "stop: stopped; $2" >&2
+}

@@ -57,11 +57,7 @@ case "$step" in
     /usr/bin/python3 scripts/fashion_tuned_select.py $out ;;
   stop)  # Ctrl-C (SIGINT) to the running step's atf process, which keeps what it has (rows,
          # solved λ, the checkpoint of the solve under way) and exits; waits for it
-    pids=$(pgrep -f -- "drivers/atf experiment samples .*--out $out " || true)
-    [[ -n $pids ]] || { echo "stop: no step is running" >&2; exit 0; }
-    for p in $pids; do kill -INT "$p" 2>/dev/null || true; done
-    while pgrep -f -- "drivers/atf experiment samples .*--out $out " >/dev/null; do sleep 2; done
-    echo "stop: stopped; run the step again to go on" >&2 ;;
+    stop_study "$out " "run the step again to go on" ;;
   list|*)
     echo "steps: sq-axis zsq logsq all report stop" >&2
     [[ "$step" == list ]] ;;

@@ -14,8 +14,10 @@ if grep -qw avx512f /proc/cpuinfo; then
         echo "$(basename "$0" .sh): OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE replaced by SkylakeX, the study's kernel" >&2
     export OPENBLAS_CORETYPE=SkylakeX
 fi
-[[ -x build-results/drivers/atf ]] || bash scripts/build.sh build-results --buildtype=release
-atf=build-results/drivers/atf
+# ATF_STUDY_BUILD=DIR: another release build (say, one of a fixed commit while the tree changes)
+build=${ATF_STUDY_BUILD:-build-results}
+[[ -x $build/drivers/atf ]] || bash scripts/build.sh "$build" --buildtype=release
+atf=$build/drivers/atf
 
 # The authors' network and optimiser (784-128-128-128-128-10, biases, LeCun-normal, x/255; SGD
 # lr 0.01, momentum 0.9, cross-entropy); up to 1000 epochs with patience 20.

@@ -14,7 +14,8 @@
 # the other (`atf experiment samples` takes at most 8 penalties per run), ntk-xent's rows come
 # with the first. Runs with OPENBLAS_NUM_THREADS=1 (ATF_STUDY_THREADS=T sets T) from
 # build-results/ (a release build made here when missing). Then `report`: the summary and the
-# selection on validation data (scripts/fashion_tuned_select.py).
+# selection on validation data per n (scripts/fashion_tuned_select.py; tuned_*_nN.csv and
+# tuned_report_nN.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/fashion_study_env.sh  # fashion_scale.sh's threads, kernel, build, data and network
@@ -23,7 +24,8 @@ lambdas=0.1,0.03,0.01,0.003,0.001,0.0003,0.0001
 exact=(--penalty balanced+balanced --tol 1e-6 --interpolate-max-n auto
        --xent-lambdas $lambdas --xent-lambdas-per-example --xent-path-patience 1)
 fair=(--sampling fixed --stop best-val)
-grid=(--ns 500 --seeds 5 --models ntk-xent,p16-xent)
+# ATF_TUNED_N=2000: the same steps at n = 2 000, into the same table (the report covers each n)
+grid=(--ns ${ATF_TUNED_N:-500} --seeds 5 --models ntk-xent,p16-xent)
 
 # The settings (family, γ). ω̃_γ(v) = γ ψ(v/√γ) bends away from v² near v ≈ √γ; ntk-xent's
 # solutions at n = 500 have singular values up to about 4.4 per layer (record §8), so:
@@ -50,11 +52,13 @@ case "$step" in
   all)     run "$sq_axis"; run "$zsq"; run "$logsq" ;;   # a stopped step ends `all` (set -e)
   report)  # samples_summary.csv of ntk-xent and the sq-axis step's settings (a run's summary
            # has its own models only; every setting's means: the selection script's
-           # tuned_settings.csv); the figure of test error against n, at one n, is not kept
+           # tuned_settings_nN.csv); the figure of test error against n, at one n, is not kept
     $atf experiment samples "${data[@]}" "${net[@]}" "${exact[@]}" "${fair[@]}" "${grid[@]}" \
       --xent-penalties "$sq_axis" --report-only --out $out
     rm -f $out/samples.png $out/samples.svg
-    /usr/bin/python3 scripts/fashion_tuned_select.py $out ;;
+    for n in $(awk -F, 'NR > 1 {print $2}' $out/samples.csv | sort -nu); do
+      /usr/bin/python3 scripts/fashion_tuned_select.py $out --n $n | tee $out/tuned_report_n$n.md
+    done ;;
   stop)  # Ctrl-C (SIGINT) to the running step's atf process, which keeps what it has (rows,
          # solved λ, the checkpoint of the solve under way) and exits; waits for it
     stop_study "$out " "run the step again to go on" ;;

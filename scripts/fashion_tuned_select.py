@@ -11,6 +11,10 @@ listed with its status. Writes the per-seed choices and the per-setting means ne
 (tuned_seeds.csv, tuned_settings.csv).
 
     /usr/bin/python3 scripts/fashion_tuned_select.py [results/fashion-tuned] [--fair FAIR.csv]
+                                                      [--n N]
+
+With --n N only the rows of n = N are read and the two files are tuned_seeds_nN.csv and
+tuned_settings_nN.csv (the table holds several n: the report step runs it once per n).
 """
 import csv
 import math
@@ -26,9 +30,18 @@ if "--fair" in args:
     i = args.index("--fair")
     fair = args[i + 1]
     del args[i:i + 2]
+only_n = None
+if "--n" in args:
+    i = args.index("--n")
+    only_n = int(args[i + 1])
+    del args[i:i + 2]
 out = args[0] if args else "results/fashion-tuned"
 table = os.path.join(out, "samples.csv")
-rows = list(csv.DictReader(open(table, newline="")))
+rows = [r for r in csv.DictReader(open(table, newline=""))
+        if only_n is None or int(r["n"]) == only_n]
+if not rows:
+    sys.exit(f"fashion_tuned_select: {table}: no rows" + (f" at n = {only_n}" if only_n else ""))
+suffix = f"_n{only_n}" if only_n is not None else ""
 
 
 def setting(method):
@@ -221,10 +234,11 @@ if os.path.exists(fair):
             print(f"  {m}: {len(d)} seeds, largest |test error here − there| = "
                   f"{max(abs(a - b) for _, a, b in d):.4f}")
 
-for name, data in (("tuned_seeds.csv", seed_rows), ("tuned_settings.csv", setting_rows)):
+for name, data in ((f"tuned_seeds{suffix}.csv", seed_rows),
+                   (f"tuned_settings{suffix}.csv", setting_rows)):
     if data:
         with open(os.path.join(out, name), "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(data[0]))
             w.writeheader()
             w.writerows(data)
-print(f"\nwrote {out}/tuned_seeds.csv and {out}/tuned_settings.csv")
+print(f"\nwrote {out}/tuned_seeds{suffix}.csv and {out}/tuned_settings{suffix}.csv")

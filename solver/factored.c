@@ -894,19 +894,21 @@ static atf_error hand_over(fac_state *st, int why, atf_result *res, double *x,
                            atf_pg_info *info, char *err)
 {
     atf_solver *s = st->s;
-    atf_fs_cores(&st->fs, st->fs.cur.x, x);
-    s->passes += st->fs.passes;
-    st->fs.passes = 0;
+    /* the hand-over first, then the factors' figures: a note cut at its length keeps the why */
     size_t used = strlen(res->info.method_note);
     if (why == 2)
         snprintf(res->info.method_note + used, sizeof res->info.method_note - used,
-                 "%sfactored: at these ranks a pass in the factors costs more than one over B "
-                 "(pg residual %.2e after %d steps): newton continued from there",
+                 "%sfactored, then newton continued (a pass in the factors dearer than one over "
+                 "B at these ranks; pg residual %.2e after %d steps)",
                  used ? "; " : "", st->pg, st->iter);
     else
         snprintf(res->info.method_note + used, sizeof res->info.method_note - used,
-                 "%sfactored: the pg residual stalled at %.2e after %d steps: newton continued "
-                 "from there", used ? "; " : "", st->pg, st->iter);
+                 "%sfactored, then newton continued (the pg residual stalled at %.2e after %d "
+                 "steps)", used ? "; " : "", st->pg, st->iter);
+    note(st, res);
+    atf_fs_cores(&st->fs, st->fs.cur.x, x);
+    s->passes += st->fs.passes;
+    st->fs.passes = 0;
     atf_sv_budget rest = st->b;
     rest.max_iter = st->b.max_iter - st->iter > 1 ? st->b.max_iter - st->iter : 1;
     int gave_up = 0;
@@ -941,10 +943,9 @@ atf_error atf_sv_factored_run(atf_solver *s, const atf_sv_budget *b, atf_result 
     if (e == ATF_OK)
         e = iterate(&st, &status, &stalled, err);
     atf_pg_info info;
-    if (e == ATF_OK && stalled) {
-        note(&st, res);
+    if (e == ATF_OK && stalled)
         e = hand_over(&st, stalled, res, x, &info, err);
-    } else if (e == ATF_OK) {
+    else if (e == ATF_OK) {
         certify(&st, &info, res, x);
         if (status == ATF_STATUS_SOLVED && !(info.pg_residual <= b->eps))
             status = ATF_STATUS_MAX_ITERATIONS; /* (the cores' own residual decides) */

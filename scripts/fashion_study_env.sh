@@ -1,7 +1,8 @@
 # What the Fashion-MNIST studies share (scripts/fashion_scale.sh, scripts/fashion_tuned.sh),
 # sourced from the project root: the BLAS threads and kernel, the release build, the data and the
 # authors' network, so that a seed in one study has the θ0 and the images of the same seed in
-# the other.
+# the other. The multi-index study (scripts/multi_index.sh) takes the threads, the build and the
+# steps every study has (stop_study, other_step).
 export OPENBLAS_NUM_THREADS=${ATF_STUDY_THREADS:-1}
 # The study's problems were built, and its checkpoints kept, under OpenBLAS's SkylakeX kernels.
 # Other kernels round the GEMMs differently in the last bits: the problems' fingerprints change
@@ -37,4 +38,14 @@ stop_study() {
     done
     while pgrep -f -- "$pattern" >/dev/null; do sleep 2; done
     echo "stop: stopped; $2" >&2
+}
+
+# The steps every study has, after its own: `stop` (stop_study "$2" "$3") and `list` (the steps
+# $4 on stderr, status 0), an unknown step the same with status 1.
+other_step() {
+    case "$1" in
+      stop) stop_study "$2" "$3" ;;
+      *) echo "steps: $4" >&2
+         [[ "$1" == list ]] ;;
+    esac
 }

@@ -59,10 +59,7 @@ case "$step" in
     for n in $(awk -F, 'NR > 1 {print $2}' $out/samples.csv | sort -nu); do
       /usr/bin/python3 scripts/fashion_tuned_select.py $out --n $n | tee $out/tuned_report_n$n.md
     done ;;
-  stop)  # Ctrl-C (SIGINT) to the running step's atf process, which keeps what it has (rows,
-         # solved λ, the checkpoint of the solve under way) and exits; waits for it
-    stop_study "$out " "run the step again to go on" ;;
-  list|*)
-    echo "steps: sq-axis zsq logsq all report stop" >&2
-    [[ "$step" == list ]] ;;
+  *)  # stop: Ctrl-C (SIGINT) to the running step's atf process, which keeps what it has (rows,
+      # solved λ, the checkpoint of the solve under way) and exits; waits for it
+    other_step "$step" "$out " "run the step again to go on" "sq-axis zsq logsq all report stop" ;;
 esac

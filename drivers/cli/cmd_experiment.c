@@ -132,7 +132,8 @@ enum {
     OPT_ACTIVATION, OPT_MODELS, OPT_XENT_LAMBDA, OPT_BIAS, OPT_XENT_LAMBDAS, OPT_XENT_PENALTIES,
     OPT_INTERPOLATE_MAX_N, OPT_ALIGN_EXAMPLES, OPT_PER_EXAMPLE, OPT_THRESHOLDS, OPT_PATIENCE_PATH,
     OPT_CHECKPOINT_EVERY, OPT_SOLVER_LOG, OPT_LINSYS, OPT_PRECOND,
-    OPT_REPORT_ONLY
+    OPT_REPORT_ONLY, OPT_RIDGE_LAMBDA, OPT_RIDGE_LAMBDAS, OPT_RIDGE_PER_EXAMPLE,
+    OPT_RIDGE_PATIENCE, OPT_THRESHOLD_METRIC
 };
 
 static atf_error penalties_option(int c, const char *val, atf_penalties_config *cfg, char *err)
@@ -215,7 +216,10 @@ static void samples_usage(FILE *out)
             "          [--penalty SPEC] [--loss SPEC] [--xent-lambda L] [--scales LIST]\n"
             "          [--xent-lambdas LIST [--xent-lambdas-per-example] [--xent-path-patience K]]\n"
             "          [--xent-penalties LIST] [--interpolate-max-n N] [--align-examples N]\n"
-            "          [--error-thresholds LIST] [--report-only]\n"
+            "          [--ridge-lambda L | --ridge-lambdas LIST [--ridge-lambdas-per-example]\n"
+            "           [--ridge-path-patience K]]\n"
+            "          [--error-thresholds LIST [--threshold-metric auto|error|rel-mse]]\n"
+            "          [--report-only]\n"
             "          [--auto-fraction Q] [--structure layer|diagonal|full] [--tol EPS]\n"
             "          [--max-iter N] [--sgd-loss squared|xent] [--optimizer sgd|adam] [--lr LR]\n"
             "          [--momentum MU] [--lr-schedule cosine|constant] [--epochs E] [--batch B]\n"
@@ -237,6 +241,10 @@ static void samples_usage(FILE *out)
             "                       ntk-xent        the linearised network's regularised\n"
             "                                       cross-entropy optimum (p16-xent with the\n"
             "                                       fixed penalty)\n"
+            "                       p16-ridge       problem (16) with loss squared:lambda=L\n"
+            "                       ntk-ridge       kernel ridge regression on the initial\n"
+            "                                       tangent features (p16-ridge with the fixed\n"
+            "                                       penalty)\n"
             "                       ntk-sgd         linearised network trained by SGD/Adam\n"
             "                       factorized-sgd  factorised linearisation M1 W M2, SGD/Adam\n"
             "                       network         the network trained by SGD/Adam\n"
@@ -287,11 +295,20 @@ static void samples_usage(FILE *out)
             "  --align-examples N  the network's row also records, per layer, the alignment\n"
             "                     of its final NTK with K0 and with the first p16-xent model's\n"
             "                     adapted kernel (eq. 7) on the first N test examples\n"
-            "  --error-thresholds LIST  test-error levels: the n at which each model reaches\n"
-            "                     them (interpolated in log n, per seed and of the mean\n"
-            "                     curve) and the ratios fixed / adaptive, in\n"
-            "                     DIR/samples_complexity.csv, samples_ratios.csv and\n"
+            "  --ridge-lambda L   p16-ridge's and ntk-ridge's lambda (default 1)\n"
+            "  --ridge-lambdas LIST  instead, a lambda path for p16-ridge and ntk-ridge, as\n"
+            "                     --xent-lambdas, kept by the lowest validation MSE (rows:\n"
+            "                     val_rel_mse, path_val_rel_mse); --ridge-lambdas-per-example\n"
+            "                     (lambda = value x (n - v): the loss the mean squared error /\n"
+            "                     value) and --ridge-path-patience K as for the xent path\n"
+            "  --error-thresholds LIST  levels of the test error (or relative test MSE): the n\n"
+            "                     at which each model reaches them (interpolated in log n, per\n"
+            "                     seed and of the mean curve) and the ratios fixed / adaptive,\n"
+            "                     in DIR/samples_complexity.csv, samples_ratios.csv and\n"
             "                     samples_complexity.{svg,png}\n"
+            "  --threshold-metric M  what the levels are of: error, rel-mse, or auto (default:\n"
+            "                     rel-mse for synthetic data, the built-in regression task,\n"
+            "                     error otherwise)\n"
             "  --report-only      run nothing: the summary, figures and reports of the rows\n"
             "                     recorded in DIR (the listed models, every n recorded)\n"
             "  --scales LIST      the scale axis: run problem (16) once per value (numbers or\n"
@@ -328,6 +345,19 @@ static atf_error parse_interpolate_max_n(const char *val, int *out, char *err)
         return ATF_OK;
     }
     return parse_count("--interpolate-max-n", val, out, err);
+}
+
+/* --threshold-metric: auto, error or rel-mse. */
+static atf_error parse_threshold_metric(const char *val, atf_threshold_metric *out, char *err)
+{
+    static const char *names[] = {"auto", "error", "rel-mse"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(val, names[i])) {
+            *out = (atf_threshold_metric)i;
+            return ATF_OK;
+        }
+    atf_errorf(err, "--threshold-metric: '%s' is not one of auto, error, rel-mse", val);
+    return ATF_E_USAGE;
 }
 
 /* Options that set a sampling or model setting of the samples experiment. */
@@ -395,6 +425,12 @@ static atf_error samples_option(int c, const char *val, atf_samples_config *cfg,
                         "nystrom-block, gram32", val);
         return ATF_E_USAGE;
     case OPT_XENT_PENALTIES: return atf_samples_set_xent_penalties(cfg, val, err);
+    case OPT_RIDGE_LAMBDA: return parse_positive("--ridge-lambda", val, &cfg->ridge_lambda, err);
+    case OPT_RIDGE_LAMBDAS: return atf_samples_set_ridge_lambdas(cfg, val, err);
+    case OPT_RIDGE_PER_EXAMPLE: cfg->ridge_lambdas_per_example = 1; return ATF_OK;
+    case OPT_RIDGE_PATIENCE:
+        return parse_count("--ridge-path-patience", val, &cfg->ridge_path_patience, err);
+    case OPT_THRESHOLD_METRIC: return parse_threshold_metric(val, &cfg->threshold_metric, err);
     case OPT_INTERPOLATE_MAX_N: return parse_interpolate_max_n(val, &cfg->interpolate_max_n, err);
     case OPT_ALIGN_EXAMPLES: return parse_count("--align-examples", val, &cfg->align_examples, err);
     case 'h': return ATF_OK;
@@ -484,6 +520,11 @@ static atf_error parse_samples(int argc, char **argv, atf_samples_config *cfg, c
         {"linsys", required_argument, NULL, OPT_LINSYS},
         {"precond", required_argument, NULL, OPT_PRECOND},
         {"xent-penalties", required_argument, NULL, OPT_XENT_PENALTIES},
+        {"ridge-lambda", required_argument, NULL, OPT_RIDGE_LAMBDA},
+        {"ridge-lambdas", required_argument, NULL, OPT_RIDGE_LAMBDAS},
+        {"ridge-lambdas-per-example", no_argument, NULL, OPT_RIDGE_PER_EXAMPLE},
+        {"ridge-path-patience", required_argument, NULL, OPT_RIDGE_PATIENCE},
+        {"threshold-metric", required_argument, NULL, OPT_THRESHOLD_METRIC},
         {"interpolate-max-n", required_argument, NULL, OPT_INTERPOLATE_MAX_N},
         {"align-examples", required_argument, NULL, OPT_ALIGN_EXAMPLES},
         {"sgd-loss", required_argument, NULL, ATF_CLI_OPT_TRAIN_LOSS}, ATF_CLI_TRAIN_OPTIONS,

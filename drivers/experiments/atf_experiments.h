@@ -93,6 +93,11 @@ typedef struct {
  *                   chosen by a path on validation rows (xent_lambdas)
  *   ntk-xent        the linearised network's regularised cross-entropy optimum: p16-xent with
  *                   the `fixed` penalty (exists at every n, unlike the interpolant)
+ *   p16-ridge       problem (16) with the penalized squared loss squared:lambda=ridge_lambda
+ *                   (one model per penalty variant, as p16), or with λ chosen by a path on
+ *                   validation rows (ridge_lambdas), scored by the validation MSE
+ *   ntk-ridge       kernel ridge regression on the initial tangent features: p16-ridge with
+ *                   the `fixed` penalty
  *   factorized-sgd  the factorised linearisation M1 W M2 trained by gradient descent
  *   network         the network itself trained by gradient descent
  * Rows in OUT/samples.csv (resumable), summary OUT/samples_summary.csv, figure
@@ -108,8 +113,16 @@ typedef enum {
     ATF_SAMPLES_P16_XENT = 1 << 3,
     ATF_SAMPLES_FACTORIZED_SGD = 1 << 4,
     ATF_SAMPLES_NETWORK = 1 << 5,
-    ATF_SAMPLES_NTK_XENT = 1 << 6
+    ATF_SAMPLES_NTK_XENT = 1 << 6,
+    ATF_SAMPLES_P16_RIDGE = 1 << 7,
+    ATF_SAMPLES_NTK_RIDGE = 1 << 8
 } atf_samples_model;
+
+/* The levels of the sample complexity are of the test error, or of the relative test MSE
+ * (auto: the relative MSE for the built-in regression task, synthetic data, else the error). */
+typedef enum {
+    ATF_THRESHOLD_AUTO, ATF_THRESHOLD_ERROR, ATF_THRESHOLD_REL_MSE
+} atf_threshold_metric;
 
 /* A comma list of the names above into a set of ATF_SAMPLES_* flags (ATF_E_USAGE naming
  * "models" for an unknown or repeated name or an empty list). */
@@ -160,6 +173,14 @@ typedef struct {
     int xent_lambdas_per_example;             /* the path's λ are per fitted example: λ =
                                                  value × (n − v), so that the loss is the mean
                                                  cross-entropy / value at every n */
+    double ridge_lambda;            /* p16-ridge's and ntk-ridge's λ (default 1) */
+    double ridge_lambdas[ATF_PATH_MAXLAMBDAS]; /* nridge_lambdas > 0: the squared-loss models */
+    int nridge_lambdas;                        /* (p16-ridge, ntk-ridge) on a λ path as the
+                                                  cross-entropy models', scored by the MSE on
+                                                  the validation rows */
+    int ridge_path_patience;                   /* as xent_path_patience, for that path */
+    int ridge_lambdas_per_example;             /* λ = value × (n − v): the loss is the mean
+                                                  squared error / value at every n */
     char xent_penalties[ATF_SAMPLES_MAXPEN][128]; /* p16-xent's penalties, a model each (none: */
     int nxent_penalties;                          /* the penalty variants, as p16)             */
     int interpolate_max_n;          /* ntk and interpolating p16 run only for n ≤ this (0: no
@@ -168,6 +189,7 @@ typedef struct {
     double thresholds[ATF_SAMPLES_MAXTHRESHOLDS]; /* test-error levels: the n at which each */
     int nthresholds;                /* model reaches them, and the ratios fixed / adaptive
                                        (OUT/samples_complexity.csv, samples_ratios.csv) */
+    atf_threshold_metric threshold_metric; /* what the levels are of (default auto) */
     int report_only;                /* run nothing: the summary, figures and reports of the
                                        rows recorded (of the plan's models, at any n) */
     int align_examples;             /* > 0: the network's row also records, per layer, the
@@ -200,8 +222,12 @@ void atf_samples_defaults(atf_samples_config *cfg);
  * or "xent-penalties" for a bad list. */
 atf_error atf_samples_set_xent_lambdas(atf_samples_config *cfg, const char *list, char *err);
 atf_error atf_samples_set_xent_penalties(atf_samples_config *cfg, const char *list, char *err);
-/* The sample-complexity levels from a comma list of test errors in (0, 1) (ATF_E_USAGE naming
- * "error-thresholds"). */
+/* The λ path of the squared-loss models (p16-ridge, ntk-ridge), as xent_lambdas (ATF_E_USAGE
+ * naming "ridge-lambdas"). */
+atf_error atf_samples_set_ridge_lambdas(atf_samples_config *cfg, const char *list, char *err);
+/* The sample-complexity levels from a comma list of positive numbers: test errors in (0, 1), or
+ * relative test MSEs (any positive level) when the levels are of the relative MSE (ATF_E_USAGE
+ * naming "error-thresholds"; levels of the error ≥ 1 are refused when the run is planned). */
 atf_error atf_samples_set_thresholds(atf_samples_config *cfg, const char *list, char *err);
 /* The scale axis from a comma list of positive numbers and "auto" (ATF_E_USAGE naming
  * "scales" for a bad list). */

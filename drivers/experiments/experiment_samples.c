@@ -26,8 +26,10 @@ static const struct {
 } MODELS[] = {
     {"ntk", ATF_SAMPLES_NTK, KIND_NTK, "NTK min-norm (fixed features)"},
     {"ntk-xent", ATF_SAMPLES_NTK_XENT, KIND_NTK_XENT, "NTK, cross-entropy (fixed features)"},
+    {"ntk-ridge", ATF_SAMPLES_NTK_RIDGE, KIND_NTK_RIDGE, "NTK, ridge (fixed features)"},
     {"p16", ATF_SAMPLES_P16, KIND_P16, "problem (16) (adaptive)"},
     {"p16-xent", ATF_SAMPLES_P16_XENT, KIND_P16_XENT, "problem (16), cross-entropy"},
+    {"p16-ridge", ATF_SAMPLES_P16_RIDGE, KIND_P16_RIDGE, "problem (16), squared loss"},
     {"ntk-sgd", ATF_SAMPLES_NTK_SGD, KIND_NTK_SGD, "linearised network, SGD"},
     {"factorized-sgd", ATF_SAMPLES_FACTORIZED_SGD, KIND_FACTORIZED_SGD,
      "factorised linearisation, SGD"},
@@ -46,8 +48,8 @@ atf_error atf_samples_parse_models(const char *list, unsigned *models, char *err
         while (k < NMODELS && strcmp(items[i], MODELS[k].name))
             k++;
         if (k == NMODELS || (*models & MODELS[k].flag)) {
-            atf_errorf(err, "models: '%s' is %s (ntk, ntk-xent, ntk-sgd, p16, p16-xent, "
-                       "factorized-sgd, network)", items[i],
+            atf_errorf(err, "models: '%s' is %s (ntk, ntk-xent, ntk-ridge, ntk-sgd, p16, "
+                       "p16-xent, p16-ridge, factorized-sgd, network)", items[i],
                        k == NMODELS ? "not a model" : "listed twice");
             e = ATF_E_USAGE;
         } else {
@@ -62,11 +64,18 @@ static int samples_is_sgd(method_kind k)
     return k == KIND_NTK_SGD || k == KIND_FACTORIZED_SGD || k == KIND_NETWORK;
 }
 
+/* The kinds with one model per problem (16) variant. */
+static int per_variant(method_kind k)
+{
+    return k == KIND_P16 || k == KIND_P16_XENT || k == KIND_P16_RIDGE;
+}
+
 /* One method per problem (16) variant of a kind ("p16" or "p16:SPEC" with several; p16-xent's
- * own variants when given). */
+ * own variants when given; p16-ridge has p16's). */
 static int list_variants(const samples_plan *pl, int model, method *m)
 {
     int xent = MODELS[model].kind == KIND_P16_XENT;
+    int ridge = MODELS[model].kind == KIND_P16_RIDGE;
     int nv = xent ? pl->nxent_variants : pl->nvariants;
     const char (*variants)[128] = xent ? pl->xent_variants : pl->variants;
     for (int v = 0; v < nv; v++) {
@@ -76,8 +85,8 @@ static int list_variants(const samples_plan *pl, int model, method *m)
             snprintf(m[v].label, sizeof m[v].label, "%s", MODELS[model].label);
         } else {
             snprintf(m[v].name, sizeof m[v].name, "%s:%.120s", MODELS[model].name, variants[v]);
-            snprintf(m[v].label, sizeof m[v].label, "(16)%s %.120s", xent ? " xent" : "",
-                     variants[v]);
+            snprintf(m[v].label, sizeof m[v].label, "(16)%s %.120s",
+                     xent ? " xent" : ridge ? " ridge" : "", variants[v]);
         }
     }
     return nv;
@@ -91,7 +100,7 @@ static int samples_list_methods(const samples_plan *pl, method *m)
     for (int k = 0; k < NMODELS; k++) {
         if (!(pl->cfg.models & MODELS[k].flag))
             continue;
-        if (MODELS[k].kind == KIND_P16 || MODELS[k].kind == KIND_P16_XENT) {
+        if (per_variant(MODELS[k].kind)) {
             n += list_variants(pl, k, m + n);
         } else {
             m[n] = (method){MODELS[k].kind, NULL, "", "", 1};
@@ -126,6 +135,7 @@ void atf_samples_defaults(atf_samples_config *cfg)
     cfg->train_mlp = 1;
     cfg->models = 0; /* ntk, p16 and the network */
     cfg->xent_lambda = 1.0;
+    cfg->ridge_lambda = 1.0;
     cfg->train = atf_train_default();
     cfg->train.lr = 0; /* by the initialisation */
     cfg->train.stopping = ATF_STOP_BEST_VAL; /* validation rows carved from the n examples */
@@ -160,8 +170,8 @@ atf_error atf_samples_set_thresholds(atf_samples_config *cfg, const char *list, 
     atf_error e = atf_parse_doubles(list, v, ATF_SAMPLES_MAXTHRESHOLDS, &n, "error-thresholds",
                                     err);
     for (int i = 0; !e && i < n; i++)
-        if (!(v[i] > 0 && v[i] < 1)) {
-            atf_errorf(err, "error-thresholds: %g is not in (0, 1)", v[i]);
+        if (!(v[i] > 0 && isfinite(v[i]))) { /* a level of the error ≥ 1: make_plan */
+            atf_errorf(err, "error-thresholds: %g is not positive", v[i]);
             e = ATF_E_USAGE;
         }
     if (!e) {
@@ -174,6 +184,12 @@ atf_error atf_samples_set_thresholds(atf_samples_config *cfg, const char *list, 
 atf_error atf_samples_set_xent_lambdas(atf_samples_config *cfg, const char *list, char *err)
 {
     return atf_exp_parse_lambdas("xent-lambdas", list, cfg->xent_lambdas, &cfg->nxent_lambdas,
+                                 err);
+}
+
+atf_error atf_samples_set_ridge_lambdas(atf_samples_config *cfg, const char *list, char *err)
+{
+    return atf_exp_parse_lambdas("ridge-lambdas", list, cfg->ridge_lambdas, &cfg->nridge_lambdas,
                                  err);
 }
 
@@ -229,13 +245,13 @@ static atf_error build_variants(const atf_samples_config *cfg, samples_plan *pl,
     return ATF_OK;
 }
 
-/* The λ grid as the rows record it, largest first ("-": no path). */
-static void describe_path(const atf_samples_config *cfg, char *out, size_t len)
+/* A λ grid as the rows record it, largest first ("-": no path). */
+static void describe_path(samples_path_grid p, char *out, size_t len)
 {
     double l[ATF_PATH_MAXLAMBDAS];
-    int n = cfg->nxent_lambdas;
-    memcpy(l, cfg->xent_lambdas, sizeof(double) * (size_t)n);
-    snprintf(out, len, n && cfg->xent_lambdas_per_example ? "per-example:" : n ? "" : "-");
+    int n = p.n;
+    memcpy(l, p.values, sizeof(double) * (size_t)n);
+    snprintf(out, len, n && p.per_example ? "per-example:" : n ? "" : "-");
     for (int i = 0; i < n; i++) {
         int top = i;
         for (int j = i + 1; j < n; j++)
@@ -249,8 +265,8 @@ static void describe_path(const atf_samples_config *cfg, char *out, size_t len)
             snprintf(out + at, len - at, "%s%s", i ? "," : "", key);
     }
     size_t at = strlen(out);
-    if (n && cfg->xent_path_patience > 0 && at < len)
-        snprintf(out + at, len - at, ";patience=%d", cfg->xent_path_patience);
+    if (n && p.patience > 0 && at < len)
+        snprintf(out + at, len - at, ";patience=%d", p.patience);
 }
 
 static atf_error check_sizes(const atf_samples_config *cfg, char *err)
@@ -272,9 +288,10 @@ static atf_error check_sizes(const atf_samples_config *cfg, char *err)
             return ATF_E_USAGE;
         }
     if (!(cfg->tol > 0) || !(cfg->auto_fraction > 0) || cfg->max_iter < 1 ||
-        !(cfg->xent_lambda > 0) || !isfinite(cfg->xent_lambda)) {
+        !(cfg->xent_lambda > 0) || !isfinite(cfg->xent_lambda) || !(cfg->ridge_lambda > 0) ||
+        !isfinite(cfg->ridge_lambda)) {
         atf_errorf(err, "samples: tolerance, auto fraction, iteration limit and the "
-                   "cross-entropy lambda must be positive");
+                   "cross-entropy and ridge lambdas must be positive");
         return ATF_E_USAGE;
     }
     int pool = cfg->n_pool;
@@ -315,6 +332,22 @@ static void resolve_defaults(atf_samples_config *cfg)
                  p16 ? "]" : "");
 }
 
+/* Whether the sample complexity's levels are of the relative test MSE: as asked, or (auto)
+ * for the built-in regression task. Levels of the error must be under 1. */
+static atf_error level_metric(const atf_samples_config *cfg, int *rel_mse, char *err)
+{
+    *rel_mse = cfg->threshold_metric == ATF_THRESHOLD_REL_MSE ||
+               (cfg->threshold_metric == ATF_THRESHOLD_AUTO &&
+                !strncmp(cfg->data.source, "synthetic", 9));
+    for (int i = 0; i < cfg->nthresholds && !*rel_mse; i++)
+        if (!(cfg->thresholds[i] < 1)) {
+            atf_errorf(err, "error-thresholds: %g is not in (0, 1) (levels of the test error)",
+                       cfg->thresholds[i]);
+            return ATF_E_USAGE;
+        }
+    return ATF_OK;
+}
+
 static atf_error make_plan(const atf_samples_config *cfg, samples_plan *pl, char *err)
 {
     pl->cfg = *cfg;
@@ -322,9 +355,14 @@ static atf_error make_plan(const atf_samples_config *cfg, samples_plan *pl, char
     if (!e)
         e = build_variants(cfg, pl, err);
     if (!e)
+        e = level_metric(cfg, &pl->rel_mse_levels, err);
+    if (!e)
         resolve_defaults(&pl->cfg);
-    pl->extended = cfg->nxent_lambdas > 0 || cfg->align_examples > 0;
-    describe_path(cfg, pl->lambda_path, sizeof pl->lambda_path);
+    pl->ridge_columns = cfg->nridge_lambdas > 0;
+    pl->extended = cfg->nxent_lambdas > 0 || cfg->align_examples > 0 || pl->ridge_columns;
+    describe_path(samples_path_of(cfg, KIND_NTK_XENT), pl->lambda_path, sizeof pl->lambda_path);
+    describe_path(samples_path_of(cfg, KIND_NTK_RIDGE), pl->ridge_lambda_path,
+                  sizeof pl->ridge_lambda_path);
     return e;
 }
 
@@ -409,13 +447,25 @@ static int samples_recorded(const samples_state *s, int n, uint64_t seed, const 
     return in_store(s->store, n, seed, method);
 }
 
-/* What a point needs. The cross-entropy models (p16-xent, ntk-xent) with a λ path fit the first
- * n − v examples (pt->pfit); every other linear model fits the n examples (pt->prob): the NTK
- * and interpolating problem (16) only where the point interpolates. The baseline: for the NTK,
- * and for the scale of scale=auto penalties. */
+/* What a point needs. The penalized models (p16-xent, ntk-xent, p16-ridge, ntk-ridge) with a
+ * λ path fit the first n − v examples (pt->pfit); every other linear model fits the n examples
+ * (pt->prob): the NTK and interpolating problem (16) only where the point interpolates. The
+ * baseline: for the NTK, and for the scale of scale=auto penalties. */
 static int has_xent_models(const samples_plan *pl)
 {
     return (pl->cfg.models & (ATF_SAMPLES_P16_XENT | ATF_SAMPLES_NTK_XENT)) != 0;
+}
+
+static int has_ridge_models(const samples_plan *pl)
+{
+    return (pl->cfg.models & (ATF_SAMPLES_P16_RIDGE | ATF_SAMPLES_NTK_RIDGE)) != 0;
+}
+
+/* Some model of the plan is on a λ path (and needs pt->pfit). */
+static int needs_path_problem(const samples_plan *pl)
+{
+    return (pl->cfg.nxent_lambdas > 0 && has_xent_models(pl)) ||
+           (pl->cfg.nridge_lambdas > 0 && has_ridge_models(pl));
 }
 
 static int interpolating_p16(const samples_plan *pl)
@@ -423,25 +473,34 @@ static int interpolating_p16(const samples_plan *pl)
     return (pl->cfg.models & ATF_SAMPLES_P16) && pl->cfg.loss.kind == ATF_LOSS_INTERPOLATE;
 }
 
+/* Some model's penalty has scale=auto: resolved from the NTK interpolant of the n examples. */
+static int has_auto_scale(const samples_plan *pl)
+{
+    int auto_scale = 0;
+    unsigned p16 = ATF_SAMPLES_P16 | ATF_SAMPLES_P16_RIDGE;
+    for (int v = 0; v < pl->nvariants; v++)
+        auto_scale |= (pl->cfg.models & p16) && strstr(pl->variants[v], "scale=auto") != NULL;
+    for (int v = 0; v < pl->nxent_variants; v++)
+        auto_scale |= (pl->cfg.models & ATF_SAMPLES_P16_XENT) &&
+                      strstr(pl->xent_variants[v], "scale=auto") != NULL;
+    return auto_scale;
+}
+
 static int needs_problem(const samples_plan *pl, int interpolate)
 {
     const atf_samples_config *cfg = &pl->cfg;
     int xent_whole = has_xent_models(pl) && cfg->nxent_lambdas == 0;
+    int ridge_whole = has_ridge_models(pl) && cfg->nridge_lambdas == 0;
     int p16_loss = (cfg->models & ATF_SAMPLES_P16) && cfg->loss.kind != ATF_LOSS_INTERPOLATE;
     int interp = (cfg->models & ATF_SAMPLES_NTK) || interpolating_p16(pl);
-    return xent_whole || p16_loss || (interp && interpolate);
+    return xent_whole || ridge_whole || p16_loss ||
+           ((interp || has_auto_scale(pl)) && interpolate);
 }
 
 static int needs_baseline(const samples_state *s, const point *pt)
 {
     const samples_plan *pl = s->plan;
-    int auto_scale = 0;
-    for (int v = 0; v < pl->nvariants; v++)
-        auto_scale |= (pl->cfg.models & ATF_SAMPLES_P16) &&
-                      strstr(pl->variants[v], "scale=auto") != NULL;
-    for (int v = 0; v < pl->nxent_variants; v++)
-        auto_scale |= (pl->cfg.models & ATF_SAMPLES_P16_XENT) &&
-                      strstr(pl->xent_variants[v], "scale=auto") != NULL;
+    int auto_scale = has_auto_scale(pl);
     /* a resumed point whose ntk row is recorded needs it only for scale=auto (at n = 8 000 it
      * is an hour and more of CG) */
     int ntk = (pl->cfg.models & ATF_SAMPLES_NTK) && !samples_recorded(s, pt->n, pt->seed, "ntk");
@@ -485,7 +544,7 @@ static atf_error load_task(const samples_plan *pl, point *pt, atf_arch *arch, ch
 static atf_error path_problems(const samples_plan *pl, point *pt, char *err)
 {
     atf_error e = ATF_OK;
-    if (pl->cfg.nxent_lambdas > 0 && has_xent_models(pl)) {
+    if (needs_path_problem(pl)) {
         if (pt->n_val < 1 || pt->n_val >= pt->n) {
             atf_errorf(err, "samples: the lambda path at n = %d needs validation examples "
                        "(%d) and examples to fit", pt->n, pt->n_val);
@@ -932,7 +991,8 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
         for (int k = 0; k < sm->nm && k < ATF_PLOT_MAXSERIES; k++) {
             /* fixed features dashed, adaptive ones and the network solid: the comparison */
             method_kind kd = sm->m[k].kind;
-            int fixed = kd == KIND_NTK || kd == KIND_NTK_XENT || kd == KIND_NTK_SGD;
+            int fixed = kd == KIND_NTK || kd == KIND_NTK_XENT || kd == KIND_NTK_RIDGE ||
+                        kd == KIND_NTK_SGD;
             pl->series[pl->nseries++] = (atf_plot_series){
                 sm->m[k].label, sm->n, d.mean[p][k], d.sd[p][k], sm->nn, k % 8,
                 fixed ? 1 : k / 8 ? 2 : 0, 1 + k % 5, 0, 1}; /* the seeds' spread as a band */
@@ -965,6 +1025,12 @@ static void expected_labels(const samples_plan *pl, const char *method, char *lo
             loss[0] = '\0'; /* λ is the path's choice: the path is checked (lambda_path) */
         else
             atf_loss_format(&xent, loss, len);
+    } else if (!strncmp(method, "p16-ridge", 9) || !strcmp(method, "ntk-ridge")) {
+        atf_loss ridge = {ATF_LOSS_SQUARED, cfg->ridge_lambda};
+        if (cfg->nridge_lambdas > 0)
+            loss[0] = '\0';
+        else
+            atf_loss_format(&ridge, loss, len);
     } else if (!strncmp(method, "p16", 3) || !strncmp(method, "adaptive", 8)) {
         atf_loss_format(&cfg->loss, loss, len);
     } else {
@@ -983,10 +1049,24 @@ static int in_grid(const atf_samples_config *cfg, double n)
     return 0;
 }
 
+/* Whether the row is of one of the plan's models (under its name or its old one). */
+static int row_of_plan(const samples_plan *pl, const atf_row *row)
+{
+    method ms[SAMPLES_MAXMETHODS];
+    int nm = samples_list_methods(pl, ms);
+    const char *key = atf_row_get(row, "key");
+    for (int k = 0; key && k < nm; k++)
+        if (key_matches(key, (int)atf_row_getnum(row, "n"),
+                        (uint64_t)atf_row_getnum(row, "seed"), ms[k].name))
+            return 1;
+    return 0;
+}
+
 /* A table resumed must have been written by the same models: ATF_E_USAGE naming the table, the
- * row and both labels otherwise. Only the rows of this grid's sizes are this run's to check:
- * one table may gather runs of other sizes with other settings (a smaller batch at the
- * smallest n, another epoch cap at the largest), each row saying what it did. */
+ * row and both labels otherwise. Only the rows of this grid's sizes and models are this run's
+ * to check: one table may gather runs of other sizes with other settings (a smaller batch at
+ * the smallest n, another epoch cap at the largest) and of other models (a trainer of their
+ * own), each row saying what it did. */
 static atf_error check_table(const samples_plan *pl, const atf_rowstore *st, const char *table,
                              char *err)
 {
@@ -996,16 +1076,19 @@ static atf_error check_table(const samples_plan *pl, const atf_rowstore *st, con
         char want[4][ATF_ROW_VALUELEN];
         if (!method || (!pl->cfg.report_only && !in_grid(&pl->cfg, atf_row_getnum(row, "n"))))
             continue;
-        if (pl->cfg.report_only)
-            continue; /* nothing runs: nothing to mix */
+        if (pl->cfg.report_only || !row_of_plan(pl, row))
+            continue; /* nothing runs: nothing to mix; another model's row: not this run's */
         expected_labels(pl, method, want[0], want[1], want[2], sizeof want[0]);
-        /* the cross-entropy models' λ path (a table written without one has no such column) */
+        /* the penalized models' λ path (a table written without one has no such column) */
         int xent = !strncmp(method, "p16-xent", 8) || !strcmp(method, "ntk-xent");
-        snprintf(want[3], sizeof want[3], "%s", xent ? pl->lambda_path : "");
+        int ridge = !strncmp(method, "p16-ridge", 9) || !strcmp(method, "ntk-ridge");
+        snprintf(want[3], sizeof want[3], "%s",
+                 xent ? pl->lambda_path : ridge ? pl->ridge_lambda_path : "");
+        int on_path = xent ? pl->cfg.nxent_lambdas > 0 : ridge && pl->cfg.nridge_lambdas > 0;
         const char *what[4] = {"loss", "trainer", "protocol", "lambda_path"};
         for (int k = 0; k < 4; k++) {
             got[k] = atf_row_get(row, what[k]);
-            if (k == 3 && !got[k] && xent && pl->cfg.nxent_lambdas > 0)
+            if (k == 3 && !got[k] && on_path)
                 got[k] = "-"; /* written without the path's columns */
             if (!got[k] || !want[k][0] || (k < 3 && !strcmp(got[k], "-")))
                 continue;
@@ -1157,6 +1240,12 @@ atf_error atf_samples_run(const atf_samples_config *config, atf_exp_outcome *out
                   samples_key_index, samples_check_table, &plan};
     exp_shared sh;
     e = exp_shared_open(&sh, &g, config->io.ranks, e, err);
+    /* a run with a λ path's columns may resume a table written without them, and the other
+     * way round (rowstore.h): the steps of one study write one table */
+    if (!e && sh.store)
+        atf_rowstore_take_new_columns(sh.store);
+    if (!e && sh.out && sh.out != sh.store)
+        atf_rowstore_take_new_columns(sh.out);
     atf_progress prog;
     samples_state s = {.plan = &plan, .io = &config->io, .store = sh.store, .out = sh.out,
                        .done = sh.done, .prog = &prog, .status = ATF_STATUS_SOLVED};

@@ -26,6 +26,7 @@ struct atf_rowstore {
     atf_row header;   /* column names in names[], values unused */
     atf_row *rows;
     int nrows, cap;
+    int new_columns;  /* atf_rowstore_take_new_columns */
 };
 
 /* ---- rows ---- */
@@ -512,6 +513,98 @@ int atf_rowstore_has(const atf_rowstore *st, const char *key)
     return 0;
 }
 
+void atf_rowstore_take_new_columns(atf_rowstore *st)
+{
+    st->new_columns = 1;
+}
+
+/* Whether every column of a is one of b's. */
+static int columns_within(const atf_row *a, const atf_row *b)
+{
+    for (int i = 0; i < a->nfields; i++)
+        if (field_index(b, a->names[i]) < 0)
+            return 0;
+    return 1;
+}
+
+/* The value a row lacks in a column where `like` has v: "nan" for a number, else "-". */
+static const char *filler(const char *v)
+{
+    return is_number(v) || !strcmp(v, "nan") || !strcmp(v, "inf") || !strcmp(v, "-inf") ? "nan"
+                                                                                          : "-";
+}
+
+/* Both files again from the rows (atomically): the CSV with the header, the JSON lines. */
+static atf_error rewrite_files(atf_rowstore *st, char *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        atf_errorf(err, "%s: out of memory", st->csv_path);
+        return ATF_E_NOMEM;
+    }
+    csv_line(mem, &st->header, 1);
+    for (int i = 0; i < st->nrows; i++)
+        csv_line(mem, &st->rows[i], 0);
+    fclose(mem);
+    atf_error e = buf ? ATF_OK : ATF_E_NOMEM;
+    if (!e) /* the JSON lines follow the CSV, the record (sync_jsonl after a crash between) */
+        e = atf_write_text_atomic(st->csv_path, buf, len, err);
+    free(buf);
+    if (!e)
+        e = sync_jsonl(st, err);
+    FILE *csv = e ? NULL : fopen(st->csv_path, "ab"), *jsonl = e ? NULL : fopen(st->jsonl_path, "ab");
+    if (!e && (!csv || !jsonl)) {
+        atf_errorf(err, "%s: cannot open for appending: %s", st->csv_path, strerror(errno));
+        e = ATF_E_IO;
+    }
+    if (!e) {
+        fclose(st->csv), fclose(st->jsonl);
+        st->csv = csv, st->jsonl = jsonl;
+    } else {
+        if (csv)
+            fclose(csv);
+        if (jsonl)
+            fclose(jsonl);
+    }
+    return e;
+}
+
+/* The table takes the columns of row it lacks (at the end of its header; its rows get fillers)
+ * and *out is row with the table's columns in the table's order (fillers where row has none).
+ * ATF_E_INPUT when neither column set holds the other. */
+static atf_error conform(atf_rowstore *st, const atf_row *row, atf_row *out, char *err)
+{
+    int wider = columns_within(&st->header, row), narrower = columns_within(row, &st->header);
+    if (!wider && !narrower) {
+        atf_errorf(err, "%s: its columns differ from this run's (written by another command or "
+                   "options?): use another output directory", st->csv_path);
+        return ATF_E_INPUT;
+    }
+    int added = 0;
+    for (int i = 0; i < row->nfields; i++) {
+        if (field_index(&st->header, row->names[i]) >= 0)
+            continue;
+        if (st->header.nfields >= ATF_ROW_MAXFIELDS) {
+            atf_errorf(err, "%s: more than %d columns", st->csv_path, ATF_ROW_MAXFIELDS);
+            return ATF_E_INPUT;
+        }
+        const char *fill = filler(row->values[i]);
+        snprintf(st->header.names[st->header.nfields++], ATF_ROW_NAMELEN, "%s", row->names[i]);
+        for (int r = 0; r < st->nrows; r++)
+            atf_row_str(&st->rows[r], row->names[i], fill);
+        added = 1;
+    }
+    atf_row_clear(out);
+    for (int i = 0; i < st->header.nfields; i++) {
+        const char *name = st->header.names[i], *v = atf_row_get(row, name);
+        const char *like = st->nrows ? atf_row_get(&st->rows[0], name) : NULL;
+        atf_row_str(out, name, v ? v : filler(like ? like : ""));
+    }
+    return added ? rewrite_files(st, err) : ATF_OK;
+}
+
 static atf_error check_columns(const atf_rowstore *st, const atf_row *row, char *err)
 {
     int same = row->nfields == st->header.nfields;
@@ -537,6 +630,18 @@ atf_error atf_rowstore_append(atf_rowstore *st, const atf_row *row, char *err)
         return ATF_E_INPUT;
     }
     atf_error e;
+    if (st->have_header && st->new_columns && check_columns(st, row, err)) {
+        atf_row *conformed = malloc(sizeof *conformed); /* (large for the stack) */
+        if (!conformed) {
+            atf_errorf(err, "%s: out of memory", st->csv_path);
+            return ATF_E_NOMEM;
+        }
+        e = conform(st, row, conformed, err);
+        if (!e)
+            e = atf_rowstore_append(st, conformed, err); /* now of the table's columns */
+        free(conformed);
+        return e;
+    }
     if (st->have_header) {
         if ((e = check_columns(st, row, err)))
             return e;

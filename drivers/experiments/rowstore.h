@@ -50,8 +50,17 @@ int atf_rowstore_has(const atf_rowstore *st, const char *key);
 
 /* Append a row (it must contain key_field, with a new key). The first row fixes the columns;
  * later rows must have the same columns in the same order (ATF_E_INPUT otherwise: the table was
- * written by a different command). */
+ * written by a different command) — unless the store takes new columns (below). */
 atf_error atf_rowstore_append(atf_rowstore *st, const atf_row *row, char *err);
+
+/* From now on a row whose columns hold all of the table's and more widens the table (its new
+ * columns go at the end of the header, the recorded rows get "nan" there where the new row's
+ * value is a number, else "-"; both files rewritten atomically), and a row with some of the
+ * table's columns only gets the same fillers in the others; columns in another order are put
+ * in the table's. A row neither of whose column sets holds the other is still refused. For
+ * tables whose later runs may record more (the samples experiment: a λ path's columns added to
+ * a table written without one). */
+void atf_rowstore_take_new_columns(atf_rowstore *st);
 
 /* All recorded rows, in file order (earlier runs included). */
 int atf_rowstore_count(const atf_rowstore *st);

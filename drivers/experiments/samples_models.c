@@ -56,6 +56,10 @@ void samples_base_row(const samples_plan *pl, atf_row *row, int n, uint64_t seed
     atf_row_num(row, "val_error", NAN);       /* on the validation rows: the kept λ or epoch */
     atf_row_num(row, "val_xent", NAN);
     atf_row_str(row, "path_val_xent", "-");   /* "λ:cross-entropy;…" over the path */
+    if (pl->ridge_columns) {                  /* the squared-loss path's: */
+        atf_row_num(row, "val_rel_mse", NAN); /* the kept λ's relative validation MSE */
+        atf_row_str(row, "path_val_rel_mse", "-"); /* "λ:relative MSE;…" over the path */
+    }
     atf_row_num(row, "align_k0_all", NAN);    /* the network: its final NTK against K0 and */
     atf_row_num(row, "align_adapted_all", NAN); /* against the adapted kernel, all layers,  */
     atf_row_str(row, "align_k0", "-");        /* and per layer "a1;a2;…"                    */
@@ -128,32 +132,29 @@ atf_error samples_record_ntk(samples_state *s, const point *pt, char *err)
     return e ? e : samples_append(s, &row, err);
 }
 
-/* The cross-entropy models: p16-xent and ntk-xent (p16-xent with the `fixed` penalty). */
-static int is_xent(method_kind k)
-{
-    return k == KIND_P16_XENT || k == KIND_NTK_XENT;
-}
-
-/* Whether the model's λ comes from the path on the fitted examples (else one λ on all n). */
+/* Whether the model's λ comes from the path on the fitted examples (else one λ on all n): the
+ * penalized models (cross-entropy, squared loss) with a path of their loss. */
 static int on_path(const atf_samples_config *cfg, const method *m)
 {
-    return is_xent(m->kind) && cfg->nxent_lambdas > 0;
+    return (samples_is_xent(m->kind) || samples_is_ridge(m->kind)) &&
+           samples_path_of(cfg, m->kind).n > 0;
 }
 
-/* The loss of a problem (16) model: the configuration's (p16) or cross-entropy at λ. */
+/* The loss of a problem (16) model: the configuration's (p16), or cross-entropy or the squared
+ * loss at λ. */
 static atf_loss p16_loss(const atf_samples_config *cfg, method_kind kind, double lambda)
 {
     if (kind == KIND_P16)
         return cfg->loss;
-    return (atf_loss){ATF_LOSS_XENT, lambda};
+    return (atf_loss){samples_is_ridge(kind) ? ATF_LOSS_SQUARED : ATF_LOSS_XENT, lambda};
 }
 
-/* The penalty a model is solved with: ntk-xent's `fixed`, else its variant with scale=auto
- * resolved from the NTK interpolant. */
+/* The penalty a model is solved with: ntk-xent's and ntk-ridge's `fixed`, else its variant
+ * with scale=auto resolved from the NTK interpolant. */
 static atf_error model_penalty(const samples_state *s, const point *pt, const method *m,
                                char *spec, size_t len, char *err)
 {
-    if (m->kind == KIND_NTK_XENT) {
+    if (m->kind == KIND_NTK_XENT || m->kind == KIND_NTK_RIDGE) {
         snprintf(spec, len, "fixed");
         return ATF_OK;
     }
@@ -322,15 +323,15 @@ static atf_error write_solution(const samples_state *s, const point *pt, const c
     return e ? e : atf_result_write(path, res, err);
 }
 
-/* The λ of the path from the largest down (each solve starts from the last one's answer); per
- * example, the values times the fitted examples. */
-static int path_lambdas(const atf_samples_config *cfg, int fitted, double *l)
+/* The λ of the model's path from the largest down (each solve starts from the last one's
+ * answer); per example, the values times the fitted examples. */
+static int path_lambdas(const atf_samples_config *cfg, method_kind kind, int fitted, double *l)
 {
-    int n = cfg->nxent_lambdas;
+    samples_path_grid p = samples_path_of(cfg, kind);
+    int n = p.n;
     for (int i = 0; i < n; i++) { /* 14 digits: 1e-4 × 1800 is 0.18, not 0.18000000000000002 */
         char text[32];
-        snprintf(text, sizeof text, "%.14g",
-                 cfg->xent_lambdas[i] * (cfg->xent_lambdas_per_example ? fitted : 1));
+        snprintf(text, sizeof text, "%.14g", p.values[i] * (p.per_example ? fitted : 1));
         l[i] = strtod(text, NULL);
     }
     for (int i = 1; i < n; i++)
@@ -383,7 +384,7 @@ static void remove_solution(const samples_state *s, const point *pt, const char 
 static void drop_path_steps(const samples_state *s, const point *pt, const method *m)
 {
     double l[ATF_PATH_MAXLAMBDAS];
-    int nl = path_lambdas(&s->plan->cfg, pt->n - pt->n_val, l);
+    int nl = path_lambdas(&s->plan->cfg, m->kind, pt->n - pt->n_val, l);
     for (int i = 0; i < nl; i++) {
         char key[32], name[sizeof m->name + 48];
         atf_path_key(l[i], key, sizeof key);
@@ -395,21 +396,28 @@ static void drop_path_steps(const samples_state *s, const point *pt, const metho
 typedef struct {
     double lambda;            /* the kept λ */
     atf_test_metrics val;     /* its validation scores */
-    char scores[ATF_ROW_VALUELEN]; /* "λ:cross-entropy;…" */
+    char scores[ATF_ROW_VALUELEN]; /* "λ:score;…" */
 } path_choice;
 
-/* The λ path of a cross-entropy model on the first n − v examples: every λ solved (largest
- * first, warm-started), scored on the v validation examples; *best the solution of the lowest
- * validation cross-entropy (ties: the larger λ, met first). An interrupted solve leaves *best
- * NULL (nothing is recorded; a re-run reads back the λ solved, path_step, and goes on). */
+/* What a path is scored by on the validation rows: its own loss — the cross-entropy, or for the
+ * squared-loss models the relative MSE (the MSE over the validation targets' variance). */
+static double path_score(method_kind kind, const atf_test_metrics *v)
+{
+    return samples_is_ridge(kind) ? v->rel_mse : v->xent;
+}
+
+/* The λ path of a penalized model on the first n − v examples: every λ solved (largest first,
+ * warm-started), scored on the v validation examples (path_score); *best the solution of the
+ * lowest score (ties: the larger λ, met first). An interrupted solve leaves *best NULL (nothing
+ * is recorded; a re-run reads back the λ solved, path_step, and goes on). */
 static atf_error run_path(samples_state *s, point *pt, const method *m, atf_result **best,
                           path_choice *pc, char *err)
 {
     double l[ATF_PATH_MAXLAMBDAS];
-    int nl = path_lambdas(&s->plan->cfg, pt->n - pt->n_val, l), len = 0, stopped = 0;
-    int patience = s->plan->cfg.xent_path_patience, worse = 0;
+    int nl = path_lambdas(&s->plan->cfg, m->kind, pt->n - pt->n_val, l), len = 0, stopped = 0;
+    int patience = samples_path_of(&s->plan->cfg, m->kind).patience, worse = 0;
     atf_result *last = NULL;
-    double best_xent = INFINITY;
+    double best_score = INFINITY;
     *best = NULL;
     pc->scores[0] = '\0';
     atf_error e = ATF_OK;
@@ -427,15 +435,16 @@ static atf_error run_path(samples_state *s, point *pt, const method *m, atf_resu
         atf_test_metrics v = {NAN, NAN, NAN};
         if (!e)
             e = atf_result_test_metrics(pt->pfit, res, &v, err); /* its /test: validation */
+        double score = path_score(m->kind, &v);
         if (!e && len < (int)sizeof pc->scores)
             len += snprintf(pc->scores + len, sizeof pc->scores - (size_t)len, "%s%s:%.4g",
-                            i ? ";" : "", key, v.xent);
+                            i ? ";" : "", key, score);
         /* ownership: res becomes the last (the next warm start) and may become the best */
         atf_result *prev = last;
         last = res;
-        worse = !e && v.xent < best_xent ? 0 : worse + 1;
-        if (!e && v.xent < best_xent) {
-            best_xent = v.xent;
+        worse = !e && score < best_score ? 0 : worse + 1;
+        if (!e && score < best_score) {
+            best_score = score;
             pc->lambda = l[i], pc->val = v;
             if (*best && *best != prev)
                 atf_result_free(*best);
@@ -453,7 +462,8 @@ static atf_error run_path(samples_state *s, point *pt, const method *m, atf_resu
     }
     if (!*best) {
         atf_errorf(err, "%s: n=%d seed=%llu: no lambda of the path gave a finite validation "
-                   "cross-entropy", m->name, pt->n, (unsigned long long)pt->seed);
+                   "%s", m->name, pt->n, (unsigned long long)pt->seed,
+                   samples_is_ridge(m->kind) ? "MSE" : "cross-entropy");
         return ATF_E_NUMERICAL;
     }
     return ATF_OK;
@@ -476,7 +486,8 @@ static atf_error solve_model(samples_state *s, point *pt, const method *m, atf_r
     char partial[1400];
     e = partial_path(s, pt, m->name, partial, sizeof partial, err);
     if (!e)
-        e = solve_one(s, pt, prob, m, s->plan->cfg.xent_lambda, "", NULL, partial, res, err);
+        e = solve_one(s, pt, prob, m, samples_path_of(&s->plan->cfg, m->kind).single, "", NULL,
+                      partial, res, err);
     if (!e && *res && (*res)->info.status != ATF_STATUS_INTERRUPTED)
         forget_partial(partial); /* answered (a re-run that finds no row solves it again, the
                                     same) */
@@ -498,11 +509,14 @@ static atf_error record_model(samples_state *s, const point *pt, const method *m
     atf_error e = solution_fields(pt, res, secs, &row, err);
     if (e || !on_path(cfg, m))
         return e ? e : samples_append(s, &row, err);
+    int ridge = samples_is_ridge(m->kind);
     atf_row_num(&row, "lambda", pc->lambda);
-    atf_row_str(&row, "lambda_path", s->plan->lambda_path);
+    atf_row_str(&row, "lambda_path", ridge ? s->plan->ridge_lambda_path : s->plan->lambda_path);
     atf_row_num(&row, "val_error", pc->val.error);
     atf_row_num(&row, "val_xent", pc->val.xent);
-    atf_row_str(&row, "path_val_xent", pc->scores);
+    atf_row_str(&row, ridge ? "path_val_rel_mse" : "path_val_xent", pc->scores);
+    if (ridge)
+        atf_row_num(&row, "val_rel_mse", pc->val.rel_mse);
     return samples_append(s, &row, err);
 }
 

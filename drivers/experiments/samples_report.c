@@ -1,7 +1,8 @@
 /* samples_report.c — what the samples experiment reports beyond the mean ± std table, from
  * every recorded row:
  *  - sample complexity (with error thresholds): for every model and level τ the n at which its
- *    test error reaches τ, interpolated linearly in log n between the two sizes around the
+ *    test error (for the built-in regression task, its relative test MSE) reaches τ,
+ *    interpolated linearly in log n between the two sizes around the
  *    first crossing — per seed (the same θ0 at every n) and from the mean curve — and for
  *    every pair of a fixed-feature model with an adaptive one the ratio n*_fixed / n*_adaptive
  *    (the "order of magnitude" of the paper, measured): OUT/samples_complexity.csv,
@@ -171,12 +172,24 @@ static const char *censor(const crossing *c)
 /* Fixed features against adaptive ones. */
 static int is_fixed(method_kind k)
 {
-    return k == KIND_NTK || k == KIND_NTK_XENT || k == KIND_NTK_SGD;
+    return k == KIND_NTK || k == KIND_NTK_XENT || k == KIND_NTK_RIDGE || k == KIND_NTK_SGD;
 }
 
 static int is_adaptive(method_kind k)
 {
-    return k == KIND_P16 || k == KIND_P16_XENT || k == KIND_FACTORIZED_SGD || k == KIND_NETWORK;
+    return k == KIND_P16 || k == KIND_P16_XENT || k == KIND_P16_RIDGE ||
+           k == KIND_FACTORIZED_SGD || k == KIND_NETWORK;
+}
+
+/* What the levels are of: the column, and its name on the figures and the table. */
+static const char *level_column(const samples_plan *pl)
+{
+    return pl->rel_mse_levels ? "test_rel_mse" : "test_error";
+}
+
+static const char *level_name(const samples_plan *pl)
+{
+    return pl->rel_mse_levels ? "relative test MSE" : "test error";
 }
 
 typedef struct {
@@ -319,11 +332,11 @@ static atf_error ratio_table(const atf_samples_config *cfg, const grid_values *g
     return write_text(cfg, "samples_ratios.csv", &b, err);
 }
 
-/* The fixed-feature model the figure measures every adaptive one against: ntk-xent (it
- * exists at every n), else ntk-sgd, else ntk; −1 without one. */
+/* The fixed-feature model the figure measures every adaptive one against: ntk-xent or
+ * ntk-ridge (they exist at every n), else ntk-sgd, else ntk; −1 without one. */
 static int reference_fixed(const grid_values *g, const method *ms)
 {
-    static const method_kind order[] = {KIND_NTK_XENT, KIND_NTK_SGD, KIND_NTK};
+    static const method_kind order[] = {KIND_NTK_XENT, KIND_NTK_RIDGE, KIND_NTK_SGD, KIND_NTK};
     for (size_t o = 0; o < sizeof order / sizeof order[0]; o++)
         for (int k = 0; k < g->nm; k++)
             if (ms[k].kind == order[o])
@@ -345,8 +358,10 @@ static void level_range(const atf_samples_config *cfg, double *lo, double *hi)
  * adaptive one does within the sizes run (a lower bound), a cross where only the fixed one
  * does (an upper bound). Returns whether there is anything to draw. */
 static int ratio_panel(const atf_samples_config *cfg, const grid_values *g, const method *ms,
-                       atf_plot_panel *p)
+                       const char *what, atf_plot_panel *p)
 {
+    static char xlabel[64];
+    snprintf(xlabel, sizeof xlabel, "%s level", what);
     enum { MAXPAIRS = 8, NT = ATF_SAMPLES_MAXTHRESHOLDS };
     static char labels[MAXPAIRS][2 * sizeof ms->name + 4];
     static double x[MAXPAIRS][3][NT], y[MAXPAIRS][3][NT], refx[2], refy[2][2];
@@ -365,7 +380,7 @@ static int ratio_panel(const atf_samples_config *cfg, const grid_values *g, cons
     snprintf(title, sizeof title, "n of %s / n of each model (triangle: at least, cross: at "
              "most)", ref >= 0 ? ms[ref].name : "-");
     *p = (atf_plot_panel){.kind = ATF_PANEL_LINES, .title = title,
-                          .xlabel = "test error level", .ylabel = "ratio of the n needed",
+                          .xlabel = xlabel, .ylabel = "ratio of the n needed",
                           .logy = 1, .legend = ATF_LEGEND_AUTO};
     int drawn = 0;
     for (int q = 0; q < np && p->nseries + 3 <= ATF_PLOT_MAXSERIES - 2; q++) {
@@ -413,16 +428,20 @@ static int ratio_panel(const atf_samples_config *cfg, const grid_values *g, cons
 
 /* n* against the error level: a line per model from its mean curve, a marker per seed. */
 static atf_error complexity_figure(const atf_samples_config *cfg, const grid_values *g,
-                                   const method *ms, char *err)
+                                   const method *ms, const char *what, char *err)
 {
+    static char title[128], xlabel[64], figtitle[128];
+    snprintf(title, sizeof title, "n at which the %s reaches the level (line: mean curve; "
+             "markers: seeds)", what);
+    snprintf(xlabel, sizeof xlabel, "%s level", what);
+    snprintf(figtitle, sizeof figtitle, "Sample complexity: the n at which each model reaches a "
+             "%s", what);
     static double x[SAMPLES_MAXMETHODS][ATF_SAMPLES_MAXTHRESHOLDS];
     static double y[SAMPLES_MAXMETHODS][ATF_SAMPLES_MAXTHRESHOLDS];
     static double xs[SAMPLES_MAXMETHODS][MAXS * ATF_SAMPLES_MAXTHRESHOLDS];
     static double ys[SAMPLES_MAXMETHODS][MAXS * ATF_SAMPLES_MAXTHRESHOLDS];
     atf_plot_panel panel = {.kind = ATF_PANEL_LINES,
-                            .title = "n at which the test error reaches the level (line: mean "
-                                     "curve; markers: seeds)",
-                            .xlabel = "test error level", .ylabel = "training examples n",
+                            .title = title, .xlabel = xlabel, .ylabel = "training examples n",
                             .logy = 1, .legend = ATF_LEGEND_AUTO};
     for (int k = 0; k < g->nm && panel.nseries + 2 <= ATF_PLOT_MAXSERIES; k++) {
         int nl = 0, np = 0;
@@ -449,10 +468,10 @@ static atf_error complexity_figure(const atf_samples_config *cfg, const grid_val
     double pad = 0.05 * (hi - lo) + 1e-3;
     panel.fixed_x = 1, panel.xmin = lo - pad, panel.xmax = hi + pad; /* both panels: the levels */
     panels[0] = panel;
-    int np = 1 + ratio_panel(cfg, g, ms, &panels[1]);
+    int np = 1 + ratio_panel(cfg, g, ms, what, &panels[1]);
     panels[1].fixed_x = 1, panels[1].xmin = panel.xmin, panels[1].xmax = panel.xmax;
     /* stacked, full width: the legends of eight models and seven pairs fit beside the data */
-    atf_plot_figure fig = {"Sample complexity: the n at which each model reaches a test error",
+    atf_plot_figure fig = {figtitle,
                            1, np, 1300, 40 + 620 * np, np, panels, 0};
     char base[1100];
     atf_error e = atf_exp_path(base, sizeof base, cfg->out, "samples_complexity", err);
@@ -564,10 +583,10 @@ static atf_error alignment_report(const atf_samples_config *cfg, const atf_rowst
 /* ---- the report ---- */
 
 static void print_complexity(const atf_samples_config *cfg, const grid_values *g,
-                             const method *ms, FILE *f)
+                             const method *ms, const char *what, FILE *f)
 {
-    fprintf(f, "\nn at which the test error reaches the level (mean curve; seeds' geometric "
-               "mean [range], reached/seeds):\n\n| model |");
+    fprintf(f, "\nn at which the %s reaches the level (mean curve; seeds' geometric "
+               "mean [range], reached/seeds):\n\n| model |", what);
     for (int t = 0; t < cfg->nthresholds; t++)
         fprintf(f, " %g |", cfg->thresholds[t]);
     fprintf(f, "\n|---|");
@@ -597,14 +616,14 @@ atf_error samples_report(const samples_plan *pl, const atf_rowstore *st, const m
     atf_error e = ATF_OK;
     if (cfg->nthresholds > 0) {
         static grid_values g;
-        fill_values(st, ms, nm, ns, nn, "test_error", -1, &g);
+        fill_values(st, ms, nm, ns, nn, level_column(pl), -1, &g);
         e = complexity_table(cfg, &g, ms, err);
         if (!e)
             e = ratio_table(cfg, &g, ms, err);
         if (!e)
-            e = complexity_figure(cfg, &g, ms, err);
+            e = complexity_figure(cfg, &g, ms, level_name(pl), err);
         if (!e && report && !cfg->io.json)
-            print_complexity(cfg, &g, ms, report);
+            print_complexity(cfg, &g, ms, level_name(pl), report);
     }
     return e ? e : alignment_report(cfg, st, ms, nm, ns, nn, err);
 }

@@ -1,7 +1,7 @@
 """End-to-end tests of `atf experiment`, `atf sweep` and `atf demo` at tiny sizes.
 
 Usage: test_experiments.py CASE SCRATCH_DIR   (CASE: penalties, sweep, resume, samples,
-samples_models, demo, alignment). The atf binary comes from the ATF environment variable. Each case checks that the
+samples_models, samples_ridge, samples_ridge_resume, demo, alignment, …). The atf binary comes from the ATF environment variable. Each case checks that the
 figures are valid SVG/PNG files with content, that the CSV rows are complete and agree with the
 JSON lines, and properties that can fail independently of the code under test (Theorem 1 for
 the `full` structure, K̄ = K0 for a one-point path, resuming without loss or duplication).
@@ -629,7 +629,13 @@ def case_samples_path_resume(scratch):
             "--n-test", "100", "--hidden", "48,48", "--bias", "--models", "ntk-xent,p16-xent",
             "--xent-penalties", "balanced+balanced", "--xent-lambdas", "0.1,0.01,0.001,0.0001",
             "--xent-lambdas-per-example"]
+    check_path_resume(scratch, args, range(1, 7))
 
+
+def check_path_resume(scratch, args, js):
+    """Run the samples command args (two models on a λ path) once through, then for each j in
+    js with a Ctrl-C once the j-th λ of the run is solved and again to the end: the same table
+    as the uninterrupted run, no λ file left, and at least one interrupted path read back."""
     def steps(out):
         sol = os.path.join(out, "solutions")
         return [f for f in os.listdir(sol) if "_lambda=" in f] if os.path.isdir(sol) else []
@@ -638,7 +644,7 @@ def case_samples_path_resume(scratch):
     expected = table_without_seconds(os.path.join(ref, "samples.csv"))
     assert len(expected) == 2 and steps(ref) == [], (expected, steps(ref))
     read_back = 0
-    for j in range(1, 7):  # a Ctrl-C once the j-th λ of the run is solved
+    for j in js:
         out = os.path.join(scratch, f"path_sigint{j}")
         seen = set()
 
@@ -779,6 +785,131 @@ def case_samples_checkpoint_resume(scratch):
     assert first in p.stderr, p.stderr
 
 
+def first_crossing(ns, values, tau):
+    """The n at which a curve first reaches tau (log n interpolated), as the report defines it:
+    ("below", n0) when it starts there, ("not reached", nan) when it never does."""
+    prev = None
+    for n, v in zip(ns, values):
+        if v <= tau:
+            if prev is None:
+                return "below", n
+            t = (prev[1] - tau) / (prev[1] - v)
+            return "interpolated", math.exp(math.log(prev[0]) + t * (math.log(n) - math.log(prev[0])))
+        prev = (n, v)
+    return "not reached", float("nan")
+
+
+def case_samples_ridge(scratch):
+    """The squared-loss models: ntk-ridge at a tiny λ is the NTK interpolant (and not at a large
+    one); a λ path keeps the λ of the lowest validation MSE; a table written without the path's
+    columns takes them, its earlier rows unchanged, and later runs without them go on; the
+    sample complexity of a regression task is on levels of the relative test MSE."""
+    base = ["experiment", "samples", "--data", "synthetic:d=6,r=2,noise=0.5", "--ns", "40,80",
+            "--seeds", "2", "--n-test", "200", "--hidden", "16,16", "--epochs", "5"]
+    # kernel ridge on the initial tangent features at λ → 0: the min-norm interpolant
+    for lam, close in (("1e-6", True), ("1000", False)):
+        out = os.path.join(scratch, "tiny" + lam)
+        run(base + ["--models", "ntk,ntk-ridge", "--ridge-lambda", lam, "--out", out])
+        rows = read_rows(os.path.join(out, "samples.csv"))
+        ntk = {(r["n"], r["seed"]): float(r["test_rel_mse"]) for r in rows if r["method"] == "ntk"}
+        ridge = [r for r in rows if r["method"] == "ntk-ridge"]
+        assert len(ridge) == 4 and len(ntk) == 4, rows
+        for r in ridge:
+            assert r["status"] == "solved" and r["penalty"] == "fixed", r
+            assert r["loss"] == "squared:lambda=%g" % float(lam), r
+            same = math.isclose(float(r["test_rel_mse"]), ntk[r["n"], r["seed"]], rel_tol=1e-4)
+            assert same == close, (lam, r, ntk)
+    # a table of the interpolants, then the path's models into it: it takes their columns
+    out = os.path.join(scratch, "study")
+    csv_path, jsonl = os.path.join(out, "samples.csv"), os.path.join(out, "samples.jsonl")
+    interp = base + ["--models", "ntk,p16,network", "--out", out]
+    run(interp)
+    plain = read_rows(csv_path)
+    assert "lambda" not in plain[0] and len(plain) == 12
+    grid = ["--ridge-lambdas", "1,0.1,0.01,0.001,0.0001", "--ridge-lambdas-per-example"]
+    ridge_run = base + ["--models", "ntk-ridge,p16-ridge"] + grid + ["--out", out]
+    run(ridge_run)
+    rows = check_jsonl_matches(csv_path, jsonl)
+    assert len(rows) == 20, len(rows)
+    by_key = {r["key"]: r for r in rows}
+    for old in plain:   # the earlier rows keep every value; the new columns are empty
+        new = by_key[old["key"]]
+        assert all(new[c] == v for c, v in old.items()), (old, new)
+        assert new["lambda"] == "nan" and new["lambda_path"] == "-", new
+        assert new["val_rel_mse"] == "nan" and new["path_val_rel_mse"] == "-", new
+    for r in (r for r in rows if "ridge" in r["method"]):
+        assert r["status"] == "solved" and r["lambda_path"] == "per-example:1,0.1,0.01,0.001,0.0001"
+        path = [(float(k), float(v)) for k, v in
+                (x.split(":") for x in r["path_val_rel_mse"].split(";"))]
+        assert len(path) == 5, r   # no patience: every λ
+        fitted = int(r["n"]) - int(r["n"]) // 10
+        assert [k for k, _ in path] == [path_lambda(v * fitted) for v in (1, 0.1, 0.01, 0.001,
+                                                                           0.0001)], (path, r)
+        best = min(path, key=lambda kv: kv[1])   # ties: the larger λ, met first
+        assert math.isclose(float(r["lambda"]), best[0], rel_tol=1e-12), (r, best)
+        assert math.isclose(float(r["val_rel_mse"]), best[1], rel_tol=1e-3), (r, best)
+        assert r["loss"] == "squared:lambda=%g" % float(r["lambda"]), r
+        assert (r["penalty"] == "fixed") == (r["method"] == "ntk-ridge"), r
+    # the interpolants' run again: nothing to do, nothing changed; a model without the path's
+    # columns joins the wider table (its rows get them empty)
+    before = open(csv_path).read()
+    run(interp)
+    assert open(csv_path).read() == before
+    run(base + ["--models", "ntk-sgd", "--lr", "0.001", "--out", out])
+    rows = check_jsonl_matches(csv_path, jsonl)
+    sgd = [r for r in rows if r["method"] == "ntk-sgd"]
+    assert len(sgd) == 4 and all(r["lambda"] == "nan" and r["path_val_rel_mse"] == "-"
+                                 for r in sgd), sgd
+    # another grid for the path's models on this table is refused
+    other = list(ridge_run)
+    other[other.index("--ridge-lambdas") + 1] = "1,0.1"
+    p = run(other, expect=2)
+    assert "lambda_path" in p.stderr, p.stderr
+    # sample complexity on levels of the relative test MSE (a regression task), with ratios
+    # for the new models, checked against the mean curves of the rows
+    models = "ntk,p16,network,ntk-ridge,p16-ridge"
+    levels = [1.6, 1.2]
+    p = run(base + ["--models", models] + grid + ["--error-thresholds", "1.6,1.2",
+                                                  "--report-only", "--out", out])
+    assert "relative test MSE reaches the level" in p.stdout, p.stdout
+    comp = read_rows(os.path.join(out, "samples_complexity.csv"))
+    for m in models.split(","):
+        curve = [np.mean([float(r["test_rel_mse"]) for r in rows
+                          if r["method"] == m and int(r["n"]) == n]) for n in (40, 80)]
+        for tau in levels:
+            (c,) = [c for c in comp if c["method"] == m and float(c["threshold"]) == tau]
+            how, want = first_crossing((40, 80), curve, tau)
+            assert c["mean_curve"] == how, (m, tau, c, curve)
+            if how != "not reached":
+                assert math.isclose(float(c["n_star_mean_curve"]), want, rel_tol=1e-4), (c, want)
+    pairs = {(r["fixed"], r["adaptive"]) for r in read_rows(os.path.join(out,
+                                                                         "samples_ratios.csv"))}
+    for f in ("ntk", "ntk-ridge"):
+        for a in ("p16", "p16-ridge", "network"):
+            assert (f, a) in pairs, (f, a, pairs)
+    assert ("ntk-ridge", "ntk") not in pairs and ("p16", "p16-ridge") not in pairs
+    check_figure(os.path.join(out, "samples_complexity"), ["relative test MSE"])
+    # levels of the error are in (0, 1); of the relative MSE any positive number
+    run(base + ["--models", models, "--error-thresholds", "1.5", "--threshold-metric", "error",
+                "--report-only", "--out", out], expect=2)
+    run(base + ["--error-thresholds", "0,1", "--report-only", "--out", out], expect=2)
+
+
+def path_lambda(x):
+    """A λ as the path computes it: the per-example value times the fitted examples, to 14
+    significant digits."""
+    return float("%.14g" % x)
+
+
+def case_samples_ridge_resume(scratch):
+    """A squared-loss λ path interrupted between two of its λ resumes after the last one solved
+    and gives the uninterrupted table bit for bit."""
+    args = ["experiment", "samples", "--data", "synthetic:d=8,r=2,noise=0.5", "--ns", "400",
+            "--seeds", "1", "--n-test", "100", "--hidden", "48,48", "--models",
+            "ntk-ridge,p16-ridge", "--ridge-lambdas", "0.1,0.01,0.001,0.0001",
+            "--ridge-lambdas-per-example"]
+    check_path_resume(scratch, args, (1, 3, 6))
+
 def case_demo(scratch):
     outs = []
     for k in range(2):
@@ -843,7 +974,8 @@ CASES = {"penalties": case_penalties, "sweep": case_sweep, "resume": case_resume
          "samples": case_samples, "samples_models": case_samples_models, "demo": case_demo,
          "alignment": case_alignment, "samples_path": case_samples_path,
          "samples_path_resume": case_samples_path_resume,
-         "samples_checkpoint_resume": case_samples_checkpoint_resume}
+         "samples_checkpoint_resume": case_samples_checkpoint_resume,
+         "samples_ridge": case_samples_ridge, "samples_ridge_resume": case_samples_ridge_resume}
 
 if __name__ == "__main__":
     case, scratch = sys.argv[1], sys.argv[2]

@@ -13,11 +13,40 @@
  * key is its name ("p16", or "p16:SPEC" with several variants). Tables written before the
  * models had these names keyed problem (16) "adaptive[:SPEC]" and the network "mlp"; those keys
  * are read as "p16[:SPEC]" and "network". */
-enum { SAMPLES_MAXMETHODS = 2 * ATF_SAMPLES_MAXPEN + 4 };
+enum { SAMPLES_MAXMETHODS = 3 * ATF_SAMPLES_MAXPEN + 5 };
 typedef enum {
     KIND_NTK, KIND_P16, KIND_P16_XENT, KIND_NTK_SGD, KIND_FACTORIZED_SGD, KIND_NETWORK,
-    KIND_NTK_XENT
+    KIND_NTK_XENT, KIND_P16_RIDGE, KIND_NTK_RIDGE
 } method_kind;
+
+/* The penalized models on a λ path (or at one λ): the cross-entropy ones (p16-xent, ntk-xent)
+ * and the squared-loss ones (p16-ridge, ntk-ridge); the ntk- ones solve with `fixed`. */
+static inline int samples_is_xent(method_kind k)
+{
+    return k == KIND_P16_XENT || k == KIND_NTK_XENT;
+}
+static inline int samples_is_ridge(method_kind k)
+{
+    return k == KIND_P16_RIDGE || k == KIND_NTK_RIDGE;
+}
+
+/* One family's λ path as the configuration gives it (n = 0: none, one λ on all n). */
+typedef struct {
+    const double *values;
+    int n, per_example, patience;
+    double single;        /* the λ without a path */
+} samples_path_grid;
+
+static inline samples_path_grid samples_path_of(const atf_samples_config *cfg, method_kind k)
+{
+    if (samples_is_ridge(k))
+        return (samples_path_grid){cfg->ridge_lambdas, cfg->nridge_lambdas,
+                                   cfg->ridge_lambdas_per_example, cfg->ridge_path_patience,
+                                   cfg->ridge_lambda};
+    return (samples_path_grid){cfg->xent_lambdas, cfg->nxent_lambdas,
+                               cfg->xent_lambdas_per_example, cfg->xent_path_patience,
+                               cfg->xent_lambda};
+}
 
 typedef struct {
     method_kind kind;
@@ -36,9 +65,13 @@ typedef struct {
     char xent_variants[ATF_SAMPLES_MAXPEN][128]; /* p16-xent's: cfg.xent_penalties, else the */
     int nxent_variants;                          /* variants                                */
     /* the rows have the columns of the λ path and the kernel alignment (a λ path or an
-     * alignment is configured; tables written without them keep their columns) */
-    int extended;
+     * alignment is configured; tables written without them keep their columns), and with a
+     * squared-loss path those of its validation MSE (ridge_columns) */
+    int extended, ridge_columns;
     char lambda_path[ATF_ROW_VALUELEN]; /* the λ grid as the rows record it ("-": none) */
+    char ridge_lambda_path[ATF_ROW_VALUELEN]; /* the same for the squared-loss models */
+    int rel_mse_levels;                 /* the sample complexity's levels are of the relative
+                                           test MSE (else of the test error) */
 } samples_plan;
 
 typedef struct {
@@ -68,8 +101,8 @@ typedef struct {
                               the λ path's) */
     atf_problem *prob;     /* the n examples' problem with the test split; NULL when no model
                               solves on all n */
-    atf_problem *pfit;     /* with a λ path: the first n − n_val examples' problem, its test
-                              split the validation examples; else NULL */
+    atf_problem *pfit;     /* with a λ path (of either loss): the first n − n_val examples'
+                              problem, its test split the validation examples; else NULL */
     const atf_problem *test; /* the test examples as a problem (prob's /test, or owned_test) */
     atf_problem *owned_test;
     atf_result *base;      /* NULL unless the NTK or scale=auto needs it */

@@ -81,6 +81,15 @@ case "$step" in
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${exact[@]}" "${report[@]}" \
       "${fair[@]}" --ns 60000 --seeds 3 --batch 50 --models $models \
       --xent-penalties "$xent_pens" --out $out/fair-60000 --solver-log $out/fair-60000/solver.log ;;
+  depth2)  # issue 47: the fair comparison at n = 2 000 with one hidden layer (784-128-10, depth 2;
+           # the study's network has depth 5), in a table of its own: the cross-entropy models,
+           # the SGD models and the network (not the interpolants: p16's took 15 min a seed at
+           # depth 5); the same data, λ path, SGD and tolerance, so a seed's images are those of
+           # the same seed in fair/
+    $atf experiment samples "${data[@]}" "${net[@]}" --hidden 128 "${sgd[@]}" "${exact[@]}" \
+      "${report[@]}" "${fair[@]}" --ns 2000 --seeds 5 --batch 50 \
+      --models ntk-xent,p16-xent,ntk-sgd,factorized-sgd,network \
+      --xent-penalties "$xent_pens" --out $out/fair-depth2 --solver-log $out/fair-depth2/solver.log ;;
   merge)  # the rows of fair-large, fair-60000 and fair-2000-p16 join the fair table (a table has one writer
           # at a time, so these run beside the others in directories of their own): a key the
           # fair table has already is replaced by the source's row, a new key is appended (a
@@ -154,6 +163,6 @@ PY
           # (rows, solved lambdas, the checkpoint of the solve under way) and exits; waits for them
     stop_study "$out/" "commit $out (its solutions/ folders too) to go on on another machine" ;;
   list|*)
-    echo "steps: pilot fair-125 fair-small fair-8000 fair-8000-interp fair-8000-ntk fair-2000-p16 fair-large fair-60000 merge authors-125 authors-small report stop" >&2
+    echo "steps: pilot fair-125 fair-small fair-8000 fair-8000-interp fair-8000-ntk fair-2000-p16 fair-large fair-60000 depth2 merge authors-125 authors-small report stop" >&2
     [[ "$step" == list ]] ;;
 esac

@@ -991,8 +991,7 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
         for (int k = 0; k < sm->nm && k < ATF_PLOT_MAXSERIES; k++) {
             /* fixed features dashed, adaptive ones and the network solid: the comparison */
             method_kind kd = sm->m[k].kind;
-            int fixed = kd == KIND_NTK || kd == KIND_NTK_XENT || kd == KIND_NTK_RIDGE ||
-                        kd == KIND_NTK_SGD;
+            int fixed = samples_is_fixed(kd);
             pl->series[pl->nseries++] = (atf_plot_series){
                 sm->m[k].label, sm->n, d.mean[p][k], d.sd[p][k], sm->nn, k % 8,
                 fixed ? 1 : k / 8 ? 2 : 0, 1 + k % 5, 0, 1}; /* the seeds' spread as a band */
@@ -1011,28 +1010,19 @@ static atf_error samples_figure(const atf_samples_config *cfg, int stacked, cons
 
 /* What a recorded row says its model did, against what this run would do: the same loss and,
  * for the models trained by gradient descent, the same trainer and protocol. */
-static void expected_labels(const samples_plan *pl, const char *method, char *loss, char *trainer,
+static void expected_labels(const samples_plan *pl, method_kind kind, char *loss, char *trainer,
                             char *protocol, size_t len)
 {
     const atf_samples_config *cfg = &pl->cfg;
     const atf_train_settings *t = &cfg->train;
-    atf_loss xent = {ATF_LOSS_XENT, cfg->xent_lambda};
     trainer[0] = protocol[0] = '\0';
-    if (!strcmp(method, "ntk")) {
+    if (kind == KIND_NTK) {
         snprintf(loss, len, "interpolate");
-    } else if (!strncmp(method, "p16-xent", 8) || !strcmp(method, "ntk-xent")) {
-        if (cfg->nxent_lambdas > 0)
-            loss[0] = '\0'; /* λ is the path's choice: the path is checked (lambda_path) */
-        else
-            atf_loss_format(&xent, loss, len);
-    } else if (!strncmp(method, "p16-ridge", 9) || !strcmp(method, "ntk-ridge")) {
-        atf_loss ridge = {ATF_LOSS_SQUARED, cfg->ridge_lambda};
-        if (cfg->nridge_lambdas > 0)
-            loss[0] = '\0';
-        else
-            atf_loss_format(&ridge, loss, len);
-    } else if (!strncmp(method, "p16", 3) || !strncmp(method, "adaptive", 8)) {
-        atf_loss_format(&cfg->loss, loss, len);
+    } else if (samples_on_path(cfg, kind)) {
+        loss[0] = '\0'; /* λ is the path's choice: the path is checked (lambda_path) */
+    } else if (kind == KIND_P16 || samples_is_xent(kind) || samples_is_ridge(kind)) {
+        atf_loss l = samples_model_loss(cfg, kind, samples_path_of(cfg, kind).single);
+        atf_loss_format(&l, loss, len);
     } else {
         snprintf(loss, len, "%s", atf_loss_name(t->loss));
         samples_trainer_label(t, trainer, len);
@@ -1049,17 +1039,15 @@ static int in_grid(const atf_samples_config *cfg, double n)
     return 0;
 }
 
-/* Whether the row is of one of the plan's models (under its name or its old one). */
-static int row_of_plan(const samples_plan *pl, const atf_row *row)
+/* The plan's model whose row this is (under its name or its old one); NULL: another model's. */
+static const method *row_method(const method *ms, int nm, const atf_row *row)
 {
-    method ms[SAMPLES_MAXMETHODS];
-    int nm = samples_list_methods(pl, ms);
     const char *key = atf_row_get(row, "key");
     for (int k = 0; key && k < nm; k++)
         if (key_matches(key, (int)atf_row_getnum(row, "n"),
                         (uint64_t)atf_row_getnum(row, "seed"), ms[k].name))
-            return 1;
-    return 0;
+            return &ms[k];
+    return NULL;
 }
 
 /* A table resumed must have been written by the same models: ATF_E_USAGE naming the table, the
@@ -1070,21 +1058,22 @@ static int row_of_plan(const samples_plan *pl, const atf_row *row)
 static atf_error check_table(const samples_plan *pl, const atf_rowstore *st, const char *table,
                              char *err)
 {
+    if (pl->cfg.report_only)
+        return ATF_OK; /* nothing runs: nothing to mix */
+    method ms[SAMPLES_MAXMETHODS];
+    int nm = samples_list_methods(pl, ms);
     for (int i = 0; i < atf_rowstore_count(st); i++) {
         const atf_row *row = atf_rowstore_row(st, i);
-        const char *method = atf_row_get(row, "method"), *got[4];
+        const method *m;
+        const char *got[4];
         char want[4][ATF_ROW_VALUELEN];
-        if (!method || (!pl->cfg.report_only && !in_grid(&pl->cfg, atf_row_getnum(row, "n"))))
-            continue;
-        if (pl->cfg.report_only || !row_of_plan(pl, row))
-            continue; /* nothing runs: nothing to mix; another model's row: not this run's */
-        expected_labels(pl, method, want[0], want[1], want[2], sizeof want[0]);
+        if (!atf_row_get(row, "method") || !in_grid(&pl->cfg, atf_row_getnum(row, "n")) ||
+            !(m = row_method(ms, nm, row)))
+            continue; /* another model's row: not this run's */
+        expected_labels(pl, m->kind, want[0], want[1], want[2], sizeof want[0]);
         /* the penalized models' λ path (a table written without one has no such column) */
-        int xent = !strncmp(method, "p16-xent", 8) || !strcmp(method, "ntk-xent");
-        int ridge = !strncmp(method, "p16-ridge", 9) || !strcmp(method, "ntk-ridge");
-        snprintf(want[3], sizeof want[3], "%s",
-                 xent ? pl->lambda_path : ridge ? pl->ridge_lambda_path : "");
-        int on_path = xent ? pl->cfg.nxent_lambdas > 0 : ridge && pl->cfg.nridge_lambdas > 0;
+        snprintf(want[3], sizeof want[3], "%s", samples_lambda_path(pl, m->kind));
+        int on_path = samples_on_path(&pl->cfg, m->kind);
         const char *what[4] = {"loss", "trainer", "protocol", "lambda_path"};
         for (int k = 0; k < 4; k++) {
             got[k] = atf_row_get(row, what[k]);

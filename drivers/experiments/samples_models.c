@@ -132,23 +132,6 @@ atf_error samples_record_ntk(samples_state *s, const point *pt, char *err)
     return e ? e : samples_append(s, &row, err);
 }
 
-/* Whether the model's λ comes from the path on the fitted examples (else one λ on all n): the
- * penalized models (cross-entropy, squared loss) with a path of their loss. */
-static int on_path(const atf_samples_config *cfg, const method *m)
-{
-    return (samples_is_xent(m->kind) || samples_is_ridge(m->kind)) &&
-           samples_path_of(cfg, m->kind).n > 0;
-}
-
-/* The loss of a problem (16) model: the configuration's (p16), or cross-entropy or the squared
- * loss at λ. */
-static atf_loss p16_loss(const atf_samples_config *cfg, method_kind kind, double lambda)
-{
-    if (kind == KIND_P16)
-        return cfg->loss;
-    return (atf_loss){samples_is_ridge(kind) ? ATF_LOSS_SQUARED : ATF_LOSS_XENT, lambda};
-}
-
 /* The penalty a model is solved with: ntk-xent's and ntk-ridge's `fixed`, else its variant
  * with scale=auto resolved from the NTK interpolant. */
 static atf_error model_penalty(const samples_state *s, const point *pt, const method *m,
@@ -211,7 +194,7 @@ static atf_error solve_one(samples_state *s, const point *pt, atf_problem *prob,
     const atf_samples_config *cfg = &s->plan->cfg;
     atf_settings set = atf_settings_default();
     set.structure = cfg->structure;
-    set.loss = p16_loss(cfg, m->kind, lambda); /* the method: auto, resolved by the solver */
+    set.loss = samples_model_loss(cfg, m->kind, lambda); /* the method: auto, resolved by the solver */
     set.max_iter = cfg->max_iter;
     set.eps_rel = cfg->tol;
     set.linsys = cfg->linsys;
@@ -475,7 +458,7 @@ static atf_error solve_model(samples_state *s, point *pt, const method *m, atf_r
                              path_choice *pc, char *err)
 {
     char spec[256];
-    atf_problem *prob = on_path(&s->plan->cfg, m) ? pt->pfit : pt->prob;
+    atf_problem *prob = samples_on_path(&s->plan->cfg, m->kind) ? pt->pfit : pt->prob;
     atf_error e = model_penalty(s, pt, m, spec, sizeof spec, err);
     if (!e)
         e = atf_problem_set_penalty(prob, spec, err);
@@ -507,11 +490,11 @@ static atf_error record_model(samples_state *s, const point *pt, const method *m
     atf_row row;
     samples_base_row(s->plan, &row, pt->n, pt->seed, m->name, res->blocks[0].penalty_spec);
     atf_error e = solution_fields(pt, res, secs, &row, err);
-    if (e || !on_path(cfg, m))
+    if (e || !samples_on_path(cfg, m->kind))
         return e ? e : samples_append(s, &row, err);
     int ridge = samples_is_ridge(m->kind);
     atf_row_num(&row, "lambda", pc->lambda);
-    atf_row_str(&row, "lambda_path", ridge ? s->plan->ridge_lambda_path : s->plan->lambda_path);
+    atf_row_str(&row, "lambda_path", samples_lambda_path(s->plan, m->kind));
     atf_row_num(&row, "val_error", pc->val.error);
     atf_row_num(&row, "val_xent", pc->val.xent);
     atf_row_str(&row, ridge ? "path_val_rel_mse" : "path_val_xent", pc->scores);
@@ -545,7 +528,7 @@ atf_error samples_run_p16(samples_state *s, point *pt, const method *m, char *er
         e = write_solution(s, pt, m->name, res, err);
     if (!e && res)
         e = record_model(s, pt, m, res, &pc, secs, err);
-    if (!e && res && on_path(&s->plan->cfg, m))
+    if (!e && res && samples_on_path(&s->plan->cfg, m->kind))
         drop_path_steps(s, pt, m);
     if (!e && kept) {
         *keep = res;
@@ -574,7 +557,7 @@ atf_error samples_need_p16(samples_state *s, point *pt, const method *m, char *e
     /* a table from before the solution files: solve it again, the same way */
     path_choice pc;
     e = solve_model(s, pt, m, keep, &pc, err);
-    if (!e && *keep && on_path(&s->plan->cfg, m))
+    if (!e && *keep && samples_on_path(&s->plan->cfg, m->kind))
         drop_path_steps(s, pt, m);
     return e;
 }

@@ -169,12 +169,6 @@ static const char *censor(const crossing *c)
     return c->below ? "below" : isfinite(c->n) ? "interpolated" : "not reached";
 }
 
-/* Fixed features against adaptive ones. */
-static int is_fixed(method_kind k)
-{
-    return k == KIND_NTK || k == KIND_NTK_XENT || k == KIND_NTK_RIDGE || k == KIND_NTK_SGD;
-}
-
 static int is_adaptive(method_kind k)
 {
     return k == KIND_P16 || k == KIND_P16_XENT || k == KIND_P16_RIDGE ||
@@ -306,7 +300,7 @@ static atf_error ratio_table(const atf_samples_config *cfg, const grid_values *g
     put(&b, "fixed,adaptive,threshold,ratio_mean_curves,seeds_both,ratio_geomean_seeds,"
             "ratio_min,ratio_max,ratio_mean_lo,ratio_mean_hi\n");
     for (int f = 0; f < g->nm; f++)
-        for (int a = 0; a < g->nm && is_fixed(ms[f].kind); a++) {
+        for (int a = 0; a < g->nm && samples_is_fixed(ms[f].kind); a++) {
             if (!is_adaptive(ms[a].kind))
                 continue;
             for (int t = 0; t < cfg->nthresholds; t++) {

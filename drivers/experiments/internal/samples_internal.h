@@ -48,6 +48,30 @@ static inline samples_path_grid samples_path_of(const atf_samples_config *cfg, m
                                cfg->xent_lambda};
 }
 
+/* Whether the model's λ comes from its loss's path on the fitted examples (else one λ on all
+ * n): a penalized model whose family has a path. */
+static inline int samples_on_path(const atf_samples_config *cfg, method_kind k)
+{
+    return (samples_is_xent(k) || samples_is_ridge(k)) && samples_path_of(cfg, k).n > 0;
+}
+
+/* The loss of a problem (16) model: the configuration's (p16), or cross-entropy or the squared
+ * loss at λ. */
+static inline atf_loss samples_model_loss(const atf_samples_config *cfg, method_kind k,
+                                          double lambda)
+{
+    if (k == KIND_P16)
+        return cfg->loss;
+    return (atf_loss){samples_is_ridge(k) ? ATF_LOSS_SQUARED : ATF_LOSS_XENT, lambda};
+}
+
+/* Fixed features (the NTK models, ntk-sgd) against adaptive ones (problem (16) in any form,
+ * factorised SGD, the network). */
+static inline int samples_is_fixed(method_kind k)
+{
+    return k == KIND_NTK || k == KIND_NTK_XENT || k == KIND_NTK_RIDGE || k == KIND_NTK_SGD;
+}
+
 typedef struct {
     method_kind kind;
     const char *spec;     /* penalty variant (problem (16) only) */
@@ -73,6 +97,12 @@ typedef struct {
     int rel_mse_levels;                 /* the sample complexity's levels are of the relative
                                            test MSE (else of the test error) */
 } samples_plan;
+
+/* The λ grid a penalized model's rows record ("-": none), "" for the other models. */
+static inline const char *samples_lambda_path(const samples_plan *pl, method_kind k)
+{
+    return samples_is_ridge(k) ? pl->ridge_lambda_path : samples_is_xent(k) ? pl->lambda_path : "";
+}
 
 typedef struct {
     const samples_plan *plan;

@@ -20,18 +20,14 @@ source scripts/fashion_study_env.sh
 out=results/fashion-scale
 sgd=(--sgd-loss xent --optimizer sgd --lr 0.01 --lr-schedule constant --momentum 0.9
      --epochs 1000 --patience 20)
-# Problem (16): the lambda path of every cross-entropy model (per fitted example, largest
-# first, stopped at the first lambda that does worse on the validation rows), certified solves.
-# From n = 8 000 on the grid goes two values further down: ntk-xent chose its smallest value
-# in several runs at n <= 2 000 and at n = 30 000 (docs/record/results.md §7).
-lambdas=0.1,0.03,0.01,0.003,0.001,0.0003,0.0001
+# Problem (16): the exact models' options and λ path of scripts/fashion_study_env.sh. From
+# n = 8 000 on the grid goes two values further down: ntk-xent chose its smallest value in
+# several runs at n <= 2 000 and at n = 30 000 (docs/record/results.md §7).
 [[ "${1-}" == fair-8000* || "${1-}" == fair-large || "${1-}" == fair-60000 ]] && lambdas=$lambdas,0.00003,0.00001
-exact=(--penalty balanced+balanced --tol 1e-6 --interpolate-max-n auto
-       --xent-lambdas $lambdas --xent-lambdas-per-example --xent-path-patience 1)
+exact_options $lambdas
 report=(--align-examples 200 --error-thresholds 0.25,0.18,0.14)
 # fair-large and fair-60000 (solves of hours) append each exact solve's iteration table to
 # solver.log in their directory (from 2026-11-29 13:50 UTC; the steps before were not logged)
-fair=(--sampling fixed --stop best-val)
 authors=(--resample-each-epoch --pool all --stop test-selected)
 models="ntk,ntk-xent,p16,p16-xent,ntk-sgd,factorized-sgd,network"
 # p16-xent's second family, chosen on the validation rows of the pilot step (docs/record/results.md
@@ -159,10 +155,8 @@ PY
     $atf experiment samples "${data[@]}" "${net[@]}" "${sgd[@]}" "${report[@]}" "${authors[@]}" \
       --ns 125 --seeds 5 --batch 50 --models ntk-sgd,factorized-sgd,network --report-only \
       --out $out/authors ;;
-  stop)  # every step running: Ctrl-C (SIGINT) to its atf process, which keeps what it has
-          # (rows, solved lambdas, the checkpoint of the solve under way) and exits; waits for them
-    stop_study "$out/" "commit $out (its solutions/ folders too) to go on on another machine" ;;
-  list|*)
-    echo "steps: pilot fair-125 fair-small fair-8000 fair-8000-interp fair-8000-ntk fair-2000-p16 fair-large fair-60000 depth2 merge authors-125 authors-small report stop" >&2
-    [[ "$step" == list ]] ;;
+  *)  # stop: every step running: Ctrl-C (SIGINT) to its atf process, which keeps what it has
+      # (rows, solved lambdas, the checkpoint of the solve under way) and exits; waits for them
+    other_step "$step" "$out/" "commit $out (its solutions/ folders too) to go on on another machine" \
+      "pilot fair-125 fair-small fair-8000 fair-8000-interp fair-8000-ntk fair-2000-p16 fair-large fair-60000 depth2 merge authors-125 authors-small report stop" ;;
 esac

@@ -25,6 +25,17 @@ atf=$build/drivers/atf
 data=(--data fashion-mnist --split official --n-test 10000)
 net=(--hidden 128,128,128,128 --bias --init lecun --no-standardize)
 
+# The fair protocol (fixed sampling, the SGD epoch of the best validation score) and its exact
+# models: certified solves, the λ path of every cross-entropy model per fitted example, largest
+# first, stopped at the first λ that does worse on the validation rows. exact_options GRID sets
+# exact=(…) for a λ grid (fashion_scale.sh takes a longer one from n = 8 000 on).
+lambdas=0.1,0.03,0.01,0.003,0.001,0.0003,0.0001
+fair=(--sampling fixed --stop best-val)
+exact_options() {
+    exact=(--penalty balanced+balanced --tol 1e-6 --interpolate-max-n auto
+           --xent-lambdas "$1" --xent-lambdas-per-example --xent-path-patience 1)
+}
+
 # The `stop` step of either study: Ctrl-C (SIGINT) to every `atf experiment samples` whose
 # command line matches "--out $1" (a running step keeps what it has: rows, solved λ, the
 # checkpoint of the solve under way, and exits); waits for them, then says $2.

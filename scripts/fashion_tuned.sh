@@ -18,12 +18,9 @@
 # tuned_report_nN.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/fashion_study_env.sh  # fashion_scale.sh's threads, kernel, build, data and network
+source scripts/fashion_study_env.sh  # fashion_scale.sh's threads, kernel, build, data, network, protocol
 out=results/fashion-tuned
-lambdas=0.1,0.03,0.01,0.003,0.001,0.0003,0.0001
-exact=(--penalty balanced+balanced --tol 1e-6 --interpolate-max-n auto
-       --xent-lambdas $lambdas --xent-lambdas-per-example --xent-path-patience 1)
-fair=(--sampling fixed --stop best-val)
+exact_options $lambdas  # the fair protocol's exact models and its λ path ($fair too)
 # ATF_TUNED_N=2000: the same steps at n = 2 000, into the same table (the report covers each n)
 grid=(--ns ${ATF_TUNED_N:-500} --seeds 5 --models ntk-xent,p16-xent)
 
